@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -55,6 +56,12 @@ func (s *Service) DefineMemory(ctx context.Context, tenant string, p MemoryParam
 	now := s.stamp()
 	m.Tenant, m.Version, m.CreatedAt, m.UpdatedAt = tenant, 1, now, now
 	if dryRun {
+		// The same checks as a real create, the id's availability included.
+		if _, err := s.store.GetMemory(ctx, tenant, m.ID); err == nil {
+			return Memory{}, &ConflictError{Code: CodeMemoryExists, Detail: fmt.Sprintf("memory %q already exists; PUT /v1/memories/%s replaces it.", m.ID, m.ID)}
+		} else if !errors.Is(err, ErrNotFound) {
+			return Memory{}, err
+		}
 		return m, nil
 	}
 	if err := s.store.CreateMemory(ctx, m); err != nil {

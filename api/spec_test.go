@@ -1,0 +1,383 @@
+// Package api_test checks the public contract, api/openapi.yaml: that it is a
+// valid OpenAPI 3.0 document whose examples match their schemas, that it keeps
+// the house rules a client relies on (bounded strings and arrays, problem+json
+// errors, examples everywhere), and that the generated code embeds this very
+// file.
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/footprint/footprint/internal/http/api"
+)
+
+const specFile = "openapi.yaml"
+
+// load reads the spec from disk and fails the test if it cannot be parsed.
+func load(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromFile(specFile)
+	if err != nil {
+		t.Fatalf("load %s: %v", specFile, err)
+	}
+	return doc
+}
+
+// operation is one method on one path, named for messages.
+type operation struct {
+	name   string // e.g. "POST /v1/memories"
+	path   string
+	method string
+	op     *openapi3.Operation
+}
+
+// operations lists every operation in a stable order.
+func operations(doc *openapi3.T) []operation {
+	var out []operation
+	for _, path := range doc.Paths.InMatchingOrder() {
+		item := doc.Paths.Value(path)
+		for method, op := range item.Operations() {
+			out = append(out, operation{name: method + " " + path, path: path, method: method, op: op})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func TestSpecIsValid(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	err := doc.Validate(context.Background(),
+		openapi3.EnableExamplesValidation(),
+		openapi3.EnableSchemaFormatValidation(),
+		openapi3.EnableSchemaDefaultsValidation(),
+		openapi3.EnableSchemaPatternValidation(),
+		openapi3.EnableMultiError(),
+	)
+	if err != nil {
+		t.Fatalf("%s does not validate:\n%v", specFile, err)
+	}
+	if doc.OpenAPI != "3.0.3" {
+		t.Errorf("openapi = %q, want 3.0.3", doc.OpenAPI)
+	}
+}
+
+// TestEmbeddedSpecIsCurrent catches a spec edited without regenerating: the
+// spec embedded in api.gen.go must be this file.
+func TestEmbeddedSpecIsCurrent(t *testing.T) {
+	t.Parallel()
+	embedded, err := api.GetSwagger()
+	if err != nil {
+		t.Fatalf("decode embedded spec: %v", err)
+	}
+	want, err := json.Marshal(load(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("internal/http/api/api.gen.go embeds a different spec than %s; run `go generate ./internal/http/api/`", specFile)
+	}
+}
+
+var verbNoun = regexp.MustCompile(`^(get|list|create|replace|update|delete|post|append|finish|explain|recall|forget|index|open)[A-Z][A-Za-z]*$`)
+
+func TestOperationsAreDocumented(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	seen := map[string]string{}
+	for _, o := range operations(doc) {
+		op := o.op
+		if !verbNoun.MatchString(op.OperationID) {
+			t.Errorf("%s: operationId %q is not verbNoun", o.name, op.OperationID)
+		}
+		if prev, dup := seen[op.OperationID]; dup {
+			t.Errorf("%s: operationId %q already used by %s", o.name, op.OperationID, prev)
+		}
+		seen[op.OperationID] = o.name
+		if strings.TrimSpace(op.Summary) == "" {
+			t.Errorf("%s: no summary", o.name)
+		}
+		if strings.TrimSpace(op.Description) == "" {
+			t.Errorf("%s: no description", o.name)
+		}
+		if len(op.Tags) == 0 {
+			t.Errorf("%s: no tags", o.name)
+		}
+	}
+}
+
+func TestSecurity(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	if len(doc.Security) != 1 || doc.Security[0]["bearerAuth"] == nil {
+		t.Fatalf("global security = %v, want bearerAuth", doc.Security)
+	}
+	open := []string{"/healthz", "/readyz"}
+	for _, o := range operations(doc) {
+		public := slices.Contains(open, o.path)
+		switch {
+		case public && (o.op.Security == nil || len(*o.op.Security) != 0):
+			t.Errorf("%s: want `security: []`", o.name)
+		case !public && o.op.Security != nil:
+			t.Errorf("%s: overrides the global bearerAuth", o.name)
+		case !public && o.op.Responses.Status(http.StatusUnauthorized) == nil:
+			t.Errorf("%s: authenticated but declares no 401", o.name)
+		}
+	}
+}
+
+// TestExamplesEverywhere: Postman imports examples, so every request body and
+// every response with a body has at least one.
+func TestExamplesEverywhere(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	for _, o := range operations(doc) {
+		if rb := o.op.RequestBody; rb != nil {
+			for ct, mt := range rb.Value.Content {
+				if mt.Example == nil && len(mt.Examples) == 0 {
+					t.Errorf("%s: request body %s has no example", o.name, ct)
+				}
+			}
+		}
+		for status, resp := range o.op.Responses.Map() {
+			for ct, mt := range resp.Value.Content {
+				if mt.Example == nil && len(mt.Examples) == 0 {
+					t.Errorf("%s: %s response %s has no example", o.name, status, ct)
+				}
+			}
+		}
+	}
+}
+
+// TestErrorsAreProblems: every 4xx and 5xx is application/problem+json with
+// the Problem schema, and its examples agree with the status they document.
+func TestErrorsAreProblems(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	problem := doc.Components.Schemas["Problem"]
+	for _, o := range operations(doc) {
+		for status, resp := range o.op.Responses.Map() {
+			if status[0] != '4' && status[0] != '5' {
+				continue
+			}
+			where := fmt.Sprintf("%s %s", o.name, status)
+			content := resp.Value.Content
+			mt := content.Get("application/problem+json")
+			if len(content) != 1 || mt == nil {
+				t.Errorf("%s: content types %v, want only application/problem+json", where, keys(content))
+				continue
+			}
+			if mt.Schema == nil || mt.Schema.Value != problem.Value {
+				t.Errorf("%s: schema is not #/components/schemas/Problem", where)
+			}
+			for name, value := range exampleValues(mt) {
+				p, ok := value.(map[string]any)
+				if !ok {
+					t.Errorf("%s: example %q is not an object", where, name)
+					continue
+				}
+				if got := fmt.Sprint(p["status"]); got != status {
+					t.Errorf("%s: example %q has status %s", where, name, got)
+				}
+				if got, want := p["type"], "/problems/"+fmt.Sprint(p["code"]); got != want {
+					t.Errorf("%s: example %q has type %v, want %s", where, name, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestEveryResponseNamesTheRequestId: X-Request-Id is on every response.
+func TestEveryResponseNamesTheRequestId(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	for _, o := range operations(doc) {
+		for status, resp := range o.op.Responses.Map() {
+			if resp.Value.Headers["X-Request-Id"] == nil {
+				t.Errorf("%s %s: no X-Request-Id header", o.name, status)
+			}
+		}
+	}
+}
+
+// TestBounds walks every schema reachable from the document: strings need a
+// maxLength (or an enum), arrays a maxItems, and objects that are request
+// bodies refuse unknown members.
+func TestBounds(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	w := &walker{t: t, seen: map[*openapi3.Schema]bool{}}
+	for name, s := range doc.Components.Schemas {
+		w.walk("#/components/schemas/"+name, s)
+	}
+	for name, p := range doc.Components.Parameters {
+		w.walk("#/components/parameters/"+name, p.Value.Schema)
+	}
+	for name, h := range doc.Components.Headers {
+		w.walk("#/components/headers/"+name, h.Value.Schema)
+	}
+	for _, o := range operations(doc) {
+		for _, p := range o.op.Parameters {
+			w.walk(o.name+" parameter "+p.Value.Name, p.Value.Schema)
+		}
+		if rb := o.op.RequestBody; rb != nil {
+			for ct, mt := range rb.Value.Content {
+				where := o.name + " request " + ct
+				w.walk(where, mt.Schema)
+				if s := mt.Schema.Value; s.Type.Is(openapi3.TypeObject) &&
+					(s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has) {
+					t.Errorf("%s: request object does not set additionalProperties: false", where)
+				}
+			}
+		}
+		for status, resp := range o.op.Responses.Map() {
+			for ct, mt := range resp.Value.Content {
+				w.walk(o.name+" "+status+" "+ct, mt.Schema)
+			}
+		}
+	}
+}
+
+type walker struct {
+	t    *testing.T
+	seen map[*openapi3.Schema]bool
+}
+
+func (w *walker) walk(where string, ref *openapi3.SchemaRef) {
+	if ref == nil || ref.Value == nil || w.seen[ref.Value] {
+		return
+	}
+	s := ref.Value
+	w.seen[s] = true
+	switch {
+	case s.Type.Is(openapi3.TypeString):
+		if s.MaxLength == nil {
+			w.t.Errorf("%s: string without maxLength", where)
+		}
+	case s.Type.Is(openapi3.TypeArray):
+		if s.MaxItems == nil {
+			w.t.Errorf("%s: array without maxItems", where)
+		}
+		w.walk(where+"[]", s.Items)
+	}
+	for name, p := range s.Properties {
+		w.walk(where+"."+name, p)
+	}
+	w.walk(where+"{}", s.AdditionalProperties.Schema)
+	for _, group := range []openapi3.SchemaRefs{s.AllOf, s.AnyOf, s.OneOf} {
+		for i, sub := range group {
+			w.walk(fmt.Sprintf("%s#%d", where, i), sub)
+		}
+	}
+}
+
+// TestValidatorLetsTheServerTeach runs real requests through kin-openapi's
+// request validator (what the server puts in front of the handlers): the
+// strategy must reach the handler whatever its shape, so that the server's
+// own validator can answer with a teaching 422, while the rest of the body is
+// held to the schema.
+func TestValidatorLetsTheServerTeach(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		method string
+		target string
+		body   string
+		ok     bool
+	}{
+		{"bare kind name", "POST", "/v1/memories", `{"id":"chat","type":"episodic","strategy":"window"}`, true},
+		{"null strategy", "POST", "/v1/memories", `{"id":"chat","type":"episodic","strategy":null}`, true},
+		{"hybrid without parts", "POST", "/v1/memories", `{"id":"chat","type":"episodic","strategy":{"kind":"hybrid"}}`, true},
+		{"valid", "POST", "/v1/memories?dryRun=true", `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":20}}`, true},
+		{"no strategy", "POST", "/v1/memories", `{"id":"chat","type":"episodic"}`, false},
+		{"unknown field", "POST", "/v1/memories", `{"id":"chat","type":"episodic","strategy":{"kind":"window"},"strateg":1}`, false},
+		{"bad id", "POST", "/v1/memories", `{"id":"-chat","type":"episodic","strategy":{"kind":"window"}}`, false},
+		{"unknown type", "POST", "/v1/memories", `{"id":"chat","type":"working","strategy":{"kind":"window"}}`, false},
+		{"ttl zero", "POST", "/v1/memories", `{"id":"chat","type":"episodic","strategy":{"kind":"window"},"ttlMs":0}`, false},
+		{"replace, GET body round trip", "PUT", "/v1/memories/chat",
+			`{"id":"chat","type":"episodic","strategy":{"kind":"window","size":20},"readOnly":false,"corpus":false,` +
+				`"flavor":"memory","version":1,"createdAt":"2026-11-30T06:05:39.123Z","updatedAt":"2026-11-30T06:05:39.123Z"}`, true},
+		{"replace, version zero", "PUT", "/v1/memories/chat", `{"type":"episodic","strategy":{"kind":"window"},"version":0}`, false},
+		{"limit too big", "GET", "/v1/memories?limit=201", ``, false},
+		{"unknown kind reaches the handler", "GET", "/v1/strategies/windw", ``, true},
+		{"bad type filter", "GET", "/v1/strategies?type=working", ``, false},
+		{"bad memory id", "GET", "/v1/memories/%2Fetc", ``, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var body *strings.Reader
+			if tt.body != "" {
+				body = strings.NewReader(tt.body)
+			} else {
+				body = strings.NewReader("")
+			}
+			req := httptest.NewRequest(tt.method, "http://127.0.0.1:8080"+tt.target, body)
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			route, params, err := router.FindRoute(req)
+			if err != nil {
+				if tt.ok {
+					t.Fatalf("no route: %v", err)
+				}
+				return // refusing to route is a refusal too
+			}
+			err = openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+				Request:    req,
+				PathParams: params,
+				Route:      route,
+				Options:    &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+			})
+			if tt.ok && err != nil {
+				t.Errorf("refused, want accepted: %v", err)
+			}
+			if !tt.ok && err == nil {
+				t.Errorf("accepted, want refused")
+			}
+		})
+	}
+}
+
+func exampleValues(mt *openapi3.MediaType) map[string]any {
+	out := map[string]any{}
+	if mt.Example != nil {
+		out["example"] = mt.Example
+	}
+	for name, ex := range mt.Examples {
+		out[name] = ex.Value.Value
+	}
+	return out
+}
+
+func keys(c openapi3.Content) []string {
+	var out []string
+	for k := range c {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/embed"
+	httpapi "github.com/footprint/footprint/internal/http"
+	"github.com/footprint/footprint/internal/store/memory"
+	"github.com/footprint/footprint/internal/store/pg"
+)
+
+// run is the whole program: it reads the configuration, opens the store,
+// serves until ctx is cancelled, then drains. Tests call it directly.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	_ = args
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	logger := newLogger(cfg, stderr)
+
+	store, closeStore, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	specs, err := embed.ParseSpecs(cfg.Embedders)
+	if err != nil {
+		return err
+	}
+	embedders, err := embed.Build(specs, getenv)
+	if err != nil {
+		return err
+	}
+	// LLM providers arrive with the summarize/extract-llm work; until then
+	// the deployment honestly has none, so `summarize` is not offerable.
+	caps := core.Capabilities{}
+	for _, e := range embedders {
+		caps.Embedders = append(caps.Embedders, e.Info())
+	}
+	svc := core.NewService(store, caps)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var draining atomic.Bool
+	handler, err := httpapi.NewServer(httpapi.Deps{
+		Service:        svc,
+		Logger:         logger,
+		APIKeys:        cfg.APIKeys,
+		CORSOrigins:    cfg.CORSOrigins,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		RequestTimeout: cfg.RequestTimeout,
+		CursorSecret:   []byte(cfg.CursorSecret),
+		Draining:       draining.Load,
+		Registerer:     reg,
+		Gatherer:       reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "footprint listening on %s\n", base)
+	fmt.Fprintf(stdout, "  API docs:  %s/docs/   (spec: %s/openapi.yaml)\n", base, base)
+	fmt.Fprintf(stdout, "  store:     %s\n", describeStore(cfg))
+	fmt.Fprintf(stdout, "  embedders: %s\n", describeEmbedders(caps.Embedders))
+	if len(cfg.APIKeys) == 0 {
+		fmt.Fprintf(stdout, "  auth:      OPEN — no FOOTPRINT_API_KEYS set, every request is tenant %q\n", core.DefaultTenant)
+		logger.Warn("no API keys configured: running single-tenant and open", "tenant", core.DefaultTenant)
+	} else {
+		fmt.Fprintf(stdout, "  auth:      bearer keys for %d tenant key(s)\n", len(cfg.APIKeys))
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Drain: readiness goes 503 first so a load balancer stops routing here,
+	// then in-flight requests get up to ShutdownTimeout to finish.
+	draining.Store(true)
+	logger.Info("shutting down", "drainTimeout", cfg.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintln(stdout, "footprint stopped")
+	return nil
+}
+
+func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (core.Store, func(), error) {
+	if cfg.DatabaseURL == "" {
+		logger.Info("no DATABASE_URL: using the in-memory store (data is lost on exit)")
+		return memory.New(), func() {}, nil
+	}
+	s, err := pg.Open(ctx, cfg.DatabaseURL, logger, pg.WithStatementTimeout(cfg.StatementTimeout), pg.WithLockTimeout(cfg.LockTimeout))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	return s, s.Close, nil
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by loadConfig
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func describeStore(cfg Config) string {
+	if cfg.DatabaseURL == "" {
+		return "in-memory (embedded default; set DATABASE_URL for Postgres + pgvector)"
+	}
+	return "postgres + pgvector"
+}
+
+func describeEmbedders(es []core.EmbedderInfo) string {
+	s := ""
+	for i, e := range es {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s (%s, %d dims)", e.ID, e.Kind, e.Dimensions)
+		if e.Default {
+			s += " [default]"
+		}
+	}
+	return s
+}

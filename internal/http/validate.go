@@ -1,0 +1,195 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	nethttpmw "github.com/oapi-codegen/nethttp-middleware"
+
+	gen "github.com/footprint/footprint/internal/http/api"
+)
+
+// newRequestValidator returns middleware that checks every /v1 request
+// against api/openapi.yaml before a handler sees it, and answers with a
+// problem that names the offending field.
+func newRequestValidator(logger *slog.Logger) (func(http.Handler) http.Handler, error) {
+	spec, err := gen.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	// Route on paths alone: the spec's server URL is documentation, and the
+	// service may sit behind any host name.
+	spec.Servers = nil
+	return nethttpmw.OapiRequestValidatorWithOptions(spec, &nethttpmw.Options{
+		Options: openapi3filter.Options{
+			// Authentication already ran; the validator checks shapes only.
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		},
+		SilenceServersWarning: true,
+		ErrorHandlerWithOpts: func(ctx context.Context, err error, w http.ResponseWriter, r *http.Request, _ nethttpmw.ErrorHandlerOpts) {
+			p := validationProblem(err)
+			if p.Status >= 500 {
+				logger.LogAttrs(ctx, slog.LevelError, "request validation failed unexpectedly",
+					slog.String("requestId", requestIDFrom(ctx)), slog.String("error", err.Error()))
+			}
+			writeProblem(w, r, p)
+		},
+	}), nil
+}
+
+var unsupportedProperty = regexp.MustCompile(`^property "(.*)" is unsupported$`)
+var missingProperty = regexp.MustCompile(`^property "(.*)" is missing$`)
+
+// validationProblem turns a kin-openapi validation error into a problem
+// naming the field. kin-openapi's reasons never echo the input value.
+func validationProblem(err error) *Problem {
+	switch {
+	case errors.Is(err, routers.ErrPathNotFound):
+		return newProblem(http.StatusNotFound, "not-found", "No such endpoint. The API is described at /openapi.yaml.")
+	case errors.Is(err, routers.ErrMethodNotAllowed):
+		return newProblem(http.StatusMethodNotAllowed, "method-not-allowed", "This method is not supported on this path.")
+	}
+	var re *openapi3filter.RequestError
+	if !errors.As(err, &re) {
+		return newProblem(http.StatusBadRequest, "invalid-request", "The request does not match the API description.")
+	}
+	var pe *openapi3filter.ParseError
+	if re.Parameter == nil && errors.As(re.Err, &pe) {
+		return newProblem(http.StatusBadRequest, "invalid-json", "The request body is not valid JSON.")
+	}
+	var se *openapi3.SchemaError
+	hasSchemaErr := errors.As(re.Err, &se)
+	if re.Parameter != nil {
+		detail := fmt.Sprintf("The %s parameter `%s` is invalid", re.Parameter.In, re.Parameter.Name)
+		if hasSchemaErr {
+			detail += ": " + se.Reason
+		} else if re.Reason != "" {
+			detail += ": " + re.Reason
+		}
+		p := newProblem(http.StatusBadRequest, "invalid-parameter", detail+".")
+		p.Path = re.Parameter.Name
+		p.Errors = []ProblemError{{Pointer: re.Parameter.In + ":" + re.Parameter.Name, Detail: detail}}
+		if ex := re.Parameter.Schema; ex != nil && ex.Value != nil && ex.Value.Default != nil {
+			p.Fix = ex.Value.Default
+		}
+		return p
+	}
+	if re.RequestBody != nil && !hasSchemaErr {
+		if re.Err == nil || strings.Contains(re.Reason, "value is required") || strings.Contains(fmt.Sprint(re.Err), "value is required") {
+			return newProblem(http.StatusBadRequest, "invalid-request", "This operation needs a JSON request body.")
+		}
+		return newProblem(http.StatusBadRequest, "invalid-json", "The request body is not valid JSON.")
+	}
+	if !hasSchemaErr {
+		return newProblem(http.StatusBadRequest, "invalid-request", "The request does not match the API description.")
+	}
+	ptr := se.JSONPointer()
+	code := "invalid-request"
+	reason := se.Reason
+	switch {
+	case se.SchemaField == "additionalProperties":
+		if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
+			ptr = append(ptr, m[1])
+			reason = "is not a field of this object; remove it or fix its name"
+		}
+		code = "unknown-field"
+	case se.SchemaField == "required":
+		if m := missingProperty.FindStringSubmatch(se.Reason); m != nil {
+			ptr = append(ptr, m[1])
+			reason = "is required"
+		}
+	}
+	path := dottedPath(ptr)
+	if path == "" {
+		path = "(body)"
+	}
+	p := newProblem(http.StatusBadRequest, code, fmt.Sprintf("`%s` %s.", path, strings.TrimSuffix(reason, ".")))
+	p.Path = path
+	p.Errors = []ProblemError{{Pointer: "#/" + strings.Join(escapePointer(ptr), "/"), Detail: reason}}
+	if se.Schema != nil {
+		p.Fix = fixFromSchema(se.Schema, se.SchemaField, ptr)
+	}
+	return p
+}
+
+// fixFromSchema offers a value that satisfies the failing schema: its
+// example, its default or its first enum value.
+func fixFromSchema(s *openapi3.Schema, field string, ptr []string) any {
+	if field == "additionalProperties" || field == "required" {
+		if len(ptr) > 0 && s.Properties != nil {
+			if prop, ok := s.Properties[ptr[len(ptr)-1]]; ok && prop.Value != nil {
+				s = prop.Value
+			} else {
+				return nil
+			}
+		} else {
+			return nil
+		}
+	}
+	switch {
+	case s.Example != nil:
+		return s.Example
+	case s.Default != nil:
+		return s.Default
+	case len(s.Enum) > 0:
+		return s.Enum[0]
+	}
+	return nil
+}
+
+// dottedPath renders ["strategy","strategies","1"] as strategy.strategies[1].
+func dottedPath(ptr []string) string {
+	var b strings.Builder
+	for _, seg := range ptr {
+		if _, err := strconv.Atoi(seg); err == nil {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+func escapePointer(ptr []string) []string {
+	out := make([]string, len(ptr))
+	for i, s := range ptr {
+		out[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	}
+	return out
+}
+
+// paramProblem reports a path or query parameter the generated wrapper
+// could not bind.
+func paramProblem(err error) *Problem {
+	name := ""
+	var fmtErr *gen.InvalidParamFormatError
+	var reqErr *gen.RequiredParamError
+	var tooMany *gen.TooManyValuesForParamError
+	switch {
+	case errors.As(err, &fmtErr):
+		name = fmtErr.ParamName
+	case errors.As(err, &reqErr):
+		name = reqErr.ParamName
+	case errors.As(err, &tooMany):
+		name = tooMany.ParamName
+	}
+	detail := "A parameter is invalid."
+	if name != "" {
+		detail = fmt.Sprintf("The parameter `%s` is invalid.", name)
+	}
+	p := newProblem(http.StatusBadRequest, "invalid-parameter", detail)
+	p.Path = name
+	return p
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# test.sh — the whole test suite, exactly as CI runs it (`make test` calls this).
+#
+# 1. Checks that committed generated code matches api/openapi.yaml (regenerates, then git diff).
+# 2. gofmt and go vet.
+# 3. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
+#    TEST_DATABASE_URL is already set, and REQUIRES it: Postgres-backed tests fail, never skip.
+# 4. go test -race over every package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "generated code is up to date"
+go generate ./...
+if ! git diff --exit-code --stat -- internal/http/api api; then
+  echo "generated code differs from the committed files: run 'make generate' and commit" >&2
+  exit 1
+fi
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+  step "postgres (throwaway cluster)"
+  TEST_DATABASE_URL=$(scripts/test-postgres.sh start)
+  export TEST_DATABASE_URL
+fi
+export FOOTPRINT_REQUIRE_PG=1
+
+step "go test -race"
+go test -race -count=1 -timeout 20m "$@" ./...
