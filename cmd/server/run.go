@@ -24,10 +24,12 @@ import (
 // run is the whole program: it reads the configuration, opens the store,
 // serves until ctx is cancelled, then drains. Tests call it directly.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	_ = args
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
+	}
+	if len(args) > 1 && args[1] == "-healthcheck" {
+		return healthcheck(ctx, cfg.Addr)
 	}
 	logger := newLogger(cfg, stderr)
 
@@ -162,4 +164,31 @@ func describeEmbedders(es []core.EmbedderInfo) string {
 		}
 	}
 	return s
+}
+
+// healthcheck probes a running server's /healthz on cfg.Addr, for container
+// health checks on images that have no curl.
+func healthcheck(ctx context.Context, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: status %d", res.StatusCode)
+	}
+	return nil
 }
