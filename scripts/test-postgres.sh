@@ -109,7 +109,9 @@ start() {
     write_conf
     log "starting (log: $LOG_FILE)"
     as_pg touch "$LOG_FILE"
-    if ! as_pg "$BIN/pg_ctl" start -D "$PGDATA_DIR" -l "$LOG_FILE" -w -t 60 >&2; then
+    # 9>&-: the server must not inherit the lock file descriptor, or it would hold the lock for
+    # its whole life and every later invocation would block.
+    if ! as_pg "$BIN/pg_ctl" start -D "$PGDATA_DIR" -l "$LOG_FILE" -w -t 60 >&2 9>&-; then
       tail -n 30 "$LOG_FILE" >&2 || true
       die "server did not start"
     fi

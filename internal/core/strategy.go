@@ -233,8 +233,8 @@ func (v *validator) dispatch(value any, path string) error {
 			fixKind = string(accepted[0])
 		}
 		return v.refuse(CodeStrategyNotForType, path+".kind", fixKind,
-			fmt.Sprintf("a %s memory does not accept the `%s` strategy. %s memories accept %s; `%s` is accepted by %s — use type %s for it.",
-				v.typ, kind, titleCase(string(v.typ)), quoteList(accepted), kind, quoteList(d.types), quoteList(d.types[:1]))+listingHint,
+			fmt.Sprintf("%s %s memory does not accept the `%s` strategy. %s memories accept %s; `%s` is accepted by %s — use type %s for it.",
+				article(string(v.typ)), v.typ, kind, titleCase(string(v.typ)), quoteList(accepted), kind, quoteList(d.types), quoteList(d.types[:1]))+listingHint,
 			map[string]any{"acceptedKinds": accepted, "acceptingTypes": d.types})
 	}
 	if d.kind == Hybrid {
@@ -351,7 +351,13 @@ func (v *validator) requirements(s Strategy, path string, insideHybrid bool) err
 func (v *validator) requirement(r Requirement, s Strategy, path, where, declared string) error {
 	kind := string(s.Kind)
 	missing := func(fieldPath, detail string) *ValidationError {
-		return v.refuse(CodeMissingRequirement, fieldPath, kind, detail, map[string]any{"requirement": string(r)})
+		fixKind := kind
+		if !v.caps.supplies(r) {
+			// Nothing of this kind can run here: offer the free rule this
+			// type accepts instead, as the seed's "Or: use window" does.
+			fixKind = string(v.freeAlternative(s.Kind))
+		}
+		return v.refuse(CodeMissingRequirement, fieldPath, fixKind, detail, map[string]any{"requirement": string(r)})
 	}
 	switch r {
 	case ReqEmbedder:
@@ -378,7 +384,7 @@ func (v *validator) requirement(r Requirement, s Strategy, path, where, declared
 		id := s.Str("llm")
 		if id == "" {
 			if len(v.caps.LLMs) == 0 {
-				return missing(path+".llm", where+" needs an `llm` and this server has no LLM provider configured — nothing would write the summary. Configure one (FOOTPRINT_LLMS), or use {\"kind\":\"window\",\"size\":20}, which keeps the last N entries verbatim, needs nothing and costs nothing."+declared)
+				return missing(path+".llm", where+" needs an `llm` and this server has no LLM provider configured — nothing would write the summary. Configure an LLM provider on this server, or use {\"kind\":\"window\",\"size\":20}, which keeps the last N entries verbatim, needs nothing and costs nothing."+declared)
 			}
 			return missing(path+".llm", fmt.Sprintf("%s needs an `llm` — the id of a provider configured on this server (%s) — and none was passed.", where, quoteList(v.caps.llmIDs()))+declared)
 		}
@@ -391,6 +397,17 @@ func (v *validator) requirement(r Requirement, s Strategy, path, where, declared
 		}
 	}
 	return nil
+}
+
+// freeAlternative returns the first kind the memory type accepts that needs
+// nothing from the deployment, or kind itself when there is none (causal).
+func (v *validator) freeAlternative(kind StrategyKind) StrategyKind {
+	for _, k := range AcceptedKinds(v.typ) {
+		if d, _ := lookup(string(k)); len(d.requirements) == 0 && k != Hybrid {
+			return k
+		}
+	}
+	return kind
 }
 
 func (d *descriptor) has(name string) bool {
@@ -429,6 +446,13 @@ func orNone(ids []string) string {
 		return "none"
 	}
 	return quoteList(ids)
+}
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func titleCase(s string) string {

@@ -95,18 +95,17 @@ func validationProblem(err error) *Problem {
 	ptr := se.JSONPointer()
 	code := "invalid-request"
 	reason := se.Reason
-	switch {
-	case se.SchemaField == "additionalProperties":
-		if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
-			ptr = append(ptr, m[1])
-			reason = "is not a field of this object; remove it or fix its name"
-		}
+	// kin-openapi reports an unknown property at the object holding it and a
+	// missing one at the property itself; both are named in the reason.
+	if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
+		ptr = append(ptr, m[1])
+		reason = "is not a field of this object; remove it or fix its name"
 		code = "unknown-field"
-	case se.SchemaField == "required":
-		if m := missingProperty.FindStringSubmatch(se.Reason); m != nil {
+	} else if m := missingProperty.FindStringSubmatch(se.Reason); m != nil {
+		if len(ptr) == 0 || ptr[len(ptr)-1] != m[1] {
 			ptr = append(ptr, m[1])
-			reason = "is required"
 		}
+		reason = "is required"
 	}
 	path := dottedPath(ptr)
 	if path == "" {
@@ -124,7 +123,7 @@ func validationProblem(err error) *Problem {
 // fixFromSchema offers a value that satisfies the failing schema: its
 // example, its default or its first enum value.
 func fixFromSchema(s *openapi3.Schema, field string, ptr []string) any {
-	if field == "additionalProperties" || field == "required" {
+	if field == "additionalProperties" || field == "required" || field == "properties" {
 		if len(ptr) > 0 && s.Properties != nil {
 			if prop, ok := s.Properties[ptr[len(ptr)-1]]; ok && prop.Value != nil {
 				s = prop.Value

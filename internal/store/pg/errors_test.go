@@ -1,0 +1,128 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+func TestTranslate(t *testing.T) {
+	t.Parallel()
+	pgErr := func(code, constraint string) error {
+		return fmt.Errorf("exec: %w", &pgconn.PgError{Code: code, ConstraintName: constraint})
+	}
+	opErr := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	tests := []struct {
+		name string
+		err  error
+		// want is the core kind errors.Is must find; nil means none of them (internal).
+		want error
+	}{
+		{"no rows", pgx.ErrNoRows, core.ErrNotFound},
+		{"duplicate memory", pgErr(codeUniqueViolation, constraintMemoriesPkey), core.ErrConflict},
+		{"other unique violation", pgErr(codeUniqueViolation, "entries_pkey"), nil},
+		{"lock timeout", pgErr(codeLockNotAvailable, ""), core.ErrUnavailable},
+		{"statement timeout", pgErr(codeQueryCanceled, ""), core.ErrUnavailable},
+		{"admin shutdown", pgErr(codeAdminShutdown, ""), core.ErrUnavailable},
+		{"crash shutdown", pgErr(codeCrashShutdown, ""), core.ErrUnavailable},
+		{"cannot connect now", pgErr(codeCannotConnectNow, ""), core.ErrUnavailable},
+		{"connection failure (class 08)", pgErr("08006", ""), core.ErrUnavailable},
+		{"too many connections", pgErr("53300", ""), core.ErrUnavailable},
+		{"serialisation retries exhausted", pgErr(codeSerializationFailure, ""), core.ErrUnavailable},
+		{"deadlock retries exhausted", pgErr(codeDeadlockDetected, ""), core.ErrUnavailable},
+		{"standby during failover", pgErr(codeReadOnlyTransaction, ""), core.ErrUnavailable},
+		{"network error", fmt.Errorf("query: %w", opErr), core.ErrUnavailable},
+		{"connection closed", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), core.ErrUnavailable},
+		{"deadline or pool acquire timeout", fmt.Errorf("acquire: %w", context.DeadlineExceeded), core.ErrUnavailable},
+		{"caller cancelled", fmt.Errorf("query: %w", context.Canceled), context.Canceled},
+		{"caller cancelled, server said 57014", errors.Join(context.Canceled, pgErr(codeQueryCanceled, "")), context.Canceled},
+		{"syntax error", pgErr("42601", ""), nil},
+		{"check violation", pgErr("23514", "memories_tier_check"), nil},
+	}
+	kinds := []error{core.ErrNotFound, core.ErrConflict, core.ErrUnavailable, core.ErrInvalid, context.Canceled}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := translate(tc.err, "op", "memory", "chat")
+			for _, kind := range kinds {
+				if is, want := errors.Is(got, kind), kind == tc.want; is != want {
+					t.Errorf("errors.Is(translate(%v), %v) = %v, want %v", tc.err, kind, is, want)
+				}
+			}
+			if tc.want == core.ErrUnavailable && !errors.Is(got, tc.err) {
+				t.Errorf("translate(%v) = %v: the cause is not in the chain", tc.err, got)
+			}
+		})
+	}
+
+	t.Run("not found names the memory", func(t *testing.T) {
+		var nf *core.NotFoundError
+		if err := translate(pgx.ErrNoRows, "op", "memory", "chat"); !errors.As(err, &nf) || nf.What != "memory" || nf.ID != "chat" {
+			t.Errorf("translate(ErrNoRows) = %#v", err)
+		}
+	})
+	t.Run("conflict carries the code", func(t *testing.T) {
+		var ce *core.ConflictError
+		err := translate(pgErr(codeUniqueViolation, constraintMemoriesPkey), "op", "memory", "chat")
+		if !errors.As(err, &ce) || ce.Code != core.CodeMemoryExists || ce.Detail != `memory "chat" already exists` {
+			t.Errorf("translate(unique violation) = %#v", err)
+		}
+	})
+	if translate(nil, "op", "", "") != nil {
+		t.Error("translate(nil) != nil")
+	}
+}
+
+func TestWithRetry(t *testing.T) {
+	t.Parallel()
+	serialization := &pgconn.PgError{Code: codeSerializationFailure}
+	deadlock := &pgconn.PgError{Code: codeDeadlockDetected}
+	other := errors.New("boom")
+	unique := &pgconn.PgError{Code: codeUniqueViolation}
+	tests := []struct {
+		name      string
+		results   []error // what successive attempts return; nil beyond the end
+		wantCalls int
+		wantErr   error
+	}{
+		{"success", nil, 1, nil},
+		{"retried serialisation failure", []error{serialization, deadlock}, 3, nil},
+		{"bounded", []error{serialization, serialization, serialization, serialization}, txAttempts, serialization},
+		{"other errors are not retried", []error{other}, 1, other},
+		{"unique violation is not retried", []error{unique}, 1, unique},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			err := withRetry(t.Context(), func() error {
+				calls++
+				if calls <= len(tc.results) {
+					return tc.results[calls-1]
+				}
+				return nil
+			})
+			if calls != tc.wantCalls {
+				t.Errorf("attempts = %d, want %d", calls, tc.wantCalls)
+			}
+			if err != tc.wantErr {
+				t.Errorf("error = %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+
+	t.Run("stops when the context is done", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		calls := 0
+		err := withRetry(ctx, func() error { calls++; cancel(); return serialization })
+		if calls != 1 || err != serialization {
+			t.Errorf("attempts = %d, error = %v; want 1, the serialisation failure", calls, err)
+		}
+	})
+}
