@@ -80,7 +80,7 @@ func TestSpecIsValid(t *testing.T) {
 // spec embedded in api.gen.go must be this file.
 func TestEmbeddedSpecIsCurrent(t *testing.T) {
 	t.Parallel()
-	embedded, err := api.GetSwagger()
+	embedded, err := api.GetSpec()
 	if err != nil {
 		t.Fatalf("decode embedded spec: %v", err)
 	}

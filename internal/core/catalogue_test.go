@@ -44,7 +44,7 @@ func TestCatalogueOrderAndTables(t *testing.T) {
 		if g.Kind != w.kind {
 			t.Errorf("entry %d: kind %q, want %q", i, g.Kind, w.kind)
 		}
-		if !slices.Equal(g.Requirements, w.reqs) && !(len(g.Requirements) == 0 && len(w.reqs) == 0) {
+		if !slices.Equal(g.Requirements, w.reqs) && (len(g.Requirements) != 0 || len(w.reqs) != 0) {
 			t.Errorf("%s: requirements %v, want %v", w.kind, g.Requirements, w.reqs)
 		}
 		if g.Requirements == nil {

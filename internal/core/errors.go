@@ -25,8 +25,8 @@ var (
 // Stable problem codes for domain validation failures. They are part of the
 // public API (an enum in api/openapi.yaml): clients switch on them.
 const (
-	CodeInvalidStrategy    = "invalid-strategy"    // shape: not an object, no kind, hybrid without strategies
-	CodeUnknownStrategy    = "unknown-strategy"    // kind is not one of the seven
+	CodeInvalidStrategy    = "invalid-strategy" // shape: not an object, no kind, hybrid without strategies
+	CodeUnknownStrategy    = "unknown-strategy" // kind is not one of the seven
 	CodeStrategyNotForType = "strategy-not-for-type"
 	CodeMissingRequirement = "missing-requirement" // deployment or strategy lacks embedder/llm/model/vector-store
 	CodeInvalidField       = "invalid-field"       // a field's value breaks its rule (range, pattern, type)

@@ -13,6 +13,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -76,11 +77,11 @@ func NewServer(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handlers{
-		svc:     d.Service,
-		logger:  d.Logger,
-		cursors: cursors{secret: d.CursorSecret},
+		svc:      d.Service,
+		logger:   d.Logger,
+		cursors:  cursors{secret: d.CursorSecret},
 		draining: d.Draining,
-		limits: core.Limits{MaxBodyBytes: d.MaxBodyBytes, DefaultPageSize: defaultPageSize, MaxPageSize: maxPageSize},
+		limits:   core.Limits{MaxBodyBytes: d.MaxBodyBytes, DefaultPageSize: defaultPageSize, MaxPageSize: maxPageSize},
 	}
 	keys := newKeyring(d.APIKeys)
 	m := newMetrics(d.Registerer)
@@ -163,8 +164,8 @@ func recoverer(logger *slog.Logger) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
 				if v := recover(); v != nil {
-					if v == http.ErrAbortHandler {
-						panic(v)
+					if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+						panic(v) // net/http's own signal to abort the response
 					}
 					logger.LogAttrs(r.Context(), slog.LevelError, "panic serving request",
 						slog.String("requestId", requestIDFrom(r.Context())), slog.Any("panic", v))

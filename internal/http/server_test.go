@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 const (
-	keyAcme  = "acme-key-0123456789abcdef"
+	keyAcme   = "acme-key-0123456789abcdef"
 	keyGlobex = "globex-key-0123456789abcdef"
 )
 

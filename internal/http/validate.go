@@ -22,7 +22,7 @@ import (
 // against api/openapi.yaml before a handler sees it, and answers with a
 // problem that names the offending field.
 func newRequestValidator(logger *slog.Logger) (func(http.Handler) http.Handler, error) {
-	spec, err := gen.GetSwagger()
+	spec, err := gen.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}

@@ -404,7 +404,7 @@ func testUpdateFuncError(t *testing.T, s core.Store) {
 		m.Version++
 		return refusal
 	})
-	if err != error(refusal) {
+	if err != error(refusal) { //nolint:errorlint // the contract is identity: fn's error unchanged
 		t.Errorf("UpdateMemory error = %#v, want fn's error itself", err)
 	}
 	assertMemory(t, mustGet(t, s, "acme", "chat"), start)
