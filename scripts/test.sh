@@ -2,7 +2,7 @@
 # test.sh — the whole test suite, exactly as CI runs it (`make test` calls this).
 #
 # 1. Checks that committed generated code matches api/openapi.yaml (regenerates, then git diff).
-# 2. gofmt and go vet.
+# 2. gofmt, go vet and golangci-lint (depguard enforces the one-way layering).
 # 3. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
 #    TEST_DATABASE_URL is already set, and REQUIRES it: Postgres-backed tests fail, never skip.
 # 4. go test -race over every package.
@@ -26,6 +26,9 @@ fi
 
 step "go vet"
 go vet ./...
+
+step "golangci-lint (pinned in tools/go.mod; includes the depguard layering rules)"
+go tool -modfile=tools/go.mod golangci-lint run ./...
 
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   step "postgres (throwaway cluster)"

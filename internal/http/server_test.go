@@ -54,7 +54,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(specGate(t, h))
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv}
 }

@@ -1,0 +1,111 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// EntryKind is the kind of a stored entry, visible in its id.
+type EntryKind string
+
+// Entry kinds and their id shapes.
+const (
+	KindMessage  EntryKind = "msg"     // msg-{turn}-{i}
+	KindSnapshot EntryKind = "snap"    // snap-{turn}
+	KindFact     EntryKind = "fact"    // fact:{key}
+	KindBeat     EntryKind = "beat"    // beat-{turn}-{i}
+	KindSummary  EntryKind = "summary" // msg-summary-{from}-{to}
+	KindDocument EntryKind = "doc"     // document chunks of a corpus
+)
+
+// Entry is one stored item of one memory in one namespace.
+type Entry struct {
+	Tenant    string
+	MemoryID  string
+	Namespace string
+	ID        string
+	Kind      EntryKind
+	// Turn and Index are parsed from the id at write time (0 when the id
+	// carries none), so ordering never compares ids as text.
+	Turn  int
+	Index int
+	// Value and Metadata are JSON documents (Metadata may be nil: {}).
+	Value    json.RawMessage
+	Metadata json.RawMessage
+
+	Version        int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	LastAccessedAt time.Time
+	AccessCount    int64
+	// ExpiresAt is the absolute expiry; zero means never. An expired entry
+	// is invisible to every read and scan.
+	ExpiresAt time.Time
+	Tier      string
+
+	SourceTurn  int
+	SourceRunID string
+
+	// Embedding is nil when the entry has none; EmbeddingModel names the
+	// model that produced it.
+	Embedding      []float32
+	EmbeddingModel string
+}
+
+// TurnWrite is one turn's write side, handed to a store to perform in ONE
+// transaction serialised per (Tenant, Namespace).
+type TurnWrite struct {
+	Tenant    string
+	Namespace string
+	// HostTurn is the caller's turn number, already normalised (≥ 1).
+	HostTurn int
+	// CountMessageTurns makes live msg-{n}-* ids count toward the highest
+	// stored turn, as well as snap-{n} (set when a conversation memory is
+	// written by this turn; see the turns issue).
+	CountMessageTurns bool
+	// MemoryIDs are the memories whose stored turns are scanned.
+	MemoryIDs []string
+	// Now is the transaction's clock for expiry checks and timestamps.
+	Now time.Time
+	// Build returns the entries to write for the resolved turn. It may be
+	// called more than once (a retried transaction), so it must be pure and
+	// must not do I/O: embeddings are computed before WriteTurn.
+	Build func(turn int) ([]Entry, error)
+}
+
+// EntryQuery selects a namespace's entries, newest first (by turn, then
+// index, then id), for listing.
+type EntryQuery struct {
+	Tenant    string
+	Namespace string
+	MemoryID  string    // "" = every memory
+	Kind      EntryKind // "" = every kind
+	Tier      string    // "" = every tier
+	Now       time.Time
+	// After is an opaque position from a previous page ("" = first page).
+	After string
+	Limit int
+	// WithEmbedding loads embeddings (omitted by default: they are large).
+	WithEmbedding bool
+}
+
+// EntryStore persists entries. Implementations are safe for concurrent use
+// and translate driver errors as MemoryStore does.
+type EntryStore interface {
+	// WriteTurn resolves turn = max(w.HostTurn, highestLiveStoredTurn + 1)
+	// inside one transaction serialised per namespace, then writes every
+	// entry w.Build(turn) returns (upserting facts by id; never
+	// overwriting a live snapshot). It returns the turn and the entries as
+	// written.
+	WriteTurn(ctx context.Context, w TurnWrite) (int, []Entry, error)
+	// ListEntries returns up to q.Limit live entries and the position after
+	// the last one ("" when there are no more).
+	ListEntries(ctx context.Context, q EntryQuery) ([]Entry, string, error)
+	// GetEntry returns one live entry and, when touch is set, bumps its
+	// AccessCount and LastAccessedAt. ErrNotFound otherwise.
+	GetEntry(ctx context.Context, tenant, namespace, memoryID, id string, touch bool, now time.Time) (Entry, error)
+	// ForgetNamespace erases every entry of the namespace in every memory,
+	// in one transaction, and returns how many were erased.
+	ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error)
+}
