@@ -20,6 +20,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/footprint/footprint/internal/http/api"
@@ -329,36 +330,93 @@ func TestValidatorLetsTheServerTeach(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var body *strings.Reader
-			if tt.body != "" {
-				body = strings.NewReader(tt.body)
-			} else {
-				body = strings.NewReader("")
-			}
-			req := httptest.NewRequest(tt.method, "http://127.0.0.1:8080"+tt.target, body)
-			if tt.body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			route, params, err := router.FindRoute(req)
-			if err != nil {
-				if tt.ok {
-					t.Fatalf("no route: %v", err)
-				}
-				return // refusing to route is a refusal too
-			}
-			err = openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
-				Request:    req,
-				PathParams: params,
-				Route:      route,
-				Options:    &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-			})
-			if tt.ok && err != nil {
-				t.Errorf("refused, want accepted: %v", err)
-			}
-			if !tt.ok && err == nil {
-				t.Errorf("accepted, want refused")
-			}
+			checkValidation(t, router, tt.method, tt.target, tt.body, nil, tt.ok)
 		})
+	}
+}
+
+// TestValidatorConversations holds the conversation operations to the
+// schema the same way: ids and principals by pattern, the Idempotency-Key
+// header, turn bodies (strict messages, free-form evidence, nullable
+// client vectors) and the entry filters.
+func TestValidatorConversations(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]string{"Idempotency-Key": "3f0c9b9e-6a53-4a8e-9d55-2f1b7c0e4d21"}
+	tests := []struct {
+		name   string
+		method string
+		target string
+		body   string
+		header map[string]string
+		ok     bool
+	}{
+		{"turn", "POST", "/v1/conversations/support-4821/turns?principal=ana%40example.com",
+			`{"turnNumber":0,"messages":[{"role":"user","content":"hi"}],` +
+				`"evidence":{"decisions":[{"stageId":"s","chosen":"c","evidence":[1,"x",null]}],"toolCalls":[{"name":"t","args":null}]},` +
+				`"embeddings":{"embeddingModel":"m","query":[0.1,0.2],"messages":[[0.1,0.2],null]}}`, key, true},
+		{"turn number below 1 reaches the handler", "POST", "/v1/conversations/c1/turns", `{"turnNumber":-3.5,"messages":[]}`, nil, true},
+		{"empty turn reaches the handler", "POST", "/v1/conversations/c1/turns", `{"messages":[]}`, nil, true},
+		{"turn without messages", "POST", "/v1/conversations/c1/turns", `{"turnNumber":2}`, nil, false},
+		{"turn with unknown field", "POST", "/v1/conversations/c1/turns", `{"messages":[],"turn":2}`, nil, false},
+		{"message with unknown field", "POST", "/v1/conversations/c1/turns",
+			`{"messages":[{"role":"user","content":"hi","name":"ana"}]}`, nil, false},
+		{"message with unknown role", "POST", "/v1/conversations/c1/turns", `{"messages":[{"role":"bot","content":"hi"}]}`, nil, false},
+		{"bad run id", "POST", "/v1/conversations/c1/turns", `{"messages":[],"runId":"run 1"}`, nil, false},
+		{"bad memory name", "POST", "/v1/conversations/c1/turns", `{"messages":[],"memories":["-chat"]}`, nil, false},
+		{"embeddings without model", "POST", "/v1/conversations/c1/turns", `{"messages":[],"embeddings":{"query":[0.1]}}`, nil, false},
+		{"idempotency key with a space", "POST", "/v1/conversations/c1/turns", `{"messages":[]}`,
+			map[string]string{"Idempotency-Key": "a b"}, false},
+		{"bad conversation id", "POST", "/v1/conversations/a%20b/turns", `{"messages":[]}`, nil, false},
+		{"bad principal", "GET", "/v1/conversations/c1/entries?principal=a%2Fb", ``, nil, false},
+		{"entries filtered", "GET", "/v1/conversations/c1/entries?memory=chat&kind=snap&tier=hot&include=embedding&limit=10", ``, nil, true},
+		{"entries, unknown kind", "GET", "/v1/conversations/c1/entries?kind=message", ``, nil, false},
+		{"entries, unknown include", "GET", "/v1/conversations/c1/entries?include=vector", ``, nil, false},
+		{"entry", "GET", "/v1/conversations/c1/entries/fact:order_id?memory=profile", ``, nil, true},
+		{"entry without memory", "GET", "/v1/conversations/c1/entries/msg-3-0", ``, nil, false},
+		{"forget", "DELETE", "/v1/conversations/c1?principal=user-7c3e", ``, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			checkValidation(t, router, tt.method, tt.target, tt.body, tt.header, tt.ok)
+		})
+	}
+}
+
+// checkValidation routes one request and runs it through the request
+// validator, failing when the verdict is not ok.
+func checkValidation(t *testing.T, router routers.Router, method, target, body string, header map[string]string, ok bool) {
+	t.Helper()
+	req := httptest.NewRequest(method, "http://127.0.0.1:8080"+target, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		if ok {
+			t.Fatalf("no route: %v", err)
+		}
+		return // refusing to route is a refusal too
+	}
+	err = openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request:    req,
+		PathParams: params,
+		Route:      route,
+		Options:    &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+	if ok && err != nil {
+		t.Errorf("refused, want accepted: %v", err)
+	}
+	if !ok && err == nil {
+		t.Errorf("accepted, want refused")
 	}
 }
 

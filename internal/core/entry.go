@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -72,6 +74,67 @@ type TurnWrite struct {
 	// called more than once (a retried transaction), so it must be pure and
 	// must not do I/O: embeddings are computed before WriteTurn.
 	Build func(turn int) ([]Entry, error)
+
+	// Fingerprints are the (model, dims) each memory's vectors in this
+	// turn carry. The store records the first per memory+namespace and
+	// returns a *FingerprintMismatch when a later turn differs.
+	Fingerprints []Fingerprint
+
+	// Idempotency, when set, is claimed in the same transaction as the
+	// write: a committed claim with the same RequestHash replays its stored
+	// response instead of writing (TurnOutcome.Replay); another hash is
+	// ErrKeyReused; a claim in flight is waited for (and taken over if its
+	// write fails). Expired claims are ignored.
+	Idempotency *IdempotencyClaim
+	// Respond renders the response stored with the claim, inside the
+	// transaction, from the resolved turn and the written entries.
+	Respond func(turn int, written []Entry) ([]byte, error)
+}
+
+// ErrKeyReused is returned by WriteTurn when the idempotency key was
+// already used with a different request.
+var ErrKeyReused = errors.New("idempotency key reused with a different request")
+
+// CodeEntryExists is the conflict code for a write onto a live entry that
+// may not be overwritten (anything but a fact).
+const CodeEntryExists = "entry-exists"
+
+// Fingerprint identifies the vector space of a memory's embeddings.
+type Fingerprint struct {
+	MemoryID string
+	Model    string
+	Dims     int
+}
+
+// FingerprintMismatch is returned by a store when a turn's vectors differ
+// in model or dimensions from those a memory already holds in the
+// namespace. Core turns it into an embedder-mismatch problem.
+type FingerprintMismatch struct {
+	MemoryID            string
+	HaveModel, GotModel string
+	HaveDims, GotDims   int
+}
+
+func (e *FingerprintMismatch) Error() string {
+	return fmt.Sprintf("memory %q holds %s@%d vectors, got %s@%d", e.MemoryID, e.HaveModel, e.HaveDims, e.GotModel, e.GotDims)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *FingerprintMismatch) Unwrap() error { return ErrInvalid }
+
+// IdempotencyClaim binds a client's Idempotency-Key to one request.
+type IdempotencyClaim struct {
+	Key         string
+	RequestHash []byte
+	ExpiresAt   time.Time
+}
+
+// TurnOutcome is what WriteTurn did: either wrote Entries at Turn, or
+// found a committed idempotency claim and returns its stored response.
+type TurnOutcome struct {
+	Turn    int
+	Entries []Entry
+	Replay  []byte
 }
 
 // EntryQuery selects a namespace's entries, newest first (by turn, then
@@ -98,7 +161,7 @@ type EntryStore interface {
 	// entry w.Build(turn) returns (upserting facts by id; never
 	// overwriting a live snapshot). It returns the turn and the entries as
 	// written.
-	WriteTurn(ctx context.Context, w TurnWrite) (int, []Entry, error)
+	WriteTurn(ctx context.Context, w TurnWrite) (TurnOutcome, error)
 	// ListEntries returns up to q.Limit live entries and the position after
 	// the last one ("" when there are no more).
 	ListEntries(ctx context.Context, q EntryQuery) ([]Entry, string, error)

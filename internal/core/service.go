@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Service is the domain's entry point for the HTTP layer: it validates,
 // stamps and delegates to the store. It is safe for concurrent use.
 type Service struct {
-	store Store
-	caps  Capabilities
-	now   func() time.Time
+	store     Store
+	caps      Capabilities
+	now       func() time.Time
+	embedders map[string]Embedder
+	keyTTL    time.Duration
 }
 
 // ServiceOption configures a Service.
@@ -23,13 +27,34 @@ func WithClock(now func() time.Time) ServiceOption {
 	return func(s *Service) { s.now = now }
 }
 
+// WithEmbedders makes embedders available by their Info().ID. Their Info
+// is also what Capabilities publishes, unless caps already lists them.
+func WithEmbedders(es ...Embedder) ServiceOption {
+	return func(s *Service) {
+		for _, e := range es {
+			s.embedders[e.Info().ID] = e
+		}
+	}
+}
+
+// WithIdempotencyTTL sets how long idempotency keys are kept (default 24h).
+func WithIdempotencyTTL(d time.Duration) ServiceOption {
+	return func(s *Service) { s.keyTTL = d }
+}
+
 // NewService returns a Service over store for a deployment with caps.
 // caps.Store is filled from the store itself.
 func NewService(store Store, caps Capabilities, opts ...ServiceOption) *Service {
 	caps.Store = store.Info()
-	s := &Service{store: store, caps: caps, now: time.Now}
+	s := &Service{store: store, caps: caps, now: time.Now, embedders: map[string]Embedder{}, keyTTL: defaultKeyTTL}
 	for _, o := range opts {
 		o(s)
+	}
+	if len(s.caps.Embedders) == 0 {
+		for _, e := range s.embedders {
+			s.caps.Embedders = append(s.caps.Embedders, e.Info())
+		}
+		slices.SortFunc(s.caps.Embedders, func(a, b EmbedderInfo) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return s
 }

@@ -29,6 +29,7 @@ type MemoryStore interface {
 // Store is everything the service needs from a persistence backend.
 type Store interface {
 	MemoryStore
+	EntryStore
 	// Ping reports whether the backend is reachable (for /readyz).
 	Ping(ctx context.Context) error
 	// Info describes the backend for /v1/capabilities.

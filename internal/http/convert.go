@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -132,4 +133,118 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+func identity(ctx context.Context, conversationID string, principal *string) core.Identity {
+	return core.Identity{Tenant: tenantFrom(ctx), Principal: deref(principal), ConversationID: conversationID}
+}
+
+// turnParamsIn maps a turn body to core. JSON "any" values (decision
+// evidence, tool args) are re-encoded as raw JSON.
+func turnParamsIn(id core.Identity, in gen.TurnInput, key *string) core.TurnParams {
+	p := core.TurnParams{
+		Identity:       id,
+		TurnNumber:     in.TurnNumber,
+		Messages:       make([]core.Message, len(in.Messages)),
+		RunID:          deref(in.RunID),
+		Memories:       in.Memories,
+		IdempotencyKey: deref(key),
+	}
+	for i, m := range in.Messages {
+		p.Messages[i] = core.Message{Role: string(m.Role), Content: m.Content}
+	}
+	if e := in.Evidence; e != nil {
+		ev := &core.TurnEvidence{Iterations: deref(e.Iterations), DurationMs: deref(e.DurationMs), Decisions: []core.Decision{}, ToolCalls: []core.ToolCall{}}
+		if e.TokenUsage != nil {
+			ev.TokenUsage = core.TokenUsage{Input: e.TokenUsage.Input, Output: e.TokenUsage.Output}
+		}
+		for _, d := range e.Decisions {
+			ev.Decisions = append(ev.Decisions, core.Decision{StageID: d.StageID, Chosen: d.Chosen, Rule: deref(d.Rule), Evidence: rawJSON(d.Evidence)})
+		}
+		for _, c := range e.ToolCalls {
+			ev.ToolCalls = append(ev.ToolCalls, core.ToolCall{Name: c.Name, Args: rawJSON(c.Args), ResultPreview: deref(c.ResultPreview), Errored: deref(c.Errored)})
+		}
+		p.Evidence = ev
+	}
+	if ce := in.Embeddings; ce != nil {
+		p.Embeddings = &core.ClientEmbeddings{Model: ce.EmbeddingModel, Query: ce.Query, Messages: ce.Messages}
+	}
+	return p
+}
+
+func rawJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func turnResultOut(r core.TurnResult) gen.TurnResult {
+	out := gen.TurnResult{Written: make([]gen.TurnWritten, 0, len(r.Written)), Skipped: make([]gen.TurnSkipped, 0, len(r.Skipped))}
+	if r.Turn > 0 {
+		t := r.Turn
+		out.Turn = &t
+	}
+	for _, w := range r.Written {
+		out.Written = append(out.Written, gen.TurnWritten{MemoryID: w.MemoryID, Ids: w.IDs})
+	}
+	for _, s := range r.Skipped {
+		out.Skipped = append(out.Skipped, gen.TurnSkipped{MemoryID: s.MemoryID, Reason: gen.SkipReason(s.Reason), Detail: optString(s.Detail)})
+	}
+	if r.Noop != nil {
+		out.Noop = &gen.TurnNoop{Reason: gen.NoopReason(r.Noop.Reason), Detail: r.Noop.Detail}
+	}
+	return out
+}
+
+func entryOut(e core.Entry, withEmbedding bool) gen.Entry {
+	out := gen.Entry{
+		ID:             e.ID,
+		MemoryID:       e.MemoryID,
+		Kind:           gen.EntryKind(e.Kind),
+		Value:          json.RawMessage(e.Value),
+		Metadata:       map[string]any{},
+		Version:        e.Version,
+		CreatedAt:      e.CreatedAt.UTC(),
+		UpdatedAt:      e.UpdatedAt.UTC(),
+		LastAccessedAt: e.LastAccessedAt.UTC(),
+		AccessCount:    e.AccessCount,
+		Tier:           optTier(e.Tier),
+		Source:         gen.EntrySource{Turn: e.SourceTurn, RunID: optString(e.SourceRunID)},
+		EmbeddingModel: optString(e.EmbeddingModel),
+	}
+	if len(e.Metadata) > 0 {
+		_ = json.Unmarshal(e.Metadata, &out.Metadata) // stored metadata is always a JSON object
+	}
+	if e.Turn > 0 {
+		t := e.Turn
+		out.Turn = &t
+	}
+	if e.Kind == core.KindMessage || e.Kind == core.KindBeat {
+		i := e.Index
+		out.Index = &i
+	}
+	if !e.ExpiresAt.IsZero() {
+		t := e.ExpiresAt.UTC()
+		out.ExpiresAt = &t
+	}
+	if n := len(e.Embedding); n > 0 {
+		out.EmbeddingDims = &n
+		if withEmbedding {
+			out.Embedding = e.Embedding
+		}
+	}
+	return out
+}
+
+func optTier(t string) *gen.Tier {
+	if t == "" {
+		return nil
+	}
+	x := gen.Tier(t)
+	return &x
 }

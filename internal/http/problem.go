@@ -72,6 +72,10 @@ var titles = map[string]string{
 	"missing-requirement":    "Missing requirement",
 	"invalid-field":          "Invalid field",
 	"unknown-field":          "Unknown field",
+	"embedder-mismatch":      "Embedder mismatch",
+	"invalid-vector":         "Invalid vector",
+	"idempotency-key-reused": "Idempotency key reused",
+	"entry-exists":           "Entry already exists",
 	"memory-exists":          "Memory already exists",
 	"version-conflict":       "Version conflict",
 	"not-found":              "Not found",
@@ -113,6 +117,8 @@ func problemFor(err error) *Problem {
 		return newProblem(http.StatusNotFound, core.CodeNotFound, "The resource does not exist.")
 	case errors.As(err, &ce):
 		return newProblem(http.StatusConflict, ce.Code, ce.Detail)
+	case errors.Is(err, core.ErrInvalid):
+		return newProblem(http.StatusBadRequest, "invalid-request", "The request is not valid.")
 	case errors.Is(err, core.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		pr := newProblem(http.StatusServiceUnavailable, "unavailable", "The service cannot reach its store right now; retry shortly.")
 		pr.retryAfter = 1

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/embed"
 	httpapi "github.com/footprint/footprint/internal/http"
 	"github.com/footprint/footprint/internal/store/memory"
 )
@@ -30,9 +31,10 @@ type env struct {
 }
 
 type options struct {
-	keys []httpapi.APIKey
-	caps core.Capabilities
-	cors []string
+	keys  []httpapi.APIKey
+	caps  core.Capabilities
+	cors  []string
+	store core.Store
 }
 
 // setup starts the real handler over an in-memory store.
@@ -44,8 +46,15 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	for _, f := range opts {
 		f(&o)
 	}
+	if o.store == nil {
+		o.store = memory.New()
+	}
+	hash, err := embed.NewHash("hash", 384)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h, err := httpapi.NewServer(httpapi.Deps{
-		Service:      core.NewService(memory.New(), o.caps),
+		Service:      core.NewService(o.store, o.caps, core.WithEmbedders(hash)),
 		APIKeys:      o.keys,
 		CORSOrigins:  o.cors,
 		MaxBodyBytes: 4096,

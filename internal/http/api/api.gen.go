@@ -43,6 +43,51 @@ func (e EmbedderKind) Valid() bool {
 	}
 }
 
+// Defines values for EntryInclude.
+const (
+	EntryIncludeEmbedding EntryInclude = "embedding"
+)
+
+// Valid indicates whether the value is a known member of the EntryInclude enum.
+func (e EntryInclude) Valid() bool {
+	switch e {
+	case EntryIncludeEmbedding:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EntryKind.
+const (
+	EntryKindBeat    EntryKind = "beat"
+	EntryKindDoc     EntryKind = "doc"
+	EntryKindFact    EntryKind = "fact"
+	EntryKindMsg     EntryKind = "msg"
+	EntryKindSnap    EntryKind = "snap"
+	EntryKindSummary EntryKind = "summary"
+)
+
+// Valid indicates whether the value is a known member of the EntryKind enum.
+func (e EntryKind) Valid() bool {
+	switch e {
+	case EntryKindBeat:
+		return true
+	case EntryKindDoc:
+		return true
+	case EntryKindFact:
+		return true
+	case EntryKindMsg:
+		return true
+	case EntryKindSnap:
+		return true
+	case EntryKindSummary:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Flavor.
 const (
 	FlavorMemory Flavor = "memory"
@@ -100,9 +145,54 @@ func (e MemoryType) Valid() bool {
 	}
 }
 
+// Defines values for MessageRole.
+const (
+	MessageRoleAssistant MessageRole = "assistant"
+	MessageRoleSystem    MessageRole = "system"
+	MessageRoleTool      MessageRole = "tool"
+	MessageRoleUser      MessageRole = "user"
+)
+
+// Valid indicates whether the value is a known member of the MessageRole enum.
+func (e MessageRole) Valid() bool {
+	switch e {
+	case MessageRoleAssistant:
+		return true
+	case MessageRoleSystem:
+		return true
+	case MessageRoleTool:
+		return true
+	case MessageRoleUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NoopReason.
+const (
+	NoopReasonNoMessages    NoopReason = "no-messages"
+	NoopReasonNoUserMessage NoopReason = "no-user-message"
+)
+
+// Valid indicates whether the value is a known member of the NoopReason enum.
+func (e NoopReason) Valid() bool {
+	switch e {
+	case NoopReasonNoMessages:
+		return true
+	case NoopReasonNoUserMessage:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	ProblemCodeBodyTooLarge         ProblemCode = "body-too-large"
+	ProblemCodeEmbedderMismatch     ProblemCode = "embedder-mismatch"
+	ProblemCodeEntryExists          ProblemCode = "entry-exists"
+	ProblemCodeIdempotencyKeyReused ProblemCode = "idempotency-key-reused"
 	ProblemCodeInternal             ProblemCode = "internal"
 	ProblemCodeInvalidCursor        ProblemCode = "invalid-cursor"
 	ProblemCodeInvalidField         ProblemCode = "invalid-field"
@@ -110,6 +200,7 @@ const (
 	ProblemCodeInvalidParameter     ProblemCode = "invalid-parameter"
 	ProblemCodeInvalidRequest       ProblemCode = "invalid-request"
 	ProblemCodeInvalidStrategy      ProblemCode = "invalid-strategy"
+	ProblemCodeInvalidVector        ProblemCode = "invalid-vector"
 	ProblemCodeMemoryExists         ProblemCode = "memory-exists"
 	ProblemCodeMethodNotAllowed     ProblemCode = "method-not-allowed"
 	ProblemCodeMissingRequirement   ProblemCode = "missing-requirement"
@@ -129,6 +220,12 @@ func (e ProblemCode) Valid() bool {
 	switch e {
 	case ProblemCodeBodyTooLarge:
 		return true
+	case ProblemCodeEmbedderMismatch:
+		return true
+	case ProblemCodeEntryExists:
+		return true
+	case ProblemCodeIdempotencyKeyReused:
+		return true
 	case ProblemCodeInternal:
 		return true
 	case ProblemCodeInvalidCursor:
@@ -142,6 +239,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeInvalidRequest:
 		return true
 	case ProblemCodeInvalidStrategy:
+		return true
+	case ProblemCodeInvalidVector:
 		return true
 	case ProblemCodeMemoryExists:
 		return true
@@ -235,6 +334,30 @@ func (e Requirement) Valid() bool {
 	}
 }
 
+// Defines values for SkipReason.
+const (
+	SkipReasonCorpus         SkipReason = "corpus"
+	SkipReasonNotNamed       SkipReason = "not-named"
+	SkipReasonNothingToWrite SkipReason = "nothing-to-write"
+	SkipReasonReadOnly       SkipReason = "read-only"
+)
+
+// Valid indicates whether the value is a known member of the SkipReason enum.
+func (e SkipReason) Valid() bool {
+	switch e {
+	case SkipReasonCorpus:
+		return true
+	case SkipReasonNotNamed:
+		return true
+	case SkipReasonNothingToWrite:
+		return true
+	case SkipReasonReadOnly:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StoreKind.
 const (
 	StoreKindMemory   StoreKind = "memory"
@@ -318,6 +441,47 @@ type Capabilities struct {
 	Store StoreInfo `json:"store"`
 }
 
+// ClientEmbeddings Vectors the agent computed itself. They replace the server's embedder
+// for this turn; every vector must come from `embeddingModel` and have
+// its length.
+type ClientEmbeddings struct {
+	// EmbeddingModel The model the vectors came from. A memory whose vectors in this
+	// conversation came from another model refuses them (422
+	// `embedder-mismatch`).
+	EmbeddingModel string `json:"embeddingModel"`
+
+	// Messages The vectors of the messages, index-aligned with `messages` (`null`
+	// where a message has none), used by semantic `topK` memories.
+	Messages [][]float32 `json:"messages,omitempty"`
+
+	// Query The vector of the turn's query (its first user message), used by causal memories.
+	Query []float32 `json:"query,omitempty"`
+}
+
+// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+// per tenant and principal.
+//
+// Example: support-4821
+type ConversationID = string
+
+// Decision One decision the agent took during the turn, with why.
+//
+// Example: {"chosen":"replace","evidence":{"daysSinceDelivery":2,"orderId":"A-1043"},"rule":"Damaged on arrival and delivered less than 30 days ago, so replace rather than refund.","stageId":"resolution"}
+type Decision struct {
+	// Chosen What it chose.
+	Chosen string `json:"chosen"`
+
+	// Evidence What the decision was based on (any JSON value).
+	Evidence interface{} `json:"evidence,omitempty"`
+
+	// Rule The rule or reason that led to the choice.
+	Rule *string `json:"rule,omitempty"`
+
+	// StageID The step of the agent that decided, e.g. `resolution`.
+	StageID string `json:"stageId"`
+}
+
 // EmbedderInfo defines model for EmbedderInfo.
 type EmbedderInfo struct {
 	// Default Whether memories that name no embedder use this one.
@@ -355,11 +519,147 @@ type EmbedderInfo struct {
 // Example: hash
 type EmbedderKind string
 
+// Entry One stored entry of one memory in one conversation.
+type Entry struct {
+	// AccessCount How many times `getEntry` has read it.
+	AccessCount int64 `json:"accessCount"`
+
+	// CreatedAt When the entry was first written.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Embedding The entry's vector; only with `include=embedding`, and only when it has one.
+	Embedding []float32 `json:"embedding,omitempty"`
+
+	// EmbeddingDims The length of its vector; absent when it has none.
+	EmbeddingDims *int `json:"embeddingDims,omitempty"`
+
+	// EmbeddingModel The model its vector came from; absent when it has none.
+	EmbeddingModel *string `json:"embeddingModel,omitempty"`
+
+	// ExpiresAt When the entry expires (its memory's `ttlMs` after it was written). Absent, never.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+
+	// ID An entry's id, unique within its memory and conversation. Its shape
+	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
+	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
+	// their own.
+	//
+	//
+	// Example: msg-3-0
+	ID EntryID `json:"id"`
+
+	// Index The position within the turn the id carries (`msg-3-1` is 1); absent for ids without one.
+	Index *int `json:"index,omitempty"`
+
+	// Kind What an entry is. `msg`: a message. `snap`: a causal snapshot of a
+	// whole turn. `fact`: a distilled fact, upserted by key. `beat`: a
+	// narrative story beat. `summary`: a summary of older messages written
+	// by `summarize`. `doc`: a document chunk of a corpus.
+	//
+	//
+	// Example: msg
+	Kind EntryKind `json:"kind"`
+
+	// LastAccessedAt When the entry was last read by `getEntry` (or written, if never read).
+	LastAccessedAt time.Time `json:"lastAccessedAt"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// Metadata Free-form metadata stored with the entry; `{}` when there is none.
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// Source Where an entry came from.
+	Source EntrySource `json:"source"`
+
+	// Tier A storage tier label applied to the entries this memory writes.
+	//
+	// Example: hot
+	Tier *Tier `json:"tier,omitempty"`
+
+	// Turn The turn the id carries (`msg-3-0`, `snap-3`); absent for ids without one, such as facts.
+	Turn *int `json:"turn,omitempty"`
+
+	// UpdatedAt When the entry was last written.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Value The entry itself, a JSON value whose shape depends on `kind`:
+	//
+	// - `msg`: `{"role", "content"}`.
+	// - `snap`: `{"query", "finalContent", "iterations", "decisions",
+	//   "toolCalls", "durationMs", "tokenUsage"}` — the turn's query
+	//   (first user message), its final answer and the evidence posted
+	//   with it.
+	// - `fact`: `{"key", "value", "text", "confidence"}`.
+	// - `beat`: `{"text", ...}`, a story beat plus what the extractor
+	//   adds.
+	// - `summary`: the summary text and the span it folds.
+	// - `doc`: a document chunk.
+	Value interface{} `json:"value"`
+
+	// Version 1 when written, one more each time it is overwritten (facts are upserted by key).
+	Version int64 `json:"version"`
+}
+
+// EntryID An entry's id, unique within its memory and conversation. Its shape
+// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
+// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
+// their own.
+//
+// Example: msg-3-0
+type EntryID = string
+
+// EntryInclude Optional parts of an entry to return. `embedding`, its vector.
+//
+// Example: embedding
+type EntryInclude string
+
+// EntryKind What an entry is. `msg`: a message. `snap`: a causal snapshot of a
+// whole turn. `fact`: a distilled fact, upserted by key. `beat`: a
+// narrative story beat. `summary`: a summary of older messages written
+// by `summarize`. `doc`: a document chunk of a corpus.
+//
+// Example: msg
+type EntryKind string
+
+// EntryList defines model for EntryList.
+type EntryList struct {
+	// Entries Newest first, by turn and then index within the turn (not lexical id order).
+	Entries []Entry `json:"entries"`
+
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// EntrySource Where an entry came from.
+type EntrySource struct {
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Turn The turn that wrote it; 0 for entries no turn wrote (document chunks).
+	Turn int `json:"turn"`
+}
+
 // Flavor How recall is presented. `memory`: as remembered conversation.
 // `rag`: as cited document chunks (with `docUri`, `page`, `heading`).
 //
 // Example: memory
 type Flavor string
+
+// ForgetResult Example: {"erased":19}
+type ForgetResult struct {
+	// Erased How many entries were erased, expired ones included.
+	Erased int64 `json:"erased"`
+}
 
 // Health Example: {"status":"ok"}
 type Health struct {
@@ -657,6 +957,35 @@ type MemoryReplace struct {
 // Example: episodic
 type MemoryType string
 
+// Message One message of a turn.
+//
+// Example: {"content":"My order A-1043 arrived with a cracked screen. Can I get a replacement?","role":"user"}
+type Message struct {
+	// Content The message text.
+	Content string `json:"content"`
+
+	// Role Who said it, as in chat-completions APIs.
+	//
+	// Example: user
+	Role MessageRole `json:"role"`
+}
+
+// MessageRole Who said it, as in chat-completions APIs.
+//
+// Example: user
+type MessageRole string
+
+// NoopReason `no-messages`: the turn had no messages. `no-user-message`: none of them was from the user.
+//
+// Example: no-user-message
+type NoopReason string
+
+// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+//
+// Example: user-7c3e
+type Principal = string
+
 // Problem An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
 // kinds), `acceptedKinds` (the kinds a type accepts) and
@@ -751,6 +1080,21 @@ type Requirement string
 //
 // Example: chat
 type ResourceID = string
+
+// RunID The agent's id for the run that produced a turn, kept on every entry
+// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+//
+// Example: run-01JDQ80A7T
+type RunID = string
+
+// SkipReason Why a memory wrote nothing. `read-only`: it is read-only. `corpus`:
+// it is a document corpus, filled by indexing only. `not-named`: the
+// turn's `memories` left it out. `nothing-to-write`: its strategy found
+// nothing in this turn (e.g. no fact to extract).
+//
+// Example: corpus
+type SkipReason string
 
 // StoreInfo defines model for StoreInfo.
 type StoreInfo struct {
@@ -850,11 +1194,167 @@ type StrategyList struct {
 // Example: hot
 type Tier string
 
+// TokenUsage The model tokens the turn used.
+//
+// Example: {"input":1312,"output":86}
+type TokenUsage struct {
+	// Input Prompt tokens.
+	Input int64 `json:"input"`
+
+	// Output Completion tokens.
+	Output int64 `json:"output"`
+}
+
+// ToolCall One tool the agent called during the turn.
+//
+// Example: {"args":{"orderId":"A-1043","reason":"damaged-on-arrival"},"errored":false,"name":"create_replacement","resultPreview":"{\"rmaId\":\"RMA-5521\",\"returnLabel\":\"emailed\"}"}
+type ToolCall struct {
+	// Args The arguments it was called with (any JSON value).
+	Args interface{} `json:"args,omitempty"`
+
+	// Errored Whether the call failed.
+	Errored *bool `json:"errored,omitempty"`
+
+	// Name The tool's name.
+	Name string `json:"name"`
+
+	// ResultPreview The start of its result, as text.
+	ResultPreview *string `json:"resultPreview,omitempty"`
+}
+
+// TurnEvidence How the agent arrived at the turn's answer. Causal memories store it
+// in the turn's snapshot (`snap-{turn}`), so that a later wrong answer
+// can be traced to the decisions and tool results behind it; the other
+// memories ignore it.
+type TurnEvidence struct {
+	// Decisions The decisions taken, in order.
+	Decisions []Decision `json:"decisions,omitempty"`
+
+	// DurationMs How long the turn took, in milliseconds.
+	DurationMs *float64 `json:"durationMs,omitempty"`
+
+	// Iterations How many model calls (agent loop iterations) the turn took.
+	Iterations *int `json:"iterations,omitempty"`
+
+	// TokenUsage The model tokens the turn used.
+	//
+	// Example: {"input":1312,"output":86}
+	TokenUsage *TokenUsage `json:"tokenUsage,omitempty"`
+
+	// ToolCalls The tools called, in order.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+}
+
+// TurnInput One finished turn of a conversation.
+type TurnInput struct {
+	// Embeddings Vectors the agent computed itself. They replace the server's embedder
+	// for this turn; every vector must come from `embeddingModel` and have
+	// its length.
+	Embeddings *ClientEmbeddings `json:"embeddings,omitempty"`
+
+	// Evidence How the agent arrived at the turn's answer. Causal memories store it
+	// in the turn's snapshot (`snap-{turn}`), so that a later wrong answer
+	// can be traced to the decisions and tool results behind it; the other
+	// memories ignore it.
+	Evidence *TurnEvidence `json:"evidence,omitempty"`
+
+	// Memories Only these memories write this turn; the others are skipped as
+	// `not-named`. Absent, every memory that can write does. Naming a
+	// memory that does not exist is a 404.
+	Memories []ResourceID `json:"memories,omitempty"`
+
+	// Messages The turn's messages, in order. With none, or with no `user`
+	// message, nothing is written (200 with `noop`).
+	Messages []Message `json:"messages"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// TurnNumber The agent's turn number, a hint. Missing, non-finite or below 1
+	// counts as 1. The turn stored is
+	// `max(turnNumber, highest live stored turn + 1)`.
+	TurnNumber *float64 `json:"turnNumber,omitempty"`
+}
+
+// TurnNoop Why the turn wrote nothing at all.
+type TurnNoop struct {
+	// Detail The reason in words.
+	Detail string `json:"detail"`
+
+	// Reason `no-messages`: the turn had no messages. `no-user-message`: none of them was from the user.
+	//
+	// Example: no-user-message
+	Reason NoopReason `json:"reason"`
+}
+
+// TurnResult What a turn wrote, memory by memory.
+type TurnResult struct {
+	// Noop Why the turn wrote nothing at all.
+	Noop *TurnNoop `json:"noop,omitempty"`
+
+	// Skipped The memories that wrote nothing, with why.
+	Skipped []TurnSkipped `json:"skipped"`
+
+	// Turn The turn number stored. Absent when nothing was written (`noop`).
+	Turn *int `json:"turn,omitempty"`
+
+	// Written The memories that wrote, with the entries they wrote.
+	Written []TurnWritten `json:"written"`
+}
+
+// TurnSkipped A memory that wrote nothing, and why.
+type TurnSkipped struct {
+	// Detail The reason in words.
+	Detail *string `json:"detail,omitempty"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// Reason Why a memory wrote nothing. `read-only`: it is read-only. `corpus`:
+	// it is a document corpus, filled by indexing only. `not-named`: the
+	// turn's `memories` left it out. `nothing-to-write`: its strategy found
+	// nothing in this turn (e.g. no fact to extract).
+	//
+	//
+	// Example: corpus
+	Reason SkipReason `json:"reason"`
+}
+
+// TurnWritten What one memory wrote.
+type TurnWritten struct {
+	// Ids The ids of the entries written (or, for facts, updated).
+	Ids []EntryID `json:"ids"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+}
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
+
+// Include Optional parts of an entry to return. `embedding`, its vector.
+//
+// Example: embedding
+type Include = EntryInclude
 
 // Limit defines model for Limit.
 type Limit = int
@@ -876,6 +1376,12 @@ type BadRequest = Problem
 // kinds), `acceptedKinds` (the kinds a type accepts) and
 // `acceptingTypes` (the types that accept a kind).
 type Conflict = Problem
+
+// EntryNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type EntryNotFound = Problem
 
 // InternalError An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -900,6 +1406,18 @@ type PayloadTooLarge = Problem
 // kinds), `acceptedKinds` (the kinds a type accepts) and
 // `acceptingTypes` (the types that accept a kind).
 type StrategyNotFound = Problem
+
+// TurnMemoryNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type TurnMemoryNotFound = Problem
+
+// TurnUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type TurnUnprocessable = Problem
 
 // Unauthorized An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -930,6 +1448,80 @@ type GetCapabilitiesParams struct {
 	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
 	// or `*`). When it still matches, the answer is a bodiless 304.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ForgetConversationParams defines parameters for ForgetConversation.
+type ForgetConversationParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// ListEntriesParams defines parameters for ListEntries.
+type ListEntriesParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Memory Only the entries of this memory.
+	Memory *ResourceID `form:"memory,omitempty" json:"memory,omitempty"`
+
+	// Kind Only entries of this kind.
+	Kind *EntryKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Tier Only entries with this storage tier.
+	Tier *Tier `form:"tier,omitempty" json:"tier,omitempty"`
+
+	// Include `embedding`: also return each entry's vector (left out by default: vectors are large).
+	Include *Include `form:"include,omitempty" json:"include,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetEntryParams defines parameters for GetEntry.
+type GetEntryParams struct {
+	// Memory The memory that holds the entry.
+	Memory ResourceID `form:"memory" json:"memory"`
+
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Include `embedding`: also return each entry's vector (left out by default: vectors are large).
+	Include *Include `form:"include,omitempty" json:"include,omitempty"`
+}
+
+// PostTurnParams defines parameters for PostTurn.
+type PostTurnParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// IdempotencyKey Makes a retry safe. Within the key's lifetime (24 hours by default)
+	// the same key with the same body replays the stored answer, marked
+	// `Idempotent-Replayed: true`, without writing the turn again; the same
+	// key with a different body is refused with 422
+	// `idempotency-key-reused`. 1 to 255 printable ASCII characters, no
+	// spaces; a UUID is a good choice.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListMemoriesParams defines parameters for ListMemories.
@@ -975,6 +1567,9 @@ type GetStrategyParams struct {
 	// or `*`). When it still matches, the answer is a bodiless 304.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// PostTurnJSONRequestBody defines body for PostTurn for application/json ContentType.
+type PostTurnJSONRequestBody = TurnInput
 
 // CreateMemoryJSONRequestBody defines body for CreateMemory for application/json ContentType.
 type CreateMemoryJSONRequestBody = MemoryInput
@@ -1201,6 +1796,18 @@ type ServerInterface interface {
 	// GetCapabilities Describe this deployment
 	// (GET /v1/capabilities)
 	GetCapabilities(w http.ResponseWriter, r *http.Request, params GetCapabilitiesParams)
+	// ForgetConversation Forget a conversation
+	// (DELETE /v1/conversations/{conversationId})
+	ForgetConversation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ForgetConversationParams)
+	// ListEntries List a conversation's entries
+	// (GET /v1/conversations/{conversationId}/entries)
+	ListEntries(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListEntriesParams)
+	// GetEntry Read one entry
+	// (GET /v1/conversations/{conversationId}/entries/{entryId})
+	GetEntry(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryParams)
+	// PostTurn Record a finished turn
+	// (POST /v1/conversations/{conversationId}/turns)
+	PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams)
 	// ListMemories List memories
 	// (GET /v1/memories)
 	ListMemories(w http.ResponseWriter, r *http.Request, params ListMemoriesParams)
@@ -1243,6 +1850,30 @@ func (_ Unimplemented) GetReadiness(w http.ResponseWriter, r *http.Request) {
 // GetCapabilities Describe this deployment
 // (GET /v1/capabilities)
 func (_ Unimplemented) GetCapabilities(w http.ResponseWriter, r *http.Request, params GetCapabilitiesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ForgetConversation Forget a conversation
+// (DELETE /v1/conversations/{conversationId})
+func (_ Unimplemented) ForgetConversation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ForgetConversationParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListEntries List a conversation's entries
+// (GET /v1/conversations/{conversationId}/entries)
+func (_ Unimplemented) ListEntries(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListEntriesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetEntry Read one entry
+// (GET /v1/conversations/{conversationId}/entries/{entryId})
+func (_ Unimplemented) GetEntry(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PostTurn Record a finished turn
+// (POST /v1/conversations/{conversationId}/turns)
+func (_ Unimplemented) PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1357,6 +1988,308 @@ func (siw *ServerInterfaceWrapper) GetCapabilities(w http.ResponseWriter, r *htt
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetCapabilities(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ForgetConversation operation middleware
+func (siw *ServerInterfaceWrapper) ForgetConversation(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ForgetConversationParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ForgetConversation(w, r, conversationID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListEntries operation middleware
+func (siw *ServerInterfaceWrapper) ListEntries(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEntriesParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "memory" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "memory", r.URL.Query(), &params.Memory, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "memory"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", r.URL.Query(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "kind"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "kind", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "tier" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tier", r.URL.Query(), &params.Tier, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "tier"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "tier", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "include" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include", r.URL.Query(), &params.Include, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "include"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "include", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListEntries(w, r, conversationID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetEntry operation middleware
+func (siw *ServerInterfaceWrapper) GetEntry(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "entryId" -------------
+	var entryID EntryID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entryId", chi.URLParam(r, "entryId"), &entryID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entryId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEntryParams
+
+	// ------------- Required query parameter "memory" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "memory", r.URL.Query(), &params.Memory, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "memory"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "include" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include", r.URL.Query(), &params.Include, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "include"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "include", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetEntry(w, r, conversationID, entryID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PostTurn operation middleware
+func (siw *ServerInterfaceWrapper) PostTurn(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PostTurnParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PostTurn(w, r, conversationID, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1799,6 +2732,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	r.Group(func(r chi.Router) {
 		r.Put(options.BaseURL+"/v1/memories/{memoryId}", wrapper.ReplaceMemory)
 	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/conversations/{conversationId}/turns", wrapper.PostTurn)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/entries", wrapper.ListEntries)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/entries/{entryId}", wrapper.GetEntry)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/conversations/{conversationId}", wrapper.ForgetConversation)
+	})
 
 	return r
 }
@@ -1819,6 +2764,15 @@ type ConflictApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers ConflictResponseHeaders
+}
+
+type EntryNotFoundResponseHeaders struct {
+	XRequestID *string
+}
+type EntryNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers EntryNotFoundResponseHeaders
 }
 
 type InternalErrorResponseHeaders struct {
@@ -1863,6 +2817,24 @@ type StrategyNotFoundApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers StrategyNotFoundResponseHeaders
+}
+
+type TurnMemoryNotFoundResponseHeaders struct {
+	XRequestID *string
+}
+type TurnMemoryNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TurnMemoryNotFoundResponseHeaders
+}
+
+type TurnUnprocessableResponseHeaders struct {
+	XRequestID *string
+}
+type TurnUnprocessableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TurnUnprocessableResponseHeaders
 }
 
 type UnauthorizedResponseHeaders struct {
@@ -2065,6 +3037,560 @@ func (response GetCapabilities500ApplicationProblemPlusJSONResponse) VisitGetCap
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetConversationRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Params         ForgetConversationParams
+}
+
+type ForgetConversationResponseObject interface {
+	VisitForgetConversationResponse(w http.ResponseWriter) error
+}
+
+type ForgetConversation200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ForgetConversation200JSONResponse struct {
+	Body    ForgetResult
+	Headers ForgetConversation200ResponseHeaders
+}
+
+func (response ForgetConversation200JSONResponse) VisitForgetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetConversation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetConversation401ApplicationProblemPlusJSONResponse) VisitForgetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetConversation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetConversation500ApplicationProblemPlusJSONResponse) VisitForgetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetConversation503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetConversation503ApplicationProblemPlusJSONResponse) VisitForgetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEntriesRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Params         ListEntriesParams
+}
+
+type ListEntriesResponseObject interface {
+	VisitListEntriesResponse(w http.ResponseWriter) error
+}
+
+type ListEntries200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListEntries200JSONResponse struct {
+	Body    EntryList
+	Headers ListEntries200ResponseHeaders
+}
+
+func (response ListEntries200JSONResponse) VisitListEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEntries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEntries400ApplicationProblemPlusJSONResponse) VisitListEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEntries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEntries401ApplicationProblemPlusJSONResponse) VisitListEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEntries500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListEntries500ApplicationProblemPlusJSONResponse) VisitListEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEntries503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEntries503ApplicationProblemPlusJSONResponse) VisitListEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntryRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	EntryID        EntryID        `json:"entryId"`
+	Params         GetEntryParams
+}
+
+type GetEntryResponseObject interface {
+	VisitGetEntryResponse(w http.ResponseWriter) error
+}
+
+type GetEntry200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type GetEntry200JSONResponse struct {
+	Body    Entry
+	Headers GetEntry200ResponseHeaders
+}
+
+func (response GetEntry200JSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntry400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntry400ApplicationProblemPlusJSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntry401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntry401ApplicationProblemPlusJSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntry404ApplicationProblemPlusJSONResponse struct {
+	EntryNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntry404ApplicationProblemPlusJSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntry500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntry500ApplicationProblemPlusJSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntry503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntry503ApplicationProblemPlusJSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurnRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Params         PostTurnParams
+	Body           *PostTurnJSONRequestBody
+}
+
+type PostTurnResponseObject interface {
+	VisitPostTurnResponse(w http.ResponseWriter) error
+}
+
+type PostTurn200ResponseHeaders struct {
+	IdempotentReplayed *string
+	XRequestID         *string
+}
+
+type PostTurn200JSONResponse struct {
+	Body    TurnResult
+	Headers PostTurn200ResponseHeaders
+}
+
+func (response PostTurn200JSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn201ResponseHeaders struct {
+	IdempotentReplayed *string
+	XRequestID         *string
+}
+
+type PostTurn201JSONResponse struct {
+	Body    TurnResult
+	Headers PostTurn201ResponseHeaders
+}
+
+func (response PostTurn201JSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn400ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn401ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn404ApplicationProblemPlusJSONResponse struct {
+	TurnMemoryNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn404ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn413ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn415ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn422ApplicationProblemPlusJSONResponse struct {
+	TurnUnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn422ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn500ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn503ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3029,6 +4555,18 @@ type StrictServerInterface interface {
 	// GetCapabilities Describe this deployment
 	// (GET /v1/capabilities)
 	GetCapabilities(ctx context.Context, request GetCapabilitiesRequestObject) (GetCapabilitiesResponseObject, error)
+	// ForgetConversation Forget a conversation
+	// (DELETE /v1/conversations/{conversationId})
+	ForgetConversation(ctx context.Context, request ForgetConversationRequestObject) (ForgetConversationResponseObject, error)
+	// ListEntries List a conversation's entries
+	// (GET /v1/conversations/{conversationId}/entries)
+	ListEntries(ctx context.Context, request ListEntriesRequestObject) (ListEntriesResponseObject, error)
+	// GetEntry Read one entry
+	// (GET /v1/conversations/{conversationId}/entries/{entryId})
+	GetEntry(ctx context.Context, request GetEntryRequestObject) (GetEntryResponseObject, error)
+	// PostTurn Record a finished turn
+	// (POST /v1/conversations/{conversationId}/turns)
+	PostTurn(ctx context.Context, request PostTurnRequestObject) (PostTurnResponseObject, error)
 	// ListMemories List memories
 	// (GET /v1/memories)
 	ListMemories(ctx context.Context, request ListMemoriesRequestObject) (ListMemoriesResponseObject, error)
@@ -3158,6 +4696,122 @@ func (sh *strictHandler) GetCapabilities(w http.ResponseWriter, r *http.Request,
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetCapabilitiesResponseObject); ok {
 		if err := validResponse.VisitGetCapabilitiesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ForgetConversation operation middleware
+func (sh *strictHandler) ForgetConversation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ForgetConversationParams) {
+	var request ForgetConversationRequestObject
+
+	request.ConversationID = conversationID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ForgetConversation(ctx, request.(ForgetConversationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ForgetConversation")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ForgetConversationResponseObject); ok {
+		if err := validResponse.VisitForgetConversationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEntries operation middleware
+func (sh *strictHandler) ListEntries(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListEntriesParams) {
+	var request ListEntriesRequestObject
+
+	request.ConversationID = conversationID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEntries(ctx, request.(ListEntriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEntries")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListEntriesResponseObject); ok {
+		if err := validResponse.VisitListEntriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEntry operation middleware
+func (sh *strictHandler) GetEntry(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryParams) {
+	var request GetEntryRequestObject
+
+	request.ConversationID = conversationID
+	request.EntryID = entryID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEntry(ctx, request.(GetEntryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEntry")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetEntryResponseObject); ok {
+		if err := validResponse.VisitGetEntryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PostTurn operation middleware
+func (sh *strictHandler) PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams) {
+	var request PostTurnRequestObject
+
+	request.ConversationID = conversationID
+	request.Params = params
+
+	var body PostTurnJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PostTurn(ctx, request.(PostTurnRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PostTurn")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PostTurnResponseObject); ok {
+		if err := validResponse.VisitPostTurnResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3368,219 +5022,365 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39chu5le+roDqpspTbpChK8oypSqU0jp1xxl8ryXESt28aYoMkVk2AA4CSOC5V7V/3AW7tE+6T3MI5",
-	"ABr9QYqSlWSz1/PHmCL7Azg4ON/nhy/JWM4XUjBhdDL6krAbOl+UDD4/n1Hzhs2lWtm/9HI+p/ZjciII",
-	"W3AtCz4mc/idXHMzI5Rcc1HIa6KNooZNV0maXNFyyeztY6kWS52MJrTULE3GilHDihOTjJLhYPi0t7/f",
-	"OxicD56OBkejg2f9/eHBX5M0KZgeK74wXIpklJzPGFFszIQhYymumNLU/pKSK6YuqOHzfpImk5JeSZWM",
-	"Ehxakia8SEbJeEZNkiaK0eKdKFdhIGGsoy/JJRf2UpxFkiaa/8KS0XBwmyZmtWDJKPHzTtJkuSi2mYEd",
-	"JYx+//Y2TV7SsdGdNCWazakwFUkVG9OyZAW5WBHN57ykiptVSrjRpGATuiyNJhMOl3DxMFJ/N9of9geD",
-	"QztQNr9gRcEs5WZUz9ZTcmLnsCUpjVz8BJf+Oxubj0jX0f4gTcxMMT2TZZGMBv2jFC8cHVhKm/KNTkbD",
-	"o2fDAfwXiO8ptJn48ZzqxEe6v+RKm/d0ypoLMLE/kAWdMmTnuVSMGEnGcs5i8gI1uN0in76x9Wj/Nv3G",
-	"cZ0c9zlNBLsxz5dKw5zY6o+zv4rTcsxfPX01/+vsLwenv7wSg/7lwR+LZ/TfbpKKR1/TLha1fFJSbciO",
-	"VESKcrUL3PqNN9fz5mdL0zP3vufU0FJOkVLtaU6WZUnG/hpiWUUTWpZEsysmiB2pJlxEl0hVMHVMzIzr",
-	"TDjNSfRMXmuS44xysiMnE6boRckIFavrGVNsl1BRkBwXlv/CcrIjpMlEdaW9akTyOdeai2lONF1pYmaM",
-	"FGxRytXcLseMaiIkef36zW4/s/I/YpRrSZgwlhGInMCNMIeUSEEo0UxdMYVCDp9g13bCp0vFipib3EJ5",
-	"fqqT7CfGFjgo4Mlcw0z8a//rP/6TzJnWdGrHIAht2QwpgW1NpCIXjBq4yj5NmhlTuk9OyGKpGFHLko3c",
-	"MFP7L0oNLqba/mlmXExRSrsZkIulgQeJ5fyCqT4BFubTmfFqk0ykssukTM/I3pwVfDknllm1ZWa3jncw",
-	"Z/Mnt1TJ6NPnNAkLmYyMWrI0WVBF52BT/VqPZ2xOrcgzZqFHe3v/rqXo4bd9qaZ7haITszccDAe9/eGe",
-	"uzxNaFFwS3lavldywZSBVXE7ahF95Ydt97/QJh5km+f9VgTu7ie3fo52sYFWdrrNG3+U12ROxcrzlmDX",
-	"TJuw9EaSS8YWlpZzesPny7kVwCBW51y4v8P25sKwKVMg/BT7ecktD44+4SQ+h8vkhZXnSXXRHC3WT+4S",
-	"+zEWFZHkFlQpavgVSz5bXVWfy3M5XyimNdPkekYNmdCy1EQujZ+cl3PEUF6O4Ku51MYLxRz/rRhfG7oi",
-	"il7DHmdXTK2QRWVZMEW4JhP7Cay6d29fEGvjWYoBHemcFWQ8Y3RB5rJgJfKu29f23mvFjWGCXNDxZUq0",
-	"tJt5QYX9aUF5AYwtxZgRRe0uImZGBX6xsH8tlUhhXLDPFJ9yQUtNqGLkki1MnzyX2mhC8e0wthGMiuRl",
-	"Oc/JDiULJa+4nUklMXDjcu3kipNu8IicsJtFycfclKvuvRWEYJImZTm3OmTVsx/SBJ6QjJLpwvQOZc/y",
-	"DmgTS+9k9LTahPEzqn0Ij6tvRr9b/qm7MR7tNhsSqNJk21eF5U8qQHjfvSZkRzNG9q7298Z0QS94ye3o",
-	"dt0Wfc3E1MyS0dNDSxtjmLKv+N+fTnp/pb1fBr1nn6uP/b/1Pn8ZpE8Pbn+dVGaSUZbmt2HNutQr8hRH",
-	"5nNE0LglnKNjFVKfvLWbxotqVjTGOIyts/BazxSR2HraRd2GpLJMXzNk7iOvYlEZv+elLAvcc9SQklnd",
-	"CCsBEtO/2W65UtKCFX1ycqGZMCkx13zMgkDZOJxh53BW2rD5eyXnC9PBMUIbtRzbvzTIifoyHINdIDS3",
-	"5ofXk1yTpbYLM2OCUBhmYzm+H3SsxwMleRJv+06x/tnZc34HecPulZjItqkcNlq1qe5n/nzTFN80xTdN",
-	"8U1TfNMU/4Ka4jZNMPqzWUk0ItZkRy2Frjz19ergm/v7zf39l3N/7VtmjBZMAaVenNNpm7NPLFmkmJIr",
-	"WvKCGqmcFOCaKGZtICYMRAGPrSAoCDdgZhAuSP5q0nsrBeu9oWY8y2sMlWTJd+P94uhiwJ7Rg8lhMdzP",
-	"kiSeNnKLZ5EvsfjYH37fJT1eyzHFYXcpkg+nr8mCmplfKRcBJYppuVRjVh+eVXo+froXYpdbjG149LRr",
-	"bKfMqNXJxDDVHt0ZG0tRALNcU0s/NpF2t9tbuJjWBrZ/xzCQpb5/elhjsUEni338+PFkaWbM8gY1awKh",
-	"tLqCS0HgZZAJWeoGyX5gVDFFFKPl/LdZMpHSLBQXZvt1XUO7P5+yn5dMm1dF9xAV/vxEE16gqQ2WgXqi",
-	"Sf7nnru596rIUSNxQ66pRoZOMwEy9pprRqRgLjwKxs+UCWYlgtW1pZaWo8Ewt4bTRcnm5EIWK0J1JnLl",
-	"B5iDFRuudE8q5ZSUXDAMzVYUG+z/8ff/9t1fD94c/vn7n4Z/enZ6dP70L/sfByc/JJs4v9PY6v9t1Pv8",
-	"ZT/dH37fZWNZOoLkZcbtd5+K6KJoXuUqcr9fFopdcbnUkGZIyVKMZ1RMLXXeLejPSwYz13wqWHFMaCbG",
-	"cLv1JZDetDRMsSIl/ssLVkoxBbanuArk56Wlmr2ACSpMmglu/YrDwYDkXMCK9fC5eZOWdyZU0oTb6cEr",
-	"QBLO7W34tHXkPtofwi4K5O9iz1cTK+RAxnXIT0FyK1lzMlFyDqqfqpIzRajQ19bElopQMpbzOe1pZpfI",
-	"CqWSa+9Kzi2PKpL/Jt/tk4+OgbXhZUnm9p1Mp7A+7nlAsAtZ8JJpTQ4Gh01CrRG8QBxUBxV1agJ8LU8O",
-	"hoed4pjPeYdF+Z5OGbGatSY9jgbd61PCQ+I3B2VsbwkSb7iFSsV02jopgpYYCJG6XHPSH0ZnFUg1uLl/",
-	"4Cb59mvFJsko+dVeVVvhLBm9d+p0z6sCd6hieiGFRtPlB1o42eUMGOOcFbqwzjHI4z0ni/6XtZyaJRtu",
-	"x1QbvW7tug0a7U20P7t3Zb2moEDaxjsSbCpDeVl/PNfWMnWytfIsudZLVlS2BLyjT84MVYbQKeUC/Dq5",
-	"NCT3Oz5Jkf7RrlWVZrhDmhpqljoZgV403MDKvsIJkPA4xzSeqnqvMUW7Ru6rPzqC12kKKsFN+Y9n795u",
-	"oBqsWINmbjq1x+AQ7cPIzlKwmwUbWwlhbS05IVwslsa6jBcrw8jhPjjnj0MVN/61NIEJRBR579VLs5YC",
-	"pXrQPnZiLlKmrAbZQKNwT0yoHGRCTuZLSykr+Ijb5Shj9y3vDgeDYzKVhhwNBpCV5jdOSDgW8oLlcWgV",
-	"D3QtwaqLLNWW4lLIa/GSs7JYw0gzuzXJxF6BhgmIDVJIhqxhH9BBPffkHtxYo5xzcXLPW/7hckKoLzUq",
-	"2IQLcK/65Pe8ICu5JHNGBfF3r/LfWfmolFQ+Feye71yvFcl8tjhLIBog9HKxkMpASHUh7XIpkInusuT2",
-	"c1gY/9XXLs0HpALxVGgtS51MIH+3k9rv8Ql4y1pzlEDwppxINWfOLG1Kh5TQrm2RCdgXVho72+saXDA7",
-	"gzSsGdAVpygVsEr9ykyEcA2M2xle2wlmNBoi7zC2o9fRx12+F9nrQKLnUkxKPn6oGkO+fHHDNVYlVhvl",
-	"uXXhuJiCCCjQqrT2T6kYLRwn16P4bofgI3sMnxntkBO/CzJQ+8i+jef1yfsP56TlIFp3uKRjpgk3kari",
-	"xcM4+VnFyWi3kDDaFifXp2NJ7qpeYspXZDuFgVq6uUpNbWgJKQuolGmTy/3SG/vHNdRWF82Mfx45gNgU",
-	"GfbJKaMQIED9bv0FxSwXrKyQUQQdioh21Yi+joB/ciOJxt+iYWuOjycQrhU3LLxcI9WvHbNqI5WVD3lt",
-	"EZ2rOnYMnok6hxt6yQTZUUhP2Nn5+w/nudV8jg0JN7spyZvTyjMBT1ZNHvBX5uElQhJrCjJlJYZiwrgX",
-	"mhnLhFvy9kqChIGF3H1UIfLK6gxByxdW79xfktSMC3zSQ9jqqK788UHkDEUnDq3TAHBvfCyOcrJ6Qnlp",
-	"5VEwGKA0zAeCsWR1RjGUjDM4xtVrxCWQB+AqyNpF4QyvVxTT5lHX8600L+UyBGcftpRCmt4EnlKXSIo5",
-	"Bm5Ipgcax4fVmr+Vhvg3tta5Gs5jLPRbSfRyPAsByspZwuhIn5w4Bw3/fqKrSzEYoDMRFvWarh57/d7I",
-	"gk846/CnLZX8r2j6NGLBUTi5Fsrok7cSWPk4E5eMLchSQ04DYnrjGYRr46Bza0o+ir1pKnDNbfpV039P",
-	"V6WkxbmUr6masq/iYjvfnpGyV8KjNvmE7GbMWKHJ/uDw+6PvnoLXpx/G1fsHFVf/YJ9tpCR+BC3Wbozx",
-	"sQRZbVLo2On+nN7YAf1g55ZjDjpvJqFzcHQfiZd9VvDvJ5NyIxeXkdtVzzU1/CwjFz/lvyM/QY0xVZb1",
-	"NetBmtXwKzCQoP44GX2q8lkXy2LKTKj8xUIBV//Oboyizmwb05Ul3OpCccgpbc84zOdFokrg/x5SMlT0",
-	"TNB4QaJCIBsIlVs9cGEVnrWtqhJovBosrkfkpg+CLs1M2iX4Ok5axg+KmOmMicK6PCfvX5FLtiJUk/zE",
-	"XQnPHhGXi8mWg8HB+JKt4APLH6j/9mOvujamDqc6+v3RpATOxkhr9Vq3GhPMpPJiaVzEcslWjeX8+PFj",
-	"r5nq2rSkzczYVyqLD4JeUV5iFvzrGCI850HGayTyrc3Kx4x8qD2zaz3Dz49mvVqXh4ypsCt3YTWcU+1Q",
-	"mCDkNTg0lJRyfIkZUcPnrCByaU1QyKQSOjFMkRz+6EFeNSca86gtmyC66K6Vi9K0X73mCyXHTGtLuhfC",
-	"cLN6YPzjgir2kytjaBQ1esGHSR8oyOOigNq7EfmSJbzIkpE3ftMMlhe+8dUB8K1/DPyCCiVLbjeEZaOW",
-	"zlZscVULzGKpQvAx7ehyjMuiT6LsNq5e2icnjWm0VSbak+EC554sSxbVKMJbn2isn8F4mY6qYrjpkz+8",
-	"wBhOpcwIcuoFazX69NfEO++YaHescwXBTohHb6yqqYdDV8kjqGpuJV+CYSwMKn2yrPE5FvbDYTu6HY1h",
-	"bXC7ml2VEeiIbZ9UTBvCmFsmA9aGs1d9rLcKy0GuZ7L0RU9RUgAqb5D94qRAi9bwvK8l+F60qA+k+9rQ",
-	"dZ0kluJOJZ5WBUFtcRH1i5V0fGllRlRANIpqpO8uh/aBVHxtL3pO03+JW9vC2gsw+K2xCxXCuHGrIHTV",
-	"ztZZpfpf//GfIcpxLZdl4UJsVW3iqk+eh+0uBQONstTMCkW752qizopA/osVjE9vU3I94+MZVG3proqu",
-	"UNhtxzyGwmc3lMBR67b10/au7mPx4gMYLXaGHsJjb5wNVV+5dmi5Y4EtvwnrKqlzuLzJZ/YhVZKKjsds",
-	"YYLQHhHwQXz1fa3NPWYwvI0VP7U8nZZTUzkzeBMX0/N2EWjqedbTvoeOiOrBpGtJgGb7fddkcphHxdN9",
-	"cla7C+p18XIcekrsyFPiBg4MhEM/Dg/j/h4s9Q9lopbjLfsCacO3E2sAmzv5rkud9OHSv49OgVrWtYx3",
-	"FmSAxOpTR/4W63Wv0+OF5atEJ/RIsLLsYbIOk+0XSxPZqH5V0K10Y8yEAdNVj0huCZFHFsmYlmVKckv2",
-	"HL4AWZ2SfMJvcJ0J8HomsEIKxFj0InuPYq45mLGcgCkBiRV8vOs77mfiuSxgCE1VnJMdPaMLtpuS3Cc7",
-	"w29pJvJOCudkB8R/XtuBKKPz+gbLd+1Tasooj94VvugQIvmjBiM/VAnmN6zg1Mulr/C0wgOhKJq2hAQ4",
-	"4SGpa13w5/iynn35iMTvs+/xZi+7MXuLknLxwKjdUeyLh0ESGOTarbRmOo8axXOGurbmhSVHiwCPFmIJ",
-	"w8Y6xlgRjr406r89rITu6uEKBkW46hiXdMlL0+OC5DOqZznkyCEPfE1Xmrj4M1kKKLErOLh4UDTGDXOl",
-	"7RuI+cK9DHoQbqGG7RXe97Sqo6NK0RX08UBM9K5nvsarsO9n81ytVdCzjygZdnV4C0sfEzZfmBWmHgVO",
-	"eutZvX79ZrsJgfd/19PO7EX4vEYtfLWgbq7+iYFUXYXyNZq3mCSUFDbJ9nHGwIMMCh1kNfilofuCoWEJ",
-	"5qsUEJ11r7+QsmRUJM09034LNYQbwnVKuCDXUhX6GHN5IClKtySQI7E2G9ekZDd8TMtax563WhrNNvuD",
-	"zuangs+Z0JYD2iPCW6texrGRStshLpQslmNMOVQNDU+36HrixX2KIdPQuLHNToLoyOY2Ms/kT3ToKDt2",
-	"vUmhrSlse7+wWzSRNbgTqj2caRUROA0sVmeFTazqQz71uaBEGtXHKycTSOMGhtxx7JGSghmm7Mpow8e7",
-	"/UzkcsEE5fnIel/vFkycvAJpQA30cEGipWorygPh+iSXZUnnNB9BNcI7+MM5bK7GWNjV/+Txe/BF9gNc",
-	"aidbFdW6a2I2fdrBpC8dmMyXjrYbxMSCJlaUyNY6c2UUdnqaWFNjfgGVrTFejaWColO8Zsyt+izkeAmO",
-	"8Xi2FJfam0CFHH9QPAc7bsrsv1YjcTHNd+tTDv6LotP6RMMvcftbx0x/ZLQ0s4Y14tV+Ii/tNXWp5X9s",
-	"lZyjmsrlJbbcuCHKSzuwjaNoMLN7QReTemnfEqX33ebbbVnfrAZXpygNnVKuwgIP2q2dkwsqt1NNvKdT",
-	"dtbZwwnhDledWnVAOk1KpvyKiZrgHN4tNuNcaIecpmrKoKs8yhF7u/2YXPDplClLKcwjKjbBYVnmPtw/",
-	"AM9Rqjk1+NKnh/U+te8Ovjvc/354uMUgNxOldOP0xAneVHLPEv549WqkSVurUx9W1zpX0HvtnjepwKhu",
-	"VsQmzU3oYbXWWQ5gFoC3V4kYuAW0zunJH7rthQieq+PJWNHj0Rapdmh1vj4xXtWCGtYzfM7aPdtti2CT",
-	"kfJSMQbeCwx8weSiZMdg8UOEe6FYu+t6jeVRQb3dR1JMgirYdI9TGA8wOBZKWsZwk7/DG/JX3saIZt0r",
-	"pZYsBQwFTQT0qLtYpXT93bCKx2j/AZBbBfY4UXLezR8xatpmO9pH5a3beDfJzznuaIeC15zRC9/WWo0c",
-	"p6MJu1lwxaKe9TkvS+5Sci5dZ2ZsBYLIAVJUTexAmc3i6GD/6ODpwGPybRZIxvn/m6aKu//c+cERmtza",
-	"DRcFjKDN2zfAPXS/BWi65hv3o+pP6JgTDKv5pG8sdEWemyn2bDD4bv/Zs+HR4XeHg2fP9u8lXXlIPKT1",
-	"HJTj9tSLvrAz06het5JfMWnXC+FXYrHEMM2m1u6mmG7JZ2h+h1dvltTO3Vvz2DWSeuQBVi9WhIuC3VhX",
-	"zF+rHQ+Ti1UmYLf3iaUT3NwKdFcFl1jsUwWRwaq8p//4TTRvJZo3Lfp/I1GNW+GbvN4kr7eRVeuFzWuO",
-	"LZV1+VChpX7ZLuLlzMdawCt2OkLEKwZ+bXXDumCiDFEe33UJ2MPYDXBMFlTrAK1Ada0nstmvvNnnCdNc",
-	"Tx/sD2H3FsdOKYHo7GgmO6Nz5msxKECcoKhOyaJcakJFJuQCXxZ1I0yXVBXHJA8axWUiglbJgUND2oSK",
-	"IhN8KsCA1xIjdpTkf3hxnqN/NKaCXDAMVAM9q1Z2kL7/g9TGBjfiJCIYcfT65jl8U0/f1NPf2Z141I23",
-	"1oU4n4WGPiQiijjLGRdUA9KbQ5OAsFQoncPIR+jvwk4+r5LcA1PXEYR9ZhPKS9fTdjh4lol2yxnZsXJ9",
-	"DiFoMpYC28nGq90IxMxBZ2UC1l+Ray5cIeffyb/Z3lzwyeSOpE1omgay6T7JfW1GPgqQX32SezkefQsU",
-	"y0SM4CWVrw2xO5aOjb01IDblI3jLChHC+iQf06WmZT7KxIKpnpULRAu60DNp1Ur3iREeMxLChaF/xoeI",
-	"78KMShN8Zz3CHd11Vzjf55HXWhYIntGCUDl9+Zw8Ozz6zhde9MkPTPPClVpgkF8DdMU1oQGfZ06tsldq",
-	"lQmga0rGsmA9vWBjPkGlau9LCetP+6FVYKdqDwiFsQJ+201bRRE7vqxJE8y+O0NE76Ih0iyYwBsApMtZ",
-	"JlghROEhu90GSMG2zM8/t5feVkUKnTx7bU0U1yYOzWR8ztJINffJG0s3FBcXzFwzaBctGdUh7+cX+XCN",
-	"mna1sm0wwYJf8WJJS1f8aWXHUjHtQvqu5EUh/RUtt84+OwJAwSm2YdbM8v0us9zVTDXNOKjKIWuKcqjx",
-	"JT07VilBoRDcAO1IN72phMqKnr7ki563ZnuhCtiyd6jF6hLZcjJhwooDXy6ErFkVpobaq0/7n7HsdQsX",
-	"oFZocheCVkqoQ7sCQ7MOoIUFGZW2CH2kTftt2JXjghqyjvAaHq0CzcVzqZifdb3YrDnRLrAwX4/WNUeE",
-	"zMVGfUiD+Ne0aya3fNWa/Jt92Y/n5+9dyy0InVqi4+jZs0hVHQ4GnTYHFvm0sOJmUpmA7RuguVDg2ads",
-	"BXxqOlXaCflw+spSh1n1DMDCvvkyfkNK8qqy6Iud3e02BOvWvzjNQExXpNmljGMZ10lzbehFyVIyp+MZ",
-	"F6xn+QkO0FCMaimcSxU0yPOSWxFC9DU34xmRIhNWHnqHTArLGVaO5n3yll3DMmrQKVYgFIV3F73ybOD6",
-	"+D/d1oq+ibFiOjoqmpV6kZHSrFjtrr5u1ss34WCa4Bcd6A5xD2OjC63VrLq2VG7OzEwWMGZalvIabm9h",
-	"RtmZ9SAtyNzbonak0DhfMzg6iBbx3sFwveER6YeO7O4GpQkg2qgymWLbOatB6ndLPCdg49RtSgDwB7TK",
-	"e7ybTBSdzsFGRmlV9ZHsbSv+GzvPjyvYCWt2W+TTNorJwAisiqKsqzlydfMLqgzCCdUMUl+sAefh9DOR",
-	"F2zMoTbG1bKEvxHbomH4wrbVoIflUhj7gLGcz7nxt0+4oKXveu+TfLIsy3wUAanX92p4W9O8xYdar2NZ",
-	"NrguvucuO/cUqkSY1uvqOQBQJpSujZKF1GaqmL5/lQc8KcdyegC9Cpj2FY6HIQhg4+hDjgYHcWUIDubz",
-	"nSUq21fuYUFWdzmJf04X1zXaVxqqT1qJAnA/zUYSh5jKoWKbqKXlHx8rsn6TvzMT1v+xjAnxKG7/dNVt",
-	"fZLjpx4MD5gOGxXRZqDiUodrMwF9K/aateWUfQ9m79H/PY65RFOEW2eXm1nqAPylx+nw4NOijmgOwP34",
-	"ne9/RUjJTFSNPY2ypBAvs1K+mpwDzY9Asys2dz/cyeAhANYFeckLMp5JzYT1PqFcHZTtCNuwnh5aqoGf",
-	"a70vbagyERJNyYxhCkAvCz7lGB0Q7mud4pc6JXk/T0n+txzQb3otQFAH29iIoNTBPL8Str6qUm1pk23K",
-	"F6OtYvWguNR/Qv7aVE4Stc8CU4bGpIuVY8/Y3Qd3s87YccfPbldMsAt8ujG+rr1bzaZdtBiK8uxwuOi5",
-	"1lg3lR3fy6WX6opfMWxMA7bY7ZPcy8Z8RN67j8gqiylOrN9ViBckao27w7d3s/hZFBi9R7Ci2sC0Anfi",
-	"Rrue0Op8jwp6L2AWpC4o1D7Rk+xQ1yv0RAd30DpFpOSX7JprtoudKS6/IieZYHQ8wz5Z61H75tbCb8kc",
-	"gdhzNDfOEFqQCxhr6C7JLMeqVQr5k0a/7N4X+/Db5sbb3IX0gE2C5OxUKd3A6JEjnowSa4/3T+n1Gwy8",
-	"xUvrt259Cd+JqL2GuPlTF6WOeigB2T6gvTVsybvKvWuiHtrLLGNcu0pw6Ctse3KdsZaK7tsWAt2f7BGm",
-	"/7rwgYehb5Ep9M5ZN6Fc1ZoM8nA6QL51qCe2EWpBnmavgXUm+M9L5n52sZfoPIKNNXvRDGDgVsT62psw",
-	"gJTwPuvbucCNlCz4+JLBgQpL2NsT5jv02pmX6iCE+4iXeLfuwPkIxJ2PQK7kmF4sS6pWuyhWuIb9/0Q7",
-	"sTACPCiOLXdWkzo5k5IL6+whD0Yv1CiQgujS1tjI4SiFvE9eIdhihUqKKc3U9etDWAxPGxKrEKOlimXC",
-	"uYNwsuVxRTVQaUxAgMl663M0cLippTfXnX5w9zZbYyt6jpwzKiDJXjv1IyXUECFhS/6jeNQd4rAepboj",
-	"gozt0z5OuO1A61mr+42z206Ih9xYIj+xSmiFTRDvy0rYdJsZcR5yTSDII0VEwAzWHPWMjF2aUrDagaiZ",
-	"qHSbq0kImjlsoT75PSv5BRwMUK5IySaGLAVsCUW5YEUmwLtvhIdTAgmFXFi/NIVyDqb9znFYaFyKXV+x",
-	"4IDbwJF7oom8FhFimuVbh/ZOXVgC+jy9AQ1NqeDtHA6HhAttGHUYv3CmAR/7N0Ogvp+JTPRIvrk1fji4",
-	"dfaba4ivH3LTJy9cGigNVQvWs3G+db/1BsSrgjfM6Y3LBIf3UJf1dcelhfOP7DJY4YJQQPiM6tXttwTs",
-	"AXgRPi1LRk/TzDo6DhyF0QWOw3pD8F10dliW2PEAFl04tM1jAKRwKlvAR0T6Y7GmPwitGtxxBXrw+vWb",
-	"9lCNXPyEIC3wYXRgP/pjqjM4p9qvwLiUOsYkoBfyiqFXzMemlu7zD6i601OCSbxoPKFvyMp/6tyInrX4",
-	"wSq3Rmx7vC5VCUN2n6WCX5xXhZQruDa8JGCMgucNTnf9uKN4cBtYBnrk4X0zWk5e8wl7YzkGDjsZDIBv",
-	"SlZRZUILvyWmbBOToGEdQ+EgK366c0d8tu8EsaqrnNWdOyETHdZ07sDJgtUeRA7ZqaKCqPh3U5QPbS3A",
-	"Tc2OdOJX38dEtyIqPq9p26RWzWLslssgA0PGvJK1sAUtQ0Mfg+UG1uVw1NqZvhr4rnIKq4OrtnQJuwsI",
-	"4wOy2yHT2J+w3Nk+O5zs1Omwu7UWr/kzNT3+XTPt2YrJhTF3Kdtz3hW/xv4YOmXEcKZISS9Yif3urPAF",
-	"BmxtaU+8iDNp1+aaqjkEX8vGwuDPd7WsaTZeWmEHe8NBZgFg3MnSdJ/I4oHzmgcfhoTmTv7y3bvz96ev",
-	"3p7/7eT9q7/99OIvZ/lu6pvbM7Et3h745PZVmpVs7LAHHXwrntMOg7aOATyhMnNnxiyw3553eqnheCUw",
-	"wgWcmEm5gISX32IO4m0iFUDp0Knlmj45EfjRNQzpTPzmNz6Y/5vfkB1XyYBVmcGa2k3JQgYJNeGC65ld",
-	"73A6KNWXUPSYCRfsD/a3ywmg8XADmPN98sI5U3DpWM59VIfbV1zxgokxuA+Z8EaOs3lc/abd2azACk7P",
-	"dDfUqj9s3gLshxtDLtiMw7lkIHnPwberKjWvrFMCGQTrAbnVnEEvZlr3HsJuTRFDuXIQn2gSo/EAMVr1",
-	"rxpe/6tfkZPagVr2yw48R1rHPAx9H/ne1X7uc0YjezMhhIyXqiS9H0mWdLPlrytu/unFX7KEWOYa7e3t",
-	"D7/rD/qD/v7o+8H3gxjRHkmFrFuwcSi1QdY9DuhLXBAKJ6tBbjWU10KHvKsay0SAJy6ooY5X7kIuJoeD",
-	"Q1xPa2XzS0BxclgpIaKAyJ3kJAaERFax4wbnND8c7OdYBQQWcd6EgvREyl05XCQFwA/0p9DU8SV1JrDM",
-	"0r62ZD2cB9nJnUud43G2rhjIL1j1NGfB9jOR7yG3/eLqmvcgG/NL7kL91kaLrgYOggQmLBHuocObG7j3",
-	"CP71p0Dl6xBPcrLj66l2++QM0t+ZkILkY1mw3CNggTsJ4sQ+2xonGImE2GGUjM+dM3Ec8uVwahcm7Kqy",
-	"ItwVobKoT/4UvB4syIAjhUstiaYQHVIsEzsIq+NxdHZTtGywLmdGrxi5luqSFWQHYHVSbyZhDc9KLoEb",
-	"F1QblgkrKXadedQsOSE7ALKz29hSmvT+TN6/Ozu/e8eQLMM7yb12Yu2uJ5shZJ7EVxfkyVcCPD7BZ/2K",
-	"WC/xSwaVF3BFM78Oz7ALgC5V9K17APyXJRN+kyWjO41m+wfDN9XtuyxJ+/3+rV2C0yorbmmLFTvhvBPv",
-	"iluGd1dYphGyjnnPlXXpoQYHHZsI2P6Y/LyUxiX3uOvUVmwhMRVV1Ym4PecHxAsdRHajNmpnbYYqJfnI",
-	"/q+XH1ulCAeB7w+/z0SVBtvFc1uVYiU1DM/DKOXU6US5VPqYVCcVRkJqTi+tuLZe53LRJy84yNVrusI4",
-	"slWr/jzOjnouf+CYK+zKRO34wsZBhzH9PF3e0ynI1Uw8l2XJ3EHBVHkQTk2s94kkxTwnGKJkJ/cbJ09J",
-	"v9+HjZlCKYE7ocJ4GH8sCYuPJOyTE30ZYDvApIBumYsVRFZAMWFvRyZCc0fcNnMcOtE1c0bZwh9LR3Y8",
-	"2sDRIPXLlYnhYLDbJzgAN8HmsYeo2qDw3uE3uhE67QAVoXgYFrCdA1OBAMK8LXkeJEWe3Cmofgcz/+0w",
-	"bP//+j//127/oPqT0ad+v/85zaLGJZQpdxyxmCW3/9gpWCt7+BTX9Ld3je6J49jnPjiGFk7lhPmixpot",
-	"B5YDWsHWrsCzHFtH3Waieb4BGjlVa1HbwMkPBockPighd9k/gScgNBmCg4aovWZEug5zfLJeWUWy1hFD",
-	"iitrCUmBJh+fO6gIayEcHBw8s8Lgw/lzFEO1HoydfDgYPu3t7/cOBueDp6PB0ejgWX9/ePDXfPc4E8VS",
-	"0UoY+APa6l0cSHCuXECWoezJ32iXU/RAZ8HXiXqMR8m+nZz1UgFoZsGTUXLQH/QP3PlB4Ah648p+nrKu",
-	"bgy3GsPBwNo9JfPljpCfdoikVqD8eH7+HnIe4xkbXwI8acEWTFg/ZZVmQktCwcC9oJoRuTRWngRL1Upp",
-	"iEar8YzBKkjlc9yRND/OhNVzlRE4cYelIj3kgiFRATBuyowDjWkcHDkcDDaA33WA3jVgZrbDhHPvXgMJ",
-	"F1GQlu7QgkcDf3MOP554XWGPvuZXTNiXWr0FUSA6BRBQPOIez4F3pN2SIbxDEEouIrjyAFrLrZUhxniB",
-	"oZfWT1F0MuFj1AhHgwMPKBTjle+G44gRZjI6xwf2g8sBwKu5gPOWu7mgqjZ7NEbYVJ+27dGmflAdHHIK",
-	"5WjA3EioRzx+4WhwsO6WQJy9GPV+E0uFWWzmqSYe7zrmcjnJCujYpSCxQiRA25EdXqSuIqRCEXOOWebx",
-	"hBwkhTVVdlN4QIyXrPErZB/n9HioOGPtYjhiPK5qq/DTfU0qAupZDmViItWYaeDRTASl+UTHOXwyKenU",
-	"HVki54ulcZ2HMOU+aF4GHiUqOncw8l7roPhuNn9eRzyOT7P+1L3e1SV78SHNt5+/Zp8gMJTfDzXw43p5",
-	"UiekXNoNu1bLwNj1ff36TYyGHMFYfoqaRbtKBH5wr0wDLBxm9SMcuD557fHhELITsxSWC8mM6pmdgVQo",
-	"4YKLQkRvquhcQ0qfG39iE9EzqliBqIX4vDmjgospRHpjlMGD7w+xudajv7ksBPx1m97VBNumWh2rrqq8",
-	"bLx3/+jgqXsxYtL19JyWZTWAgFTn0MgSw25MLzy5d+BusIxT4XG24MDcgdQRXpc7pqmBkDUcDAJQ5yeE",
-	"TMMsZDSCKAMJrw21t27IUSFbvXIQU/O3afILUxJhP+tM+kr04qbFtM2j4MKkDoD9/zMu/DuscMfqRXCB",
-	"HWu3tY6tScS1KNdrwtT9f87BaQeDw7vVc3y43G2aHA72t1LptZOHjlCob76pfqokUD5slN+7islmPVhk",
-	"BAQ9WNkBMYxIpw3ge9EQi7SVJkgxGejwIop+LfARgV1aM+BBkCHOFMVzIOG4RwyF7IaAKO90N0quzRs/",
-	"ufuqX4BUBBl/x4UOJ+URVDTkUO2WXMcF/mJXBPUyXG+3Lr3Xva/95dvv3QiKpmPnvhMuIiUnXamkx7OW",
-	"D7fZJT/Qwt32D92ND7XlI4dQm9CmFG3bCgPnFgvF27v095garTr8fSwvbF1/CGf7KAGIEECyJBOUTPgN",
-	"K1yG3xvYiNfo0h6AdTCqJRufaHL248n7F2QHUHE6D1HyBeG+jIcIKXpYyRgXiKd+OJCWXSrNr1i52nVN",
-	"FddRXwFO9Ikm5395/yKkrkIJHPQS2IfgoKuTDrD93dQO/sC7/Vv8VaGkBetX8IfTF//24dXpizcv3p6f",
-	"4XnC2rRKcHdcQDp0l7maHVGRe7dPTgJJIfd3OByGWrgQy46aWmEsmdgJySVab/5Wl9ollnaj4KAPF7qM",
-	"EQTC3wmil2MIeFQgGg2uUMwslfDoqzifCmDAx5xDxX8aYSDt+/zFa4kCzzdiw8s/QmThd4VanS7Fb60N",
-	"kVdn+bpolVqKlHAxLpcQi4+XnReE60xMFGNk53DwrHkS9W4KR2GEjK/vaiAYwbJ+bDEiNHNnFkWTpnEo",
-	"xXtE8e+gn6pkXiYuGKAuwON3ovmngFKgDZ0vtF1/Ia93wZNyqSp3ij3OORN+ranVZ6WDmcIX9Uk4fwSr",
-	"jrVvDOeauLOOlxqy1quFL5yqK0J83JvQaFJXhHUx4pKcaP0Kqea05JqBgX3sfPPo9KAQiUGLmtsnQL4A",
-	"2hShTARXOYm1TNNravXzVKd8WsP1nmq0+/S5U4ckvIMVpvV84e6odRpd+xi32K9wHhD0a1V4RNGJPzij",
-	"ADRipbwr5GocLoa3uO0SuuQRLDocm9M+bAgGUEox7bVGEWx298K0Vuf1aV0p3f7AGjtVnWJVphgcDl+S",
-	"NufibAz+waA/vP182z1fRafPAxRZPOU1sGM9QL2CegWssamf3oVPQj7z+FgAXh58I1FcSHkZQ366yzto",
-	"48rt4J/RUTWDgCJjZ4C/xoM/a8CbdWPWdHmglfcGo4Vy0mTj0HwhLBTS+sEcVNhUw6NnQ48G1TV6t761",
-	"8b+ocxRUCXvlAgixw0HA+4ln0dVBM8YlrFDq01Bm3PfTXM+cXYWcbS66p3HqoL7qNYOu2vMrjfOKmhut",
-	"6+czajzM4j0H32VV/97y2FJginanrjJ3R031xDWmcaO4vFWUzQqUSGdVdVHXVD/qAUdDtLnvQWG/2zbS",
-	"96XdNxWO5T9nVc7rWOYexTymerdV1XCDvHF0F23DdV8ZyfhHuU6Hg2d33/Tcg3fYG/a38JqaB9jDfUfb",
-	"jK7jqC1783C4zc3tQ3H/Wc4henjBwet2DxtBnb0vePGr4hbleMm64IZ+D9/rhkDpkx9W4SSLuEaaAx6X",
-	"gUrZlSvU8RmaHVrz/1mBLlJlT4OVzwuiGb5wjhfsHmci/91iqabMuQRMUR0uwfPuUl8VBA8xigpNxxUs",
-	"XN3sxcluZ/aelFriC52jA120tWJw3M1pVWxUO6FlO2MYpvcAW7imug7XrV/RJ2+xFONR4y0PkgDbxUxf",
-	"+lP1/0kbylLtjg2VdgdF3wnWgeYeddBXvdKt3njXq8eNrsAn3ZGywWmMtInL4rOCexDOgAQcV4sZSfL3",
-	"H85zsuPKYQGp08U5wnN31+Qqwzb5SjvpX1KLr9XQ3zZO58Y5ZbS4c9vcL97uDPgCAumdjbIO5LuppCC6",
-	"JjCJYA1ZHFRKFOu5BlRWhLp8CoWnPr4CsYBGC2oIu7n6Woga7PbJK6Or+FYmppJpslxYv0+6VGEM8D2X",
-	"V0zXMcCtqsSWined2LIjLNFz8CdOJqzkEjIccaUDUCETdRRb0gFiyyeAIwSRhFKHW4sodpoJLjxkZp98",
-	"dLX+1fuDX1gHuc3ECYomyL5goRDAlbeQyqkmHE56Ldxp5+znJS3RXlhQMwMAR6S1SxPhVGPK7W2Hnd4n",
-	"Hp2Zloge5exviOuwhTn2zcCVbJ7KK6aEDg1AUPsh5DXptigcBSNZ+dAglWLanT1V7aqPvHARZn/8MkDJ",
-	"VwAoHh4ZqM6oKjkCJX2Fl363Z37Y5ZlHVY374G1bcXSu+KIZ6/nDi3PklIolQs8xKq6uKI+zhSIw+GRd",
-	"6WaSPmTaIYAURFgcrqjiR24gd1PpoJtKEar2phnExLynZvNHHzx20ONfezkOt12OYW+wfz54NtofjgYH",
-	"/cOjp7XlGD5+sMAL4Xa0AAXT5ojBv4b3f08T5lu44O9kpCHc/Vbxgnor+NoykK7e0noP+CgoL2xzT0no",
-	"ck+JdQ5Sh20+NimBhELqUqN98oKOZ87xhrOErztxp0JVaQ1ZJsAJpC0sgZRQyI1a685JN+yU/ePZu7eZ",
-	"cNBEcgLlpy7dWytAPf/x1Vmc23U1sACIuBNVk6ZVkGMp5szUYaa4COfKuyTsS16iUWXtJ3eSPUR6fYLa",
-	"Tr8J0R6Vr2KcJBP1m+p5aDfWXURj7QRy+J19x29D/x20qDTegVDEImSkMoG5SJRioc1Zofkl1nWdNOtm",
-	"Ad1yygx24nI4nfxgcOj6GnxoekY1qZ130y7zOavY945AD5xVU83dETkK88QEr0V1YkXSFdvx5zPcQ1/4",
-	"s6Fa8INA9BGG/WuD7Vxca7H2SQ7a0d2VCQP4QVGtPp5cMSLWzsXe9nkDZWN93CrGOqom2MZh/EdXNVfl",
-	"bHcFD3wSPeBa3COGUEPRWKPiI4HYBspI3fkvE9jwLnf+L1PK+N+33qpdOxUdM6tjmbCh/rGFD7lWA3bg",
-	"LFrXDGuNxlSznmZCc8Ov2MgdeIWVvfbzZb7bJyciE74nGG7Dsh8QeQHuS+cOfM4B7AS8r6ghIRMAMQDO",
-	"4kyW0bjWxPfOqiqGzYHwStliOweCeKNSz+sCMRjdIDLgjIggMTwIa80jiTfcRpjbFmbKP1qwVNA8dwoW",
-	"f2UT02bLqOZHuKx+870lk7tts2RCjv2fXkW9lfvh6fa1kdTu8mspWFw11Cl76i1cdQCgT5+hgQIarrr3",
-	"aCnHtPQtWRIhcH2ijhaFYhpsl6UqHTBPq7kWNokbWeuQdt+WaM1N5RvK8MiduB8UL7BeFrmgJRVjgLJ/",
-	"Kx0GjGCswJPCnExwHWhte6fqMmsbN6NK/rUluw+L+mOpoIvs9es3+AMmJB2cDtg75JTRojeXGoLBoiBj",
-	"L1CPCQ1wir7SDs4eW/LS+J4wphkx1xJFrJtUtarteb1pF0KTk0bZ6s61Q71H3x9t/LPz05PzF3/4C9mZ",
-	"yesQnbSj0h5idJcYOUX/BPFu0O9xxxi4Q+kCtBo+wT4Jz2yMZxC8wdvPt/8vAAD//w==",
+	"7L3rchvJkT/6KhW9GyFytgEBIKkLGBP+czQamx5Jo6U4lm21jruILgBtNqrgrgIhWMGI/XQe4MQ+4T7J",
+	"icrMqq5uNC6kOLbnv5oPIwLoS12y8p6//ByN1GyupJBGR8PPkfjEZ/NCwN8vpty8FjNVruwnvZjNuP0z",
+	"OpNMzHOtsnzEZvA7W+Zmyjhb5jJTS6ZNyY2YrKI4uuHFQtjbR6qcL3Q0HPNCizgalYIbkZ2ZaBgNeoMn",
+	"nX6/c9S77D0Z9k6GR8+7/cHRn6M4yoQelfnc5EpGw+hyKlgpRkIaNlLyRpSa219idiPKK27yWTeKo3HB",
+	"b1QZDSMcWhRHeRYNo9GUmyiOSsGzn2Sx8gPxYx1+jq5zaS/FWURxpPO/i2g46N3GkVnNRTSM3LyjOFrM",
+	"s31mYEcJo+/f3sbRy9mVyDKRvZQGV3V9glrMuDT5iKVjPjI6dUssPs3zUmiWG82ENGUuNONjI0p21GMZ",
+	"X+lEHqTGFK91ehizqZAjwVK66cykXWYffiNGRpVsxGeCjUs1Y2YqGJ8IaR5pppYykTOViYIdPGNZPhPS",
+	"Dl3HzCh2LcQcriYKYXqqSnPYTaRdKE8b6W9wuN/C4JNFrzd4kstRscjEtwImn8tJOmSczYTWfCKQdOyD",
+	"R0UupOnoxXxe5CJzY80NW3LNtFGlyODqkKz4aCS0fqEW0kTDfhtdDTq9wWX/eNg7GvZ73cGTnt0VP5Ro",
+	"+KHX7Q/iTq971I973d6zuNc9Prafeydxrzt4av/sP4973adHH4Mbv89nOho+C755bVcuGkZ8NBMwC1Wa",
+	"DvzaeWZf6bYCR/a00+t3ev21kQGxzvSk0+/07EeZiU/RsBc74pzpSRRHBdfmDKbePteT4clJ92l/YJ+I",
+	"G3Jub4ZNga8Mz7jh0fDzbRxptShHsJpmUQKlxu6vNjJvXdDgnEsj7GZE76dCsmVeFLC7pZgXfCRm9vDq",
+	"aT7/jT2MqrCHaqFFGd2uHRV7RH7IS23e8omocyBPZfZUI5EV+Sw33w7SIbxNiqXQhpmlcnSmY6S0mSqF",
+	"peeRmolw3HSkouGHBlH1tjGr/mB43O+eHA1qW3fU6Vdb199v61qfGGwd8a9NO1cuJFxWLmSn1//99//5",
+	"rHf29DJyG3nkt/RoG+eqvbxlS88fzZhWZbli/EotDDNTbrrs/NGNYGoupMhq23zx+qxzcjLos7EqmSoz",
+	"UbKzTr93fHTKOJuXYs5ze4MdFyv4lShYrpmSwOGWfGV3aaUWJRMznhfdil641rk2XJoG0cQPsXN3P3S/",
+	"ip17vartAONlmd8QP2WcjUo+uhYZ06NSCNllL7hk52wiDOPhlm4/tB/jSIpP5sWi1CCAxer3veyPv1+c",
+	"/1X9/dWL38+vZheFeHH+5PXvet3/nD2/+cOnQRnZo/4DHxkvEQM9g1l+xbJcm7woRMauVoxLK9RMyUfG",
+	"S8YDzw7mpRrnhUgPT+FWzab8RjCpGNCYFSaws5vkx9HdCMa+Ygir+pc8izyx2K93U8ugPzx+2n3eO2lQ",
+	"C03hywjmHnQyzjOrMkTDXvd5HF0LuwHB3Iz4ZEhBsTtvtQUgpzyzhxaJqls9MsJv1rm63WrdqlRWig9t",
+	"aylG3G27zmd5wcvcrGJgD5kY80VhNBsjZeTyfrrm02F/0O31jiudQFjKnXI93axKOim6jy5p1PxHuPSv",
+	"YmTeo2I57PfiyExLoaeqyOyKn8R4IZ52q8NFw8HJ80EP/vPap1uh7dpnOKf64uO6b5CpZ2xsf2Bzr5Rt",
+	"EpWwGk5WftXrrdz5SnEtFNciD6Z/lhfFKD9/cj778/RPRxd/P5e97vXR77Pn/D8/RRWNvuJtJGrpxLJV",
+	"dmAVClmsDoFav9LmZtr8iGsKKnCriHVmmBqjdecM+9QOvkXEwteHMfvrQhtmZ3Y3a+yXU78GvWHvqNvv",
+	"P/vfqn7dxtE7yed6qtqUKUvHI77QvGCaroI9t4rRUbC/mRjlYPWnh0OmpGDuixg+GaUKZuXyxm3fX+tu",
+	"2NJHz45brGlijEAiduCdo0rTsp/vr5f7mX4hdeTAwJe8nEVfQCvVaIBzTZUWlv3Q7tvVunEa2uco4zNg",
+	"jlGdcCzz4iv9Lpcj8b0o8htht34QoyIHE6n0snIBhPQ9PCqzdhcQJS8YlxnL8HaRsUJobQ096fxMjE9U",
+	"zLRylMlKbqaixGtKMV7IzPJEbfhE4OIJrYoF8FMrE7JFCSzUipz+s+NeHI1zyYsX/ypWZm4EDlDD2v1t",
+	"Aav4gEfYqGshf9Yk3nI5X1huedS3G7Uw8OnZE0tZShUveFGQU6KcgFd2bS9BwGgQVkgXWUfJDm2m3WlR",
+	"lqoUmRc/ks+Qduwp/UswOHiUXhTmbSlucrGMhtHnJCpn/DxLomESuaVOojiJcElf2RWFH2H9RJZEt9Ht",
+	"x42cqc2XY0/zt/Ysk/OmwaY0OzBO8Ftxf/jAbpuvbOgrG/rKhv4XsCHQhd+R7v2CG16oiaP6pso/XhRW",
+	"z6FrmDWbNONFwbS4EZLZk69ZLoNLYEFOmZnmOpFBkGSpWYrafcoO1HgsSn5VCMblajkVpTgEOk+RH+Z/",
+	"Fyk7kMoksrrSXjVk6SzXOpeTlGlL/JYjZmJeqBVQ35RrJhV79er1WkTmcql8vIiUfJhDDGeNaVHeiBLJ",
+	"B5/AwBs0Wdi9CjgDGS2O2daX7Ech5jgoYNOphpm41/7Pf/23d8PDW9cCiDH561TJrgQ3cJV9mrJHWnfZ",
+	"GZsvSsEssxjSMGP7r+fT2n4001xO0GNBM2BXcHAFk4vZlSgxCFbmk6lxLiQ4rxDL6hjVmYksX8yYtRl0",
+	"F4I2sI87DLXmT7RV0fDDxzjyGxkNTbkQcTTnJZ/BGfp3PZqKGbfixZi5Hj5+/FetZAe/7apy8jgr+dg8",
+	"HvQGvU5/8JgujyOeZbldeV68LdVclAZ2hc7VPPjKDRtsEW3CQbZEHuloAHV37ZHFOdrNhrWy023e+Du1",
+	"ZDMuV462KPLitp4ih3YtZ/xTPlvMomEfXQyzXNJnb+rm0oiJQKdwKf62yIFffMBJfPSXqau/ihF4/+mi",
+	"GYavP9Al9s/QbA68GJKXlqveiOjjbdyk4hdqNi+t/NZsOeWGjS3XY5b30+Sczc8MzwtUVmYK7GBwEKT4",
+	"b0X42vAVK/kSzriwchBJVBXgO9VsbP8CD+dPb16CXWVXDNaRz0TGRlPB5wxiski7dK7tvcsyN0ZIdsVH",
+	"1yAIOdNzLu1PIGxAEMmGYIQv5vbTopQxjAvOWZlPrPTTjJeCXYu56bIXShvNOL4dxjaEUbG0KGYpO7Bi",
+	"TVltoAw4Bh7cXBNfIe4Gj0iZ+DQv8lFuilX72fJM0GpTxcxa/quO/SOOZqSHTeamc6w6lnZATIxAVj+p",
+	"DmH4jOocwuPqh9Gdln/qaQxHu8+BhFVpku15ZumTS2Deu/eEHWgh2OOb/uMRn/OrvMjt6A7piL4ScmKm",
+	"0fDJsV0bY4RVJKP/58NZ58+88/de5/nH6s/uXzofP/fiJ0e3/x5VLkNT2jW/9XvWJl6RpnIkPloEjUeC",
+	"nP5WIHXZG3toHKsWWWOMg9BT6V/riCJgW0/aVrfBqSzR15x6d+FXIasM3/ODKjI8c9ywQljZCDsBHNNn",
+	"cZSCFYpnIuuysystpImZWeYj4RnK1uEMWoez0kbM3pZqNjctFCO1KRcj0C6BT9S34RT0Aqlzq344OZlr",
+	"ttB2Y6ZCMg7DbGzHs17LftyTk0fhsW9l6x9Jn3MnyCl253Ks1l1f/qBVh+pu6s9XSfFVUnyVFF8lxVdJ",
+	"8SuUFLdxhJHQ7UKikb7KDsqF1JWlvlkcfDV/v5q/vzrz175lKngmSlipl5d8sk7ZZ3ZZlJywG17kGTeq",
+	"JC6Qa1YKqwMJacBNeWoZQcZyA2oGyyVLz8edN0qKzmtuRtO0RlBREj0d9bOTq554zo/Gx9mgn0RROG2k",
+	"Fkcin0P20R88a+Me55mYzZUR0lyIecFXIlufz1scMeozqX1HGkMqAXIrmBeXeokShnymsLtKCkpCTqRn",
+	"hKDk+PeOVp0fxSod+rO45JXyBY82+Uygg65aCTuIKJypkJYsPuAPH2uM87ht3q/UiOP02gTozxev2Jyb",
+	"qaNQioqwUmB8ob4tVti7HIrHPn9hjz0ZnDxpG9uFMOXqbGxEuT66d2KkZAaHZMkt3YixslzO3pLLSW1g",
+	"/R3DwKP07Mlx7Wj1Wo/W+/fvzxZmKuyZ4GaDA5hXV+RKMngZZEMtdGPJvhO8FCUrBS9m3ybRWCkzL3Np",
+	"9qfnDWv3xwvxt4XQ5jxrH2KJPz/SLM9c5KwoIDkv/WOHbu6cZynSNiXSw0GOEwmyZZlrgXF9cAuD0jcR",
+	"UlhOaHWMQit7ksEgsQrjVSFm7EplK8Z1ItPSDTCF8+SvpCcVasKKXK5RPISwnv756PXxH5/9OPjD84uT",
+	"yyd/6r/vnX0XbTvxrUpm9y/DzsfP/bg/eNamW9p1BIkjDPG5F0EWz6aVDTN9hlZeqzn/20JYNRRDYtYO",
+	"86UT1sDRQmtLJ6pMpJmWgmcsz2Km+eqwy85BJ7IWkZ7zkcjQrBKSSwPrZslllM95AcaZmYpEAmfJM7aQ",
+	"VkM3S1VdRE+CL7WwkzP1EevmertihONnA0xMj4Z2MadRFYSpL8o2uv33UoyjYfRvj6vCIZLM+nFjbe3i",
+	"u+yvtmVOq/Sw1LGneSlucrXQEOqN2UKOplxOLDH+hHtgF0znEymyU8YTOYLbITgH5M0LI0qRxcx9eSUK",
+	"JSfAZTgSPYNYGlwAexAnEnj9ca/H0lzCAengc9PmUu7MYaPlxXBdtb64Chuo+6Q/AKblqX2rdButfhQt",
+	"tUOv+bVAiWXsCeRj0WXvcyuHYF2vxeqRZkU+FlYGsYPBMZuqRaktJZN+c2hJl4TatVhVlTnwDZx6FIeo",
+	"6lJFDkrLmM14eW1lYyUOTcfJ4SEjSWsfqRYGhCIoq1OBKUh8wnN56t+WSD8AzrLc6pD2oMEYQPMYo4Vh",
+	"LzgeDBKZ5oEQvharTinsFWmX9e3OD05O4AAZiKidvXtxfm613JKPLFuwynMi4Wxqa9H8/PP59yj+J0rB",
+	"kc9Ha0zsaNwbPb96LjpP+MlR55g/E53n2clJZzDuXz0d9YRVaRw1oJpVkUNDY4g2yoWTJl2EPDBJPg36",
+	"nST59PSl5YCDk5NWDhhH52OrhoEW1qLhSZZa3S/FgjBrnPCyyEXp9KADVTLORmo24x3HbzJW5No5u2ZW",
+	"mpQs/SY97LL3JGogZ5/N7DuFjpFZBnrVlcpyCOkf9Y6bK7tBNWxfyVDF3Cg9eoNWxekcC9PW1yStlaoV",
+	"kGQAZCr4aArKvT1MVKB2UIixAd9fdZSG9COZ7LyciMO61lBVoLVzDCqai/ZlvZDy5yYEWmE+y1sM+rd8",
+	"Ipg1bGrDOem1jwKqqmpj8LaQvcUrXoM9LJrXPuel1c8Dv4IuU18oUkJbhJZPormvuLogFZhE1VsnYdtH",
+	"aK2bhRao+YcCMxAxIOvdIdEs44YDk8qllVUobobeOnSmAQp5q4Z5IQ90I8GnpYW7JJEkwQLvz+axMBko",
+	"DUN7JnOdSD3lJfqRUVUjFQ5lJSkWjuXXHkysO5FqXaGzy9J5OjoSG4jZD2Nvcq724hatYT1XUqNN/x3P",
+	"SLmtJdl+jvh8XpDC/piU1f/4q0bDKCxsJhlfqSaNNFlUKQJtAh0z7XpEPeE3Q6oPdQhwNhieF/XHW41Q",
+	"GVK+K5drrvVCZJWRDe/osneGlwalpBeiqdNRohhPRqBnlJXpsEPdNtwsdDQEw8nkBvbzHCfA/OPoOLtV",
+	"1Y8bU7R7RF/9nha8vqZOctsp//7dT2+2rBrsWGPNHJWGj8Eh2oexg4UUn+ZiZAWTPaZqzCCfiVn9b2UE",
+	"O+4D+32YVaHxb1wTmECwIm+d/dHMvUc91JsnkBGGIaTS6rxb1sjfEy5UCtw6ZbOFXSkrbxnxXxTtqAn1",
+	"eqdsogw76fWgdCH/ROybSMix/IdZq3CgGxesusiu2kJeS7WUP+SiyDYQ0tQeTTa2VyC3Aq7BMiWQNOwD",
+	"WlaPntyBG2srR76/1NGWe7gaQ6U61EBkYpxL8Dt22fd5xlZqwWaCS+buXqW/iSjNzeVI0fPJJ7liiUuj",
+	"SiJwk0syzSDWOFd2u0pgiXQZZCrSxrivvnRrfsZVYG4V1ralvkzAf/dl2vAEvGWjv4JBVKMYq3ImyG/R",
+	"5A4x423HIpFwLiw3JmtxCb5JO4PY7xmsK05RlUAq9SsD9x2Mm0zF/RgzSr7AbRo6WjatD13+OHDowBK9",
+	"UHJc5KP7ijGky5efco3YHdVBeVEKDvaVZQEZynardhel4BlRcj28TScEH9kR+MzghJy5U5CAQobk23he",
+	"l739+ZKteRBd3qlmuQlEVZ7dj5KfV5T82iFj0GjXKLk+ndsqHTRc+WrZwFwdgeMWLU9teAGxfEghXV8u",
+	"+qUzco9riK22NTPueewIgjZs0GUX4C9y8p3LjJXCUsEKc4LRBRKsXTWiL1vAP9BIgvGvreHaHB+OIVj9",
+	"V/iXa1z1JREruheGLK1tIvkyR0TgViMOKdzwayHZAfrfDJzs9O3Pl6mVfC5PPDeHMUub00oTCU8umzTg",
+	"rkz9S6RiVhUUpeUY4JfAF4LjjrZ8fSeBw8BGHj4oEwHD740yP6iFD3XdgZME1CyV6YzhKXUyLgXNGgxf",
+	"lkCp3vNOzxK0XKNxr7mG1sM9la/jilTfKMPc4NZotBr5Q5DmG8WK/EbQdMkLZrcePNzwJ026da7sIDeJ",
+	"RNsNiFZkMaH3oFvSGhZjVU6UNf4O4SupmF6MpvTcB6WPc6tTSF68tHrJF9FHTk+6z16e1JVDfBB7h6IV",
+	"h9aqINIbH4rjkCwfQ40AhsNB94Ccehe1w7r3KZfk5rQzOCW3fD2w0XCRhvEQp3eUQpsH3c9/zFFvnOpf",
+	"2/mFw+QinNUxRQdMl52RAY+fH+nqUvRR6sATvuSrh96/1yrLx3lbeNqukvsVVeNGED2Iw9c8rF32RgEp",
+	"nyYSoLoW2vnXR3w0xWKlIFq/NiUX/t82FbjmNv6i6b/lq0Lx7FKpV7yciC+iYjvfjlGqAw7WrT4D8Wkk",
+	"RKZZv3f87OTpE/AK6PtRdf+oourv7LONUsyNYI20G2N8KEZWmxQa/ro745/sgL6zc0sxeS9tZu+l4Ah5",
+	"IFp26VS/HE9KjZpfB2Z5PUmnYYcbNf8x/Q37EYqzeGlJX4sO5KeZ/AYUaCjcioYfqkSgq0U2EcaXTGGG",
+	"JYFoENIQDGjEV3bhVldlDsk4+xOOcIkVQQnVvwaX9KnQY1RrcFEhNAsLBfgPV1bgWd27qh3Dq0G5eUBq",
+	"ulyUEk26X5CenGmakrM7sdcJnUQxW07z0bQiNRKBsDaB7Pjty7qNW63NLLDQ3K8f+h+je9GKBzL551PK",
+	"JQVpH2m2tnx+mSrjyDh/gJe7LvJhhdRaYtSDCldLQj/LealGQmvMOryXa8Uh87zO9cyFTQP3CiBV+hAf",
+	"xU1RpcB85UB7VJhXDTvZ9B+413Rm7j2bHAgIpxlRIWrtzQkUpycROzh6dhzAdh6itdKwTmLKCbUUjXvq",
+	"HjZSDhQ0acWwTKIu+0P44iouD5PWbMSl3f4ra9PP5ry0KvY7IbP28YLhUwh+I1gVb9Up+Pqs4VwIE6Yl",
+	"wSXBCatu6Taq9e9y3nID8SmljSWdD2GmzMfw6A0G1dEjENeSBbu2dgTXtxYiArUkjgvIUWgpVrF6ZyNH",
+	"oD0Zoi1E0JoI0SSs5tOTvfIZkghOLuReUF4JJDz7ZJLWQXYZTJRxyCqBZEtwx5hy5WplVjhn2jdKJeVM",
+	"iiXcM4YUBPvJ0mz3F9/hYHXg/X4N1y3U9tUOoj8tcYwG/wBxU0BKU2VQuoTxLUGg9TBGcCbc/WiJ9l2y",
+	"gj38af23AUj8FShMAL3UocEMcRuUdK6QuaV5vDdmqVwUBbjjShHA+VIlOr7OB5g+3All1z75Y9tBDxbl",
+	"FyYACl9tjJHU9yDYbuSQzUjfKNzxevCiwCSVzduMN+3a5w/9j7idTynZX+NeB5dCuBEvetZlL+HYVSPi",
+	"mIhlpQAxarvxKM4sO7a35UbTeDGBGqURnGiIjblCA93Op4Ox/sN20K/exi2kKx7OrQ3rmGu2FEXRwTAX",
+	"hqnthlQykvSf0zBbvJvIFyoTeug2LhAgKeLgIClZXawu9ryRhG5oUkMa0j8Q9w1XpocEP4wTmdbXBkr4",
+	"6iScayZmc7OKHTQGk0p2kAgSiVQQr8ffkHgOY7YpXw/mGCYRUk59JXdaRQxUDwbjhmOZPqhq+bPkCzNV",
+	"1kD8MrtkET4oONWgKXHJzt6eg9DhmqVndCVlIlOqebLo9Y5G12IFf4j0nt65fhgTro2pJSQc/P5gPgyc",
+	"DeDQQFAY64ZYFYPlYW3itVg1jM337993mpn827a0mfj/ha6snyW/4XlxPzOjThD+OfdyrQcOqXeivMlH",
+	"gv1ce2bbfvqfH8y3bk2dgL+VghyPUG8m1RL4AWeFGl1jwYfJLWtUC9NNJBSKUEODFD50oGwkZRrLRNYO",
+	"c3DRrp0LqlC+eM8D4/KlNLlZ3dPEvOKl+JGq0xrqv3PLYKYs1FnnMgOLe8g+J1GOOEjomo8T2F4EP6Ki",
+	"L/jWPQZ+QXdXEt1uUTSCth1rmTGrWloRVqD5CKkdXYpZRWjzlvYYVy/tsrPGNNYdeujt9hdQ8GRRiKD0",
+	"HN76SGNZJOpmOih2zAPvTOVqY0ipV2INv6m7IVtnx0TbM3VWkKoDyu7WYsl6Ms8qegBHIqpH6HRB/9kH",
+	"Sxo7VaNgDBuVo2p2Wy2as4pofRLOnqlsG5OxVl0so/XbwZZTVTgVM0hpg4JKJL8wpW1treF5X7rgj4NN",
+	"vee638GoIJF4UdV5rrOLAAas4KNrrAHx1w8D6IvdKBcuDQhf2wme03QghIhlfu8lhCO4JOAHPLhVClWF",
+	"UtYKPvA///XflS6sFkVGCSJVyfmqy174466kAImy0MIyRXvmaqzOssD875YxPrl1zt1rX6jdKNT1eB12",
+	"zCPAs6CheIradKyfrJ/qLtak34PQwlDNfWjsNelQ9Z1bT4xq2WBLb1KZH1R5CZc36cw+pEqx5KORmBvP",
+	"tIcMIiQOVKWG5N+ECp4bkf24FodZC7lUoRa8KZeTy/Xa/tjRrFv7Djq/yw5MupbC1uww0DaZFOZR0XSX",
+	"vavdBTAMeDkOPWZ25DGjgaNdDEM/9Q/L3T2Uee+q/y3FW/KFpfXfjqHr0U66axMnXbj0l5Ep4ILeSHjv",
+	"PA9QCCpAy79Geu379HDWd5Wmu4cN7nYFg140xkQaUF2tFW4XIg00khEvipildtlT+AJ4dczScf4J95kB",
+	"rScSKxKBjQUvsveUgjAfhUgZqBKQFoiPJzjJwBHQFMUpO9BTPhfWinapuv43a7y3rnDKDoD9p7UTiDw6",
+	"rR+wtOYCQFM6eJf/ooWJPLTJ7dOjX4ss544vfYGl5R8IWBd8jUmAEe5Tkq0JToCwHfvyIQvfZ9/j1F7x",
+	"yTyeFzy/Z6Zb/yS0xf0gGQxy41HaMJ0HzTEgRV1b9cIux9oCPFgA2A8by7RDQTj83ID1cM4x3QbN5RUK",
+	"fxUWll4t8sJ0csnSKdfTFPybkMW85CvNKDuGLSTUJWY5mHgZQfESYsm2Ajx6GUDL3EJt3Dne96QqPuRl",
+	"yVcAzwQZG7ue+QqvQjin7XO1WkHHPqIQCNbjNCx9ip46TJyVOOm9Z/Xq1ev9JgTW/66nvbMX4fMaECfV",
+	"htJc3RP9UrXhn2Ag5aX3MANH2AYOU18+F82sKvntmBf24OVGi2JMkRGXOVxFIx9pT1yunIACqqdUV0d+",
+	"UjBeqsjqms8WPes3IpGVbx15aBvBV4Dkm6GyjG/zqCunrrXAXavOqdKi7gXOdSJrGaxVf8h6WBvrrjHZ",
+	"gR1g4fW6n5rym5vwW1sL3OPIx3Za5+bGS6GTqqlfLWKFFk4Q3zrAKBXkdreEqaQVouBVvloFjTchj8ir",
+	"ezgbf1r8H1ar4CYaRuNC8UDLRvu0fmKe9Z8P4siOJYRCap6h6vqTAB8Lf46jT52J6tB3Hz5++AivPRqE",
+	"v3T0dT7vqDnSf8e7Kezrbj2G+Ob1dctLmQFYn3aQQ5+tUhssf6UlDFaOAPv9goXLdfdVqq9KK5/w56CV",
+	"KewA+DirZ2u3Y3oMHW7AE1YIgyABWT6xS4GRhq7VgP5i/ze0//s/9n//Yf/3rf1fJ/V4FYTSiHzjNEAB",
+	"SeQmGJAd+B1N5JjNCAEhSsr/+Y9vOwgT8KQdhO97gv6/IxP9KegRE3BSo9Q1yxZliPIQuwqPJqrjzj4D",
+	"/9rdBJrM2k2nSXnvIUfKIL2tIxS2QRTWlmH9YQgDT4u/5JpdcY3zPuByhRYP2COQ9dnkP/vyDVzVVgii",
+	"RQHleAj9jwHFwlo5iupdADljr5n6pW1timzE3DEnoi/7Kjv1DMorupMuS6s9Sbt3FUANPuNGE7vNbOM0",
+	"NZVvTUf1SAnrOydQpjp/gq+9rzD9BPq1QK1QEpaQXn+lVCE4UF3tsZuILQchyZaqzPQpFjqAoeIgz0Bm",
+	"21OaW/3jUz7iRY34nVhsrGi/fRer9LP1EeGtFUIuaSDGqqrZYoSCo4LJe7IHlmae3QXjIfZwgPso8hCc",
+	"2Q5O6nTsR9rjlJ4S4qUHy/RWh9vYPaBJG8RYdRetLXDsSaxOCttI1UWcGngnYBAN6+NV4zHUuHiCPCDy",
+	"iFkmjCjtzmiTj6y6l6q5kDxPASzrp7mQZ+dgjHADyKCQhR7m+LmF67JUFQWf8XQIpXw/wQcSliQGCQ2P",
+	"OvDgi+wfcKmdbCUo6ZqQTJ+0EOmG7us/eYQ/ynci1D9SnO2SSLFW1lY/9LUeRJ83gUWafCY0SycCO7Vh",
+	"Tg4VLYLfzylNuTRPjsNT8bzXe9p//nxwcvz0uPf8eX872F2tB1ILG0KBTXVu3Gl5LjE3HEjGjejYYa9j",
+	"/67LrKq5ejuOSgifc0roi6C4r3eKx+hfBdCYY68TYokPpmWudYFqG3jh+ZdVA93w6biHo5M0vLvxsv1N",
+	"vOr1laW2ayDbkZCD5vQ7yISuRKvAg/ak0EI0pfg9IQ0SHR1WaDVQFHlvutrN7BEECbg2NZFs5dpK5x7S",
+	"htJYIWfL/mHNAasz2imm1MwdHLv9wxprzzPtgVjcKm89iXuJHjt+J3ea/cT2OL+QjAt85GoVspcDVbrd",
+	"iFk+JmAhe+HhvXdjFsA57S+Agw5nG4wMVE0b4NilEODFZ+5+x6h9viwswilLP9+mDsrVVzPW9KdKJlb9",
+	"1XbuyTu81PdZ237LZY5bjl3YPm9KEdxAbj1rQGKPuXQrzcVY5mj5Nh8hYPN2DhM0g9uXmL5UFmwAzPZy",
+	"gBxtMeOBsUI+KohysEzMhYQsU8q/GCYykR1mVysdsvRzAj1RkyhmiYsMJNFt2oWLqK2gvQq8GXhZ2OkN",
+	"v6m6reFn3wcvieJEMpZUbdDoAt8+Dj9X3dTsyyGy1/Sk2OcctDpS0MMiwUwFjDyX8uLMP8uzjMjsE4Di",
+	"c4PTsxtP07sWNDmMP+GgxCfjF4Y6vFdrcyW4u9ld2O12b63MheO1AjByNi8W1OUCRoRhTlXasfAM8rI6",
+	"LhtgRTqk6z1hH+vngi0nDHSyoLsyNbIqI8vUaAEJDKPpQl6j3ndfY9U3fGvSXB/5gueDmN5cCgT1A1RM",
+	"MJeYuhGlg2Y7QGB2Xgq2mGtRUgT3WqwO762o7Qb8BoU/gLcj3R8PU8BE4wAJpNL0woO+JkbimorqmWCr",
+	"zUDStA0y0ilxeRazhcz/thBOmlZ6AeVSBOoyOzcaj3UijSgKzCjH/AHgfp/tebntfM5vPRPEr+xHS421",
+	"KxIJB2D4+Vqs4Ar7CKK9zmerFd12Pht1m542KEwD010BQ1VjKPbOS6aWsul5q5pSB4zuaN2ZsMvpdtTr",
+	"tTvdarCN6xYJETmb89Jo6t2BfNM4TMpuEFRI40A37AbGU6WSf9wEQrmX0dRuPoKrwY8s113HnL2/ves5",
+	"MW/rQs0TibldNCFia5xlOVS5iwxEXNw8g13PxHgiPbZ9wLy6IWfini9Zww4a6/i2DHTeE2kVpyq1qbuJ",
+	"R2HFBDaYr9up2KycesKOMZXFDiVoyhhHmRrVdwLvCltkbNqCVzniHjbiQ64P7hqiAOY5gdiJwcUNcLvI",
+	"kyWGT9YU4QOpjHcG5Rn2tjzcPxQK9nXN6BqsBTRu46iCf94I1B+Yfi4UNecTQZhPp2zOtfY9B7iuYSI2",
+	"EZa3O1ncCm7khO+8urimOkFGB5F/FXNbcw5QG98d+jJctI/2yK16powVW6esBxqiS2eTCi/C3w8a3O9w",
+	"l7XSWBoYSdu6/FDwm7bN+51aslJAk6rcR9ZF1nVgTvZAaVYKrC4XDSmRyLTkE7xmlNvT3uTelMqSqdHP",
+	"ZZ5CPs5E2H+nggMfPGycSZeHVvIGB/S/7Dh6P6hyIswFtKVt5JaIkkMVZ//5WiDA/bTREeSRYC0J4dUe",
+	"KwiKhhm5RLKHdAs1KR9H2bbBvxO8MNPGhF3WSqSu12Mf7sc1nQGzLFJ1nYaCSV03Olw828Mzb1/QNlqX",
+	"rLDGHe/qJt7P5eta6MDVMTIpyimpslrv5e1tnZzPGGkNM7zlE/GutbMUZOsSNGjVl4kSQdgkv0Hzbn8s",
+	"Z7jWA420+Pl5ORHgiAgAWFza2Sm7yicThDtGvboO5t4/2k7p/d7To6fH/WeD4z0GuX1RChqnWxyfDBjd",
+	"Edk63L3a0sRru1MfVts+Y7ZleycecHmsw5GuCRrUSzZHniCsBMmKFWeFW0CIXJz9tj3etI8z2WWZeG+y",
+	"A4e8rwdha5Drh1IItDLtwOdCzQsBBZWAfFvOS7HeC25D5MqFOe7GKcZeAm67h+TkPQJW81JZwqDJ70jm",
+	"c1cCSfLsJ1msNu2UNalBRdDkDKRUe0Vd52AXT51BbHUwlOdWEyfdZp0+fLHIzjQwV1RyR3+aKV63UPVL",
+	"12yrGjlOR5MoDTrpzfKiyKmijLzVxhW/O1/XFnf1Gjs66p8cPenhf7sYkqH01W1TxdN/SWmc+zjsgnxn",
+	"8Ni5fin39tjt8J8QEwj8J0p6LHnInfilHSOUDlsroSJqjx3r8ydzt4tkMxM+l/OFuWM6zNk6f4aWfPDq",
+	"7Zya0gU2PHYDpx6yMRrIVys05nI58ddqomF2tUoknPYu+wmq9aESs1kP4Z3plAHnqwpAmb5j/sFX1rwX",
+	"a9626f9CrBqPwld+vY1f78OrNjObdr+OhwELM093D+jX5nzx09y8PheUGnhXdkxCCVhnC5L/O3DXYCkx",
+	"JBYQq44x7sFlIl2oIYCCnix4mZ2y1EsUKqTxUiUFCvVVP5Azmk8kKPDQ440bxln625eXKdpHIy7ZlcA6",
+	"C1jPqvNZSzr4r1psbDEjzoIFY7ReXy2Hr+Lpq3j6hc2JBz14G00IrDQoKVU812SsWMpwicvUQQ7cUlXo",
+	"mPruukw8qJd0IokeGBPcNqZvj3leEBzdce95Itfx/tmB5eszSGFkIyURy3+0Oqw317I2VSJh/0u2zF1z",
+	"zV/IvtlfXXC1kG2ROEe1sGy6y1JXWpwOfcSry1LHx4NvYcUSGfYVV6WL+VMUzt7qY23pMIi22V8wupcO",
+	"obqhA0EIF+nTcXX0r1ZM57O84GVuVi5dHNyFHpzaxy53dLKOI3xnI7RZ3bUrsvkaJ3+PugdXTeTh05p1",
+	"Da5QNXq9wiAaw1oFLEuo0KxGJR9dW9VgVArLMl5wyc7ZRBjXghoVmN9YW1f5lmstlQdVZWxbiz0crZV6",
+	"LZKtVbbh23YxGXjuhb20SdBwf+zH1U7P1e0tBK2Y5jl28+BQr7ZW6Xj29lyHMQVYmjjiWufacMxyWGkj",
+	"ZoAyoBqEQlfvIpI3Ss0voMqhJX1aqo6vORtWYdQpzxBL3x85qTrQK4++glbhUrg+mug1LdUMHmEvDKcV",
+	"vMTSf/1J9Tk1f6ynLwxaprel9yFke2TwwF+qWIodcMnEjOcF41lWCq3ZODf6cFufwV+oCsrVRN8pP/FM",
+	"sosfXrDnxydPHYhAl30ndJ4RbAAGOjU0EVwy7ltpz/gKU1ESCUw2ZiOViY6ei1E+Rg37CpYTC1wIlPug",
+	"AuL2IE8SfjuM1wr8DxxEh2ZYSU5WiXaYeY3if7zBXkiFKYR2weEhh+3WSCb2rDV/YS+9rQruWwXYEvKY",
+	"sWGX65ofB3p6l72264a6w5UwSwGNewrBtS8i8R3zN+jshPvUfP+5zPKbPFvwgoCMrCKxKIWOw6xSq97Z",
+	"9S95sXdSBC0AgCdhw5Oajd5vs9EJ/6Np02GS5AaACW4cPEVbCdi+WXSIK9ImRdR4LKTVDRz0BZJmBbLk",
+	"cUQ+9D8ihNMe/oAaaMKuZvcx9uSljJVGr3sEF6hUR9+xpSnyBm1xfsBDac/wgIwrnoHP2826DpyyVnV2",
+	"0iZJEFulte08LwrcVoqJutes4//s+aoNwXj7st9dXr6l5jbAdGpRz5PnzwO99bjXmtFOgBXNh7+bqtKE",
+	"qVamglYBvrJXRYJp1W/P2M8X53Z1RAlpsZLPXIFp+IaYpRVKxmc7u9t9FqxdGcdp+sUkwKE2TSbkcRvK",
+	"GPlVIWI246NpLkXH0hN0JKf6SfSveAmC8Aaa6WVuRlOmZCItP3TeGSUtZVg+mnbZG7GEbdQgUyxDyDLn",
+	"O3IaRKPDqvtIRyv4Juza2YIO2ESdCSyWJvpSO5JYE/ut2Ziz2Yawpc9e2N2hgai61hZmI+zLTJipymDM",
+	"vCjUEm5f697bhtK/Bs68EXYdssKqqdhl6kDCgaChBzidvt9VTZtr2YHd6lxT2LTkjWyRwLn28leUYj83",
+	"mBch7eyTuHWYFAIaPSX+v8W72bjkkxlY38j6KoDFx/vKksYxduPySseGoxt4yxooK3V4A3BiDQlQbs5L",
+	"E6Bn+6RWyn7TU7XU3USmvp6A7AP/GVsWNkxq4AEahLpaSGMfMFKzWW7c7WGxgLUrxouiSIcYhkXUutrB",
+	"929rGs740CiO7APqVBfes8s4uoC0O6H1pkwx6BPqMV0Qy3tSCn33/DF4Uoo4c9DL2FWL1jqQYF9SWh92",
+	"0jsKDSkczMedOX/7Q9pgyVZ7opp7ThvVNXAdG3JUWfYEXVybCItXYqwA8BTCBuWiSgIXZTpk2t2ZSEOJ",
+	"oODpzu1HqrvushT/6sDwMD3aUOc7w0ourz1WuKW/ophh9vYmnKEuSyERjijU1UND8BsSQU0il7mZxlDp",
+	"DhgFJgS7PUChRi5nq/toRYLOAUMjIk0iK8TLRp6n98RbkVFNDjGFIpfXVyNz+mEngXvXept9vGYWI1g6",
+	"2cVPju2qgQfNmnLa8NIEDUbRZE6kKtFojjEzu2FJx8xZ0dDUtJM2bWO7Meu+2T2s4o+hgdz5+LkXPzlq",
+	"t40vFnKTeg5+AFDOfeF7uaAkZSrvz4hJxuza2pM+awQEJDbco5xl8LUfpLjkXciaTg/BSVhiA1eIkNHq",
+	"9gfP/FolsnI7sN0QLY0VLBeyA3Btz3pnTy9brIW7uRj6g2fty/juOt/oSno/XVX+W8zedjikyPs6Vvqk",
+	"Q4qn+G+6LMUAXzpMJP62ltwXt8X86GarAsG5xOOLYb96w6dCjAFQQi0M3mBH1TGqAxsGQ9IBDLDVzRLp",
+	"8FxdKyIsLwDRLhW4k+0ekoO5cZr95MK0Hj9Q/Ls2hvrJ9rfsUpYqVLI1JWmfot1AAlj1Tl5rwhXbln8Z",
+	"wKUDr/WZ4FceOizwj4NLps6vQ4TXw7YgWkMaOWDQcHxtIqmazbqb0yfvQ+Wq7BAUOk3lwO21XpQ3+Y1A",
+	"IGLgdoddljqRnw7ZW/oTOeB8sl6v5NPyvaJQ21r/7W7O/S6IJN7BoVcRMq9aUVsCxxpUYDDIvtBNFHbQ",
+	"iymKQqJMu2OXS3bACRvWHq3AccCK/Foscy0OEYmUEhLUOJFQnQi46LwUHsw8c5ImBVtNp6hFvwOaZFSG",
+	"59FEEwlMNoaEgwY++uPP9uG3TW64HXX2HocEl7NVU4IHrBFjHfHM2qzdC750wZpga93RXY/P+AVgNH9O",
+	"Yd0AM1uNx6L0vekbJtIufJ2aBgNwwpYwlg7nSWmj98R5qtZ938zZuy+7N8c3u9iIo6wvk8dKtqZ0saqB",
+	"SqawhtaGTfd2h4aqb80RerwGfIf1pfQz+Sf9G3ckuQczgIFbFuuSVf0AYpZ3RdfOBW7kbJ6PrkVprbcF",
+	"nO2xcIjM66kKeP7uyl7C03qQlXxs2KA36HX6A3ajRvxqUfBydeibT9q9fqSJLQxdwSo46WOnMuuYXVmh",
+	"qwnrzL9QE+6aY13a6tDpSElt0i47J2UBN8brDDH1ZwDXMejikO9AcQxeikSSy4RZ8/60WjUQaUKCE5YB",
+	"aAPo7bmp5QNVEicku32O2QYTyFHkTHAJWWnlQtqlWAH0Y8y4sRqHPZL/KBo1iFbeHorFpplrURaEy3e+",
+	"9H0HWk/zuNs42/WEcMiNLXITq5iWPwThuayYTbuaESbubHCWus4gQSMOAIYgQkZU7ip+iiGxRFayjZL4",
+	"vGT2R6jLvhdFfiXshcUKVduFhCNR8lyKLJHgtGqEUGIGQTcEFY0h/1Fod3KoM3eu5KFL8aM24g4yVi1l",
+	"0L/b0q2DeyBvGyJekF0IIORgxB8PBiyX2gieoa9pIqQo85F7MwSzugSLsb0VwqB3S/obNUBIsckGqZ9d",
+	"9pLyJmKf5mcNdnIZddfegN2T4Q0z/olSp/x7OKVJlWJkObDTcaE2yDIXbP2Ez6hevf4WX5ANL8KnJdHw",
+	"SZxY+52a4Qg+x3FYIx++m8xN51h1ZrnMk8iOBzqjp3h/6ns+xABJ4bv14/pXze9GvCiqwZ1WTS5evXq9",
+	"PlSj5j9iUx74Y3hk/5yWQk9VYa/odU/cDowKpcMeFPxK3Qh09uQjU8uPcQ+ouhHEVEcfjMcDtXFonknm",
+	"gtX4QSu3Suz6eMn0giFX2B72F7JvceWwEJ+gMqC/nTRov2mmSpf9824fkoGeCPC+KS/Gr/KxeG0p5tmT",
+	"Y0hCsW8rRLUqY565IzER24gEFeuw9RGS4oedJ+KjfSewVV3FdXeehES2aNMptYP2WrtnOeygcnaj4D+M",
+	"yeuxJgVyU9Mjif3qu6jo94VPqWmM7XwZeKBPMat4LRxBDzZgqUG0GRy1+t8vbsNeGYX+UfuahO0Z90Ef",
+	"jJZIQGhP5ALzkfyXmOF1UF+H/WETavZMTY4/3YGKHIy5Tdhe5m1hGSwohYSwXJSs4FeiwP4GFYCr2JgL",
+	"G27iVNm9WfJyBp6aorEx+PMOZ/ulx0+6Yx5egHxuH6Gr9KuFxhzW4MDkqG70j/qDOFILA5+ePVkzafN2",
+	"teRtqWZWSYMXPSxQoxvMOsS/c7X/Aq9tVqzArP1YWkmJULDukSxplCpCqH1MBG1ARDf2i5cI6r+G9Qx5",
+	"6uBBjTIEe+4o2SGwZ5/gY6dF47HKYjSk2oO/BDmV8Ci9KMzbUtzkYhkNo89JVM74OUqMi9dnnZOTQZ9U",
+	"DzvIV/aooPSc8bwQWRLdrkey3NhbnOXlBOssHFIirQVIuYcEbvaLsM0RCdGZMcyj3cLFpWsFIlGqeKRB",
+	"Ee/eHfG/sewbEiYwvpobzfB6dOKsp7C2Jno1CBxm0krWi1K+DKC270Dav1PLgKpdXi8ZreRFRzW/y5qR",
+	"ZHSc5iaRAfrOI12FkQ9qGFiHcVA7VHDISAe7AZ+fSCoigjCJ5+FVqBlyouwpxJW0RvQ0lxngx0CDRUsT",
+	"lGUPwg3qALzl3nSOufhw6841AtyAQQ2neG9x6PHod9eyVWB87VgrhQpYDEDTw3jC6o16sYNaOBN2jXlW",
+	"kLIVZuAWhJfKhrAaINBIodScVTcf1kdWB45dKwVpz8SqCc+ttS/VlbdxhWm4+Xg75nSPDfSyYtcG3m44",
+	"kfepv7aSZpzLXE/tCbCLSkhd21CbRa2DzLY5rXWcaWD0b12PkMk4BNVWPROK7cxUaFHxCtcL0feZ8ScW",
+	"YVSsJJhbzqMTGYTzqmoWdHs6z5NlIpZd4GMzZW3/N5hNx32hDYLsO88v5DChs/C4d9xoi3IHcJ2tfYS2",
+	"t4Eh/hi2fyGiZO+xuSU1hXStLtOFFmVqJwR3xL7BZO4x39jBoNcjD6lUau7Ao/b0vPlwxLbuLdBE4a7g",
+	"X2+Q02yNtwOFu3brnE1zabqMmkDGQU92NNILtWT9REJSEbhh+hhuwtwlhJfJLf3M+KeDaggxm+aTqbVo",
+	"Cgev5w7Xf7D+YdooifLcs8Ex12p+aac3CeQ3Ss3bI+RBrkAQIYeisKJoi+O0p7ph0AMyL12HhP1S3Uof",
+	"vd+2mUHJyFpZDH69NSXNLkEFONZa51WtQewO9pU74uvLIGk9d/EoWPfbOCKOssWD7ZtX1Pah3uZlP1Gx",
+	"KOU7el0zLb7tMO3AxqMWwUiojgM63CtqMMsDBuDO/U4EZbpj7yWJ6wDV+KOgzI47rc57evPu1WmQmhty",
+	"tZ+biO3dpv0+q0mNxl6jo2r1Dzh190Mc3++sBjk5rdgEiMNLz9q0gO83UQcc16CVhN/+JkzdBrGHOLU1",
+	"MvK0q0osjQFfbMyoxveOYJ3n+x27++zA5tW0011fSijCGC3K3KzATUrd8gUvRXm2aKtKOZPs7O05uxar",
+	"sJu0yy/E5NCD9Ieffrp8e3H+5vIvZ2/P//Ljyz+9A3sK+1omMj2jFHJQEYfsO3ghSxa93tHoWqzgD5Gi",
+	"vLSv0qIQI0PuJmjihWIQ1gAsaHhCJQanxsyx1WbemrAwVsrMy1yiiiWZ+AR9eqA+wHlbRXmTjwTs96tX",
+	"r1EL0F12Jsn8xEIRnchvvnHc6Jtv2AEVfiGihQ+sHcYAK07O6prSjMea62sAjEgkpTP7UCxZ5RhH+oQd",
+	"ENhLiqvDpSM1cwk+1nZ3OrK1YBPJa3Yrq5utgH7h/I+f+Mg4hQOKSD+ZymoFJ/wlhPmrTDer5rMp4FbG",
+	"9cCxd9TGZBe71IBH2prOVb/ReB0oRK+BWeshrB44rxal1LE14vVcjOAre/UYMEMx1dNFseumfwYz+Ld/",
+	"Y5b4hDTUWNV+CY1oeUXZEDxAkqKwmU+gTB/f9FOXWA/o+IwxNlqUBev8jiVRO2X/e3Ugfnz5pyRilj6H",
+	"jx/3B0+7vW6v2x8+6z3rPb7pP3ZjxtVG6sfOWyH1n7Ig14+zny9eMahm8egm0OCKivYTiTc90izjhhO5",
+	"UUG//6kkNuITuY97x0gSxQoypizdUaflupUC/S4pa1g5L4kdN1gv6XGvn2LdJcRX0/fv33eCLRBukVJC",
+	"IwgYCWQVuCYMAbu5FivtMi/tawvRodZ+ByklaKSHOE0sv3QbVj2N4qHdRKaPkYD/TrAyjyFl/e8p5UNL",
+	"gcm0dDVQEFR5wBbhMTz+9AnuPYF/4Zjljfa9Yb/klB24CtbDLnsHBUeJVJKlI5WJ1PXPh+QE4Ej22UWu",
+	"Dea1QSZaUP6UUmj61FcoJRKQgJUWQSEnPGXmazm77A8+ho4lcLzQWOunOeQalSKRB9iU23XhPozxdGEl",
+	"5JTfCKtTXIuMHUBT7kZriZVaADXOuTYikZbZHJIO0yzyYwfQovuwcaQ06/yRvf3p3eXuE8OSBO9kdzqJ",
+	"tbsebW9A/Si8OmOPPidRnlFEnGNY1/J+9FZTRDOMka5qYdHbR/isf2PHgwH7nECtG1zRLEKCZ9gNwAB9",
+	"8C09AP5LonH+KYmGO0Ow9oPAN9WjhUkUd7vdW7sFF1XpkF1brJFkVDvmEzsswdMVlmikwr2EXnaQNpVI",
+	"qnrEMHnqC0/TU/a3hTJUAZETUG4p5grz9avKPDpzbkB5pj3LblSjHmxM43dp6Z301MrVmdKG9QfPElnV",
+	"CkDO+0iVpSi4AdKFQlYSq2pR6lP0AC1zHXYnZjN+bdm11TgX8y57mQNfXfIVZiVayQxStr2CthR6rqQW",
+	"VEqbSMCEcdLG1Vn6BunV+rl1ecsnwFcT+UIVBZZVoZMKlTzNpqrIcEmxGAQ0THZQZZtDKxI4mDGkqEMH",
+	"36CpDxbhphWIWdplZ/raFx+AVgJgZVcryNMBwYSFA4n02FohatmpBwLWgvQ6eIAlUnbgwJ5PerHbrkQO",
+	"er3DLsMB0ASx6atdMQ0tiYMGZnCA/Airxq+JxEa79WIJMxWzdc5zLy7yaCej+g3M/NuBP/7/8//+f/b4",
+	"e9EfDT90u92PcRLgxiFPWf1++md5UYzy8yfnsz9P/3R08fdz2eteH/0+e87/81MS3f5jp2AV9cET3NNv",
+	"d43uEVHsC5dqhRpOFdJ3ZeShekjNQ0CRtnpF+vKST9JTa0tkHg4vl4lMz8edN0qKzmvoi01KToXstq7g",
+	"pEe9Y/ZGGfZaZfk4F1lKueRSwYFrEkQOEqL2miFLoqejfnZy1RPP+dH4OBv0k+jRZmEV8FpaDKvlSmyG",
+	"ZBcEmhVa4rYawtHR0XPLDH6+fIFsqAaBdZAOeoMnnX6/c9S77D0Z9k6GR8+7/cHRn9PD00S6OA0+jvwq",
+	"DRAtXPC8pPQ+gbwnfa3JzUhV55W5FEC8DqO+nRzE0+dC8nkeDaOjbq97FCGkAdiSTrmyf09EGxgW7Qb4",
+	"had5IVyBOVQ7WB3I2mFyAjX0kEE7morRNbRdwHZVQo5WcSK1YhwU3CuuBVMLY/mJ11Qtl4bcxnI0FbAL",
+	"0EkXraugZ3QirZyrlEDkIJzsTTWnQBKExyfCEGY/xFeBj8OkB71eAyCoqUlsR/lHfW6X4U/vBiu3FTvf",
+	"rSAv8hvwgKCMgSGGUmjTi+jyx3+88HARt7ehzyAafvhYdVoZRq/yGyHtS63cAqc0n2jImUFIoI/2Zlra",
+	"PQnCGQS+gOcKHFqjKcGnIbq61TLkCC8w/NraKSUfj/MRSoST3pFrY3EhTLnqnI2NKNND379xxKVUBv0N",
+	"IGvhPFBGKcaNIcVlAxVUJbkPRgjbinj3I49qUC0UcgE1u0DcuFAPRh5xdNI72nSLX5zHPwe1+NtIys9i",
+	"O03d9B+HUmMjcVGGO7EVl0C/kFhv5JI6NTvIs5jqi6omwGSYJa6dAyGCW1WF+sq9evXa1+jqmIr0VCmc",
+	"0eM6PRurF9vva6W/sZeArnAfxCxkrgg5VuVIaKDRRHqh+UiHFSFsXPAJMny76gtDwI8w5S5IXgEWJQo6",
+	"FKbsMWsIzw1k/iJcYcpDFwYo5kP7fleXPD4f2xfA86Pbj19yTrAvhzsP9tB4aqkXu7V2hI7buybX8nnt",
+	"/r569ToKWip60oC5eqzOtoKT7+iVse/qjDUiQRvnLnvl2jtDmQ/lvA6pl+zUzkCVyOG8icJkZ1LymYbE",
+	"lNxgM3EBPd6gO6cqM43PmwkuczkBV3/YJPzo2TFim7rmzZTTCp9u410YpOurVm81XZWnN97bPzl6Qi/G",
+	"ltIdPeNFUQ3AN5qmZjDQI7Hjn9w5ohss4RS+N8taN5aTXrNdSr93/Ozk6ZNGg5JBr3cLZeq4mzAwSCQN",
+	"RhDks8NrPUABDTkoi6zXoWKhx20c/V2U6gU4repEei47IWZkvE6jYMLYrfxfSIW/wA637F7QpKpl7/aW",
+	"sTWOuEERC13fNdOmIXItL94lauGa2/iLxPNR73i3eH6jjLOK7PuOe/29RHqFDAR6QG/3TeeEwkMobbeh",
+	"7P+e6m+b1YWBEuDlYKAHhHGDx5/Dj+fZLVJVIdpgwV6WXLuSRaquxmAIGgHYaso/jB34r+cO0PFwmMgA",
+	"aKFy5CC9bWg3FlO7e9BapeYj17+TLTl0qwXfPgTbrwREOCgeSYGbcFRoCOWGvNeQoloIfuNkIgSPUuxC",
+	"ljJKTglinYksxUzdiOw0DKnUc7pcwk9tjXiltiP2iHvLkPVSZAjHveMue90S7SkFW0ijFlar90pQIsGv",
+	"BNPGjrwYC3Oonfb7PuMTnss2fQVH/yIY9p1Vlgqn8wEUlqo9XUXgZ2ysFg64F1Gzags9ZM8qtGBrmI+m",
+	"3KQxewYfIAidxuyoAv2F7yv4o5roqDrn3Xo0BwAgaAzqTZC0gXvb9pjeHbhkrZ/fBi5Zo68caH6iXDfs",
+	"BzJM/mFc7L42kN8DXLHGsQvZXsjjoo+3d6XsFzWmGN1+3It3Pg4an26zroLI61QVyD6tSl0nbcvZIMXN",
+	"c56DGndEr9VNrq2meRi7GkpsdPY///Xfrr8qQfg4nBVkPkGKt7WYsAPbm58uEWacmq1iCRGF1iGugG3h",
+	"+71OLwV0K7FEe01iu+PnnX562GUOtD6IJcI49MIah65FvFWQSgOY5uCr/yEvDLR58I054xDgIjU5xECr",
+	"dFdYAaiWtS9ZyEJonciUpMa3VSPiLnuVY3CcELm4ZNh4GlQ5dIDaXwiAlhpSp11mFSYqhfCN+exYyEuP",
+	"cV+QYIkc+fBCG7stcm1oXb6Ez8absnN9Lo6r0q8S79ZgmXJ7I7j5I1+L4hW+fZ0nYVJN66CaA7Jb2Y3W",
+	"+wy3jYYKv/cbS9UMetdQyOrNda3arD4oLBBrGxS0c9h3UNjXwY5nl91P/bb3uBS6bu5zIbXSeQCpDNzk",
+	"7ZZcfncx7sIP/vJbbDsNUnfnve/oSrzz9k4bD4WTLULzJ0khMzV2+1/nkQ8qOPeQgd/xjG6LflWy1i5w",
+	"Q9I+0m5J/2Vk7uPPAnMHbzdKX0sRXqBi3/UqC9JhgtVqM0CSYWd+ABlBwAo2h2btaLBYcWI/1y0fVERR",
+	"VqAaiki4ykwTCTI/pW7+VEflRB7iqGGGYhfzDDgGp31Lb58vX5NimtVEF5soodliDl2TFDk3Uitrz+Aq",
+	"bAtlDRltrSSplpVzlTJ0AC4UDQ18s2spww27WszmXXbgxKqPIiFC6CE7k96SI0S9MGvKZUvhs9AQg0wp",
+	"hxG85lnFJu5rFLUZy8Q+2K5zZbvdQxRWqaLoQLqfaLyTcN9XWDwAZ+cjs5Mx/8BHpmqgX7Um2XoTlaH4",
+	"+5wc2FsM+DutvPb63m4JhM6/jG6/mxjZZHd50vmViYrjfbxYMPM3yvwA2NX/LAFzAVAyktb6F5Qo8edN",
+	"G0xI/ojy7DhzzLDg9QhRTu2BGYJJ9Jc8S9c0WXuLYyjQsMDzExJM92YoPil+X5EIKcAQBPoyAYyIhy3I",
+	"A5CorfYobqQ0bOLKZElislEiXdquQxYhrFUC6AKn309vXrLA5wfoSz5xUNY6S5Fd7Wrxgs6A1Alw7epZ",
+	"S4Mpa8kSwoe/A+FmdANgxr4CUW+aA+FVybSbMQCNWiENooYg3hA721rrC42lzlQWCD7NAFQbhbfLWk8J",
+	"lpF+Q4gXWEPBrX1dw2s9SMkXmgbVP1Isnf810y7hdBXUcCayXst2kFK5DpQjJvKbby6ryibd/eYbllYF",
+	"einmNU9zaYYu77lR/ZdIKv9jD139h0XpVQNANMvzTCBYls+XcMXPWmgcw2mg+jzSOJ+UgtiUvKhJJfvm",
+	"G+cCNAqJ1q7AGRXAUa1nRYlBAWhjn4ngfcWgrHmJwypQdmB/lIrGdTiEJKywvAxVV72Y+UG+hyRp52mC",
+	"Tarwc0uBwE54bIIuiZVvKpGYDnmwsbY3ROo9PKX8yRD6HGBHcwlbSYW67MIB6VZOMAi8hfDAquTwKtpC",
+	"584nh5amCWL5M6uOr53je/Ss++9SrK+gDIJq7y1hUAKAa9NXg0fzoUYfxLCvHrIUTnBFGYSPGxz0R3TK",
+	"2YGlGDvoUR1p4TC2O0EdujCHxg2PHhOWFGfiU4cXkL5ZPbHB2yqYhFPCg3MZ5C5F1VLwYTdYmNcAj85m",
+	"C22g3MXOhZBrvBr9yDm4/fhG0KC2VDMga8/acpcAnVFo43gwqEDgfauK9NQjgXkqAZzENfZA64ClEgVU",
+	"4tmL4bH1bhcpEcOFMI7MXbVKeh60wfhRrFJL4Zjnxkph2Z/mY4HwZ5rPRCKvRdBA1n6FyU5AICsddH90",
+	"zPeA8kT8m0wHWgOvRDaEbqTpYQiWZwk5r6E/LPOROMXVh/f5EXCW5WPoLIPtKarpt/b2aE1JsdLbMuov",
+	"dDjuskmqAf0oVmSagPL6ncpWd7RKfJ881/W1UhPf17klFMpb5ng4DMkceCyres35wExVy/8h7IV4rl0b",
+	"LUkxTVFowc4h8WkqijkUadgtCfodVt387GzD8vgTq9qOmrgMrXWUKPq94kT1RnX1yVfXIz9yLTGtgqCW",
+	"kvA8Dp7VcrCMQmhBKlmzS2tt+dJQj7UNrH/dZUElhH4DKAugagro6v7tUDxjwUHFtRjsUtUblqynbLhl",
+	"qvMnu9SjmehQ7A8TXjrPohCZ4cOHXrc/iDu97lE/7nV7z+Je9/jYfu6dxL3u4Kn9s/887nWfHn2MP/S6",
+	"vef2m8Eg7nX79oqTPlxhb+7jT/bbJ88+fozJMzC8yytqWBofnJ8BVhTafLSTIVR2LfOiCBvHIlLwNJ+v",
+	"t9oM73WgUHApkkguYdGvFhpzAzPLvhxT5aWYqoUWTI+4lHbLoJgD4aS6+1B5Hw042JRLqn4Po7YuVltp",
+	"RCG5OEWWHVi1ykVjY/QIKYUANYc1GglATQKoH7uC0OkC8kGxI3sdAQXhuABqK+xpGsWRXZF3uRyJ74XV",
+	"JO3AB/E6tBdgZcBqfI/IXtDsBZG9KGEIbhcZK+xCQyzsqIcLzicK9FGnYJTc5TdiRRnGQ7ThE+jlEZVC",
+	"q2KBva8/1oGE+s+Oe3WQn0ETaWcznFyArPPh1wVj9vF244n5pZrY1oTDoxnTCuorrtTCYKI7O390I5ia",
+	"C1npjnBS/TmEeG4wNsCjLsWc5xmdMgI4hCbkYO4tOTQehoMIC7DxHBJ0y3qDkPCAHt0h+6ACN7qt18cT",
+	"btsX+hmleh2g6ARcQhJGtkENxR926ZFWELKhQtKYcl1vYfumbgMtufY4i56Uw061IY7Ih48BgsaHj5j0",
+	"8bMWZdCBuTZavw1ovdx52KFiQthpXmvx5mQpENV877nVWutund+dCGJzMsqbdcySWpdhvWb9NubeBUgo",
+	"a9RqyyQhZfw0MLg5AqSQwdtYg0QGVm7dK9uig+9yzla3+Du+MHlwgL7au5wP6B/TEKAwa6eoIXreun4W",
+	"Ul+17S0UWG+d44M1YK1jJ4EKS6PWai0gNNfoBp2oX/KCeanGOUAy7Xr8WbNpECQ+rbcNclf5ZpTeUVB/",
+	"85TL7Eqp6/DV1JjHaTgAtVMdG4JB+QAO3j44ePGvPupy/tGg5tnB73k96oO3H7cqUgA6GahSdaV6WorK",
+	"WbOTFv4pa3m0cS2P/Noc7bWW266ntaxuQK9946qKroMraz79xg2OTm8fjnd6kRAwz27d19iCGRUz78RF",
+	"b5FLZwGolNDdGzPvqK2nmVVYSVUXLIeV9C/JR/+lwmR2UzEtN4yVHff3iHq95atC8exSqVfQ/xXuO9ln",
+	"nL5L7GuR5dy10zgeDPYb78+SChwx4PZPC+2NoECiHijaEuKjAFeIRtmay+E6VIOvdh0gJ0b9m3hb1q0V",
+	"5zPISBcavMCgy0FYwHlgIGkIW+SeQrW+L6MO6vOpXLJy3FF64KEH7cjNpjTA1xXPvptb7l86/wsPSC0B",
+	"rOB3uveVu3x/dks37pECtk4jX/O/7pD/FegZ7uj6ryAw3xoo/h4RwKomkg5vwh9dAitjWAjk9gaiWVMB",
+	"BnwuE2n5xyeRkVHt8pTQgUrQPGyZSz2sYWw90uzd787evmQHXCbSNe1B9wAmFlvDHLs3uMYlEIhAuzRs",
+	"iRe74QD62KLU+Y0oVoeUWr0MAMx95OTyT29fengl3/QHomn2IThohBWw99kfSQFYzakuH+92b3FX+SYe",
+	"2LEDf7h4+Z8/n1+8fP3yzeU7rPnQZq3p2AGBpvg20dSlRFbLfdhlZ35JMWg3GPjuPx5vJWh1D2NJ5IEH",
+	"QKI2XaRzqPJaE/jRYQBg4SAtCNUIgjg/SaYXkJ0WRlrqVIHuE+fmwfl4vB/X5LDqcRizlOAYUtZ3GDuv",
+	"FDK8lDBl4OUYN/xNVq4uFvJbCN1UUSBCVCgXAB0+KhYZ4qhV255jtHpsdfKD495zl9BHvdbtulwtTAj4",
+	"S9NDlAVR3ohsyHiCsa1w0msRYVM/KhyB+z3gVCKvhPAh9INg/jEz+Uxow2dzcAZLtTyEjAeKqFFKnguG",
+	"ub3mVp4VDL18+KIuc+1BqM8aAnMjwXHcPox1QzuZNkGIj3vtW2tuS+wjIC5BPoFyxotcC4gknFL9uOtL",
+	"G2blYI5NW4Yf7nItl7tZ2bvWwfSLwlpXvOpjGmpHEDNlB9hTq45pdThknNn7kG+gLU3lCyzovu/Nvjyr",
+	"0hr970EnGpqRS58BLk+taxreB7yFjgv9wJTEHC26nfksyfoACiUnnbVR+LpSemFc62zzYVPzoH7PKjtV",
+	"Z6aqMZMvinVNeGa5fDeCGtZedwB+47b5lnzyAo3UxpSbxrEVVBdnv+2MC36jAFMPoSTD+ZK5S3QGV5bR",
+	"0L4j8vW7oZGcYUyTUr/W14YaDME/w5NqBi7Yj9j08Gs4eNfnyslYHCjlCfi2XW1V0lWFcV7Z0VuH5lp/",
+	"QeswN5gjOyxT2O0ZnDwfuC4BbaOn/a2N/2WdoiB46YSL1SDZoOf9ieEs2oB8R7iFQbmnb6zWddPcTJxt",
+	"ravWqeiOyukv6FqvVnOrdv1iyg0x2rsOvk2r/t7S2EIijNhBXWRiLL4hs4GvBdgxVlA2URIDmXUawmKv",
+	"eSf+sc5Zd9p2Jklrt17xP2lXguT3JdeEvVtf9XatqmEGOeVo19r66341jp7nu296oeS4yBFD+1/XvVNz",
+	"7byUxnL3f5ZxiBaeN/DazcOGU+fxZ+dl3Yo28D18rxsMpcu+WzlQoVrdY+7A4LXhVM4jHIrQAa/Z/yJD",
+	"E6mR65VnTAuXGgwXHJ4mMv3NfFFOBJkEAiEQ8BLNlqIoYodcCQ8JEQpa1F6c7H5q71mhFb6QhZgJYfs7",
+	"5yD2OArN1jJ7KMMwvXvowjXRdbxp/zKIZFoO9M8uVD/eE9fjn1sMgau240DFmwvc1vxczMMUDIPu8NSl",
+	"O7SUAZA9NzqRlc0IBrs3GgNpQkhzIssNAc1B0LaJaGoUS9/+fJmyA4JshiZe5Ofwzz3cUPX1uirE+iI9",
+	"6VcpxTdK6K8HZ3MV0a5jczd/+2sXDIRSmLaGmBeY/tMUUpjQiUEESImkYtFSdKjltsg8djwHcGTnXwFf",
+	"QKPptne7EQY0eA0Ou+zc6Mq/lciq5JP5ik/qwOGLPU9Zii+Cr6yoxGz6n+YmnwHolRUho0VZCjlaDRFG",
+	"FmCZPU9YqQVEOEI0PliFRI55XlCVPfjA6J7OiPSqlOVjptVMgCeh0P7WLPCdQv/BK2GWkLf1njAkqvd7",
+	"uxBSV0tw/MIczly2NneQDb99eZk6VuX5E3jM9JCleUb57+JvC16gvjDnZgrFYLjWFCaKCfWhWrnHtaXl",
+	"pSBnLTLDRCKjyyosDF4AYqXPHy8FuxZzKjuRYlnx5om6EaXUvs8FpNtKtWTtGgWt4OuwaPV+TqpSoN1b",
+	"S7rOM/IwI0OM2WTBywy9C1i5ANuCqy54WSBIwpdY6bst8+M2yzxA3oX81NKyo8synzd9Pb99eYmUUpGE",
+	"77KOgqvNy0O6kKeBaBhtgheO4vtM2zuQPAsL3RWV/4gGsnuVjtpXydPt9hmEi3lHyUZc8cGdHr/u7Tje",
+	"dzsGnV7/svd82B8Me0fd45Mnte0YPLyzwDHhdW8BMqbtHoP/a9I8askdX90Fv4yShpnwe/kL6s3vN6aB",
+	"tLVUqne9H3rhhY39Y+b7+sfMGgdxIqnoN2YQUIgpNNplL/loSoY3pav6vlPOllKiQj52+BOruY/fQi2z",
+	"q3EmbgjVw0tVXkPBEXI3LFT8/buf3iQSmo1x12uawr01kOTL352/C2O7hNMM/ZsPAsTjoOx3IWfCj4Ba",
+	"fkuWUokuBWEJhQv1JzuNlB2Ap9cFqO30V3On71D5cPVC9JMksn5TPQ5NYz3EgvtEWj2N1Xf8N/Yd3/pS",
+	"b2ij0HgHwj6G9eAYi6xVR494SSWmmzojNLGdE2kU1QlcqSyHqo6j3jFh7zvX9JRr0hWyTWk+7yry3eHo",
+	"AYyqau60yIGbJ1zwOvBAIEhaIasso7ibvEDeso6VkMKiD9HtXxts6+ZajbXLUpCOdFcizVRpEeLJYzPM",
+	"IbN6LpYnzXA59/BbeXKoTXDNVxX/o5G3K8jVnXgnxEJe+Dv217TcvZtyn2qdQ8BBWCVdQBpNTHg+Yzjw",
+	"FDv/1cDt/uvmW63nTlWmbXButmP0Vtc9/mx56HZQq2pnUVBdrSjXaMS16GghdW7yGzGkanEErbJ/X6eH",
+	"XXYmE+n6VsFtrlafLeG4QqqUBjSMK483gbXyN1hZRaD5iQRgJzAWp6oIxrXBv/euymLY7givhC22HECc",
+	"FhTqDSQWr3S3ALEQquBmFJag7euTY8gp8F1g11rA/uMZi1dadjMWd6Vb4XM5Vnfwar6Hy+o335kz0W3b",
+	"OVMrvtL/dUjfe5kfbt2+1JPaDhGupAizhlp5T73NSL3P7YePAPIP8BjtZ7RQI164tiFU1ugCdTzLSqFB",
+	"d1mUBfWfXWsAhZUjOLLm833rHKtulq7pSUy1llXPIrzAWlnsihdcjkRJhYLQp1QKkWERHfEE6pKyru9U",
+	"nVDWlZthxf/WOXuFz+27EcTs1avX+AMGJKlrLOg7iIgyUxqcwTJjI8dQTxlPpK5n2lnuDP0QfBm+Fsws",
+	"FbJYV5FbKRRr81rHF4f+pLW01YMloXOg7Y86/rvLi7PLl7/9EzuYqqX3TtpRecymQ2bUBO0TBHdCu8f3",
+	"hgcAB7RiuKFEJfskh+rSwOCDpgHxOqU1sbA5dRzuYDU4QHlBZu0cXMtz38YVfbMejb7L3iptWjoOMwMQ",
+	"8XakITy9m8ESGtRY+kbFHLbVCSgh5qcgJDG1k2dh2oXvu66YFpZCKAZAy0SvAeBChy+/hmBvb8aosCsx",
+	"cLteq6W4/Xj7/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

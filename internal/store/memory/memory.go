@@ -23,6 +23,9 @@ type Store struct {
 	// memories maps tenant → memory id → stored memory. Tenant first, as in Postgres: no
 	// lookup can reach another tenant's data without naming that tenant.
 	memories map[string]map[string]record
+
+	// es holds entries (entries.go), under its own locks.
+	es entryStore
 }
 
 var _ core.Store = (*Store)(nil)
@@ -154,8 +157,9 @@ func (s *Store) UpdateMemory(ctx context.Context, tenant, id string, fn func(*co
 	return updated.memory()
 }
 
-// DeleteMemory removes the tenant's memory, or returns a *core.NotFoundError. This store keeps
-// no entries yet, so purge has nothing more to erase.
+// DeleteMemory removes the tenant's memory, or returns a *core.NotFoundError. With purge it
+// also erases every entry stored under the memory, in every namespace, before the memory
+// lock is released.
 func (s *Store) DeleteMemory(ctx context.Context, tenant, id string, purge bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -168,6 +172,9 @@ func (s *Store) DeleteMemory(ctx context.Context, tenant, id string, purge bool)
 	delete(s.memories[tenant], id)
 	if len(s.memories[tenant]) == 0 {
 		delete(s.memories, tenant)
+	}
+	if purge {
+		s.purgeEntries(tenant, id)
 	}
 	return nil
 }

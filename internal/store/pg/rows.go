@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/footprint/footprint/internal/core"
 )
 
 // This file is the seam between rows and core values: the only code that knows how a
-// core.Memory is laid out in columns. Optional fields are NULL in the database and zero values
-// in core; timestamps come back in UTC at microsecond precision (Postgres's), which is what
+// core.Memory or a core.Entry is laid out in columns. Optional fields are NULL in the database
+// and zero values in core; timestamps come back in UTC at microsecond precision (Postgres's), which is what
 // the in-memory store normalises to as well.
 
 // memoryColumns lists memories' columns in the order scanMemory reads and memoryArgs writes.
@@ -83,4 +84,99 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// entryColumns lists entries' columns in the order scanEntry reads and entryArgs writes, except
+// embedding_dims, which is written (entryArgs appends it) but never read back: it is the
+// embedding's length.
+const entryColumns = `tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
+	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
+	source_run_id, embedding, embedding_model`
+
+// entryInsertColumns is entryColumns plus embedding_dims, the columns entryArgs returns.
+const entryInsertColumns = entryColumns + `, embedding_dims`
+
+// entrySelectColumns is entryColumns for a read: without the embedding (a NULL in its place,
+// so scanEntry reads the same columns) unless withEmbedding is set, since vectors are large.
+func entrySelectColumns(withEmbedding bool) string {
+	if withEmbedding {
+		return entryColumns
+	}
+	return `tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
+	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
+	source_run_id, NULL::vector AS embedding, embedding_model`
+}
+
+// entryArgs returns e's column values in entryInsertColumns order. Turn 0 (no turn in the id)
+// is NULL; Index is NULL only when the entry has neither turn nor index, so that msg-{n}-0
+// keeps index 0 and listing order (idx DESC NULLS LAST) equals ordering by index with "none"
+// lowest. Metadata nil is {}; an empty embedding is none.
+func entryArgs(e core.Entry) []any {
+	var idx *int
+	if e.Turn != 0 || e.Index != 0 {
+		idx = &e.Index
+	}
+	metadata := "{}"
+	if len(e.Metadata) > 0 {
+		metadata = string(e.Metadata)
+	}
+	var (
+		vec  *pgvector.Vector
+		dims *int
+	)
+	if len(e.Embedding) > 0 {
+		v := pgvector.NewVector(e.Embedding)
+		n := len(e.Embedding)
+		vec, dims = &v, &n
+	}
+	var expires *time.Time
+	if !e.ExpiresAt.IsZero() {
+		expires = &e.ExpiresAt
+	}
+	return []any{
+		e.Tenant, e.MemoryID, e.Namespace, e.ID, string(e.Kind), nullInt(e.Turn), idx,
+		string(e.Value), metadata, e.Version, e.CreatedAt, e.UpdatedAt, e.LastAccessedAt,
+		e.AccessCount, expires, nullString(e.Tier), nullInt(e.SourceTurn), nullString(e.SourceRunID),
+		vec, nullString(e.EmbeddingModel), dims,
+	}
+}
+
+// scanEntry reads one row of entryColumns (or entrySelectColumns).
+func scanEntry(row pgx.Row) (core.Entry, error) {
+	var (
+		e                           core.Entry
+		kind                        string
+		turn, idx, sourceTurn       *int
+		value, metadata             []byte
+		created, updated, accessed  time.Time
+		expires                     *time.Time
+		tier, sourceRunID, embModel *string
+		vec                         *pgvector.Vector
+	)
+	err := row.Scan(&e.Tenant, &e.MemoryID, &e.Namespace, &e.ID, &kind, &turn, &idx, &value,
+		&metadata, &e.Version, &created, &updated, &accessed, &e.AccessCount, &expires, &tier,
+		&sourceTurn, &sourceRunID, &vec, &embModel)
+	if err != nil {
+		return core.Entry{}, err
+	}
+	e.Kind = core.EntryKind(kind)
+	e.Turn, e.Index, e.SourceTurn = deref(turn), deref(idx), deref(sourceTurn)
+	e.Value, e.Metadata = value, metadata
+	e.CreatedAt, e.UpdatedAt, e.LastAccessedAt = created.UTC(), updated.UTC(), accessed.UTC()
+	if expires != nil {
+		e.ExpiresAt = expires.UTC()
+	}
+	e.Tier, e.SourceRunID, e.EmbeddingModel = deref(tier), deref(sourceRunID), deref(embModel)
+	if vec != nil {
+		e.Embedding = vec.Slice()
+	}
+	return e, nil
+}
+
+// nullInt maps 0 (unset) to NULL.
+func nullInt(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
 }

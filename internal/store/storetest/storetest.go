@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"ConcurrentUpdate", testConcurrentUpdate},
 		{"CanceledContext", testCanceledContext},
 		{"Ping", testPing},
+		{"Entries", testEntries},
+		{"TurnClaims", testTurnClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,443 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// writeSide is what one memory writes for a turn.
+type writeSide struct {
+	mem       Memory
+	messages  bool // msg-{turn}-{i}
+	embed     bool // ...with embeddings (semantic topK)
+	facts     bool // fact:{key}
+	beats     bool // beat-{turn}-{i}
+	snapshot  bool // snap-{turn}
+	embedder  string
+	minConf   float64
+	perTurn   int
+	extractor string
+}
+
+// planWrite decides a memory's write side from its type × strategy, or
+// returns the reason it writes nothing.
+func planWrite(m Memory, caps Capabilities) (writeSide, string) {
+	if m.ReadOnly {
+		return writeSide{}, "read-only"
+	}
+	if m.Corpus {
+		return writeSide{}, "corpus"
+	}
+	w := writeSide{mem: m, minConf: 0, perTurn: 10, extractor: "pattern"}
+	kinds := map[StrategyKind]Strategy{}
+	var walk func(s Strategy)
+	walk = func(s Strategy) {
+		if _, seen := kinds[s.Kind]; !seen {
+			kinds[s.Kind] = s
+		}
+		for _, p := range s.Parts {
+			walk(p)
+		}
+	}
+	walk(m.Strategy)
+	if ex, ok := kinds[Extract]; ok {
+		w.minConf, _ = ex.Float("minConfidence")
+		if n, ok := ex.Int("maxPerTurn"); ok {
+			w.perTurn = int(n)
+		}
+		w.extractor = ex.Str("extractor")
+	}
+	switch m.Type {
+	case Episodic:
+		w.messages = true
+	case Semantic:
+		if tk, ok := kinds[TopK]; ok {
+			w.messages, w.embed = true, true
+			w.embedder = embedderFor(tk, m, caps)
+		}
+		_, hasExtract := kinds[Extract]
+		_, hasWindow := kinds[Window]
+		w.facts = hasExtract || hasWindow
+	case Narrative:
+		w.beats = true
+	case Causal:
+		w.snapshot = true
+		w.embedder = embedderFor(kinds[TopK], m, caps)
+	}
+	return w, ""
+}
+
+// embedderFor resolves the embedder id: the strategy's, else the memory's,
+// else the deployment default.
+func embedderFor(s Strategy, m Memory, caps Capabilities) string {
+	if id := s.Str("embedder"); id != "" {
+		return id
+	}
+	if m.Embedder != "" {
+		return m.Embedder
+	}
+	if e, ok := caps.DefaultEmbedder(); ok {
+		return e.ID
+	}
+	return ""
+}
+
+// vectorSet holds the vectors of one turn, computed before the write
+// transaction (the transaction does no I/O but the database's).
+type vectorSet struct {
+	model    string
+	query    []float32
+	messages [][]float32 // index-aligned with the turn's messages; nil: none
+}
+
+// PostTurn is the write side of every writing memory of the tenant (or of
+// those named): it resolves the turn number once, inside the store's
+// transaction, and writes messages, snapshots, facts and beats together.
+//
+// A turn with no messages, or no user message, writes nothing, consumes no
+// turn number and says so in TurnResult.Noop.
+func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error) {
+	if err := validateTurn(p); err != nil {
+		return TurnResult{}, err
+	}
+	if len(p.Messages) == 0 {
+		return noop("no-messages", "The turn has no messages, so nothing was written and no turn number was used."), nil
+	}
+	query, hasUser := firstWithRole(p.Messages, "user")
+	if !hasUser {
+		return noop("no-user-message", "The turn has no user message, so there is no question to remember: nothing was written and no turn number was used."), nil
+	}
+	tenant := p.Identity.Tenant
+	all, err := s.allMemories(ctx, tenant)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	named := map[string]bool{}
+	for _, id := range p.Memories {
+		named[id] = true
+	}
+	byID := map[string]bool{}
+	for _, m := range all {
+		byID[m.ID] = true
+	}
+	for _, id := range p.Memories {
+		if !byID[id] {
+			return TurnResult{}, &NotFoundError{What: "memory", ID: id}
+		}
+	}
+
+	result := TurnResult{Written: []WrittenIDs{}, Skipped: []SkippedWrite{}}
+	var sides []writeSide
+	countMessages := false
+	for _, m := range all {
+		if len(named) > 0 && !named[m.ID] {
+			result.Skipped = append(result.Skipped, SkippedWrite{MemoryID: m.ID, Reason: "not-named"})
+			continue
+		}
+		side, reason := planWrite(m, s.caps)
+		if reason != "" {
+			result.Skipped = append(result.Skipped, SkippedWrite{MemoryID: m.ID, Reason: reason})
+			continue
+		}
+		countMessages = countMessages || side.messages
+		sides = append(sides, side)
+	}
+
+	vectors, err := s.turnVectors(ctx, p, sides, query)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	memoryIDs := make([]string, len(all))
+	for i, m := range all {
+		memoryIDs[i] = m.ID
+	}
+	var fingerprints []Fingerprint
+	for _, side := range sides {
+		if v, ok := vectors[side.embedder]; ok && (side.embed || side.snapshot) {
+			dims := len(v.query)
+			for _, mv := range v.messages {
+				if mv != nil {
+					dims = len(mv)
+					break
+				}
+			}
+			if dims > 0 {
+				fingerprints = append(fingerprints, Fingerprint{MemoryID: side.mem.ID, Model: v.model, Dims: dims})
+			}
+		}
+	}
+
+	facts := ExtractFacts(p.Messages, 0, 100)
+	beats := ExtractBeats(p.Messages, 0, 100)
+	build := func(turn int) ([]Entry, error) {
+		var out []Entry
+		for _, side := range sides {
+			out = append(out, s.entriesFor(side, p, turn, now, query, vectors[side.embedder], facts, beats)...)
+		}
+		return out, nil
+	}
+	w := TurnWrite{
+		Tenant:            tenant,
+		Namespace:         p.Identity.Namespace(),
+		HostTurn:          NormalizeHostTurn(p.TurnNumber),
+		CountMessageTurns: countMessages,
+		MemoryIDs:         memoryIDs,
+		Now:               now,
+		Build:             build,
+		Fingerprints:      fingerprints,
+	}
+	if p.IdempotencyKey != "" {
+		w.Idempotency = &IdempotencyClaim{Key: p.IdempotencyKey, RequestHash: requestHash(p), ExpiresAt: now.Add(s.keyTTL)}
+		w.Respond = func(turn int, written []Entry) ([]byte, error) {
+			return json.Marshal(finish(result, turn, written, sides))
+		}
+	}
+	out, err := s.store.WriteTurn(ctx, w)
+	if err != nil {
+		if errors.Is(err, ErrKeyReused) {
+			return TurnResult{}, &ValidationError{Code: CodeIdempotencyKeyReused, Site: "postTurn", Path: "Idempotency-Key",
+				Detail: "this Idempotency-Key was already used with a different request; a retry must send the same body to the same conversation, or use a new key.",
+				See:    "/openapi.yaml"}
+		}
+		var fm *FingerprintMismatch
+		if errors.As(err, &fm) {
+			return TurnResult{}, &ValidationError{Code: CodeEmbedderMismatch, Site: "postTurn", Path: "embeddings",
+				Detail: fmt.Sprintf("memory %q already holds %s vectors of %d dimensions in this conversation; this turn brings %s vectors of %d. Vectors of different models or dimensions are never compared: use the same embedder, or a new memory.",
+					fm.MemoryID, fm.HaveModel, fm.HaveDims, fm.GotModel, fm.GotDims),
+				Extra: map[string]any{"memoryId": fm.MemoryID, "have": fmt.Sprintf("%s@%d", fm.HaveModel, fm.HaveDims), "got": fmt.Sprintf("%s@%d", fm.GotModel, fm.GotDims)}}
+		}
+		return TurnResult{}, err
+	}
+	if out.Replay != nil {
+		var replayed TurnResult
+		if err := json.Unmarshal(out.Replay, &replayed); err != nil {
+			return TurnResult{}, fmt.Errorf("decode stored idempotent response: %w", err)
+		}
+		replayed.Replayed = true
+		return replayed, nil
+	}
+	return finish(result, out.Turn, out.Entries, sides), nil
+}
+
+// finish groups the written entries per memory, in the order written, and
+// reports writing memories that produced nothing (no facts found, say).
+func finish(r TurnResult, turn int, written []Entry, sides []writeSide) TurnResult {
+	r.Turn = turn
+	r.Skipped = slices.Clone(r.Skipped)
+	r.Written = []WrittenIDs{}
+	index := map[string]int{}
+	for _, e := range written {
+		i, ok := index[e.MemoryID]
+		if !ok {
+			i = len(r.Written)
+			index[e.MemoryID] = i
+			r.Written = append(r.Written, WrittenIDs{MemoryID: e.MemoryID, IDs: []string{}})
+		}
+		r.Written[i].IDs = append(r.Written[i].IDs, e.ID)
+	}
+	for _, side := range sides {
+		if _, ok := index[side.mem.ID]; !ok {
+			r.Skipped = append(r.Skipped, SkippedWrite{MemoryID: side.mem.ID, Reason: "nothing-to-write",
+				Detail: "this turn held nothing this memory extracts (no facts or beats matched)"})
+		}
+	}
+	return r
+}
+
+func noop(reason, detail string) TurnResult {
+	return TurnResult{Written: []WrittenIDs{}, Skipped: []SkippedWrite{}, Noop: &TurnNoop{Reason: reason, Detail: detail}}
+}
+
+// allMemories pages through every memory of the tenant.
+func (s *Service) allMemories(ctx context.Context, tenant string) ([]Memory, error) {
+	var all []Memory
+	after := ""
+	for {
+		page, err := s.store.ListMemories(ctx, tenant, after, 200)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < 200 {
+			return all, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// turnVectors computes the vectors each embedder id needs, once per text.
+// Client vectors, when sent, stand for every embedder of the turn.
+func (s *Service) turnVectors(ctx context.Context, p TurnParams, sides []writeSide, query string) (map[string]*vectorSet, error) {
+	out := map[string]*vectorSet{}
+	for _, side := range sides {
+		if !side.embed && !side.snapshot {
+			continue
+		}
+		set, ok := out[side.embedder]
+		if !ok {
+			set = &vectorSet{}
+			out[side.embedder] = set
+		}
+		if ce := p.Embeddings; ce != nil {
+			set.model = ce.Model
+			if side.snapshot {
+				if ce.Query == nil {
+					return nil, turnRefusal("embeddings.query", CodeInvalidVector,
+						fmt.Sprintf("memory %q is causal: with client vectors it needs `embeddings.query`, the vector of the turn's first user message.", side.mem.ID), nil)
+				}
+				set.query = normalize(ce.Query)
+			}
+			if side.embed {
+				set.messages = make([][]float32, len(p.Messages))
+				for i, v := range ce.Messages {
+					if v != nil {
+						set.messages[i] = normalize(v)
+					}
+				}
+			}
+			continue
+		}
+		emb, ok := s.embedders[side.embedder]
+		if !ok {
+			return nil, turnRefusal("memories", CodeMissingRequirement,
+				fmt.Sprintf("memory %q needs the embedder %q, which this server no longer has; configure it again or send client vectors.", side.mem.ID, side.embedder), nil)
+		}
+		set.model = emb.Info().Model
+		if side.snapshot && set.query == nil {
+			vs, err := emb.Embed(ctx, []string{query})
+			if err != nil {
+				return nil, embedError(err, "messages", side.embedder)
+			}
+			set.query = vs[0]
+		}
+		if side.embed && set.messages == nil {
+			set.messages = make([][]float32, len(p.Messages))
+			var texts []string
+			var at []int
+			for i, m := range p.Messages {
+				if hasWords(m.Content) {
+					texts = append(texts, m.Content)
+					at = append(at, i)
+				}
+			}
+			if len(texts) > 0 {
+				vs, err := emb.Embed(ctx, texts)
+				if err != nil {
+					return nil, embedError(err, "messages", side.embedder)
+				}
+				for j, i := range at {
+					set.messages[i] = vs[j]
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func embedError(err error, path, id string) error {
+	if errors.Is(err, ErrInvalid) {
+		return turnRefusal(path, CodeInvalidField, fmt.Sprintf("the embedder %q cannot embed this text: it has no words.", id), nil)
+	}
+	return fmt.Errorf("embed with %q: %w", id, err)
+}
+
+// entriesFor builds one memory's entries for the resolved turn.
+func (s *Service) entriesFor(side writeSide, p TurnParams, turn int, now time.Time, query string, vec *vectorSet, facts []Fact, beats []Beat) []Entry {
+	m := side.mem
+	base := func(id string, kind EntryKind, t, idx int, value any) Entry {
+		v, _ := json.Marshal(value) // plain data: always marshals
+		e := Entry{
+			Tenant: p.Identity.Tenant, MemoryID: m.ID, Namespace: p.Identity.Namespace(),
+			ID: id, Kind: kind, Turn: t, Index: idx, Value: v, Metadata: json.RawMessage(`{}`),
+			Version: 1, CreatedAt: now, UpdatedAt: now, LastAccessedAt: now,
+			Tier: m.Tier, SourceTurn: turn, SourceRunID: p.RunID,
+		}
+		if m.TTLMs > 0 {
+			e.ExpiresAt = now.Add(time.Duration(m.TTLMs) * time.Millisecond)
+		}
+		return e
+	}
+	var out []Entry
+	if side.messages {
+		for i, msg := range p.Messages {
+			e := base(fmt.Sprintf("msg-%d-%d", turn, i), KindMessage, turn, i, msg)
+			if side.embed && vec != nil && vec.messages[i] != nil {
+				e.Embedding, e.EmbeddingModel = vec.messages[i], vec.model
+			}
+			out = append(out, e)
+		}
+	}
+	if side.snapshot {
+		final, _ := firstWithRole(p.Messages, "assistant")
+		snap := Snapshot{Query: query, FinalContent: final, Decisions: []Decision{}, ToolCalls: []ToolCall{}}
+		if ev := p.Evidence; ev != nil {
+			snap.Iterations, snap.DurationMs, snap.TokenUsage = ev.Iterations, ev.DurationMs, ev.TokenUsage
+			if ev.Decisions != nil {
+				snap.Decisions = ev.Decisions
+			}
+			if ev.ToolCalls != nil {
+				snap.ToolCalls = ev.ToolCalls
+			}
+		}
+		e := base(fmt.Sprintf("snap-%d", turn), KindSnapshot, turn, 0, snap)
+		if vec != nil {
+			e.Embedding, e.EmbeddingModel = vec.query, vec.model
+		}
+		out = append(out, e)
+	}
+	if side.facts {
+		n := 0
+		for _, f := range facts {
+			if f.Confidence < side.minConf || n >= side.perTurn {
+				continue
+			}
+			n++
+			out = append(out, base("fact:"+f.Key, KindFact, 0, 0, f))
+		}
+	}
+	if side.beats {
+		n := 0
+		for _, b := range beats {
+			if b.Confidence < side.minConf || n >= side.perTurn {
+				continue
+			}
+			out = append(out, base(fmt.Sprintf("beat-%d-%d", turn, n), KindBeat, turn, n, b))
+			n++
+		}
+	}
+	return out
+}
+
+// hasWords reports whether text has a letter or digit to embed.
+func hasWords(text string) bool {
+	for _, r := range text {
+		if isWordRune(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// ListEntries returns a page of the conversation's live entries, newest
+// first, and the position of the next page ("" when none).
+func (s *Service) ListEntries(ctx context.Context, q EntryQuery) ([]Entry, string, error) {
+	q.Now = s.now().UTC()
+	return s.store.ListEntries(ctx, q)
+}
+
+// GetEntry returns one live entry of the conversation and records the
+// access (AccessCount, LastAccessedAt). ErrNotFound otherwise.
+func (s *Service) GetEntry(ctx context.Context, id Identity, memoryID, entryID string) (Entry, error) {
+	return s.store.GetEntry(ctx, id.Tenant, id.Namespace(), memoryID, entryID, true, s.now().UTC().Truncate(time.Microsecond))
+}
+
+// ForgetConversation erases the conversation's namespace in every memory,
+// in one transaction, and returns how many entries went.
+func (s *Service) ForgetConversation(ctx context.Context, id Identity) (int64, error) {
+	return s.store.ForgetNamespace(ctx, id.Tenant, id.Namespace())
+}

@@ -1,0 +1,493 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+var _ core.EntryStore = (*Store)(nil)
+
+// codeEntryExists is the conflict code for a write that would overwrite a live, non-fact
+// entry (the Postgres store uses the same).
+const codeEntryExists = core.CodeEntryExists
+
+// entryStore is the entries half of Store. Locking has two levels, always taken in this
+// order: a per-namespace mutex that serialises turn writes and forgets of one namespace (as
+// the Postgres store's conversations row lock does), then mu for the maps themselves, held
+// only for the duration of a read or an update, never while Build runs.
+type entryStore struct {
+	locksMu sync.Mutex
+	// locks maps a namespace to its turn-write mutex. Entries are never removed: a waiter may
+	// hold the pointer, and deleting it would let a second mutex exist for the namespace.
+	locks map[nsKey]*sync.Mutex
+
+	mu sync.RWMutex
+	// entries maps a namespace to its entries by (memory, id).
+	entries map[nsKey]map[entryKey]core.Entry
+	// fingerprints maps a namespace to each memory's first (model, dims);
+	// guarded by mu, written under the namespace lock.
+	fingerprints map[nsKey]map[string]core.Fingerprint
+
+	keysMu sync.Mutex
+	// keys maps (tenant, idempotency key) to its claim.
+	keys map[[2]string]*claim
+}
+
+// claim is an idempotency key's state. done is closed once the claiming
+// write finished; failed says it wrote nothing (the key is free again).
+type claim struct {
+	hash     []byte
+	response []byte
+	expires  time.Time
+	done     chan struct{}
+	failed   bool
+}
+
+type nsKey struct{ tenant, namespace string }
+
+type entryKey struct{ memoryID, id string }
+
+func (s *Store) nsLock(k nsKey) *sync.Mutex {
+	s.es.locksMu.Lock()
+	defer s.es.locksMu.Unlock()
+	if s.es.locks == nil {
+		s.es.locks = make(map[nsKey]*sync.Mutex)
+	}
+	m, ok := s.es.locks[k]
+	if !ok {
+		m = new(sync.Mutex)
+		s.es.locks[k] = m
+	}
+	return m
+}
+
+// live reports whether e is visible at now.
+func live(e core.Entry, now time.Time) bool {
+	return e.ExpiresAt.IsZero() || e.ExpiresAt.After(now)
+}
+
+// WriteTurn resolves turn = max(w.HostTurn, highest live stored turn + 1) and writes
+// w.Build(turn)'s entries, holding the namespace's mutex throughout, with the same rules as
+// the Postgres store: new entries get version 1 and zero timestamps set to w.Now; facts
+// upsert (version+1, created_at and access bookkeeping kept); any other entry that would
+// overwrite a live one fails the whole write with a *core.ConflictError; an expired entry is
+// replaced as if absent. Build's error is returned unchanged, with nothing written.
+func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutcome, error) {
+	if w.Idempotency == nil {
+		turn, out, _, err := s.writeTurn(ctx, w)
+		if err != nil {
+			return core.TurnOutcome{}, err
+		}
+		return core.TurnOutcome{Turn: turn, Entries: out}, nil
+	}
+	c, replay, err := s.claimKey(ctx, w.Tenant, *w.Idempotency, normalise(w.Now))
+	if err != nil || replay != nil {
+		return core.TurnOutcome{Replay: replay}, err
+	}
+	turn, out, response, err := s.writeTurn(ctx, w)
+	s.es.keysMu.Lock()
+	if err != nil {
+		c.failed = true
+		delete(s.es.keys, [2]string{w.Tenant, w.Idempotency.Key})
+	} else {
+		c.response = response
+	}
+	close(c.done)
+	s.es.keysMu.Unlock()
+	if err != nil {
+		return core.TurnOutcome{}, err
+	}
+	return core.TurnOutcome{Turn: turn, Entries: out}, nil
+}
+
+// claimKey claims an idempotency key, or waits for the write holding it and
+// returns that write's response (ErrKeyReused for another request).
+func (s *Store) claimKey(ctx context.Context, tenant string, ic core.IdempotencyClaim, now time.Time) (*claim, []byte, error) {
+	k := [2]string{tenant, ic.Key}
+	for {
+		s.es.keysMu.Lock()
+		if s.es.keys == nil {
+			s.es.keys = make(map[[2]string]*claim)
+		}
+		c, ok := s.es.keys[k]
+		if ok && !c.expires.After(now) && isClosed(c.done) {
+			delete(s.es.keys, k)
+			ok = false
+		}
+		if !ok {
+			// Expiry is kept at Postgres's precision, as now is, so both stores agree on
+			// when a claim expires.
+			c = &claim{hash: slices.Clone(ic.RequestHash), expires: normalise(ic.ExpiresAt), done: make(chan struct{})}
+			s.es.keys[k] = c
+			s.es.keysMu.Unlock()
+			return c, nil, nil
+		}
+		s.es.keysMu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		if c.failed {
+			continue
+		}
+		if !bytes.Equal(c.hash, ic.RequestHash) {
+			return nil, nil, core.ErrKeyReused
+		}
+		if c.response == nil {
+			// Committed without a response (no Respond): nothing to replay, and
+			// writing again would repeat the turn. Refused, as the Postgres store does.
+			return nil, nil, core.ErrKeyReused
+		}
+		return nil, slices.Clone(c.response), nil
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeTurn is WriteTurn without the idempotency claim; it returns the
+// response rendered by w.Respond (nil without one).
+func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite) (int, []core.Entry, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, nil, err
+	}
+	k := nsKey{w.Tenant, w.Namespace}
+	lock := s.nsLock(k)
+	lock.Lock()
+	defer lock.Unlock()
+	if err := ctx.Err(); err != nil {
+		return 0, nil, nil, err
+	}
+
+	// Compared at Postgres's precision, so both stores agree on what is live at an instant.
+	now := normalise(w.Now)
+	s.es.mu.RLock()
+	highest := 0
+	for ek, e := range s.es.entries[k] {
+		counts := e.Kind == core.KindSnapshot || (w.CountMessageTurns && e.Kind == core.KindMessage)
+		if counts && slices.Contains(w.MemoryIDs, ek.memoryID) && live(e, now) {
+			highest = max(highest, e.Turn)
+		}
+	}
+	s.es.mu.RUnlock()
+
+	if err := s.checkFingerprints(k, w.Fingerprints); err != nil {
+		return 0, nil, nil, err
+	}
+	turn := max(w.HostTurn, highest+1)
+	built, err := w.Build(turn)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	toWrite := make([]core.Entry, 0, len(built))
+	for _, e := range built {
+		c, err := copyIn(e, now)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		toWrite = append(toWrite, c)
+	}
+
+	s.es.mu.Lock()
+	defer s.es.mu.Unlock()
+	byID := s.es.entries[k]
+	// Work on a copy of the touched rows first so that a conflict writes nothing.
+	staged := make(map[entryKey]core.Entry, len(toWrite))
+	out := make([]core.Entry, 0, len(toWrite))
+	for _, e := range toWrite {
+		ek := entryKey{e.MemoryID, e.ID}
+		old, exists := staged[ek]
+		if !exists {
+			old, exists = byID[ek]
+		}
+		if exists && live(old, now) {
+			if e.Kind != core.KindFact {
+				return 0, nil, nil, &core.ConflictError{Code: codeEntryExists,
+					Detail: fmt.Sprintf("entry %q of memory %q already exists and is live", e.ID, e.MemoryID)}
+			}
+			e.Version = old.Version + 1
+			e.CreatedAt = old.CreatedAt
+			e.AccessCount = old.AccessCount
+			e.LastAccessedAt = old.LastAccessedAt
+		}
+		staged[ek] = e
+		out = append(out, copyEntry(e))
+	}
+	if byID == nil {
+		if s.es.entries == nil {
+			s.es.entries = make(map[nsKey]map[entryKey]core.Entry)
+		}
+		byID = make(map[entryKey]core.Entry)
+		s.es.entries[k] = byID
+	}
+	var response []byte
+	if w.Idempotency != nil && w.Respond != nil {
+		if response, err = w.Respond(turn, out); err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	for ek, e := range staged {
+		byID[ek] = e
+	}
+	s.recordFingerprints(k, w.Fingerprints)
+	return turn, out, response, nil
+}
+
+// checkFingerprints refuses vectors whose (model, dims) differ from those a
+// memory already holds in the namespace. Called under the namespace lock.
+func (s *Store) checkFingerprints(k nsKey, fs []core.Fingerprint) error {
+	s.es.mu.RLock()
+	defer s.es.mu.RUnlock()
+	for _, f := range fs {
+		if have, ok := s.es.fingerprints[k][f.MemoryID]; ok && (have.Model != f.Model || have.Dims != f.Dims) {
+			return &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: have.Model, HaveDims: have.Dims, GotModel: f.Model, GotDims: f.Dims}
+		}
+	}
+	return nil
+}
+
+// recordFingerprints keeps the first fingerprint per memory. Called with
+// mu held for writing.
+func (s *Store) recordFingerprints(k nsKey, fs []core.Fingerprint) {
+	if len(fs) == 0 {
+		return
+	}
+	if s.es.fingerprints == nil {
+		s.es.fingerprints = make(map[nsKey]map[string]core.Fingerprint)
+	}
+	m := s.es.fingerprints[k]
+	if m == nil {
+		m = make(map[string]core.Fingerprint)
+		s.es.fingerprints[k] = m
+	}
+	for _, f := range fs {
+		if _, ok := m[f.MemoryID]; !ok {
+			m[f.MemoryID] = f
+		}
+	}
+}
+
+// copyIn validates e and returns the copy to store: JSON compacted (Metadata nil → {}),
+// version 1, timestamps normalised as Postgres stores them and zero ones set to now, slices
+// unaliased.
+func copyIn(e core.Entry, now time.Time) (core.Entry, error) {
+	value, err := compactJSON(e.Value)
+	if err != nil {
+		return core.Entry{}, fmt.Errorf("value of entry %q: %w", e.ID, err)
+	}
+	metadata := json.RawMessage("{}")
+	if len(e.Metadata) > 0 {
+		if metadata, err = compactJSON(e.Metadata); err != nil {
+			return core.Entry{}, fmt.Errorf("metadata of entry %q: %w", e.ID, err)
+		}
+	}
+	e.Value, e.Metadata = value, metadata
+	e.Version = 1
+	for _, ts := range []*time.Time{&e.CreatedAt, &e.UpdatedAt, &e.LastAccessedAt} {
+		if ts.IsZero() {
+			*ts = now
+		}
+		*ts = normalise(*ts)
+	}
+	if !e.ExpiresAt.IsZero() {
+		e.ExpiresAt = normalise(e.ExpiresAt)
+	}
+	if len(e.Embedding) == 0 {
+		e.Embedding = nil
+	} else {
+		e.Embedding = slices.Clone(e.Embedding)
+	}
+	return e, nil
+}
+
+// compactJSON validates b (as Postgres's jsonb does) and returns a compact copy of it.
+func compactJSON(b json.RawMessage) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+// copyEntry returns e with its slices unaliased.
+func copyEntry(e core.Entry) core.Entry {
+	e.Value = slices.Clone(e.Value)
+	e.Metadata = slices.Clone(e.Metadata)
+	e.Embedding = slices.Clone(e.Embedding)
+	return e
+}
+
+// sortKey orders entries newest first exactly as the Postgres store does: turn (none = 0),
+// index (none = -1), id, memory id, all descending.
+type sortKey struct {
+	turn, idx    int
+	id, memoryID string
+}
+
+func keyOf(e core.Entry) sortKey {
+	k := sortKey{turn: e.Turn, idx: e.Index, id: e.ID, memoryID: e.MemoryID}
+	if e.Turn == 0 && e.Index == 0 {
+		k.idx = -1
+	}
+	return k
+}
+
+// before reports whether a sorts before b in newest-first order.
+func (a sortKey) before(b sortKey) bool {
+	switch {
+	case a.turn != b.turn:
+		return a.turn > b.turn
+	case a.idx != b.idx:
+		return a.idx > b.idx
+	case a.id != b.id:
+		return a.id > b.id
+	default:
+		return a.memoryID > b.memoryID
+	}
+}
+
+// position is the opaque ListEntries cursor: the last entry's sort key.
+type position struct {
+	Turn     int    `json:"t"`
+	Idx      int    `json:"i"`
+	ID       string `json:"id"`
+	MemoryID string `json:"m"`
+}
+
+// ListEntries returns up to q.Limit live entries newest first (see sortKey), after the
+// position q.After, and the position of the last one when there are more.
+func (s *Store) ListEntries(ctx context.Context, q core.EntryQuery) ([]core.Entry, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	out := []core.Entry{}
+	if q.Limit <= 0 {
+		return out, "", nil
+	}
+	var after *sortKey
+	if q.After != "" {
+		var p position
+		b, err := base64.RawURLEncoding.DecodeString(q.After)
+		if err == nil {
+			err = json.Unmarshal(b, &p)
+		}
+		if err != nil {
+			return nil, "", &core.ValidationError{Code: core.CodeInvalidField, Path: "after",
+				Detail: "not a position returned by a previous page"}
+		}
+		after = &sortKey{turn: p.Turn, idx: p.Idx, id: p.ID, memoryID: p.MemoryID}
+	}
+	s.es.mu.RLock()
+	var page []core.Entry
+	for _, e := range s.es.entries[nsKey{q.Tenant, q.Namespace}] {
+		if (q.MemoryID != "" && e.MemoryID != q.MemoryID) || (q.Kind != "" && e.Kind != q.Kind) ||
+			(q.Tier != "" && e.Tier != q.Tier) || !live(e, normalise(q.Now)) {
+			continue
+		}
+		if after != nil && !after.before(keyOf(e)) {
+			continue
+		}
+		page = append(page, e)
+	}
+	s.es.mu.RUnlock()
+	slices.SortFunc(page, func(a, b core.Entry) int {
+		ka, kb := keyOf(a), keyOf(b)
+		switch {
+		case ka.before(kb):
+			return -1
+		case kb.before(ka):
+			return 1
+		}
+		return 0
+	})
+	next := ""
+	if len(page) > q.Limit {
+		page = page[:q.Limit]
+		k := keyOf(page[len(page)-1])
+		b, _ := json.Marshal(position{Turn: k.turn, Idx: k.idx, ID: k.id, MemoryID: k.memoryID})
+		next = base64.RawURLEncoding.EncodeToString(b)
+	}
+	for _, e := range page {
+		e = copyEntry(e)
+		if !q.WithEmbedding {
+			e.Embedding = nil
+		}
+		out = append(out, e)
+	}
+	return out, next, nil
+}
+
+// GetEntry returns a copy of one live entry; with touch it first bumps AccessCount and sets
+// LastAccessedAt to now.
+func (s *Store) GetEntry(ctx context.Context, tenant, namespace, memoryID, id string, touch bool, now time.Time) (core.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return core.Entry{}, err
+	}
+	k, ek := nsKey{tenant, namespace}, entryKey{memoryID, id}
+	if touch {
+		s.es.mu.Lock()
+		defer s.es.mu.Unlock()
+	} else {
+		s.es.mu.RLock()
+		defer s.es.mu.RUnlock()
+	}
+	e, ok := s.es.entries[k][ek]
+	if !ok || !live(e, normalise(now)) {
+		return core.Entry{}, &core.NotFoundError{What: "entry", ID: id}
+	}
+	if touch {
+		e.AccessCount++
+		e.LastAccessedAt = normalise(now)
+		s.es.entries[k][ek] = e
+	}
+	return copyEntry(e), nil
+}
+
+// ForgetNamespace erases every entry of the namespace (expired ones included, and counted),
+// waiting for a turn write in progress on it to finish.
+func (s *Store) ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	k := nsKey{tenant, namespace}
+	lock := s.nsLock(k)
+	lock.Lock()
+	defer lock.Unlock()
+	s.es.mu.Lock()
+	defer s.es.mu.Unlock()
+	n := int64(len(s.es.entries[k]))
+	delete(s.es.entries, k)
+	delete(s.es.fingerprints, k)
+	return n, nil
+}
+
+// purgeEntries erases every entry of the tenant's memory in every namespace.
+func (s *Store) purgeEntries(tenant, memoryID string) {
+	s.es.mu.Lock()
+	defer s.es.mu.Unlock()
+	for k, byID := range s.es.entries {
+		if k.tenant != tenant {
+			continue
+		}
+		for ek := range byID {
+			if ek.memoryID == memoryID {
+				delete(byID, ek)
+			}
+		}
+	}
+}

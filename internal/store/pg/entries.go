@@ -1,0 +1,399 @@
+package pg
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+var _ core.EntryStore = (*Store)(nil)
+
+// codeEntryExists (core.CodeEntryExists) is the conflict code for a write that would overwrite a live, non-fact
+// entry. TODO(core): core has no code for it yet; move it there (core.CodeEntryExists).
+const codeEntryExists = core.CodeEntryExists
+
+// lockConversationSQL takes the namespace's conversations row FOR UPDATE: the lock that
+// serialises turn writes per (tenant, namespace) and nothing else.
+const lockConversationSQL = `SELECT 1 FROM conversations WHERE tenant = $1 AND namespace = $2 FOR UPDATE`
+
+// maxLiveTurnSQL is the highest live stored turn of a namespace among memories $3 and kinds
+// $4 at time $5 (0 when none). One probe of entries_newest_idx per (memory, kind): each walks
+// the index from the highest turn down and stops at the first live row, so expired rows are
+// skipped without reading the rest, and the cost does not grow with the namespace's other
+// entries (facts, beats, documents never match the kind prefix). The ORDER BY spells the
+// index's own ordering, so no sort is needed.
+const maxLiveTurnSQL = `SELECT coalesce(max(t.turn), 0)
+	FROM unnest($3::text[]) AS m(id)
+	CROSS JOIN unnest($4::text[]) AS k(kind)
+	CROSS JOIN LATERAL (
+		SELECT e.turn FROM entries e
+		WHERE e.tenant = $1 AND e.namespace = $2 AND e.memory_id = m.id AND e.kind = k.kind
+			AND e.turn IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > $5)
+		ORDER BY e.turn DESC NULLS LAST, e.idx DESC NULLS LAST
+		LIMIT 1
+	) t`
+
+// upsertEntrySQL writes one entry ($1..$21, entryInsertColumns order; $22 the write's clock,
+// $23 whether the entry is upserted, i.e. is a fact). A fact replaces a live row of its id,
+// keeping created_at, access_count and last_accessed_at and bumping version. Any other kind
+// never overwrites a live row: the WHERE refuses the update and no row is returned. An
+// expired row (of any kind) is invisible and is replaced as if it did not exist.
+const upsertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+		$19, $20, $21)
+	ON CONFLICT (tenant, memory_id, namespace, id) DO UPDATE SET
+		(kind, turn, idx, value, metadata, updated_at, expires_at, tier, source_turn,
+			source_run_id, embedding, embedding_model, embedding_dims)
+		= (EXCLUDED.kind, EXCLUDED.turn, EXCLUDED.idx, EXCLUDED.value, EXCLUDED.metadata,
+			EXCLUDED.updated_at, EXCLUDED.expires_at, EXCLUDED.tier, EXCLUDED.source_turn,
+			EXCLUDED.source_run_id, EXCLUDED.embedding, EXCLUDED.embedding_model,
+			EXCLUDED.embedding_dims),
+		version = CASE WHEN ` + liveOld + ` THEN entries.version + 1 ELSE EXCLUDED.version END,
+		created_at = CASE WHEN ` + liveOld + ` THEN entries.created_at ELSE EXCLUDED.created_at END,
+		access_count = CASE WHEN ` + liveOld + ` THEN entries.access_count ELSE EXCLUDED.access_count END,
+		last_accessed_at = CASE WHEN ` + liveOld + ` THEN entries.last_accessed_at ELSE EXCLUDED.last_accessed_at END
+	WHERE $23::boolean OR NOT ` + liveOld + `
+	RETURNING ` + entryColumns
+
+// liveOld is "the conflicting stored row is live" at the write's clock ($22).
+const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timestamptz)`
+
+// WriteTurn resolves the turn and writes w.Build(turn)'s entries in one transaction:
+//
+//  1. upsert the namespace's conversations row and lock it FOR UPDATE, so concurrent turn
+//     writes to one namespace queue here (and writes to other namespaces never wait);
+//  2. read the highest live stored turn (maxLiveTurnSQL) in a fresh READ COMMITTED snapshot,
+//     which therefore includes every turn committed by whoever held the lock before;
+//  3. turn = max(w.HostTurn, highest+1), build, and write the entries in one batch.
+//
+// New rows get version 1, and zero timestamps are set to w.Now. Facts upsert by id; any
+// other entry that would overwrite a live row fails the whole write with a
+// *core.ConflictError. w.Build's error is returned unchanged, with nothing written.
+func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutcome, error) {
+	kinds := []string{string(core.KindSnapshot)}
+	if w.CountMessageTurns {
+		kinds = append(kinds, string(core.KindMessage))
+	}
+	memoryIDs := w.MemoryIDs
+	if memoryIDs == nil {
+		memoryIDs = []string{}
+	}
+	var (
+		outcome  core.TurnOutcome
+		domain   error // an error of the caller's making, returned as-is
+		conflict *core.ConflictError
+	)
+	err := s.tx(ctx, func(t pgx.Tx) error {
+		outcome, domain, conflict = core.TurnOutcome{}, nil, nil
+		// The key is claimed before the conversation is locked, in every
+		// transaction, so the two locks are always taken in one order.
+		if w.Idempotency != nil {
+			replay, err := claimKey(ctx, t, w.Tenant, *w.Idempotency, w.Now)
+			if err != nil {
+				if errors.Is(err, core.ErrKeyReused) {
+					domain = err
+				}
+				return err
+			}
+			if replay != nil {
+				outcome.Replay = replay
+				return nil
+			}
+		}
+		if err := lockConversation(ctx, t, w.Tenant, w.Namespace); err != nil {
+			return err
+		}
+		if err := checkFingerprints(ctx, t, w); err != nil {
+			var fm *core.FingerprintMismatch
+			if errors.As(err, &fm) {
+				domain = err
+			}
+			return err
+		}
+		var highest int
+		if err := t.QueryRow(ctx, maxLiveTurnSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now).Scan(&highest); err != nil {
+			return err
+		}
+		outcome.Turn = max(w.HostTurn, highest+1)
+		entries, err := w.Build(outcome.Turn)
+		if err != nil {
+			domain = err
+			return err
+		}
+		if len(entries) > 0 {
+			b := &pgx.Batch{}
+			for _, e := range entries {
+				e = stamp(e, w.Now)
+				args := append(entryArgs(e), w.Now, e.Kind == core.KindFact)
+				b.Queue(upsertEntrySQL, args...)
+			}
+			br := t.SendBatch(ctx, b)
+			for _, e := range entries {
+				stored, err := scanEntry(br.QueryRow())
+				if errors.Is(err, pgx.ErrNoRows) {
+					conflict = entryExists(e)
+					err = conflict
+				}
+				if err != nil {
+					_ = br.Close()
+					return err
+				}
+				outcome.Entries = append(outcome.Entries, stored)
+			}
+			if err := br.Close(); err != nil {
+				return err
+			}
+		}
+		if outcome.Entries == nil {
+			outcome.Entries = []core.Entry{}
+		}
+		if w.Idempotency != nil && w.Respond != nil {
+			body, err := w.Respond(outcome.Turn, outcome.Entries)
+			if err != nil {
+				domain = err
+				return err
+			}
+			if _, err := t.Exec(ctx, `UPDATE idempotency_keys SET status = 201, response = $3
+				WHERE tenant = $1 AND key = $2`, w.Tenant, w.Idempotency.Key, body); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case domain != nil && errors.Is(err, domain):
+		return core.TurnOutcome{}, domain
+	case conflict != nil && errors.Is(err, conflict):
+		return core.TurnOutcome{}, conflict
+	case err != nil:
+		return core.TurnOutcome{}, translate(err, "write turn", "", "")
+	}
+	return outcome, nil
+}
+
+// claimKey claims an idempotency key inside the write's transaction. A
+// claim still in flight holds the row's lock, so the INSERT waits for that
+// transaction: if it commits, the claim is replayed (or refused as reused);
+// if it rolls back, this one claims the key. An expired claim is erased
+// first. Returns the stored response to replay, or nil when claimed now.
+func claimKey(ctx context.Context, t pgx.Tx, tenant string, c core.IdempotencyClaim, now time.Time) ([]byte, error) {
+	if _, err := t.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND expires_at <= $3`,
+		tenant, c.Key, now); err != nil {
+		return nil, err
+	}
+	tag, err := t.Exec(ctx, `INSERT INTO idempotency_keys (tenant, key, request_hash, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, key) DO NOTHING`, tenant, c.Key, c.RequestHash, now, c.ExpiresAt)
+	if err != nil {
+		return nil, err
+	}
+	if tag.RowsAffected() == 1 {
+		return nil, nil
+	}
+	var hash, response []byte
+	if err := t.QueryRow(ctx, `SELECT request_hash, response FROM idempotency_keys WHERE tenant = $1 AND key = $2`,
+		tenant, c.Key).Scan(&hash, &response); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(hash, c.RequestHash) {
+		return nil, core.ErrKeyReused
+	}
+	if response == nil {
+		// Committed without a response: only a claim made by some other
+		// kind of write could do that. Refuse rather than guess.
+		return nil, core.ErrKeyReused
+	}
+	return response, nil
+}
+
+// checkFingerprints records each memory's first (model, dims) in the
+// namespace and refuses a turn whose vectors differ. The conversation row
+// lock serialises this per namespace.
+func checkFingerprints(ctx context.Context, t pgx.Tx, w core.TurnWrite) error {
+	for _, f := range w.Fingerprints {
+		var model string
+		var dims int
+		err := t.QueryRow(ctx, `SELECT model, dims FROM embedding_fingerprints
+			WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`, w.Tenant, f.MemoryID, w.Namespace).Scan(&model, &dims)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			if _, err := t.Exec(ctx, `INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case model != f.Model || dims != f.Dims:
+			return &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: model, HaveDims: dims, GotModel: f.Model, GotDims: f.Dims}
+		}
+	}
+	return nil
+}
+
+// lockConversation makes sure the namespace's conversations row exists and locks it. The
+// SELECT can find no row if a ForgetNamespace deleted it between the two statements; then the
+// row is created again (a few times at most: forgetting is rare).
+func lockConversation(ctx context.Context, t pgx.Tx, tenant, namespace string) error {
+	for range 3 {
+		if _, err := t.Exec(ctx, `INSERT INTO conversations (tenant, namespace) VALUES ($1, $2)
+			ON CONFLICT DO NOTHING`, tenant, namespace); err != nil {
+			return err
+		}
+		var one int
+		err := t.QueryRow(ctx, lockConversationSQL, tenant, namespace).Scan(&one)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+	}
+	return fmt.Errorf("conversation %q of tenant %q deleted while locking it", namespace, tenant)
+}
+
+// stamp fills what the store owns on a new row: version 1 and zero timestamps set to now.
+func stamp(e core.Entry, now time.Time) core.Entry {
+	e.Version = 1
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now
+	}
+	if e.UpdatedAt.IsZero() {
+		e.UpdatedAt = now
+	}
+	if e.LastAccessedAt.IsZero() {
+		e.LastAccessedAt = now
+	}
+	return e
+}
+
+func entryExists(e core.Entry) *core.ConflictError {
+	return &core.ConflictError{Code: codeEntryExists,
+		Detail: fmt.Sprintf("entry %q of memory %q already exists and is live", e.ID, e.MemoryID)}
+}
+
+// ListEntries returns up to q.Limit live entries of the namespace, newest first: ORDER BY
+// turn DESC NULLS LAST, idx DESC NULLS LAST (entries_newest_idx's order), then id and memory
+// id descending, which makes the order total. Paging is keyset: the position is the last
+// row's sort key, so a page never skips or repeats a row because of writes elsewhere. The
+// key compares NULL turn as 0 and NULL idx as -1 (both below every stored value, as NULLS
+// LAST puts them). limit <= 0 returns none.
+func (s *Store) ListEntries(ctx context.Context, q core.EntryQuery) ([]core.Entry, string, error) {
+	out := []core.Entry{}
+	if q.Limit <= 0 {
+		return out, "", nil
+	}
+	after, err := decodePosition(q.After)
+	if err != nil {
+		return nil, "", err
+	}
+	sql := `SELECT ` + entrySelectColumns(q.WithEmbedding) + ` FROM entries
+		WHERE tenant = $1 AND namespace = $2
+			AND ($3 = '' OR memory_id = $3) AND ($4 = '' OR kind = $4) AND ($5 = '' OR tier = $5)
+			AND (expires_at IS NULL OR expires_at > $6)
+			AND (NOT $7::boolean OR (coalesce(turn, 0), coalesce(idx, -1), id, memory_id) < ($8, $9, $10, $11))
+		ORDER BY turn DESC NULLS LAST, idx DESC NULLS LAST, id DESC, memory_id DESC
+		LIMIT $12`
+	// One more than asked: whether there is a next page.
+	rows, err := s.pool.Query(ctx, sql, q.Tenant, q.Namespace, q.MemoryID, string(q.Kind), q.Tier,
+		q.Now, q.After != "", after.Turn, after.Idx, after.ID, after.MemoryID, q.Limit+1)
+	if err != nil {
+		return nil, "", translate(err, "list entries", "", "")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, "", translate(err, "list entries", "", "")
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", translate(err, "list entries", "", "")
+	}
+	if len(out) <= q.Limit {
+		return out, "", nil
+	}
+	out = out[:q.Limit]
+	return out, encodePosition(out[len(out)-1]), nil
+}
+
+// position is a place in the newest-first order of ListEntries: the sort key of the last
+// entry of a page.
+type position struct {
+	Turn     int    `json:"t"`
+	Idx      int    `json:"i"`
+	ID       string `json:"id"`
+	MemoryID string `json:"m"`
+}
+
+func encodePosition(e core.Entry) string {
+	p := position{Turn: e.Turn, Idx: e.Index, ID: e.ID, MemoryID: e.MemoryID}
+	if e.Turn == 0 && e.Index == 0 {
+		p.Idx = -1
+	}
+	b, _ := json.Marshal(p) // cannot fail: strings and ints
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodePosition(s string) (position, error) {
+	var p position
+	if s == "" {
+		return p, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil {
+		return position{}, &core.ValidationError{Code: core.CodeInvalidField, Path: "after",
+			Detail: "not a position returned by a previous page"}
+	}
+	return p, nil
+}
+
+// GetEntry returns one live entry, with its embedding. With touch it bumps access_count and
+// sets last_accessed_at to now in the same statement (UPDATE ... RETURNING), so concurrent
+// touches never lose a count.
+func (s *Store) GetEntry(ctx context.Context, tenant, namespace, memoryID, id string, touch bool, now time.Time) (core.Entry, error) {
+	const where = ` WHERE tenant = $1 AND memory_id = $2 AND namespace = $3 AND id = $4
+		AND (expires_at IS NULL OR expires_at > $5)`
+	sql := `SELECT ` + entryColumns + ` FROM entries` + where
+	if touch {
+		sql = `UPDATE entries SET access_count = access_count + 1, last_accessed_at = $5` + where +
+			` RETURNING ` + entryColumns
+	}
+	e, err := scanEntry(s.pool.QueryRow(ctx, sql, tenant, memoryID, namespace, id, now))
+	if err != nil {
+		return core.Entry{}, translate(err, "get entry", "entry", id)
+	}
+	return e, nil
+}
+
+// ForgetNamespace erases, in one transaction, every entry of the namespace in every memory
+// (expired ones included: they are counted too), its embedding fingerprints and its
+// conversations row. The entries go by entries_newest_idx's (tenant, namespace) prefix.
+// Deleting the conversations row waits for a turn write holding it, so a forget never
+// interleaves with one.
+func (s *Store) ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error) {
+	var n int64
+	err := s.tx(ctx, func(t pgx.Tx) error {
+		if _, err := t.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND namespace = $2`, tenant, namespace); err != nil {
+			return err
+		}
+		tag, err := t.Exec(ctx, `DELETE FROM entries WHERE tenant = $1 AND namespace = $2`, tenant, namespace)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = t.Exec(ctx, `DELETE FROM embedding_fingerprints WHERE tenant = $1 AND namespace = $2`, tenant, namespace)
+		return err
+	})
+	if err != nil {
+		return 0, translate(err, "forget namespace", "", "")
+	}
+	return n, nil
+}
