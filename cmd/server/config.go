@@ -28,6 +28,8 @@ type Config struct {
 	LogFormat        string        // FOOTPRINT_LOG_FORMAT
 	StatementTimeout time.Duration // FOOTPRINT_DB_STATEMENT_TIMEOUT
 	LockTimeout      time.Duration // FOOTPRINT_DB_LOCK_TIMEOUT
+	IdempotencyTTL   time.Duration // FOOTPRINT_IDEMPOTENCY_TTL
+	SweepInterval    time.Duration // FOOTPRINT_SWEEP_INTERVAL
 }
 
 // loadConfig reads and validates the configuration. Every error names the
@@ -62,6 +64,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.ShutdownTimeout = parseDuration(getenv, "FOOTPRINT_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
 	c.StatementTimeout = parseDuration(getenv, "FOOTPRINT_DB_STATEMENT_TIMEOUT", 10*time.Second, &errs)
 	c.LockTimeout = parseDuration(getenv, "FOOTPRINT_DB_LOCK_TIMEOUT", 3*time.Second, &errs)
+	c.IdempotencyTTL = parseDuration(getenv, "FOOTPRINT_IDEMPOTENCY_TTL", 24*time.Hour, &errs)
+	c.SweepInterval = parseDuration(getenv, "FOOTPRINT_SWEEP_INTERVAL", 5*time.Minute, &errs)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

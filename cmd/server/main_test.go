@@ -146,6 +146,22 @@ func TestEndToEnd(t *testing.T) {
 			if code, body := call(t, "GET", base+"/v1/capabilities", acme, ""); code != 200 || body["store"].(map[string]any)["kind"] != map[string]string{"memory": "memory", "postgres": "postgres"}[name] {
 				t.Errorf("capabilities: %d %v", code, body)
 			}
+			turn := `{"messages":[{"role":"user","content":"My name is Ada. Why was order A-1 refunded?"},{"role":"assistant","content":"It arrived damaged."}]}`
+			if code, body := call(t, "POST", base+"/v1/memories", acme, `{"id":"why","type":"causal","strategy":{"kind":"topK"}}`); code != 201 {
+				t.Fatalf("define causal: %d %v", code, body)
+			}
+			for want := 1; want <= 2; want++ {
+				code, body := call(t, "POST", base+"/v1/conversations/t-1/turns?principal=u-9", acme, turn)
+				if code != 201 || body["turn"].(float64) != float64(want) {
+					t.Fatalf("turn %d: %d %v", want, code, body)
+				}
+			}
+			if code, body := call(t, "GET", base+"/v1/conversations/t-1/entries?principal=u-9&memory=why", acme, ""); code != 200 || len(body["entries"].([]any)) != 2 {
+				t.Errorf("entries: %d %v", code, body)
+			}
+			if code, body := call(t, "GET", base+"/v1/conversations/t-1/entries?principal=u-9", globex, ""); code != 200 || len(body["entries"].([]any)) != 0 {
+				t.Errorf("globex sees acme's entries: %d %v", code, body)
+			}
 			if code, body := call(t, "GET", base+"/readyz", "", ""); code != 200 {
 				t.Errorf("readyz: %d %v", code, body)
 			}

@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, e := range embedders {
 		caps.Embedders = append(caps.Embedders, e.Info())
 	}
-	svc := core.NewService(store, caps, core.WithEmbedders(embedders...))
+	svc := core.NewService(store, caps, core.WithEmbedders(embedders...), core.WithIdempotencyTTL(cfg.IdempotencyTTL))
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -101,6 +101,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if sw, ok := store.(core.Sweeper); ok {
+		go sweep(ctx, sw, cfg.SweepInterval, logger)
+	}
 
 	select {
 	case err := <-serveErr:
@@ -191,4 +194,28 @@ func healthcheck(ctx context.Context, addr string) error {
 		return fmt.Errorf("healthcheck: status %d", res.StatusCode)
 	}
 	return nil
+}
+
+// sweep reclaims expired rows every interval until ctx ends. Failures are
+// logged and retried at the next tick: reads never depend on the sweep.
+func sweep(ctx context.Context, sw core.Sweeper, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n, err := sw.Sweep(ctx, now.UTC())
+			if err != nil {
+				if ctx.Err() == nil {
+					logger.Warn("sweep of expired rows failed", "error", err)
+				}
+				continue
+			}
+			if n > 0 {
+				logger.Info("swept expired rows", "rows", n)
+			}
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // MemoryStore persists memory definitions, keyed by (tenant, id).
 // Implementations must be safe for concurrent use and must never return a
@@ -40,4 +43,11 @@ type Store interface {
 type StoreInfo struct {
 	Kind         string // "memory" or "postgres"
 	RanksVectors bool   // can rank stored vectors by similarity (topK)
+}
+
+// Sweeper is implemented by stores that can reclaim the space of expired
+// rows (entries past their ttl, idempotency keys past their period).
+// Correctness never depends on it: every read already ignores expired rows.
+type Sweeper interface {
+	Sweep(ctx context.Context, now time.Time) (int64, error)
 }

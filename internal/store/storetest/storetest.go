@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Ping", testPing},
 		{"Entries", testEntries},
 		{"TurnClaims", testTurnClaims},
+		{"Sweep", testSweep},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,45 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+// testSweep: expired entries and idempotency claims are reclaimed, live
+// ones are untouched, and a swept store reads exactly as before.
+func testSweep(t *testing.T, s core.Store) {
+	sw, ok := s.(core.Sweeper)
+	if !ok {
+		t.Fatalf("%T does not implement core.Sweeper", s)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	expiring := snapWrite("sweep", "conv", 1, t0)
+	build := expiring.Build
+	expiring.Build = func(turn int) ([]core.Entry, error) {
+		es, err := build(turn)
+		for i := range es {
+			es[i].ExpiresAt = t0.Add(time.Minute)
+		}
+		return es, err
+	}
+	expiring.Idempotency = &core.IdempotencyClaim{Key: "k", RequestHash: []byte("h"), ExpiresAt: t0.Add(time.Minute)}
+	expiring.Respond = func(int, []core.Entry) ([]byte, error) { return []byte(`{}`), nil }
+	mustWrite(t, s, expiring)
+	mustWrite(t, s, snapWrite("sweep", "conv", 5, t0)) // never expires
+	before := list(t, s, "sweep", "conv")
+
+	n, err := sw.Sweep(t.Context(), t0.Add(30*time.Second))
+	if err != nil || n != 0 {
+		t.Fatalf("sweep before expiry = %d, %v; want 0", n, err)
+	}
+	n, err = sw.Sweep(t.Context(), t0.Add(2*time.Minute))
+	if err != nil || n != 2 {
+		t.Fatalf("sweep after expiry = %d, %v; want 2 (one entry, one key)", n, err)
+	}
+	after := list(t, s, "sweep", "conv")
+	if len(after) != 1 || after[0] != "snap-5" || len(before) != 2 {
+		t.Errorf("entries before %v, after %v", before, after)
+	}
+}
