@@ -30,6 +30,7 @@ type Config struct {
 	LockTimeout      time.Duration // FOOTPRINT_DB_LOCK_TIMEOUT
 	IdempotencyTTL   time.Duration // FOOTPRINT_IDEMPOTENCY_TTL
 	SweepInterval    time.Duration // FOOTPRINT_SWEEP_INTERVAL
+	MemoryCacheTTL   time.Duration // FOOTPRINT_MEMORY_CACHE_TTL
 }
 
 // loadConfig reads and validates the configuration. Every error names the
@@ -66,6 +67,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.LockTimeout = parseDuration(getenv, "FOOTPRINT_DB_LOCK_TIMEOUT", 3*time.Second, &errs)
 	c.IdempotencyTTL = parseDuration(getenv, "FOOTPRINT_IDEMPOTENCY_TTL", 24*time.Hour, &errs)
 	c.SweepInterval = parseDuration(getenv, "FOOTPRINT_SWEEP_INTERVAL", 5*time.Minute, &errs)
+	c.MemoryCacheTTL = 2 * time.Second
+	if v := strings.TrimSpace(getenv("FOOTPRINT_MEMORY_CACHE_TTL")); v == "0" {
+		c.MemoryCacheTTL = 0
+	} else {
+		c.MemoryCacheTTL = parseDuration(getenv, "FOOTPRINT_MEMORY_CACHE_TTL", 2*time.Second, &errs)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

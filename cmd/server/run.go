@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, e := range embedders {
 		caps.Embedders = append(caps.Embedders, e.Info())
 	}
-	svc := core.NewService(store, caps, core.WithEmbedders(embedders...), core.WithIdempotencyTTL(cfg.IdempotencyTTL))
+	svc := core.NewService(store, caps, core.WithEmbedders(embedders...), core.WithIdempotencyTTL(cfg.IdempotencyTTL), core.WithMemoryCacheTTL(cfg.MemoryCacheTTL))
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

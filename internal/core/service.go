@@ -17,6 +17,7 @@ type Service struct {
 	now       func() time.Time
 	embedders map[string]Embedder
 	keyTTL    time.Duration
+	memories  *memoryCache
 }
 
 // ServiceOption configures a Service.
@@ -37,6 +38,14 @@ func WithEmbedders(es ...Embedder) ServiceOption {
 	}
 }
 
+// WithMemoryCacheTTL sets how long a tenant's memory definitions are
+// cached for the turn path (default 2s; 0 disables). Changes made through
+// this Service are seen at once; changes made through another replica are
+// seen within the TTL.
+func WithMemoryCacheTTL(d time.Duration) ServiceOption {
+	return func(s *Service) { s.memories.ttl = d }
+}
+
 // WithIdempotencyTTL sets how long idempotency keys are kept (default 24h).
 func WithIdempotencyTTL(d time.Duration) ServiceOption {
 	return func(s *Service) { s.keyTTL = d }
@@ -46,7 +55,8 @@ func WithIdempotencyTTL(d time.Duration) ServiceOption {
 // caps.Store is filled from the store itself.
 func NewService(store Store, caps Capabilities, opts ...ServiceOption) *Service {
 	caps.Store = store.Info()
-	s := &Service{store: store, caps: caps, now: time.Now, embedders: map[string]Embedder{}, keyTTL: defaultKeyTTL}
+	s := &Service{store: store, caps: caps, now: time.Now, embedders: map[string]Embedder{}, keyTTL: defaultKeyTTL,
+		memories: &memoryCache{ttl: 2 * time.Second, byTenant: map[string]cachedMemories{}}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -92,6 +102,7 @@ func (s *Service) DefineMemory(ctx context.Context, tenant string, p MemoryParam
 	if err := s.store.CreateMemory(ctx, m); err != nil {
 		return Memory{}, err
 	}
+	s.memories.invalidate(tenant)
 	return m, nil
 }
 
@@ -129,6 +140,7 @@ func (s *Service) ReplaceMemory(ctx context.Context, tenant, id string, p Memory
 		return Memory{}, err
 	}
 	now := s.stamp()
+	defer s.memories.invalidate(tenant)
 	return s.store.UpdateMemory(ctx, tenant, id, func(m *Memory) error {
 		if expectVersion != nil && *expectVersion != m.Version {
 			return &ConflictError{Code: "version-conflict", Detail: fmt.Sprintf("memory %q is at version %d, not %d; GET it again and re-apply your change.", id, m.Version, *expectVersion)}
@@ -145,5 +157,6 @@ func (s *Service) ReplaceMemory(ctx context.Context, tenant, id string, p Memory
 
 // DeleteMemory deletes the tenant's memory; with purge, its entries too.
 func (s *Service) DeleteMemory(ctx context.Context, tenant, id string, purge bool) error {
+	defer s.memories.invalidate(tenant)
 	return s.store.DeleteMemory(ctx, tenant, id, purge)
 }

@@ -112,7 +112,7 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		return noop("no-user-message", "The turn has no user message, so there is no question to remember: nothing was written and no turn number was used."), nil
 	}
 	tenant := p.Identity.Tenant
-	all, err := s.allMemories(ctx, tenant)
+	all, err := s.memories.get(ctx, tenant, s.allMemories)
 	if err != nil {
 		return TurnResult{}, err
 	}
@@ -172,8 +172,18 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		}
 	}
 
-	facts := ExtractFacts(p.Messages, 0, 100)
-	beats := ExtractBeats(p.Messages, 0, 100)
+	// Extraction is pure CPU: run it once per turn, and only when a memory
+	// keeps facts or beats.
+	var facts []Fact
+	var beats []Beat
+	for _, side := range sides {
+		if side.facts && facts == nil {
+			facts = ExtractFacts(p.Messages, 0, 100)
+		}
+		if side.beats && beats == nil {
+			beats = ExtractBeats(p.Messages, 0, 100)
+		}
+	}
 	build := func(turn int) ([]Entry, error) {
 		var out []Entry
 		for _, side := range sides {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/footprint/footprint/internal/core"
 )
@@ -86,6 +87,10 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 	if memoryIDs == nil {
 		memoryIDs = []string{}
 	}
+	fpIDs := make([]string, len(w.Fingerprints))
+	for i, f := range w.Fingerprints {
+		fpIDs[i] = f.MemoryID
+	}
 	var (
 		outcome  core.TurnOutcome
 		domain   error // an error of the caller's making, returned as-is
@@ -108,19 +113,24 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 				return nil
 			}
 		}
-		if err := lockConversation(ctx, t, w.Tenant, w.Namespace); err != nil {
+		// One round trip: lock the conversation, then — under the lock,
+		// each statement in a fresh READ COMMITTED snapshot — read the
+		// highest live turn and the memories' vector fingerprints.
+		highest, have, err := lockAndRead(ctx, t, w, memoryIDs, kinds, fpIDs)
+		if err != nil {
 			return err
 		}
-		if err := checkFingerprints(ctx, t, w); err != nil {
-			var fm *core.FingerprintMismatch
-			if errors.As(err, &fm) {
-				domain = err
+		var newFingerprints []core.Fingerprint
+		for _, f := range w.Fingerprints {
+			h, ok := have[f.MemoryID]
+			switch {
+			case !ok:
+				have[f.MemoryID] = f
+				newFingerprints = append(newFingerprints, f)
+			case h.Model != f.Model || h.Dims != f.Dims:
+				domain = &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: h.Model, HaveDims: h.Dims, GotModel: f.Model, GotDims: f.Dims}
+				return domain
 			}
-			return err
-		}
-		var highest int
-		if err := t.QueryRow(ctx, maxLiveTurnSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now).Scan(&highest); err != nil {
-			return err
 		}
 		outcome.Turn = max(w.HostTurn, highest+1)
 		entries, err := w.Build(outcome.Turn)
@@ -128,29 +138,33 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 			domain = err
 			return err
 		}
-		if len(entries) > 0 {
-			b := &pgx.Batch{}
-			for _, e := range entries {
-				e = stamp(e, w.Now)
-				args := append(entryArgs(e), w.Now, e.Kind == core.KindFact)
-				b.Queue(upsertEntrySQL, args...)
+		// A second round trip writes everything: the entries, the new
+		// fingerprints and the idempotency response.
+		b := &pgx.Batch{}
+		for _, e := range entries {
+			e = stamp(e, w.Now)
+			args := append(entryArgs(e), w.Now, e.Kind == core.KindFact)
+			b.Queue(upsertEntrySQL, args...)
+		}
+		for _, f := range newFingerprints {
+			b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
+		}
+		br := t.SendBatch(ctx, b)
+		for _, e := range entries {
+			stored, err := scanEntry(br.QueryRow())
+			if errors.Is(err, pgx.ErrNoRows) {
+				conflict = entryExists(e)
+				err = conflict
 			}
-			br := t.SendBatch(ctx, b)
-			for _, e := range entries {
-				stored, err := scanEntry(br.QueryRow())
-				if errors.Is(err, pgx.ErrNoRows) {
-					conflict = entryExists(e)
-					err = conflict
-				}
-				if err != nil {
-					_ = br.Close()
-					return err
-				}
-				outcome.Entries = append(outcome.Entries, stored)
-			}
-			if err := br.Close(); err != nil {
+			if err != nil {
+				_ = br.Close()
 				return err
 			}
+			outcome.Entries = append(outcome.Entries, stored)
+		}
+		if err := br.Close(); err != nil {
+			return err
 		}
 		if outcome.Entries == nil {
 			outcome.Entries = []core.Entry{}
@@ -179,18 +193,83 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 	return outcome, nil
 }
 
+// lockAndRead creates and locks the namespace's conversations row, then reads the highest live
+// stored turn and the fingerprints of fpIDs, pipelined in one batch. The SELECT ... FOR UPDATE
+// can find no row if a ForgetNamespace deleted it between the two statements; then the batch is
+// sent again (a few times at most: forgetting is rare).
+func lockAndRead(ctx context.Context, t pgx.Tx, w core.TurnWrite, memoryIDs, kinds, fpIDs []string) (int, map[string]core.Fingerprint, error) {
+	for range 3 {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO conversations (tenant, namespace) VALUES ($1, $2) ON CONFLICT DO NOTHING`, w.Tenant, w.Namespace)
+		b.Queue(lockConversationSQL, w.Tenant, w.Namespace)
+		b.Queue(maxLiveTurnSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now)
+		b.Queue(`SELECT memory_id, model, dims FROM embedding_fingerprints
+			WHERE tenant = $1 AND namespace = $2 AND memory_id = ANY($3)`, w.Tenant, w.Namespace, fpIDs)
+		br := t.SendBatch(ctx, b)
+		highest, have, locked, err := readLockBatch(br, w)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if locked {
+			return highest, have, nil
+		}
+	}
+	return 0, nil, fmt.Errorf("conversation %q of tenant %q deleted while locking it", w.Namespace, w.Tenant)
+}
+
+func readLockBatch(br pgx.BatchResults, w core.TurnWrite) (int, map[string]core.Fingerprint, bool, error) {
+	if _, err := br.Exec(); err != nil {
+		return 0, nil, false, err
+	}
+	var one int
+	if err := br.QueryRow().Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, false, nil
+	} else if err != nil {
+		return 0, nil, false, err
+	}
+	var highest int
+	if err := br.QueryRow().Scan(&highest); err != nil {
+		return 0, nil, false, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return 0, nil, false, err
+	}
+	have := map[string]core.Fingerprint{}
+	for rows.Next() {
+		var f core.Fingerprint
+		if err := rows.Scan(&f.MemoryID, &f.Model, &f.Dims); err != nil {
+			rows.Close()
+			return 0, nil, false, err
+		}
+		have[f.MemoryID] = f
+	}
+	rows.Close()
+	return highest, have, true, rows.Err()
+}
+
 // claimKey claims an idempotency key inside the write's transaction. A
 // claim still in flight holds the row's lock, so the INSERT waits for that
 // transaction: if it commits, the claim is replayed (or refused as reused);
 // if it rolls back, this one claims the key. An expired claim is erased
 // first. Returns the stored response to replay, or nil when claimed now.
 func claimKey(ctx context.Context, t pgx.Tx, tenant string, c core.IdempotencyClaim, now time.Time) ([]byte, error) {
-	if _, err := t.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND expires_at <= $3`,
-		tenant, c.Key, now); err != nil {
-		return nil, err
-	}
-	tag, err := t.Exec(ctx, `INSERT INTO idempotency_keys (tenant, key, request_hash, created_at, expires_at)
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND expires_at <= $3`, tenant, c.Key, now)
+	b.Queue(`INSERT INTO idempotency_keys (tenant, key, request_hash, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, key) DO NOTHING`, tenant, c.Key, c.RequestHash, now, c.ExpiresAt)
+	br := t.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -211,48 +290,6 @@ func claimKey(ctx context.Context, t pgx.Tx, tenant string, c core.IdempotencyCl
 		return nil, core.ErrKeyReused
 	}
 	return response, nil
-}
-
-// checkFingerprints records each memory's first (model, dims) in the
-// namespace and refuses a turn whose vectors differ. The conversation row
-// lock serialises this per namespace.
-func checkFingerprints(ctx context.Context, t pgx.Tx, w core.TurnWrite) error {
-	for _, f := range w.Fingerprints {
-		var model string
-		var dims int
-		err := t.QueryRow(ctx, `SELECT model, dims FROM embedding_fingerprints
-			WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`, w.Tenant, f.MemoryID, w.Namespace).Scan(&model, &dims)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			if _, err := t.Exec(ctx, `INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now); err != nil {
-				return err
-			}
-		case err != nil:
-			return err
-		case model != f.Model || dims != f.Dims:
-			return &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: model, HaveDims: dims, GotModel: f.Model, GotDims: f.Dims}
-		}
-	}
-	return nil
-}
-
-// lockConversation makes sure the namespace's conversations row exists and locks it. The
-// SELECT can find no row if a ForgetNamespace deleted it between the two statements; then the
-// row is created again (a few times at most: forgetting is rare).
-func lockConversation(ctx context.Context, t pgx.Tx, tenant, namespace string) error {
-	for range 3 {
-		if _, err := t.Exec(ctx, `INSERT INTO conversations (tenant, namespace) VALUES ($1, $2)
-			ON CONFLICT DO NOTHING`, tenant, namespace); err != nil {
-			return err
-		}
-		var one int
-		err := t.QueryRow(ctx, lockConversationSQL, tenant, namespace).Scan(&one)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-	}
-	return fmt.Errorf("conversation %q of tenant %q deleted while locking it", namespace, tenant)
 }
 
 // stamp fills what the store owns on a new row: version 1 and zero timestamps set to now.
