@@ -100,13 +100,20 @@ func TestEmbeddedSpecIsCurrent(t *testing.T) {
 
 var verbNoun = regexp.MustCompile(`^(get|list|create|replace|update|delete|post|append|finish|explain|recall|forget|index|open)[A-Z][A-Za-z]*$`)
 
+// bareVerbs are the operations whose noun is the path itself: `recall` on
+// /v1/conversations/{conversationId}/recall reads better than a made-up
+// noun. Each is pinned to its one operation, so the exception cannot spread.
+var bareVerbs = map[string]string{
+	"recall": "POST /v1/conversations/{conversationId}/recall",
+}
+
 func TestOperationsAreDocumented(t *testing.T) {
 	t.Parallel()
 	doc := load(t)
 	seen := map[string]string{}
 	for _, o := range operations(doc) {
 		op := o.op
-		if !verbNoun.MatchString(op.OperationID) {
+		if !verbNoun.MatchString(op.OperationID) && bareVerbs[op.OperationID] != o.name {
 			t.Errorf("%s: operationId %q is not verbNoun", o.name, op.OperationID)
 		}
 		if prev, dup := seen[op.OperationID]; dup {
@@ -385,6 +392,173 @@ func TestValidatorConversations(t *testing.T) {
 			t.Parallel()
 			checkValidation(t, router, tt.method, tt.target, tt.body, tt.header, tt.ok)
 		})
+	}
+}
+
+// TestValidatorRecallAndRuns holds recall, document indexing and run
+// recordings to the schema: a recall with nothing to recall for must reach
+// the handler (which answers the teaching 422), any-number caps and
+// any-JSON payloads pass, while ids, event types, bounds and unknown fields
+// are refused before a handler runs.
+func TestValidatorRecallAndRuns(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+	}
+	tests := []struct {
+		name   string
+		method string
+		target string
+		body   string
+		header map[string]string
+		ok     bool
+	}{
+		// recall
+		{"recall, query", "POST", "/v1/conversations/support-4821/recall?principal=user-7c3e",
+			`{"query":"what did we decide?","turn":4,"runId":"run-01JDQ9C2XR","contextTokensRemaining":6000,"memories":["decisions","chat"]}`, nil, true},
+		{"recall, messages only", "POST", "/v1/conversations/c1/recall",
+			`{"messages":[{"role":"user","content":"hi"},{"role":"user","content":""}]}`, nil, true},
+		{"recall with nothing to recall for reaches the handler", "POST", "/v1/conversations/c1/recall", `{}`, nil, true},
+		{"recall, no remaining context", "POST", "/v1/conversations/c1/recall", `{"query":"q","contextTokensRemaining":0}`, nil, true},
+		{"recall, unknown field", "POST", "/v1/conversations/c1/recall", `{"query":"q","k":3}`, nil, false},
+		{"recall, negative remaining context", "POST", "/v1/conversations/c1/recall", `{"query":"q","contextTokensRemaining":-1}`, nil, false},
+		{"recall, remaining context too big", "POST", "/v1/conversations/c1/recall", `{"query":"q","contextTokensRemaining":10000001}`, nil, false},
+		{"recall, turn 0", "POST", "/v1/conversations/c1/recall", `{"query":"q","turn":0}`, nil, false},
+		{"recall, bad run id", "POST", "/v1/conversations/c1/recall", `{"query":"q","runId":"run 1"}`, nil, false},
+		{"recall, bad memory name", "POST", "/v1/conversations/c1/recall", `{"query":"q","memories":["-chat"]}`, nil, false},
+		{"recall, 65 memories", "POST", "/v1/conversations/c1/recall", `{"query":"q","memories":` + many(65, `"m"`) + `}`, nil, false},
+		{"recall, message with unknown role", "POST", "/v1/conversations/c1/recall", `{"messages":[{"role":"bot","content":"hi"}]}`, nil, false},
+		{"recall, query too long", "POST", "/v1/conversations/c1/recall", `{"query":"` + strings.Repeat("a", 100001) + `"}`, nil, false},
+		{"recall, bad principal", "POST", "/v1/conversations/c1/recall?principal=a%2Fb", `{"query":"q"}`, nil, false},
+		{"receipt", "GET", "/v1/recalls/rcl_01JDQ9C4M7ZK2W8T", ``, nil, true},
+		{"receipt, bad id", "GET", "/v1/recalls/rcl_short", ``, nil, false},
+		{"receipt, not a recall id", "GET", "/v1/recalls/run-01JDQ9C2XR", ``, nil, false},
+		// documents
+		{"index", "POST", "/v1/memories/handbook/documents",
+			`{"documents":[{"id":"handbook/returns.md","text":"a\n\nb","docUri":"https://example.com/r.pdf","page":2,"heading":"Damaged items",` +
+				`"metadata":{"locale":"en","tags":["a",1,null]}},{"id":"x","text":""}]}`, nil, true},
+		{"index, no documents field", "POST", "/v1/memories/handbook/documents", `{}`, nil, false},
+		{"index, document without text", "POST", "/v1/memories/handbook/documents", `{"documents":[{"id":"a"}]}`, nil, false},
+		{"index, bad document id", "POST", "/v1/memories/handbook/documents", `{"documents":[{"id":"a b","text":"x"}]}`, nil, false},
+		{"index, document id with #", "POST", "/v1/memories/handbook/documents", `{"documents":[{"id":"a#1","text":"x"}]}`, nil, false},
+		{"index, unknown document field", "POST", "/v1/memories/handbook/documents", `{"documents":[{"id":"a","text":"x","title":"t"}]}`, nil, false},
+		{"index, page 0", "POST", "/v1/memories/handbook/documents", `{"documents":[{"id":"a","text":"x","page":0}]}`, nil, false},
+		{"index, 101 documents", "POST", "/v1/memories/handbook/documents", `{"documents":` + many(101, `{"id":"a","text":"x"}`) + `}`, nil, false},
+		{"index, bad memory id", "POST", "/v1/memories/-handbook/documents", `{"documents":[]}`, nil, false},
+		// runs
+		{"open, everything", "POST", "/v1/runs",
+			`{"runId":"run-01JDQ9C2XR","conversationId":"support-4821","principal":"ana@example.com","turn":4,"maxEvents":5000,` +
+				`"recordEmbeddings":true,"startedAt":"2026-11-30T06:15:02.417Z"}`, nil, true},
+		{"open, nothing", "POST", "/v1/runs", `{}`, nil, true},
+		{"open, negative cap reaches the handler", "POST", "/v1/runs", `{"maxEvents":-1}`, nil, true},
+		{"open, fractional cap reaches the handler", "POST", "/v1/runs", `{"maxEvents":2.5}`, nil, true},
+		{"open, huge cap reaches the handler", "POST", "/v1/runs", `{"maxEvents":1e308}`, nil, true},
+		{"open, cap as a string", "POST", "/v1/runs", `{"maxEvents":"NaN"}`, nil, false},
+		{"open, unknown field", "POST", "/v1/runs", `{"run":"r1"}`, nil, false},
+		{"open, turn 0", "POST", "/v1/runs", `{"turn":0}`, nil, false},
+		{"open, bad run id", "POST", "/v1/runs", `{"runId":"run 1"}`, nil, false},
+		{"open, bad conversation id", "POST", "/v1/runs", `{"conversationId":"a b"}`, nil, false},
+		{"open, bad start", "POST", "/v1/runs", `{"startedAt":"yesterday"}`, nil, false},
+		{"append", "POST", "/v1/runs/run-1/events",
+			`{"events":[{"type":"context.injected","payload":{"slot":"system","contentHash":"h"},"meta":{"wallClockMs":1}},` +
+				`{"type":"agentfootprint.context.injected","payload":null},{"type":"x","payload":[1,"a"]},{"type":"n","payload":3}]}`, nil, true},
+		{"append, empty batch", "POST", "/v1/runs/run-1/events", `{"events":[]}`, nil, true},
+		{"append, event without payload", "POST", "/v1/runs/run-1/events", `{"events":[{"type":"x"}]}`, nil, false},
+		{"append, type starting with a digit", "POST", "/v1/runs/run-1/events", `{"events":[{"type":"1x","payload":1}]}`, nil, false},
+		{"append, type with a space", "POST", "/v1/runs/run-1/events", `{"events":[{"type":"a b","payload":1}]}`, nil, false},
+		{"append, type too long", "POST", "/v1/runs/run-1/events", `{"events":[{"type":"a` + strings.Repeat("b", 128) + `","payload":1}]}`, nil, false},
+		{"append, meta not an object", "POST", "/v1/runs/run-1/events", `{"events":[{"type":"x","payload":1,"meta":[1]}]}`, nil, false},
+		{"append, unknown event field", "POST", "/v1/runs/run-1/events", `{"events":[{"type":"x","payload":1,"index":3}]}`, nil, false},
+		{"append, bare array", "POST", "/v1/runs/run-1/events", `[{"type":"x","payload":1}]`, nil, false},
+		{"append, 1001 events", "POST", "/v1/runs/run-1/events", `{"events":` + many(1001, `{"type":"x","payload":1}`) + `}`, nil, false},
+		{"append, 1000 events", "POST", "/v1/runs/run-1/events", `{"events":` + many(1000, `{"type":"x","payload":1}`) + `}`, nil, true},
+		{"finish", "POST", "/v1/runs/run-1/finish", `{"complete":false}`, nil, true},
+		{"finish, no complete", "POST", "/v1/runs/run-1/finish", `{}`, nil, false},
+		{"finish, complete not a boolean", "POST", "/v1/runs/run-1/finish", `{"complete":"yes"}`, nil, false},
+		{"recording", "GET", "/v1/runs/run-1", ``, nil, true},
+		{"recording, bad run id", "GET", "/v1/runs/run%201", ``, nil, false},
+		{"events, default", "GET", "/v1/runs/run-1/events", ``, nil, true},
+		{"events, after and limit", "GET", "/v1/runs/run-1/events?after=-1&limit=200", ``, nil, true},
+		{"events, after below -1", "GET", "/v1/runs/run-1/events?after=-2", ``, nil, false},
+		{"events, limit too big", "GET", "/v1/runs/run-1/events?limit=201", ``, nil, false},
+		{"events, Last-Event-ID", "GET", "/v1/runs/run-1/events", ``, map[string]string{"Last-Event-ID": "120"}, true},
+		{"events, bad Last-Event-ID", "GET", "/v1/runs/run-1/events", ``, map[string]string{"Last-Event-ID": "abc"}, false},
+		{"runs", "GET", "/v1/runs?conversationId=support-4821&principal=user-7c3e&limit=10", ``, nil, true},
+		{"runs, bad conversation id", "GET", "/v1/runs?conversationId=a%20b", ``, nil, false},
+		{"runs, bad cursor", "GET", "/v1/runs?cursor=", ``, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			checkValidation(t, router, tt.method, tt.target, tt.body, tt.header, tt.ok)
+		})
+	}
+}
+
+// TestRecallExamplesAreByteIdentical: the recall examples show the
+// byte-identity rule, so they must obey it. Per memory, the admitted
+// fragments joined with "\n\n" in promptPosition order are the memory's
+// recall text; overall, the system-role recall texts joined with "\n\n"
+// are systemPrompt, and so are the injections' system prompts.
+func TestRecallExamplesAreByteIdentical(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	for _, name := range []string{"CausalAndChatRecall", "RagRecall"} {
+		ex := doc.Components.Examples[name]
+		if ex == nil {
+			t.Fatalf("no example %s", name)
+		}
+		raw, err := json.Marshal(ex.Value.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r api.RecallResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var system, injected []string
+		for _, m := range r.Memories {
+			var text []string
+			for _, msg := range m.Messages {
+				if msg.Role == api.MessageRoleSystem {
+					text = append(text, msg.Content)
+				}
+			}
+			system = append(system, text...)
+			var admitted []api.Candidate
+			for _, c := range m.Evidence.Candidates {
+				if c.Admitted && c.PromptFragment != nil {
+					admitted = append(admitted, c)
+				}
+			}
+			if len(admitted) == 0 {
+				continue
+			}
+			sort.Slice(admitted, func(i, j int) bool { return *admitted[i].PromptPosition < *admitted[j].PromptPosition })
+			var fragments []string
+			for _, c := range admitted {
+				fragments = append(fragments, *c.PromptFragment)
+			}
+			if got, want := strings.Join(fragments, "\n\n"), strings.Join(text, "\n\n"); got != want {
+				t.Errorf("%s: memory %s: fragments rebuild\n%q\nnot\n%q", name, m.MemoryID, got, want)
+			}
+		}
+		for _, inj := range r.Injections {
+			if inj.Inject.SystemPrompt != nil {
+				injected = append(injected, *inj.Inject.SystemPrompt)
+			}
+		}
+		if got := strings.Join(system, "\n\n"); got != r.SystemPrompt {
+			t.Errorf("%s: the memories' system text is not systemPrompt", name)
+		}
+		if got := strings.Join(injected, "\n\n"); got != r.SystemPrompt {
+			t.Errorf("%s: the injections' system prompts are not systemPrompt", name)
+		}
 	}
 }
 

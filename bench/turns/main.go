@@ -494,7 +494,7 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 		if err != nil {
 			return cell{}, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return cell{}, err
 		}
@@ -672,7 +672,7 @@ type openResult struct {
 func (b *bench) openLoop(ctx context.Context, side string, rate, nconv int, d time.Duration) (openResult, error) {
 	convs := b.conversations("open", side, nconv)
 	base := b.baseURL
-	var rt http.RoundTripper = b.client.Transport
+	rt := b.client.Transport
 	if side == "baseline" {
 		base = "http://baseline.invalid"
 		rt = storeRoundTripper{b}

@@ -33,6 +33,7 @@ type MemoryStore interface {
 type Store interface {
 	MemoryStore
 	EntryStore
+	RecallStore
 	// Ping reports whether the backend is reachable (for /readyz).
 	Ping(ctx context.Context) error
 	// Info describes the backend for /v1/capabilities.

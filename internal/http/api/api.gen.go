@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -21,6 +22,60 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/oapi-codegen/runtime"
 )
+
+// Defines values for BudgetDecision.
+const (
+	BudgetDecisionPick         BudgetDecision = "pick"
+	BudgetDecisionSkipEmpty    BudgetDecision = "skip-empty"
+	BudgetDecisionSkipNoBudget BudgetDecision = "skip-no-budget"
+)
+
+// Valid indicates whether the value is a known member of the BudgetDecision enum.
+func (e BudgetDecision) Valid() bool {
+	switch e {
+	case BudgetDecisionPick:
+		return true
+	case BudgetDecisionSkipEmpty:
+		return true
+	case BudgetDecisionSkipNoBudget:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CandidateReason.
+const (
+	CandidateReasonAlreadyAdmitted  CandidateReason = "already-admitted"
+	CandidateReasonBelowThreshold   CandidateReason = "below-threshold"
+	CandidateReasonDecayed          CandidateReason = "decayed"
+	CandidateReasonEmbedderMismatch CandidateReason = "embedder-mismatch"
+	CandidateReasonOverBudget       CandidateReason = "over-budget"
+	CandidateReasonOverCharBudget   CandidateReason = "over-char-budget"
+	CandidateReasonOverMaxEntries   CandidateReason = "over-max-entries"
+)
+
+// Valid indicates whether the value is a known member of the CandidateReason enum.
+func (e CandidateReason) Valid() bool {
+	switch e {
+	case CandidateReasonAlreadyAdmitted:
+		return true
+	case CandidateReasonBelowThreshold:
+		return true
+	case CandidateReasonDecayed:
+		return true
+	case CandidateReasonEmbedderMismatch:
+		return true
+	case CandidateReasonOverBudget:
+		return true
+	case CandidateReasonOverCharBudget:
+		return true
+	case CandidateReasonOverMaxEntries:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for EmbedderKind.
 const (
@@ -206,6 +261,8 @@ const (
 	ProblemCodeMissingRequirement   ProblemCode = "missing-requirement"
 	ProblemCodeNotFound             ProblemCode = "not-found"
 	ProblemCodeRateLimited          ProblemCode = "rate-limited"
+	ProblemCodeRunExists            ProblemCode = "run-exists"
+	ProblemCodeRunFinished          ProblemCode = "run-finished"
 	ProblemCodeStrategyNotForType   ProblemCode = "strategy-not-for-type"
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
 	ProblemCodeUnavailable          ProblemCode = "unavailable"
@@ -251,6 +308,10 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeNotFound:
 		return true
 	case ProblemCodeRateLimited:
+		return true
+	case ProblemCodeRunExists:
+		return true
+	case ProblemCodeRunFinished:
 		return true
 	case ProblemCodeStrategyNotForType:
 		return true
@@ -310,6 +371,21 @@ func (e ReadinessStatus) Valid() bool {
 	}
 }
 
+// Defines values for RecordingFormat.
+const (
+	RecordingFormatFootprintRecordingV1 RecordingFormat = "footprint.recording.v1"
+)
+
+// Valid indicates whether the value is a known member of the RecordingFormat enum.
+func (e RecordingFormat) Valid() bool {
+	switch e {
+	case RecordingFormatFootprintRecordingV1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Requirement.
 const (
 	RequirementEmbedder    Requirement = "embedder"
@@ -328,6 +404,24 @@ func (e Requirement) Valid() bool {
 	case RequirementModel:
 		return true
 	case RequirementVectorStore:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SearchMode.
+const (
+	SearchModeAnn   SearchMode = "ann"
+	SearchModeExact SearchMode = "exact"
+)
+
+// Valid indicates whether the value is a known member of the SearchMode enum.
+func (e SearchMode) Valid() bool {
+	switch e {
+	case SearchModeAnn:
+		return true
+	case SearchModeExact:
 		return true
 	default:
 		return false
@@ -430,6 +524,103 @@ func (e Tier) Valid() bool {
 	}
 }
 
+// AppendResult The run's tail after the batch.
+type AppendResult struct {
+	// Count How many events the tail retains now, repeats included.
+	Count int64 `json:"count"`
+
+	// Dropped How many of the oldest events have been dropped so far.
+	Dropped int64 `json:"dropped"`
+
+	// FirstRetainedIndex The stream index of the oldest retained event.
+	FirstRetainedIndex int64 `json:"firstRetainedIndex"`
+
+	// TruncatedEvents How many events of the run were kept truncated so far.
+	TruncatedEvents int64 `json:"truncatedEvents"`
+}
+
+// BudgetDecision The `budget` strategy's branch. `pick`: it picked what fit.
+// `skip-empty`: there was nothing to pick from. `skip-no-budget`:
+// the remaining context was below `minimumTokens` after
+// `reserveTokens`, so nothing was picked.
+//
+// Example: pick
+type BudgetDecision string
+
+// Candidate One entry a strategy considered. Either `admitted`, or not with a
+// `reason`. Admitted ones carry the exact text they put in the prompt
+// (`promptFragment`) and their place in it (`promptPosition`).
+type Candidate struct {
+	// Admitted Whether it went into the prompt.
+	Admitted bool `json:"admitted"`
+
+	// DocURI Document chunks only, the document it came from.
+	DocURI *string `json:"docUri,omitempty"`
+
+	// Heading Document chunks only, the heading it sits under.
+	Heading *string `json:"heading,omitempty"`
+
+	// ID The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`), or a document chunk's (`returns-policy#0`).
+	ID string `json:"id"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// Page Document chunks only, its page.
+	Page *int `json:"page,omitempty"`
+
+	// PromptFragment Admitted only: the exact text it contributed, the memory's
+	// header included on the first and any footer on the last.
+	PromptFragment *string `json:"promptFragment,omitempty"`
+
+	// PromptPosition Admitted only, 0-based order in the prompt (prompt order, not rank).
+	PromptPosition *int `json:"promptPosition,omitempty"`
+
+	// Rank 1 is the best, by score for ranking strategies, else by the strategy's own order (newest first for a window).
+	Rank int `json:"rank"`
+
+	// Reason Why a candidate was not admitted. `below-threshold`: its score was
+	// not above the threshold. `over-max-entries`: it scored high enough
+	// but `topK` / `maxEntries` were already taken. `over-budget`: it did
+	// not fit the token budget. `over-char-budget`: it did not fit
+	// `maxChars`. `decayed`: its decay score fell below `minScore`.
+	// `embedder-mismatch`: its vector came from another embedder than
+	// the query's, so it was not scored.
+	// `already-admitted`: in a hybrid, an earlier part already put it in
+	// the prompt; it is listed so the evidence shows this part saw it,
+	// but it is not admitted twice or counted against this part's
+	// limits.
+	//
+	//
+	// Example: below-threshold
+	Reason *CandidateReason `json:"reason,omitempty"`
+
+	// Score Cosine similarity to the query; absent for strategies that do not score by similarity.
+	Score *float64 `json:"score,omitempty"`
+
+	// Turn The turn that wrote the entry, when known.
+	Turn *int `json:"turn,omitempty"`
+}
+
+// CandidateReason Why a candidate was not admitted. `below-threshold`: its score was
+// not above the threshold. `over-max-entries`: it scored high enough
+// but `topK` / `maxEntries` were already taken. `over-budget`: it did
+// not fit the token budget. `over-char-budget`: it did not fit
+// `maxChars`. `decayed`: its decay score fell below `minScore`.
+// `embedder-mismatch`: its vector came from another embedder than
+// the query's, so it was not scored.
+// `already-admitted`: in a hybrid, an earlier part already put it in
+// the prompt; it is listed so the evidence shows this part saw it,
+// but it is not admitted twice or counted against this part's
+// limits.
+//
+// Example: below-threshold
+type CandidateReason string
+
 // Capabilities defines model for Capabilities.
 type Capabilities struct {
 	// Embedders Configured embedders; the built-in `hash` one is always present unless disabled.
@@ -480,6 +671,45 @@ type Decision struct {
 
 	// StageID The step of the agent that decided, e.g. `resolution`.
 	StageID string `json:"stageId"`
+}
+
+// DocumentBatch Documents to index into a corpus, all or none.
+type DocumentBatch struct {
+	// Documents The documents; an id may appear once.
+	Documents []DocumentInput `json:"documents"`
+}
+
+// DocumentID A document's id, chosen by the client: 1 to 200 letters, digits and
+// `.`, `_`, `:`, `@`, `+`, `=`, `/`, `-`. Its chunks are `<id>#<n>`.
+//
+// Example: returns-policy
+type DocumentID = string
+
+// DocumentInput One document to index.
+//
+// Example: {"docUri":"https://example.com/handbook/returns.pdf","heading":"Damaged items","id":"returns-policy","page":2,"text":"Items that arrive damaged can be returned within 30 days of delivery for a free replacement or a full refund."}
+type DocumentInput struct {
+	// DocURI Where the document lives, shown in recall as `doc=`.
+	DocURI *string `json:"docUri,omitempty"`
+
+	// Heading The heading the text sits under, shown in recall as `heading=`.
+	Heading *string `json:"heading,omitempty"`
+
+	// ID A document's id, chosen by the client: 1 to 200 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `/`, `-`. Its chunks are `<id>#<n>`.
+	//
+	//
+	// Example: returns-policy
+	ID DocumentID `json:"id"`
+
+	// Metadata Free-form metadata stored with every chunk.
+	Metadata map[string]interface{} `json:"metadata,omitempty"`
+
+	// Page The page the text is from, shown in recall as `page=`.
+	Page *int `json:"page,omitempty"`
+
+	// Text The document's text; paragraphs are separated by blank lines.
+	Text string `json:"text"`
 }
 
 // EmbedderInfo defines model for EmbedderInfo.
@@ -649,6 +879,140 @@ type EntrySource struct {
 	Turn int `json:"turn"`
 }
 
+// EventBatch Events to append, in order.
+type EventBatch struct {
+	Events []EventInput `json:"events"`
+}
+
+// EventGap Stream indexes that were dropped before they could be read, `from` to `to` inclusive.
+type EventGap struct {
+	// From The first index lost.
+	From int64 `json:"from"`
+
+	// To The last index lost.
+	To int64 `json:"to"`
+}
+
+// EventInput One event to append.
+//
+// Example: {"meta":{"wallClockMs":1796019302433},"payload":{"messages":3,"model":"gpt-4o-mini"},"type":"llm.request"}
+type EventInput struct {
+	// Meta Free-form metadata, e.g. `wallClockMs` (the agent's clock, milliseconds since the epoch).
+	Meta map[string]interface{} `json:"meta,omitempty"`
+
+	// Payload The event's data, any JSON value. Its key order is kept and
+	// matters: an announcement is a repeat only when its payload has
+	// the same keys in the same order with the same values. Over
+	// 64 KiB of JSON it is kept truncated, never refused.
+	Payload json.RawMessage `json:"payload"`
+
+	// Type An event's type: a letter, then up to 127 letters, digits and `_`,
+	// `.`, `:`, `-`. `context.injected` and
+	// `agentfootprint.context.injected` are context-injection
+	// announcements (see the repeat rule on `openRun`); `gap` is reserved
+	// for the event stream.
+	//
+	//
+	// Example: context.injected
+	Type EventType `json:"type"`
+}
+
+// EventTruncation Present on an event whose payload was over the limit and was kept truncated.
+type EventTruncation struct {
+	// OriginalBytes The length of the original payload's JSON text, in bytes.
+	OriginalBytes int64 `json:"originalBytes"`
+
+	// Sha256 The lowercase hex SHA-256 of the original payload's JSON text.
+	Sha256 string `json:"sha256"`
+}
+
+// EventType An event's type: a letter, then up to 127 letters, digits and `_`,
+// `.`, `:`, `-`. `context.injected` and
+// `agentfootprint.context.injected` are context-injection
+// announcements (see the repeat rule on `openRun`); `gap` is reserved
+// for the event stream.
+//
+// Example: context.injected
+type EventType = string
+
+// Evidence The record of one strategy's read: what it considered and what it
+// did with each candidate. `consideredCount` = `admittedCount` +
+// `rejectedCount`. A hybrid's evidence holds its parts' in `parts`,
+// in strategy order.
+type Evidence struct {
+	// AdmittedCount How many went into the prompt.
+	AdmittedCount int `json:"admittedCount"`
+
+	// Candidates The candidates, best rank first.
+	Candidates []Candidate `json:"candidates"`
+
+	// CandidatesComplete Whether `candidates` lists every candidate considered. False
+	// when the list was cut (a `topK` lists the admitted ones and at
+	// most `rejectWindow` of the rest).
+	CandidatesComplete bool `json:"candidatesComplete"`
+
+	// ConsideredCount How many candidates were considered.
+	ConsideredCount int `json:"consideredCount"`
+
+	// CorpusEmpty True when there was nothing at all to consider (no entries, or an empty corpus).
+	CorpusEmpty bool `json:"corpusEmpty"`
+
+	// Decision The `budget` strategy's branch. `pick`: it picked what fit.
+	// `skip-empty`: there was nothing to pick from. `skip-no-budget`:
+	// the remaining context was below `minimumTokens` after
+	// `reserveTokens`, so nothing was picked.
+	//
+	//
+	// Example: pick
+	Decision *BudgetDecision `json:"decision,omitempty"`
+
+	// Dimensions Ranking strategies only, the length of the query's vector.
+	Dimensions *int `json:"dimensions,omitempty"`
+
+	// EmbedderID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	EmbedderID *ResourceID `json:"embedderId,omitempty"`
+
+	// K Ranking strategies only, how many results at most (`topK`).
+	K *int `json:"k,omitempty"`
+
+	// NearestMiss The best score that did not clear the threshold; absent when none missed it.
+	NearestMiss *float64 `json:"nearestMiss,omitempty"`
+
+	// Note Anything unusual, in words (e.g. why stored vectors could not be compared).
+	Note *string `json:"note,omitempty"`
+
+	// Parts Hybrid only, each part's evidence, in strategy order.
+	Parts []Evidence `json:"parts,omitempty"`
+
+	// QueryHash `sha256:` and the lowercase hex SHA-256 of the query text's UTF-8 bytes. The text itself is never stored.
+	//
+	// Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
+	QueryHash QueryHash `json:"queryHash"`
+
+	// RejectedCount How many did not.
+	RejectedCount int `json:"rejectedCount"`
+
+	// SearchMode How a ranking strategy searched. `exact`: every candidate was
+	// scored. `ann`: an approximate index (HNSW) chose them, so a closer
+	// entry may exist that was never considered.
+	//
+	//
+	// Example: exact
+	SearchMode *SearchMode `json:"searchMode,omitempty"`
+
+	// Strategy The seven memory strategies, cheapest first. See `GET /v1/strategies`.
+	//
+	// Example: window
+	Strategy StrategyKind `json:"strategy"`
+
+	// Threshold Ranking strategies only, the strict threshold a score had to be above.
+	Threshold *float64 `json:"threshold,omitempty"`
+}
+
 // Flavor How recall is presented. `memory`: as remembered conversation.
 // `rag`: as cited document chunks (with `docUri`, `page`, `heading`).
 //
@@ -669,6 +1033,76 @@ type Health struct {
 
 // HealthStatus Always `ok`.
 type HealthStatus string
+
+// IndexResult What was indexed.
+type IndexResult struct {
+	// Chunks How many chunks were written in all.
+	Chunks int `json:"chunks"`
+
+	// Indexed Per document, in request order.
+	Indexed []IndexedDocument `json:"indexed"`
+}
+
+// IndexedDocument One indexed document.
+type IndexedDocument struct {
+	// Chunks How many chunks it became (0 for an empty text, which removes the document).
+	Chunks int `json:"chunks"`
+
+	// ID A document's id, chosen by the client: 1 to 200 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `/`, `-`. Its chunks are `<id>#<n>`.
+	//
+	//
+	// Example: returns-policy
+	ID DocumentID `json:"id"`
+}
+
+// Injection One piece of recall to put in the prompt: one per admitted chunk
+// (`memory:<memoryId>#<entryId>`, with `retrieval`) when the chunks'
+// fragments rebuild the memory's recall text byte for byte, otherwise
+// one per memory (`memory:<memoryId>`).
+type Injection struct {
+	// Description What it is, for people and recordings, e.g. `retrieved 'snap-3' (rank 1, score 0.91)`.
+	Description string `json:"description"`
+
+	// Flavor How recall is presented. `memory`: as remembered conversation.
+	// `rag`: as cited document chunks (with `docUri`, `page`, `heading`).
+	//
+	//
+	// Example: memory
+	Flavor Flavor `json:"flavor"`
+
+	// ID `memory:<memoryId>` or `memory:<memoryId>#<entryId>`.
+	//
+	// Example: memory:decisions#snap-3
+	ID string `json:"id"`
+
+	// Inject What to put where. System-role recall goes to `systemPrompt`, anything else to `messages`.
+	Inject InjectionContent `json:"inject"`
+
+	// Retrieval Per-chunk injections only, the chunk's score and rank and the threshold it cleared.
+	Retrieval *InjectionRetrieval `json:"retrieval,omitempty"`
+}
+
+// InjectionContent What to put where. System-role recall goes to `systemPrompt`, anything else to `messages`.
+type InjectionContent struct {
+	// Messages Messages to add to the conversation.
+	Messages []Message `json:"messages,omitempty"`
+
+	// SystemPrompt Text for the system prompt.
+	SystemPrompt *string `json:"systemPrompt,omitempty"`
+}
+
+// InjectionRetrieval Per-chunk injections only, the chunk's score and rank and the threshold it cleared.
+type InjectionRetrieval struct {
+	// Rank Its rank by score.
+	Rank int `json:"rank"`
+
+	// Score Its cosine similarity to the query.
+	Score float64 `json:"score"`
+
+	// Threshold The threshold it cleared, when the strategy has one.
+	Threshold *float64 `json:"threshold,omitempty"`
+}
 
 // LLMInfo defines model for LLMInfo.
 type LLMInfo struct {
@@ -855,6 +1289,49 @@ type MemoryList struct {
 
 	// NextCursor Present only when another page exists; pass it back as `cursor`.
 	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// MemoryRecall One memory's recall and how it was arrived at.
+type MemoryRecall struct {
+	// Evidence The record of one strategy's read: what it considered and what it
+	// did with each candidate. `consideredCount` = `admittedCount` +
+	// `rejectedCount`. A hybrid's evidence holds its parts' in `parts`,
+	// in strategy order.
+	Evidence Evidence `json:"evidence"`
+
+	// Flavor How recall is presented. `memory`: as remembered conversation.
+	// `rag`: as cited document chunks (with `docUri`, `page`, `heading`).
+	//
+	//
+	// Example: memory
+	Flavor Flavor `json:"flavor"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// Messages The formatted recall, in prompt order (the shipped formatters write `system` messages).
+	Messages []Message `json:"messages"`
+
+	// Strategy A strategy as stored: its `kind` and every field of that kind, with
+	// defaults filled in (a hybrid's `strategies` likewise). The fields of
+	// each kind are described by the `params` JSON Schema in its catalogue
+	// entry, `GET /v1/strategies/{kind}`.
+	//
+	//
+	// Example: {"kind":"window","size":20}
+	Strategy Strategy `json:"strategy"`
+
+	// Type What a memory stores. `episodic`: messages. `semantic`: messages with
+	// embeddings, or extracted facts. `narrative`: story beats. `causal`:
+	// per-turn snapshots, recalled by similarity to the question.
+	//
+	//
+	// Example: episodic
+	Type MemoryType `json:"type"`
 }
 
 // MemoryReplace A replacement memory definition. Same fields as on create, plus an
@@ -1052,6 +1529,11 @@ type ProblemFieldError struct {
 // Example: decisions
 type Projection string
 
+// QueryHash `sha256:` and the lowercase hex SHA-256 of the query text's UTF-8 bytes. The text itself is never stored.
+//
+// Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
+type QueryHash = string
+
 // Readiness Example: {"status":"ready","store":"postgres"}
 type Readiness struct {
 	// Status Always `ready` on a 200; a server that is not ready answers 503.
@@ -1065,6 +1547,137 @@ type Readiness struct {
 
 // ReadinessStatus Always `ready` on a 200; a server that is not ready answers 503.
 type ReadinessStatus string
+
+// RecallID A recall receipt's id, chosen by the server.
+//
+// Example: rcl_01JDQ9C4M7ZK2W8T
+type RecallID = string
+
+// RecallInput What to recall for. The query is `query` when given, else the
+// content of the last `user` message in `messages` that has content;
+// with neither the recall is refused (422 `invalid-field`, `path`
+// `query`).
+type RecallInput struct {
+	// ContextTokensRemaining Tokens left in the model's context for recall; `budget`
+	// strategies pick what fits (tokens counted as
+	// `ceil(characters / 4)`). Absent, no limit but their own.
+	ContextTokensRemaining *int `json:"contextTokensRemaining,omitempty"`
+
+	// Memories Only these memories recall, in this order. Absent, every memory
+	// of the tenant that can be read does. Naming a memory that does
+	// not exist is a 404.
+	Memories []ResourceID `json:"memories,omitempty"`
+
+	// Messages The conversation so far, in order; used for the query when `query` is absent.
+	Messages []Message `json:"messages,omitempty"`
+
+	// Query The text to recall for, usually the user's new message. Only its hash is stored.
+	Query *string `json:"query,omitempty"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Turn The turn this recall is for; recorded on the receipt so that explaining that turn finds it.
+	Turn *int `json:"turn,omitempty"`
+}
+
+// RecallResult A recall and its receipt: per memory, the recall and its evidence;
+// overall, the injections and the system-prompt text. The stored
+// receipt is the same object; neither holds the query text, only
+// `queryHash`.
+type RecallResult struct {
+	// CreatedAt When the recall ran.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Injections What to inject, in prompt order.
+	Injections []Injection `json:"injections"`
+
+	// Memories Each memory that recalled, in the order they are assembled into the prompt.
+	Memories []MemoryRecall `json:"memories"`
+
+	// QueryHash `sha256:` and the lowercase hex SHA-256 of the query text's UTF-8 bytes. The text itself is never stored.
+	//
+	// Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
+	QueryHash QueryHash `json:"queryHash"`
+
+	// RecallID A recall receipt's id, chosen by the server.
+	//
+	// Example: rcl_01JDQ9C4M7ZK2W8T
+	RecallID RecallID `json:"recallId"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// SystemPrompt The system-role recall text of every memory, joined with `"\n\n"`, exactly as the model should see it.
+	SystemPrompt string `json:"systemPrompt"`
+
+	// Turn The turn the recall was for, when the request said.
+	Turn *int `json:"turn,omitempty"`
+}
+
+// RecordedEvent One retained event.
+//
+// Example: {"index":57,"payload":"{\"name\":\"search_orders\",\"rows\":[{\"orderId\":\"A-1043\",\"status\":\"delivered\",\"items\":[{\"sku\":\"TAB-10-BLK\",\"qty","truncated":{"originalBytes":412993,"sha256":"9c1185a5c5e9fc54612808977ee8f548b2258d31b7a0d3c1a8e9e2c1f0f2a4b7"},"type":"tool.result"}
+type RecordedEvent struct {
+	// Index Its stream index, from 0, in append order; never reused.
+	Index int64 `json:"index"`
+
+	// Meta The metadata sent with it.
+	Meta map[string]interface{} `json:"meta,omitempty"`
+
+	// Payload The event's data as appended, except that embedding arrays are
+	// recorded as `{dims, norm}` (unless the run records embeddings)
+	// and an over-limit payload is a string holding the start of its
+	// JSON text (see `truncated`).
+	Payload json.RawMessage `json:"payload"`
+
+	// Repeat A repeat of a context-injection announcement the tail still
+	// holds (the same payload, field for field): kept in order, but it
+	// holds no slot against `maxEvents`.
+	Repeat *bool `json:"repeat,omitempty"`
+
+	// Truncated Present on an event whose payload was over the limit and was kept truncated.
+	Truncated *EventTruncation `json:"truncated,omitempty"`
+
+	// Type An event's type: a letter, then up to 127 letters, digits and `_`,
+	// `.`, `:`, `-`. `context.injected` and
+	// `agentfootprint.context.injected` are context-injection
+	// announcements (see the repeat rule on `openRun`); `gap` is reserved
+	// for the event stream.
+	//
+	//
+	// Example: context.injected
+	Type EventType `json:"type"`
+}
+
+// Recording A run and its retained events, oldest first.
+type Recording struct {
+	// Events The retained events, one contiguous suffix of the stream (at most 10 × `maxEvents`).
+	Events []RecordedEvent `json:"events"`
+
+	// Format The recording envelope's format.
+	//
+	// Example: footprint.recording.v1
+	Format RecordingFormat `json:"format"`
+
+	// Run A run recording's state. Optional facts the server does not know are absent keys.
+	Run Run `json:"run"`
+}
+
+// RecordingFormat The recording envelope's format.
+//
+// Example: footprint.recording.v1
+type RecordingFormat string
 
 // Requirement Something a strategy needs before it can run. `embedder`: something
 // to turn text into vectors. `vector-store`: a store that ranks vectors.
@@ -1081,12 +1694,141 @@ type Requirement string
 // Example: chat
 type ResourceID = string
 
+// Run A run recording's state. Optional facts the server does not know are absent keys.
+type Run struct {
+	// Complete Finished and ran to its end.
+	Complete bool `json:"complete"`
+
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
+	// DroppedEvents How many of the oldest events were dropped to keep within the bounds.
+	DroppedEvents int64 `json:"droppedEvents"`
+
+	// EndedAt When it finished; only for a complete run.
+	EndedAt *time.Time `json:"endedAt,omitempty"`
+
+	// EventCount How many events are retained; the next event's index is `firstRetainedEventIndex + eventCount`.
+	EventCount int64 `json:"eventCount"`
+
+	// Finished Finished (complete or abandoned); it takes no more events.
+	Finished bool `json:"finished"`
+
+	// FirstRetainedEventIndex The stream index of the oldest retained event (equal to `droppedEvents`).
+	FirstRetainedEventIndex int64 `json:"firstRetainedEventIndex"`
+
+	// MaxEvents The cap on distinct events in effect.
+	MaxEvents int `json:"maxEvents"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID RunID `json:"runId"`
+
+	// StartedAt When it started; absent when unknown, and always absent once events were dropped.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+
+	// TruncatedEvents How many events had payloads over the limit and were kept truncated.
+	TruncatedEvents int64 `json:"truncatedEvents"`
+
+	// Turn The turn it was opened for.
+	Turn *int `json:"turn,omitempty"`
+}
+
+// RunEventPage One page of a run's retained events, oldest first.
+type RunEventPage struct {
+	Events []RecordedEvent `json:"events"`
+
+	// Gap Stream indexes that were dropped before they could be read, `from` to `to` inclusive.
+	Gap *EventGap `json:"gap,omitempty"`
+
+	// NextAfter Present when more events are already retained; pass it back as `after`.
+	NextAfter *int64 `json:"nextAfter,omitempty"`
+}
+
+// RunFinish How the run ended.
+type RunFinish struct {
+	// Complete True when the run reached its end, false when it was abandoned.
+	Complete bool `json:"complete"`
+}
+
 // RunID The agent's id for the run that produced a turn, kept on every entry
 // the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
 // digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
 //
 // Example: run-01JDQ80A7T
 type RunID = string
+
+// RunInput A run to open. Every field is optional.
+type RunInput struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
+	// MaxEvents The cap on DISTINCT events retained. Any number is accepted: one
+	// that is not positive and finite means the default, 10,000; a
+	// fraction is rounded down; above 1,000,000 is clamped to it.
+	MaxEvents *float64 `json:"maxEvents,omitempty"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
+
+	// RecordEmbeddings Keep numeric arrays under `embedding` / `embeddings` keys of payloads as sent, instead of `{dims, norm}`.
+	RecordEmbeddings *bool `json:"recordEmbeddings,omitempty"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// StartedAt When the run started, by the caller's clock. Absent, the first event's `meta.wallClockMs`.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+
+	// Turn The turn of the conversation this run produces.
+	Turn *int `json:"turn,omitempty"`
+}
+
+// RunList defines model for RunList.
+type RunList struct {
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Runs Most recently opened first.
+	Runs []Run `json:"runs"`
+}
+
+// SearchMode How a ranking strategy searched. `exact`: every candidate was
+// scored. `ann`: an approximate index (HNSW) chose them, so a closer
+// entry may exist that was never considered.
+//
+// Example: exact
+type SearchMode string
 
 // SkipReason Why a memory wrote nothing. `read-only`: it is read-only. `corpus`:
 // it is a document corpus, filled by indexing only. `not-named`: the
@@ -1342,6 +2084,16 @@ type TurnWritten struct {
 	MemoryID ResourceID `json:"memoryId"`
 }
 
+// After defines model for After.
+type After = int64
+
+// ConversationFilter A conversation id chosen by the agent: 1 to 256 letters, digits and
+// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+// per tenant and principal.
+//
+// Example: support-4821
+type ConversationFilter = ConversationID
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -1355,6 +2107,9 @@ type IfNoneMatch = string
 //
 // Example: embedding
 type Include = EntryInclude
+
+// LastEventID defines model for LastEventId.
+type LastEventID = string
 
 // Limit defines model for Limit.
 type Limit = int
@@ -1376,6 +2131,12 @@ type BadRequest = Problem
 // kinds), `acceptedKinds` (the kinds a type accepts) and
 // `acceptingTypes` (the types that accept a kind).
 type Conflict = Problem
+
+// DocumentsUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type DocumentsUnprocessable = Problem
 
 // EntryNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -1401,11 +2162,53 @@ type NotFound = Problem
 // `acceptingTypes` (the types that accept a kind).
 type PayloadTooLarge = Problem
 
+// RecallMemoryNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type RecallMemoryNotFound = Problem
+
+// RecallNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type RecallNotFound = Problem
+
+// RecallUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type RecallUnprocessable = Problem
+
+// RunExists An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type RunExists = Problem
+
+// RunFinished An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type RunFinished = Problem
+
+// RunNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type RunNotFound = Problem
+
 // StrategyNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
 // kinds), `acceptedKinds` (the kinds a type accepts) and
 // `acceptingTypes` (the types that accept a kind).
 type StrategyNotFound = Problem
+
+// TooManyRuns An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type TooManyRuns = Problem
 
 // TurnMemoryNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -1506,6 +2309,16 @@ type GetEntryParams struct {
 	Include *Include `form:"include,omitempty" json:"include,omitempty"`
 }
 
+// RecallParams defines parameters for Recall.
+type RecallParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
 // PostTurnParams defines parameters for PostTurn.
 type PostTurnParams struct {
 	// Principal The end user the conversation belongs to. It separates data within a
@@ -1547,6 +2360,42 @@ type DeleteMemoryParams struct {
 	Purge *bool `form:"purge,omitempty" json:"purge,omitempty"`
 }
 
+// ListRunsParams defines parameters for ListRuns.
+type ListRunsParams struct {
+	// ConversationID Only the runs recorded for this conversation.
+	ConversationID *ConversationFilter `form:"conversationId,omitempty" json:"conversationId,omitempty"`
+
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListRunEventsParams defines parameters for ListRunEvents.
+type ListRunEventsParams struct {
+	// After Only events with a stream index greater than this; -1 (the
+	// default) starts from the first retained event.
+	After *After `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// LastEventID Server-Sent Events only: the `id` of the last event received, sent
+	// by an `EventSource` when it reconnects. The stream resumes right
+	// after it; it takes precedence over `after`.
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
 // ListStrategiesParams defines parameters for ListStrategies.
 type ListStrategiesParams struct {
 	// Type Only strategies that this memory type accepts.
@@ -1568,6 +2417,9 @@ type GetStrategyParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// RecallJSONRequestBody defines body for Recall for application/json ContentType.
+type RecallJSONRequestBody = RecallInput
+
 // PostTurnJSONRequestBody defines body for PostTurn for application/json ContentType.
 type PostTurnJSONRequestBody = TurnInput
 
@@ -1576,6 +2428,18 @@ type CreateMemoryJSONRequestBody = MemoryInput
 
 // ReplaceMemoryJSONRequestBody defines body for ReplaceMemory for application/json ContentType.
 type ReplaceMemoryJSONRequestBody = MemoryReplace
+
+// IndexDocumentsJSONRequestBody defines body for IndexDocuments for application/json ContentType.
+type IndexDocumentsJSONRequestBody = DocumentBatch
+
+// OpenRunJSONRequestBody defines body for OpenRun for application/json ContentType.
+type OpenRunJSONRequestBody = RunInput
+
+// AppendEventsJSONRequestBody defines body for AppendEvents for application/json ContentType.
+type AppendEventsJSONRequestBody = EventBatch
+
+// FinishRunJSONRequestBody defines body for FinishRun for application/json ContentType.
+type FinishRunJSONRequestBody = RunFinish
 
 // Getter for additional properties for Problem. Returns the specified
 // element and whether it was found
@@ -1805,6 +2669,9 @@ type ServerInterface interface {
 	// GetEntry Read one entry
 	// (GET /v1/conversations/{conversationId}/entries/{entryId})
 	GetEntry(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryParams)
+	// Recall Recall what to inject for the next turn
+	// (POST /v1/conversations/{conversationId}/recall)
+	Recall(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params RecallParams)
 	// PostTurn Record a finished turn
 	// (POST /v1/conversations/{conversationId}/turns)
 	PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams)
@@ -1823,6 +2690,30 @@ type ServerInterface interface {
 	// ReplaceMemory Replace a memory
 	// (PUT /v1/memories/{memoryId})
 	ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID)
+	// IndexDocuments Index documents into a corpus
+	// (POST /v1/memories/{memoryId}/documents)
+	IndexDocuments(w http.ResponseWriter, r *http.Request, memoryID MemoryID)
+	// GetRecall Read a recall receipt
+	// (GET /v1/recalls/{recallId})
+	GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID)
+	// ListRuns List runs
+	// (GET /v1/runs)
+	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
+	// OpenRun Open a run recording
+	// (POST /v1/runs)
+	OpenRun(w http.ResponseWriter, r *http.Request)
+	// GetRun Read a run recording
+	// (GET /v1/runs/{runId})
+	GetRun(w http.ResponseWriter, r *http.Request, runID RunID)
+	// ListRunEvents Page through or follow a run's events
+	// (GET /v1/runs/{runId}/events)
+	ListRunEvents(w http.ResponseWriter, r *http.Request, runID RunID, params ListRunEventsParams)
+	// AppendEvents Append events to a run
+	// (POST /v1/runs/{runId}/events)
+	AppendEvents(w http.ResponseWriter, r *http.Request, runID RunID)
+	// FinishRun Finish a run
+	// (POST /v1/runs/{runId}/finish)
+	FinishRun(w http.ResponseWriter, r *http.Request, runID RunID)
 	// ListStrategies List the memory strategies
 	// (GET /v1/strategies)
 	ListStrategies(w http.ResponseWriter, r *http.Request, params ListStrategiesParams)
@@ -1871,6 +2762,12 @@ func (_ Unimplemented) GetEntry(w http.ResponseWriter, r *http.Request, conversa
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// Recall Recall what to inject for the next turn
+// (POST /v1/conversations/{conversationId}/recall)
+func (_ Unimplemented) Recall(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params RecallParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // PostTurn Record a finished turn
 // (POST /v1/conversations/{conversationId}/turns)
 func (_ Unimplemented) PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams) {
@@ -1904,6 +2801,54 @@ func (_ Unimplemented) GetMemory(w http.ResponseWriter, r *http.Request, memoryI
 // ReplaceMemory Replace a memory
 // (PUT /v1/memories/{memoryId})
 func (_ Unimplemented) ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// IndexDocuments Index documents into a corpus
+// (POST /v1/memories/{memoryId}/documents)
+func (_ Unimplemented) IndexDocuments(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRecall Read a recall receipt
+// (GET /v1/recalls/{recallId})
+func (_ Unimplemented) GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListRuns List runs
+// (GET /v1/runs)
+func (_ Unimplemented) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// OpenRun Open a run recording
+// (POST /v1/runs)
+func (_ Unimplemented) OpenRun(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRun Read a run recording
+// (GET /v1/runs/{runId})
+func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, runID RunID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListRunEvents Page through or follow a run's events
+// (GET /v1/runs/{runId}/events)
+func (_ Unimplemented) ListRunEvents(w http.ResponseWriter, r *http.Request, runID RunID, params ListRunEventsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AppendEvents Append events to a run
+// (POST /v1/runs/{runId}/events)
+func (_ Unimplemented) AppendEvents(w http.ResponseWriter, r *http.Request, runID RunID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// FinishRun Finish a run
+// (POST /v1/runs/{runId}/finish)
+func (_ Unimplemented) FinishRun(w http.ResponseWriter, r *http.Request, runID RunID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2236,6 +3181,48 @@ func (siw *ServerInterfaceWrapper) GetEntry(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// Recall operation middleware
+func (siw *ServerInterfaceWrapper) Recall(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RecallParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.Recall(w, r, conversationID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // PostTurn operation middleware
 func (siw *ServerInterfaceWrapper) PostTurn(w http.ResponseWriter, r *http.Request) {
 
@@ -2463,6 +3450,298 @@ func (siw *ServerInterfaceWrapper) ReplaceMemory(w http.ResponseWriter, r *http.
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ReplaceMemory(w, r, memoryID)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// IndexDocuments operation middleware
+func (siw *ServerInterfaceWrapper) IndexDocuments(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "memoryId" -------------
+	var memoryID MemoryID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memoryId", chi.URLParam(r, "memoryId"), &memoryID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memoryId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.IndexDocuments(w, r, memoryID)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetRecall operation middleware
+func (siw *ServerInterfaceWrapper) GetRecall(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "recallId" -------------
+	var recallID RecallID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recallId", chi.URLParam(r, "recallId"), &recallID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "recallId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRecall(w, r, recallID)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListRuns operation middleware
+func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRunsParams
+
+	// ------------- Optional query parameter "conversationId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "conversationId", r.URL.Query(), &params.ConversationID, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "conversationId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListRuns(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// OpenRun operation middleware
+func (siw *ServerInterfaceWrapper) OpenRun(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.OpenRun(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetRun operation middleware
+func (siw *ServerInterfaceWrapper) GetRun(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "runId" -------------
+	var runID RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "runId", chi.URLParam(r, "runId"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "runId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRun(w, r, runID)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListRunEvents operation middleware
+func (siw *ServerInterfaceWrapper) ListRunEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "runId" -------------
+	var runID RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "runId", chi.URLParam(r, "runId"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "runId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRunEventsParams
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", r.URL.Query(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "after"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "after", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID LastEventID
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListRunEvents(w, r, runID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AppendEvents operation middleware
+func (siw *ServerInterfaceWrapper) AppendEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "runId" -------------
+	var runID RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "runId", chi.URLParam(r, "runId"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "runId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AppendEvents(w, r, runID)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FinishRun operation middleware
+func (siw *ServerInterfaceWrapper) FinishRun(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "runId" -------------
+	var runID RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "runId", chi.URLParam(r, "runId"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "runId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FinishRun(w, r, runID)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2744,6 +4023,33 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/conversations/{conversationId}", wrapper.ForgetConversation)
 	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/memories/{memoryId}/documents", wrapper.IndexDocuments)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/conversations/{conversationId}/recall", wrapper.Recall)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/recalls/{recallId}", wrapper.GetRecall)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs", wrapper.ListRuns)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/runs", wrapper.OpenRun)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{runId}", wrapper.GetRun)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{runId}/events", wrapper.ListRunEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/runs/{runId}/events", wrapper.AppendEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/runs/{runId}/finish", wrapper.FinishRun)
+	})
 
 	return r
 }
@@ -2764,6 +4070,15 @@ type ConflictApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers ConflictResponseHeaders
+}
+
+type DocumentsUnprocessableResponseHeaders struct {
+	XRequestID *string
+}
+type DocumentsUnprocessableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DocumentsUnprocessableResponseHeaders
 }
 
 type EntryNotFoundResponseHeaders struct {
@@ -2810,6 +4125,60 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Headers PayloadTooLargeResponseHeaders
 }
 
+type RecallMemoryNotFoundResponseHeaders struct {
+	XRequestID *string
+}
+type RecallMemoryNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RecallMemoryNotFoundResponseHeaders
+}
+
+type RecallNotFoundResponseHeaders struct {
+	XRequestID *string
+}
+type RecallNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RecallNotFoundResponseHeaders
+}
+
+type RecallUnprocessableResponseHeaders struct {
+	XRequestID *string
+}
+type RecallUnprocessableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RecallUnprocessableResponseHeaders
+}
+
+type RunExistsResponseHeaders struct {
+	XRequestID *string
+}
+type RunExistsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RunExistsResponseHeaders
+}
+
+type RunFinishedResponseHeaders struct {
+	XRequestID *string
+}
+type RunFinishedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RunFinishedResponseHeaders
+}
+
+type RunNotFoundResponseHeaders struct {
+	XRequestID *string
+}
+type RunNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RunNotFoundResponseHeaders
+}
+
 type StrategyNotFoundResponseHeaders struct {
 	XRequestID *string
 }
@@ -2817,6 +4186,15 @@ type StrategyNotFoundApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers StrategyNotFoundResponseHeaders
+}
+
+type TooManyRunsResponseHeaders struct {
+	XRequestID *string
+}
+type TooManyRunsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooManyRunsResponseHeaders
 }
 
 type TurnMemoryNotFoundResponseHeaders struct {
@@ -3360,6 +4738,194 @@ type GetEntry503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetEntry503ApplicationProblemPlusJSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecallRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Params         RecallParams
+	Body           *RecallJSONRequestBody
+}
+
+type RecallResponseObject interface {
+	VisitRecallResponse(w http.ResponseWriter) error
+}
+
+type Recall200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type Recall200JSONResponse struct {
+	Body    RecallResult
+	Headers Recall200ResponseHeaders
+}
+
+func (response Recall200JSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response Recall400ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response Recall401ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall404ApplicationProblemPlusJSONResponse struct {
+	RecallMemoryNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response Recall404ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response Recall413ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response Recall415ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall422ApplicationProblemPlusJSONResponse struct {
+	RecallUnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response Recall422ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response Recall500ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response Recall503ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4337,6 +5903,1262 @@ func (response ReplaceMemory503ApplicationProblemPlusJSONResponse) VisitReplaceM
 	return err
 }
 
+type IndexDocumentsRequestObject struct {
+	MemoryID MemoryID `json:"memoryId"`
+	Body     *IndexDocumentsJSONRequestBody
+}
+
+type IndexDocumentsResponseObject interface {
+	VisitIndexDocumentsResponse(w http.ResponseWriter) error
+}
+
+type IndexDocuments200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type IndexDocuments200JSONResponse struct {
+	Body    IndexResult
+	Headers IndexDocuments200ResponseHeaders
+}
+
+func (response IndexDocuments200JSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments400ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments401ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments404ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments413ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments415ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments422ApplicationProblemPlusJSONResponse struct {
+	DocumentsUnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments422ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments500ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments503ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecallRequestObject struct {
+	RecallID RecallID `json:"recallId"`
+}
+
+type GetRecallResponseObject interface {
+	VisitGetRecallResponse(w http.ResponseWriter) error
+}
+
+type GetRecall200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type GetRecall200JSONResponse struct {
+	Body    RecallResult
+	Headers GetRecall200ResponseHeaders
+}
+
+func (response GetRecall200JSONResponse) VisitGetRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecall401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecall401ApplicationProblemPlusJSONResponse) VisitGetRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecall404ApplicationProblemPlusJSONResponse struct {
+	RecallNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecall404ApplicationProblemPlusJSONResponse) VisitGetRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecall500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecall500ApplicationProblemPlusJSONResponse) VisitGetRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecall503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecall503ApplicationProblemPlusJSONResponse) VisitGetRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunsRequestObject struct {
+	Params ListRunsParams
+}
+
+type ListRunsResponseObject interface {
+	VisitListRunsResponse(w http.ResponseWriter) error
+}
+
+type ListRuns200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListRuns200JSONResponse struct {
+	Body    RunList
+	Headers ListRuns200ResponseHeaders
+}
+
+func (response ListRuns200JSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns400ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns401ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns500ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns503ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRunRequestObject struct {
+	Body *OpenRunJSONRequestBody
+}
+
+type OpenRunResponseObject interface {
+	VisitOpenRunResponse(w http.ResponseWriter) error
+}
+
+type OpenRun201ResponseHeaders struct {
+	Location   string
+	XRequestID *string
+}
+
+type OpenRun201JSONResponse struct {
+	Body    Run
+	Headers OpenRun201ResponseHeaders
+}
+
+func (response OpenRun201JSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun400ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun401ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun409ApplicationProblemPlusJSONResponse struct {
+	RunExistsApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun409ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun413ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun415ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRunsApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun429ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun500ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response OpenRun503ApplicationProblemPlusJSONResponse) VisitOpenRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunRequestObject struct {
+	RunID RunID `json:"runId"`
+}
+
+type GetRunResponseObject interface {
+	VisitGetRunResponse(w http.ResponseWriter) error
+}
+
+type GetRun200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type GetRun200JSONResponse struct {
+	Body    Recording
+	Headers GetRun200ResponseHeaders
+}
+
+func (response GetRun200JSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun401ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun404ApplicationProblemPlusJSONResponse struct {
+	RunNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun500ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun503ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEventsRequestObject struct {
+	RunID  RunID `json:"runId"`
+	Params ListRunEventsParams
+}
+
+type ListRunEventsResponseObject interface {
+	VisitListRunEventsResponse(w http.ResponseWriter) error
+}
+
+type ListRunEvents200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListRunEvents200JSONResponse struct {
+	Body    RunEventPage
+	Headers ListRunEvents200ResponseHeaders
+}
+
+func (response ListRunEvents200JSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents200TextEventStreamResponse struct {
+	Body          io.Reader
+	Headers       ListRunEvents200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ListRunEvents200TextEventStreamResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ListRunEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents400ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents401ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents404ApplicationProblemPlusJSONResponse struct {
+	RunNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents404ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents500ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents503ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEventsRequestObject struct {
+	RunID RunID `json:"runId"`
+	Body  *AppendEventsJSONRequestBody
+}
+
+type AppendEventsResponseObject interface {
+	VisitAppendEventsResponse(w http.ResponseWriter) error
+}
+
+type AppendEvents200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type AppendEvents200JSONResponse struct {
+	Body    AppendResult
+	Headers AppendEvents200ResponseHeaders
+}
+
+func (response AppendEvents200JSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents400ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents401ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents404ApplicationProblemPlusJSONResponse struct {
+	RunNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents404ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents409ApplicationProblemPlusJSONResponse struct {
+	RunFinishedApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents409ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents413ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents415ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents500ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AppendEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents503ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRunRequestObject struct {
+	RunID RunID `json:"runId"`
+	Body  *FinishRunJSONRequestBody
+}
+
+type FinishRunResponseObject interface {
+	VisitFinishRunResponse(w http.ResponseWriter) error
+}
+
+type FinishRun200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type FinishRun200JSONResponse struct {
+	Body    Run
+	Headers FinishRun200ResponseHeaders
+}
+
+func (response FinishRun200JSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun400ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun401ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun404ApplicationProblemPlusJSONResponse struct {
+	RunNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun404ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun409ApplicationProblemPlusJSONResponse struct {
+	RunFinishedApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun409ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun413ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun415ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun500ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinishRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun503ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListStrategiesRequestObject struct {
 	Params ListStrategiesParams
 }
@@ -4564,6 +7386,9 @@ type StrictServerInterface interface {
 	// GetEntry Read one entry
 	// (GET /v1/conversations/{conversationId}/entries/{entryId})
 	GetEntry(ctx context.Context, request GetEntryRequestObject) (GetEntryResponseObject, error)
+	// Recall Recall what to inject for the next turn
+	// (POST /v1/conversations/{conversationId}/recall)
+	Recall(ctx context.Context, request RecallRequestObject) (RecallResponseObject, error)
 	// PostTurn Record a finished turn
 	// (POST /v1/conversations/{conversationId}/turns)
 	PostTurn(ctx context.Context, request PostTurnRequestObject) (PostTurnResponseObject, error)
@@ -4582,6 +7407,30 @@ type StrictServerInterface interface {
 	// ReplaceMemory Replace a memory
 	// (PUT /v1/memories/{memoryId})
 	ReplaceMemory(ctx context.Context, request ReplaceMemoryRequestObject) (ReplaceMemoryResponseObject, error)
+	// IndexDocuments Index documents into a corpus
+	// (POST /v1/memories/{memoryId}/documents)
+	IndexDocuments(ctx context.Context, request IndexDocumentsRequestObject) (IndexDocumentsResponseObject, error)
+	// GetRecall Read a recall receipt
+	// (GET /v1/recalls/{recallId})
+	GetRecall(ctx context.Context, request GetRecallRequestObject) (GetRecallResponseObject, error)
+	// ListRuns List runs
+	// (GET /v1/runs)
+	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
+	// OpenRun Open a run recording
+	// (POST /v1/runs)
+	OpenRun(ctx context.Context, request OpenRunRequestObject) (OpenRunResponseObject, error)
+	// GetRun Read a run recording
+	// (GET /v1/runs/{runId})
+	GetRun(ctx context.Context, request GetRunRequestObject) (GetRunResponseObject, error)
+	// ListRunEvents Page through or follow a run's events
+	// (GET /v1/runs/{runId}/events)
+	ListRunEvents(ctx context.Context, request ListRunEventsRequestObject) (ListRunEventsResponseObject, error)
+	// AppendEvents Append events to a run
+	// (POST /v1/runs/{runId}/events)
+	AppendEvents(ctx context.Context, request AppendEventsRequestObject) (AppendEventsResponseObject, error)
+	// FinishRun Finish a run
+	// (POST /v1/runs/{runId}/finish)
+	FinishRun(ctx context.Context, request FinishRunRequestObject) (FinishRunResponseObject, error)
 	// ListStrategies List the memory strategies
 	// (GET /v1/strategies)
 	ListStrategies(ctx context.Context, request ListStrategiesRequestObject) (ListStrategiesResponseObject, error)
@@ -4785,6 +7634,40 @@ func (sh *strictHandler) GetEntry(w http.ResponseWriter, r *http.Request, conver
 	}
 }
 
+// Recall operation middleware
+func (sh *strictHandler) Recall(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params RecallParams) {
+	var request RecallRequestObject
+
+	request.ConversationID = conversationID
+	request.Params = params
+
+	var body RecallJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.Recall(ctx, request.(RecallRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "Recall")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RecallResponseObject); ok {
+		if err := validResponse.VisitRecallResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // PostTurn operation middleware
 func (sh *strictHandler) PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams) {
 	var request PostTurnRequestObject
@@ -4964,6 +7847,241 @@ func (sh *strictHandler) ReplaceMemory(w http.ResponseWriter, r *http.Request, m
 	}
 }
 
+// IndexDocuments operation middleware
+func (sh *strictHandler) IndexDocuments(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+	var request IndexDocumentsRequestObject
+
+	request.MemoryID = memoryID
+
+	var body IndexDocumentsJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.IndexDocuments(ctx, request.(IndexDocumentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "IndexDocuments")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(IndexDocumentsResponseObject); ok {
+		if err := validResponse.VisitIndexDocumentsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecall operation middleware
+func (sh *strictHandler) GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID) {
+	var request GetRecallRequestObject
+
+	request.RecallID = recallID
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecall(ctx, request.(GetRecallRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecall")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRecallResponseObject); ok {
+		if err := validResponse.VisitGetRecallResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRuns operation middleware
+func (sh *strictHandler) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
+	var request ListRunsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRuns(ctx, request.(ListRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRuns")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListRunsResponseObject); ok {
+		if err := validResponse.VisitListRunsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// OpenRun operation middleware
+func (sh *strictHandler) OpenRun(w http.ResponseWriter, r *http.Request) {
+	var request OpenRunRequestObject
+
+	var body OpenRunJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.OpenRun(ctx, request.(OpenRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OpenRun")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(OpenRunResponseObject); ok {
+		if err := validResponse.VisitOpenRunResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRun operation middleware
+func (sh *strictHandler) GetRun(w http.ResponseWriter, r *http.Request, runID RunID) {
+	var request GetRunRequestObject
+
+	request.RunID = runID
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRun(ctx, request.(GetRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRun")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunResponseObject); ok {
+		if err := validResponse.VisitGetRunResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRunEvents operation middleware
+func (sh *strictHandler) ListRunEvents(w http.ResponseWriter, r *http.Request, runID RunID, params ListRunEventsParams) {
+	var request ListRunEventsRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRunEvents(ctx, request.(ListRunEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRunEvents")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListRunEventsResponseObject); ok {
+		if err := validResponse.VisitListRunEventsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AppendEvents operation middleware
+func (sh *strictHandler) AppendEvents(w http.ResponseWriter, r *http.Request, runID RunID) {
+	var request AppendEventsRequestObject
+
+	request.RunID = runID
+
+	var body AppendEventsJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AppendEvents(ctx, request.(AppendEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AppendEvents")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AppendEventsResponseObject); ok {
+		if err := validResponse.VisitAppendEventsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FinishRun operation middleware
+func (sh *strictHandler) FinishRun(w http.ResponseWriter, r *http.Request, runID RunID) {
+	var request FinishRunRequestObject
+
+	request.RunID = runID
+
+	var body FinishRunJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FinishRun(ctx, request.(FinishRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinishRun")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FinishRunResponseObject); ok {
+		if err := validResponse.VisitFinishRunResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListStrategies operation middleware
 func (sh *strictHandler) ListStrategies(w http.ResponseWriter, r *http.Request, params ListStrategiesParams) {
 	var request ListStrategiesRequestObject
@@ -5022,365 +8140,618 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchvJkT/6KhW9GyFytgEBIKkLGBP+czQamx5Jo6U4lm21jruILgBtNqrgrgIhWMGI/XQe4MQ+4T7J",
-	"icrMqq5uNC6kOLbnv5oPIwLoS12y8p6//ByN1GyupJBGR8PPkfjEZ/NCwN8vpty8FjNVruwnvZjNuP0z",
-	"OpNMzHOtsnzEZvA7W+Zmyjhb5jJTS6ZNyY2YrKI4uuHFQtjbR6qcL3Q0HPNCizgalYIbkZ2ZaBgNeoMn",
-	"nX6/c9S77D0Z9k6GR8+7/cHRn6M4yoQelfnc5EpGw+hyKlgpRkIaNlLyRpSa219idiPKK27yWTeKo3HB",
-	"b1QZDSMcWhRHeRYNo9GUmyiOSsGzn2Sx8gPxYx1+jq5zaS/FWURxpPO/i2g46N3GkVnNRTSM3LyjOFrM",
-	"s31mYEcJo+/f3sbRy9mVyDKRvZQGV3V9glrMuDT5iKVjPjI6dUssPs3zUmiWG82ENGUuNONjI0p21GMZ",
-	"X+lEHqTGFK91ehizqZAjwVK66cykXWYffiNGRpVsxGeCjUs1Y2YqGJ8IaR5pppYykTOViYIdPGNZPhPS",
-	"Dl3HzCh2LcQcriYKYXqqSnPYTaRdKE8b6W9wuN/C4JNFrzd4kstRscjEtwImn8tJOmSczYTWfCKQdOyD",
-	"R0UupOnoxXxe5CJzY80NW3LNtFGlyODqkKz4aCS0fqEW0kTDfhtdDTq9wWX/eNg7GvZ73cGTnt0VP5Ro",
-	"+KHX7Q/iTq971I973d6zuNc9Prafeydxrzt4av/sP4973adHH4Mbv89nOho+C755bVcuGkZ8NBMwC1Wa",
-	"DvzaeWZf6bYCR/a00+t3ev21kQGxzvSk0+/07EeZiU/RsBc74pzpSRRHBdfmDKbePteT4clJ92l/YJ+I",
-	"G3Jub4ZNga8Mz7jh0fDzbRxptShHsJpmUQKlxu6vNjJvXdDgnEsj7GZE76dCsmVeFLC7pZgXfCRm9vDq",
-	"aT7/jT2MqrCHaqFFGd2uHRV7RH7IS23e8omocyBPZfZUI5EV+Sw33w7SIbxNiqXQhpmlcnSmY6S0mSqF",
-	"peeRmolw3HSkouGHBlH1tjGr/mB43O+eHA1qW3fU6Vdb199v61qfGGwd8a9NO1cuJFxWLmSn1//99//5",
-	"rHf29DJyG3nkt/RoG+eqvbxlS88fzZhWZbli/EotDDNTbrrs/NGNYGoupMhq23zx+qxzcjLos7EqmSoz",
-	"UbKzTr93fHTKOJuXYs5ze4MdFyv4lShYrpmSwOGWfGV3aaUWJRMznhfdil641rk2XJoG0cQPsXN3P3S/",
-	"ip17vartAONlmd8QP2WcjUo+uhYZ06NSCNllL7hk52wiDOPhlm4/tB/jSIpP5sWi1CCAxer3veyPv1+c",
-	"/1X9/dWL38+vZheFeHH+5PXvet3/nD2/+cOnQRnZo/4DHxkvEQM9g1l+xbJcm7woRMauVoxLK9RMyUfG",
-	"S8YDzw7mpRrnhUgPT+FWzab8RjCpGNCYFSaws5vkx9HdCMa+Ygir+pc8izyx2K93U8ugPzx+2n3eO2lQ",
-	"C03hywjmHnQyzjOrMkTDXvd5HF0LuwHB3Iz4ZEhBsTtvtQUgpzyzhxaJqls9MsJv1rm63WrdqlRWig9t",
-	"aylG3G27zmd5wcvcrGJgD5kY80VhNBsjZeTyfrrm02F/0O31jiudQFjKnXI93axKOim6jy5p1PxHuPSv",
-	"YmTeo2I57PfiyExLoaeqyOyKn8R4IZ52q8NFw8HJ80EP/vPap1uh7dpnOKf64uO6b5CpZ2xsf2Bzr5Rt",
-	"EpWwGk5WftXrrdz5SnEtFNciD6Z/lhfFKD9/cj778/RPRxd/P5e97vXR77Pn/D8/RRWNvuJtJGrpxLJV",
-	"dmAVClmsDoFav9LmZtr8iGsKKnCriHVmmBqjdecM+9QOvkXEwteHMfvrQhtmZ3Y3a+yXU78GvWHvqNvv",
-	"P/vfqn7dxtE7yed6qtqUKUvHI77QvGCaroI9t4rRUbC/mRjlYPWnh0OmpGDuixg+GaUKZuXyxm3fX+tu",
-	"2NJHz45brGlijEAiduCdo0rTsp/vr5f7mX4hdeTAwJe8nEVfQCvVaIBzTZUWlv3Q7tvVunEa2uco4zNg",
-	"jlGdcCzz4iv9Lpcj8b0o8htht34QoyIHE6n0snIBhPQ9PCqzdhcQJS8YlxnL8HaRsUJobQ096fxMjE9U",
-	"zLRylMlKbqaixGtKMV7IzPJEbfhE4OIJrYoF8FMrE7JFCSzUipz+s+NeHI1zyYsX/ypWZm4EDlDD2v1t",
-	"Aav4gEfYqGshf9Yk3nI5X1huedS3G7Uw8OnZE0tZShUveFGQU6KcgFd2bS9BwGgQVkgXWUfJDm2m3WlR",
-	"lqoUmRc/ks+Qduwp/UswOHiUXhTmbSlucrGMhtHnJCpn/DxLomESuaVOojiJcElf2RWFH2H9RJZEt9Ht",
-	"x42cqc2XY0/zt/Ysk/OmwaY0OzBO8Ftxf/jAbpuvbOgrG/rKhv4XsCHQhd+R7v2CG16oiaP6pso/XhRW",
-	"z6FrmDWbNONFwbS4EZLZk69ZLoNLYEFOmZnmOpFBkGSpWYrafcoO1HgsSn5VCMblajkVpTgEOk+RH+Z/",
-	"Fyk7kMoksrrSXjVk6SzXOpeTlGlL/JYjZmJeqBVQ35RrJhV79er1WkTmcql8vIiUfJhDDGeNaVHeiBLJ",
-	"B5/AwBs0Wdi9CjgDGS2O2daX7Ech5jgoYNOphpm41/7Pf/23d8PDW9cCiDH561TJrgQ3cJV9mrJHWnfZ",
-	"GZsvSsEssxjSMGP7r+fT2n4001xO0GNBM2BXcHAFk4vZlSgxCFbmk6lxLiQ4rxDL6hjVmYksX8yYtRl0",
-	"F4I2sI87DLXmT7RV0fDDxzjyGxkNTbkQcTTnJZ/BGfp3PZqKGbfixZi5Hj5+/FetZAe/7apy8jgr+dg8",
-	"HvQGvU5/8JgujyOeZbldeV68LdVclAZ2hc7VPPjKDRtsEW3CQbZEHuloAHV37ZHFOdrNhrWy023e+Du1",
-	"ZDMuV462KPLitp4ih3YtZ/xTPlvMomEfXQyzXNJnb+rm0oiJQKdwKf62yIFffMBJfPSXqau/ihF4/+mi",
-	"GYavP9Al9s/QbA68GJKXlqveiOjjbdyk4hdqNi+t/NZsOeWGjS3XY5b30+Sczc8MzwtUVmYK7GBwEKT4",
-	"b0X42vAVK/kSzriwchBJVBXgO9VsbP8CD+dPb16CXWVXDNaRz0TGRlPB5wxiski7dK7tvcsyN0ZIdsVH",
-	"1yAIOdNzLu1PIGxAEMmGYIQv5vbTopQxjAvOWZlPrPTTjJeCXYu56bIXShvNOL4dxjaEUbG0KGYpO7Bi",
-	"TVltoAw4Bh7cXBNfIe4Gj0iZ+DQv8lFuilX72fJM0GpTxcxa/quO/SOOZqSHTeamc6w6lnZATIxAVj+p",
-	"DmH4jOocwuPqh9Gdln/qaQxHu8+BhFVpku15ZumTS2Deu/eEHWgh2OOb/uMRn/OrvMjt6A7piL4ScmKm",
-	"0fDJsV0bY4RVJKP/58NZ58+88/de5/nH6s/uXzofP/fiJ0e3/x5VLkNT2jW/9XvWJl6RpnIkPloEjUeC",
-	"nP5WIHXZG3toHKsWWWOMg9BT6V/riCJgW0/aVrfBqSzR15x6d+FXIasM3/ODKjI8c9ywQljZCDsBHNNn",
-	"cZSCFYpnIuuysystpImZWeYj4RnK1uEMWoez0kbM3pZqNjctFCO1KRcj0C6BT9S34RT0Aqlzq344OZlr",
-	"ttB2Y6ZCMg7DbGzHs17LftyTk0fhsW9l6x9Jn3MnyCl253Ks1l1f/qBVh+pu6s9XSfFVUnyVFF8lxVdJ",
-	"8SuUFLdxhJHQ7UKikb7KDsqF1JWlvlkcfDV/v5q/vzrz175lKngmSlipl5d8sk7ZZ3ZZlJywG17kGTeq",
-	"JC6Qa1YKqwMJacBNeWoZQcZyA2oGyyVLz8edN0qKzmtuRtO0RlBREj0d9bOTq554zo/Gx9mgn0RROG2k",
-	"Fkcin0P20R88a+Me55mYzZUR0lyIecFXIlufz1scMeozqX1HGkMqAXIrmBeXeokShnymsLtKCkpCTqRn",
-	"hKDk+PeOVp0fxSod+rO45JXyBY82+Uygg65aCTuIKJypkJYsPuAPH2uM87ht3q/UiOP02gTozxev2Jyb",
-	"qaNQioqwUmB8ob4tVti7HIrHPn9hjz0ZnDxpG9uFMOXqbGxEuT66d2KkZAaHZMkt3YixslzO3pLLSW1g",
-	"/R3DwKP07Mlx7Wj1Wo/W+/fvzxZmKuyZ4GaDA5hXV+RKMngZZEMtdGPJvhO8FCUrBS9m3ybRWCkzL3Np",
-	"9qfnDWv3xwvxt4XQ5jxrH2KJPz/SLM9c5KwoIDkv/WOHbu6cZynSNiXSw0GOEwmyZZlrgXF9cAuD0jcR",
-	"UlhOaHWMQit7ksEgsQrjVSFm7EplK8Z1ItPSDTCF8+SvpCcVasKKXK5RPISwnv756PXxH5/9OPjD84uT",
-	"yyd/6r/vnX0XbTvxrUpm9y/DzsfP/bg/eNamW9p1BIkjDPG5F0EWz6aVDTN9hlZeqzn/20JYNRRDYtYO",
-	"86UT1sDRQmtLJ6pMpJmWgmcsz2Km+eqwy85BJ7IWkZ7zkcjQrBKSSwPrZslllM95AcaZmYpEAmfJM7aQ",
-	"VkM3S1VdRE+CL7WwkzP1EevmertihONnA0xMj4Z2MadRFYSpL8o2uv33UoyjYfRvj6vCIZLM+nFjbe3i",
-	"u+yvtmVOq/Sw1LGneSlucrXQEOqN2UKOplxOLDH+hHtgF0znEymyU8YTOYLbITgH5M0LI0qRxcx9eSUK",
-	"JSfAZTgSPYNYGlwAexAnEnj9ca/H0lzCAengc9PmUu7MYaPlxXBdtb64Chuo+6Q/AKblqX2rdButfhQt",
-	"tUOv+bVAiWXsCeRj0WXvcyuHYF2vxeqRZkU+FlYGsYPBMZuqRaktJZN+c2hJl4TatVhVlTnwDZx6FIeo",
-	"6lJFDkrLmM14eW1lYyUOTcfJ4SEjSWsfqRYGhCIoq1OBKUh8wnN56t+WSD8AzrLc6pD2oMEYQPMYo4Vh",
-	"LzgeDBKZ5oEQvharTinsFWmX9e3OD05O4AAZiKidvXtxfm613JKPLFuwynMi4Wxqa9H8/PP59yj+J0rB",
-	"kc9Ha0zsaNwbPb96LjpP+MlR55g/E53n2clJZzDuXz0d9YRVaRw1oJpVkUNDY4g2yoWTJl2EPDBJPg36",
-	"nST59PSl5YCDk5NWDhhH52OrhoEW1qLhSZZa3S/FgjBrnPCyyEXp9KADVTLORmo24x3HbzJW5No5u2ZW",
-	"mpQs/SY97LL3JGogZ5/N7DuFjpFZBnrVlcpyCOkf9Y6bK7tBNWxfyVDF3Cg9eoNWxekcC9PW1yStlaoV",
-	"kGQAZCr4aArKvT1MVKB2UIixAd9fdZSG9COZ7LyciMO61lBVoLVzDCqai/ZlvZDy5yYEWmE+y1sM+rd8",
-	"Ipg1bGrDOem1jwKqqmpj8LaQvcUrXoM9LJrXPuel1c8Dv4IuU18oUkJbhJZPormvuLogFZhE1VsnYdtH",
-	"aK2bhRao+YcCMxAxIOvdIdEs44YDk8qllVUobobeOnSmAQp5q4Z5IQ90I8GnpYW7JJEkwQLvz+axMBko",
-	"DUN7JnOdSD3lJfqRUVUjFQ5lJSkWjuXXHkysO5FqXaGzy9J5OjoSG4jZD2Nvcq724hatYT1XUqNN/x3P",
-	"SLmtJdl+jvh8XpDC/piU1f/4q0bDKCxsJhlfqSaNNFlUKQJtAh0z7XpEPeE3Q6oPdQhwNhieF/XHW41Q",
-	"GVK+K5drrvVCZJWRDe/osneGlwalpBeiqdNRohhPRqBnlJXpsEPdNtwsdDQEw8nkBvbzHCfA/OPoOLtV",
-	"1Y8bU7R7RF/9nha8vqZOctsp//7dT2+2rBrsWGPNHJWGj8Eh2oexg4UUn+ZiZAWTPaZqzCCfiVn9b2UE",
-	"O+4D+32YVaHxb1wTmECwIm+d/dHMvUc91JsnkBGGIaTS6rxb1sjfEy5UCtw6ZbOFXSkrbxnxXxTtqAn1",
-	"eqdsogw76fWgdCH/ROybSMix/IdZq3CgGxesusiu2kJeS7WUP+SiyDYQ0tQeTTa2VyC3Aq7BMiWQNOwD",
-	"WlaPntyBG2srR76/1NGWe7gaQ6U61EBkYpxL8Dt22fd5xlZqwWaCS+buXqW/iSjNzeVI0fPJJ7liiUuj",
-	"SiJwk0syzSDWOFd2u0pgiXQZZCrSxrivvnRrfsZVYG4V1ralvkzAf/dl2vAEvGWjv4JBVKMYq3ImyG/R",
-	"5A4x423HIpFwLiw3JmtxCb5JO4PY7xmsK05RlUAq9SsD9x2Mm0zF/RgzSr7AbRo6WjatD13+OHDowBK9",
-	"UHJc5KP7ijGky5efco3YHdVBeVEKDvaVZQEZynardhel4BlRcj28TScEH9kR+MzghJy5U5CAQobk23he",
-	"l739+ZKteRBd3qlmuQlEVZ7dj5KfV5T82iFj0GjXKLk+ndsqHTRc+WrZwFwdgeMWLU9teAGxfEghXV8u",
-	"+qUzco9riK22NTPueewIgjZs0GUX4C9y8p3LjJXCUsEKc4LRBRKsXTWiL1vAP9BIgvGvreHaHB+OIVj9",
-	"V/iXa1z1JREruheGLK1tIvkyR0TgViMOKdzwayHZAfrfDJzs9O3Pl6mVfC5PPDeHMUub00oTCU8umzTg",
-	"rkz9S6RiVhUUpeUY4JfAF4LjjrZ8fSeBw8BGHj4oEwHD740yP6iFD3XdgZME1CyV6YzhKXUyLgXNGgxf",
-	"lkCp3vNOzxK0XKNxr7mG1sM9la/jilTfKMPc4NZotBr5Q5DmG8WK/EbQdMkLZrcePNzwJ026da7sIDeJ",
-	"RNsNiFZkMaH3oFvSGhZjVU6UNf4O4SupmF6MpvTcB6WPc6tTSF68tHrJF9FHTk+6z16e1JVDfBB7h6IV",
-	"h9aqINIbH4rjkCwfQ40AhsNB94Ccehe1w7r3KZfk5rQzOCW3fD2w0XCRhvEQp3eUQpsH3c9/zFFvnOpf",
-	"2/mFw+QinNUxRQdMl52RAY+fH+nqUvRR6sATvuSrh96/1yrLx3lbeNqukvsVVeNGED2Iw9c8rF32RgEp",
-	"nyYSoLoW2vnXR3w0xWKlIFq/NiUX/t82FbjmNv6i6b/lq0Lx7FKpV7yciC+iYjvfjlGqAw7WrT4D8Wkk",
-	"RKZZv3f87OTpE/AK6PtRdf+oourv7LONUsyNYI20G2N8KEZWmxQa/ro745/sgL6zc0sxeS9tZu+l4Ah5",
-	"IFp26VS/HE9KjZpfB2Z5PUmnYYcbNf8x/Q37EYqzeGlJX4sO5KeZ/AYUaCjcioYfqkSgq0U2EcaXTGGG",
-	"JYFoENIQDGjEV3bhVldlDsk4+xOOcIkVQQnVvwaX9KnQY1RrcFEhNAsLBfgPV1bgWd27qh3Dq0G5eUBq",
-	"ulyUEk26X5CenGmakrM7sdcJnUQxW07z0bQiNRKBsDaB7Pjty7qNW63NLLDQ3K8f+h+je9GKBzL551PK",
-	"JQVpH2m2tnx+mSrjyDh/gJe7LvJhhdRaYtSDCldLQj/LealGQmvMOryXa8Uh87zO9cyFTQP3CiBV+hAf",
-	"xU1RpcB85UB7VJhXDTvZ9B+413Rm7j2bHAgIpxlRIWrtzQkUpycROzh6dhzAdh6itdKwTmLKCbUUjXvq",
-	"HjZSDhQ0acWwTKIu+0P44iouD5PWbMSl3f4ra9PP5ry0KvY7IbP28YLhUwh+I1gVb9Up+Pqs4VwIE6Yl",
-	"wSXBCatu6Taq9e9y3nID8SmljSWdD2GmzMfw6A0G1dEjENeSBbu2dgTXtxYiArUkjgvIUWgpVrF6ZyNH",
-	"oD0Zoi1E0JoI0SSs5tOTvfIZkghOLuReUF4JJDz7ZJLWQXYZTJRxyCqBZEtwx5hy5WplVjhn2jdKJeVM",
-	"iiXcM4YUBPvJ0mz3F9/hYHXg/X4N1y3U9tUOoj8tcYwG/wBxU0BKU2VQuoTxLUGg9TBGcCbc/WiJ9l2y",
-	"gj38af23AUj8FShMAL3UocEMcRuUdK6QuaV5vDdmqVwUBbjjShHA+VIlOr7OB5g+3All1z75Y9tBDxbl",
-	"FyYACl9tjJHU9yDYbuSQzUjfKNzxevCiwCSVzduMN+3a5w/9j7idTynZX+NeB5dCuBEvetZlL+HYVSPi",
-	"mIhlpQAxarvxKM4sO7a35UbTeDGBGqURnGiIjblCA93Op4Ox/sN20K/exi2kKx7OrQ3rmGu2FEXRwTAX",
-	"hqnthlQykvSf0zBbvJvIFyoTeug2LhAgKeLgIClZXawu9ryRhG5oUkMa0j8Q9w1XpocEP4wTmdbXBkr4",
-	"6iScayZmc7OKHTQGk0p2kAgSiVQQr8ffkHgOY7YpXw/mGCYRUk59JXdaRQxUDwbjhmOZPqhq+bPkCzNV",
-	"1kD8MrtkET4oONWgKXHJzt6eg9DhmqVndCVlIlOqebLo9Y5G12IFf4j0nt65fhgTro2pJSQc/P5gPgyc",
-	"DeDQQFAY64ZYFYPlYW3itVg1jM337993mpn827a0mfj/ha6snyW/4XlxPzOjThD+OfdyrQcOqXeivMlH",
-	"gv1ce2bbfvqfH8y3bk2dgL+VghyPUG8m1RL4AWeFGl1jwYfJLWtUC9NNJBSKUEODFD50oGwkZRrLRNYO",
-	"c3DRrp0LqlC+eM8D4/KlNLlZ3dPEvOKl+JGq0xrqv3PLYKYs1FnnMgOLe8g+J1GOOEjomo8T2F4EP6Ki",
-	"L/jWPQZ+QXdXEt1uUTSCth1rmTGrWloRVqD5CKkdXYpZRWjzlvYYVy/tsrPGNNYdeujt9hdQ8GRRiKD0",
-	"HN76SGNZJOpmOih2zAPvTOVqY0ipV2INv6m7IVtnx0TbM3VWkKoDyu7WYsl6Ms8qegBHIqpH6HRB/9kH",
-	"Sxo7VaNgDBuVo2p2Wy2as4pofRLOnqlsG5OxVl0so/XbwZZTVTgVM0hpg4JKJL8wpW1treF5X7rgj4NN",
-	"vee638GoIJF4UdV5rrOLAAas4KNrrAHx1w8D6IvdKBcuDQhf2wme03QghIhlfu8lhCO4JOAHPLhVClWF",
-	"UtYKPvA///XflS6sFkVGCSJVyfmqy174466kAImy0MIyRXvmaqzOssD875YxPrl1zt1rX6jdKNT1eB12",
-	"zCPAs6CheIradKyfrJ/qLtak34PQwlDNfWjsNelQ9Z1bT4xq2WBLb1KZH1R5CZc36cw+pEqx5KORmBvP",
-	"tIcMIiQOVKWG5N+ECp4bkf24FodZC7lUoRa8KZeTy/Xa/tjRrFv7Djq/yw5MupbC1uww0DaZFOZR0XSX",
-	"vavdBTAMeDkOPWZ25DGjgaNdDEM/9Q/L3T2Uee+q/y3FW/KFpfXfjqHr0U66axMnXbj0l5Ep4ILeSHjv",
-	"PA9QCCpAy79Geu379HDWd5Wmu4cN7nYFg140xkQaUF2tFW4XIg00khEvipildtlT+AJ4dczScf4J95kB",
-	"rScSKxKBjQUvsveUgjAfhUgZqBKQFoiPJzjJwBHQFMUpO9BTPhfWinapuv43a7y3rnDKDoD9p7UTiDw6",
-	"rR+wtOYCQFM6eJf/ooWJPLTJ7dOjX4ss544vfYGl5R8IWBd8jUmAEe5Tkq0JToCwHfvyIQvfZ9/j1F7x",
-	"yTyeFzy/Z6Zb/yS0xf0gGQxy41HaMJ0HzTEgRV1b9cIux9oCPFgA2A8by7RDQTj83ID1cM4x3QbN5RUK",
-	"fxUWll4t8sJ0csnSKdfTFPybkMW85CvNKDuGLSTUJWY5mHgZQfESYsm2Ajx6GUDL3EJt3Dne96QqPuRl",
-	"yVcAzwQZG7ue+QqvQjin7XO1WkHHPqIQCNbjNCx9ip46TJyVOOm9Z/Xq1ev9JgTW/66nvbMX4fMaECfV",
-	"htJc3RP9UrXhn2Ag5aX3MANH2AYOU18+F82sKvntmBf24OVGi2JMkRGXOVxFIx9pT1yunIACqqdUV0d+",
-	"UjBeqsjqms8WPes3IpGVbx15aBvBV4Dkm6GyjG/zqCunrrXAXavOqdKi7gXOdSJrGaxVf8h6WBvrrjHZ",
-	"gR1g4fW6n5rym5vwW1sL3OPIx3Za5+bGS6GTqqlfLWKFFk4Q3zrAKBXkdreEqaQVouBVvloFjTchj8ir",
-	"ezgbf1r8H1ar4CYaRuNC8UDLRvu0fmKe9Z8P4siOJYRCap6h6vqTAB8Lf46jT52J6tB3Hz5++AivPRqE",
-	"v3T0dT7vqDnSf8e7Kezrbj2G+Ob1dctLmQFYn3aQQ5+tUhssf6UlDFaOAPv9goXLdfdVqq9KK5/w56CV",
-	"KewA+DirZ2u3Y3oMHW7AE1YIgyABWT6xS4GRhq7VgP5i/ze0//s/9n//Yf/3rf1fJ/V4FYTSiHzjNEAB",
-	"SeQmGJAd+B1N5JjNCAEhSsr/+Y9vOwgT8KQdhO97gv6/IxP9KegRE3BSo9Q1yxZliPIQuwqPJqrjzj4D",
-	"/9rdBJrM2k2nSXnvIUfKIL2tIxS2QRTWlmH9YQgDT4u/5JpdcY3zPuByhRYP2COQ9dnkP/vyDVzVVgii",
-	"RQHleAj9jwHFwlo5iupdADljr5n6pW1timzE3DEnoi/7Kjv1DMorupMuS6s9Sbt3FUANPuNGE7vNbOM0",
-	"NZVvTUf1SAnrOydQpjp/gq+9rzD9BPq1QK1QEpaQXn+lVCE4UF3tsZuILQchyZaqzPQpFjqAoeIgz0Bm",
-	"21OaW/3jUz7iRY34nVhsrGi/fRer9LP1EeGtFUIuaSDGqqrZYoSCo4LJe7IHlmae3QXjIfZwgPso8hCc",
-	"2Q5O6nTsR9rjlJ4S4qUHy/RWh9vYPaBJG8RYdRetLXDsSaxOCttI1UWcGngnYBAN6+NV4zHUuHiCPCDy",
-	"iFkmjCjtzmiTj6y6l6q5kDxPASzrp7mQZ+dgjHADyKCQhR7m+LmF67JUFQWf8XQIpXw/wQcSliQGCQ2P",
-	"OvDgi+wfcKmdbCUo6ZqQTJ+0EOmG7us/eYQ/ynci1D9SnO2SSLFW1lY/9LUeRJ83gUWafCY0SycCO7Vh",
-	"Tg4VLYLfzylNuTRPjsNT8bzXe9p//nxwcvz0uPf8eX872F2tB1ILG0KBTXVu3Gl5LjE3HEjGjejYYa9j",
-	"/67LrKq5ejuOSgifc0roi6C4r3eKx+hfBdCYY68TYokPpmWudYFqG3jh+ZdVA93w6biHo5M0vLvxsv1N",
-	"vOr1laW2ayDbkZCD5vQ7yISuRKvAg/ak0EI0pfg9IQ0SHR1WaDVQFHlvutrN7BEECbg2NZFs5dpK5x7S",
-	"htJYIWfL/mHNAasz2imm1MwdHLv9wxprzzPtgVjcKm89iXuJHjt+J3ea/cT2OL+QjAt85GoVspcDVbrd",
-	"iFk+JmAhe+HhvXdjFsA57S+Agw5nG4wMVE0b4NilEODFZ+5+x6h9viwswilLP9+mDsrVVzPW9KdKJlb9",
-	"1XbuyTu81PdZ237LZY5bjl3YPm9KEdxAbj1rQGKPuXQrzcVY5mj5Nh8hYPN2DhM0g9uXmL5UFmwAzPZy",
-	"gBxtMeOBsUI+KohysEzMhYQsU8q/GCYykR1mVysdsvRzAj1RkyhmiYsMJNFt2oWLqK2gvQq8GXhZ2OkN",
-	"v6m6reFn3wcvieJEMpZUbdDoAt8+Dj9X3dTsyyGy1/Sk2OcctDpS0MMiwUwFjDyX8uLMP8uzjMjsE4Di",
-	"c4PTsxtP07sWNDmMP+GgxCfjF4Y6vFdrcyW4u9ld2O12b63MheO1AjByNi8W1OUCRoRhTlXasfAM8rI6",
-	"LhtgRTqk6z1hH+vngi0nDHSyoLsyNbIqI8vUaAEJDKPpQl6j3ndfY9U3fGvSXB/5gueDmN5cCgT1A1RM",
-	"MJeYuhGlg2Y7QGB2Xgq2mGtRUgT3WqwO762o7Qb8BoU/gLcj3R8PU8BE4wAJpNL0woO+JkbimorqmWCr",
-	"zUDStA0y0ilxeRazhcz/thBOmlZ6AeVSBOoyOzcaj3UijSgKzCjH/AHgfp/tebntfM5vPRPEr+xHS421",
-	"KxIJB2D4+Vqs4Ar7CKK9zmerFd12Pht1m542KEwD010BQ1VjKPbOS6aWsul5q5pSB4zuaN2ZsMvpdtTr",
-	"tTvdarCN6xYJETmb89Jo6t2BfNM4TMpuEFRI40A37AbGU6WSf9wEQrmX0dRuPoKrwY8s113HnL2/ves5",
-	"MW/rQs0TibldNCFia5xlOVS5iwxEXNw8g13PxHgiPbZ9wLy6IWfini9Zww4a6/i2DHTeE2kVpyq1qbuJ",
-	"R2HFBDaYr9up2KycesKOMZXFDiVoyhhHmRrVdwLvCltkbNqCVzniHjbiQ64P7hqiAOY5gdiJwcUNcLvI",
-	"kyWGT9YU4QOpjHcG5Rn2tjzcPxQK9nXN6BqsBTRu46iCf94I1B+Yfi4UNecTQZhPp2zOtfY9B7iuYSI2",
-	"EZa3O1ncCm7khO+8urimOkFGB5F/FXNbcw5QG98d+jJctI/2yK16powVW6esBxqiS2eTCi/C3w8a3O9w",
-	"l7XSWBoYSdu6/FDwm7bN+51aslJAk6rcR9ZF1nVgTvZAaVYKrC4XDSmRyLTkE7xmlNvT3uTelMqSqdHP",
-	"ZZ5CPs5E2H+nggMfPGycSZeHVvIGB/S/7Dh6P6hyIswFtKVt5JaIkkMVZ//5WiDA/bTREeSRYC0J4dUe",
-	"KwiKhhm5RLKHdAs1KR9H2bbBvxO8MNPGhF3WSqSu12Mf7sc1nQGzLFJ1nYaCSV03Olw828Mzb1/QNlqX",
-	"rLDGHe/qJt7P5eta6MDVMTIpyimpslrv5e1tnZzPGGkNM7zlE/GutbMUZOsSNGjVl4kSQdgkv0Hzbn8s",
-	"Z7jWA420+Pl5ORHgiAgAWFza2Sm7yicThDtGvboO5t4/2k7p/d7To6fH/WeD4z0GuX1RChqnWxyfDBjd",
-	"Edk63L3a0sRru1MfVts+Y7ZleycecHmsw5GuCRrUSzZHniCsBMmKFWeFW0CIXJz9tj3etI8z2WWZeG+y",
-	"A4e8rwdha5Drh1IItDLtwOdCzQsBBZWAfFvOS7HeC25D5MqFOe7GKcZeAm67h+TkPQJW81JZwqDJ70jm",
-	"c1cCSfLsJ1msNu2UNalBRdDkDKRUe0Vd52AXT51BbHUwlOdWEyfdZp0+fLHIzjQwV1RyR3+aKV63UPVL",
-	"12yrGjlOR5MoDTrpzfKiyKmijLzVxhW/O1/XFnf1Gjs66p8cPenhf7sYkqH01W1TxdN/SWmc+zjsgnxn",
-	"8Ni5fin39tjt8J8QEwj8J0p6LHnInfilHSOUDlsroSJqjx3r8ydzt4tkMxM+l/OFuWM6zNk6f4aWfPDq",
-	"7Zya0gU2PHYDpx6yMRrIVys05nI58ddqomF2tUoknPYu+wmq9aESs1kP4Z3plAHnqwpAmb5j/sFX1rwX",
-	"a9626f9CrBqPwld+vY1f78OrNjObdr+OhwELM093D+jX5nzx09y8PheUGnhXdkxCCVhnC5L/O3DXYCkx",
-	"JBYQq44x7sFlIl2oIYCCnix4mZ2y1EsUKqTxUiUFCvVVP5Azmk8kKPDQ440bxln625eXKdpHIy7ZlcA6",
-	"C1jPqvNZSzr4r1psbDEjzoIFY7ReXy2Hr+Lpq3j6hc2JBz14G00IrDQoKVU812SsWMpwicvUQQ7cUlXo",
-	"mPruukw8qJd0IokeGBPcNqZvj3leEBzdce95Itfx/tmB5eszSGFkIyURy3+0Oqw317I2VSJh/0u2zF1z",
-	"zV/IvtlfXXC1kG2ROEe1sGy6y1JXWpwOfcSry1LHx4NvYcUSGfYVV6WL+VMUzt7qY23pMIi22V8wupcO",
-	"obqhA0EIF+nTcXX0r1ZM57O84GVuVi5dHNyFHpzaxy53dLKOI3xnI7RZ3bUrsvkaJ3+PugdXTeTh05p1",
-	"Da5QNXq9wiAaw1oFLEuo0KxGJR9dW9VgVArLMl5wyc7ZRBjXghoVmN9YW1f5lmstlQdVZWxbiz0crZV6",
-	"LZKtVbbh23YxGXjuhb20SdBwf+zH1U7P1e0tBK2Y5jl28+BQr7ZW6Xj29lyHMQVYmjjiWufacMxyWGkj",
-	"ZoAyoBqEQlfvIpI3Ss0voMqhJX1aqo6vORtWYdQpzxBL3x85qTrQK4++glbhUrg+mug1LdUMHmEvDKcV",
-	"vMTSf/1J9Tk1f6ynLwxaprel9yFke2TwwF+qWIodcMnEjOcF41lWCq3ZODf6cFufwV+oCsrVRN8pP/FM",
-	"sosfXrDnxydPHYhAl30ndJ4RbAAGOjU0EVwy7ltpz/gKU1ESCUw2ZiOViY6ei1E+Rg37CpYTC1wIlPug",
-	"AuL2IE8SfjuM1wr8DxxEh2ZYSU5WiXaYeY3if7zBXkiFKYR2weEhh+3WSCb2rDV/YS+9rQruWwXYEvKY",
-	"sWGX65ofB3p6l72264a6w5UwSwGNewrBtS8i8R3zN+jshPvUfP+5zPKbPFvwgoCMrCKxKIWOw6xSq97Z",
-	"9S95sXdSBC0AgCdhw5Oajd5vs9EJ/6Np02GS5AaACW4cPEVbCdi+WXSIK9ImRdR4LKTVDRz0BZJmBbLk",
-	"cUQ+9D8ihNMe/oAaaMKuZvcx9uSljJVGr3sEF6hUR9+xpSnyBm1xfsBDac/wgIwrnoHP2826DpyyVnV2",
-	"0iZJEFulte08LwrcVoqJutes4//s+aoNwXj7st9dXr6l5jbAdGpRz5PnzwO99bjXmtFOgBXNh7+bqtKE",
-	"qVamglYBvrJXRYJp1W/P2M8X53Z1RAlpsZLPXIFp+IaYpRVKxmc7u9t9FqxdGcdp+sUkwKE2TSbkcRvK",
-	"GPlVIWI246NpLkXH0hN0JKf6SfSveAmC8Aaa6WVuRlOmZCItP3TeGSUtZVg+mnbZG7GEbdQgUyxDyDLn",
-	"O3IaRKPDqvtIRyv4Juza2YIO2ESdCSyWJvpSO5JYE/ut2Ziz2Yawpc9e2N2hgai61hZmI+zLTJipymDM",
-	"vCjUEm5f697bhtK/Bs68EXYdssKqqdhl6kDCgaChBzidvt9VTZtr2YHd6lxT2LTkjWyRwLn28leUYj83",
-	"mBch7eyTuHWYFAIaPSX+v8W72bjkkxlY38j6KoDFx/vKksYxduPySseGoxt4yxooK3V4A3BiDQlQbs5L",
-	"E6Bn+6RWyn7TU7XU3USmvp6A7AP/GVsWNkxq4AEahLpaSGMfMFKzWW7c7WGxgLUrxouiSIcYhkXUutrB",
-	"929rGs740CiO7APqVBfes8s4uoC0O6H1pkwx6BPqMV0Qy3tSCn33/DF4Uoo4c9DL2FWL1jqQYF9SWh92",
-	"0jsKDSkczMedOX/7Q9pgyVZ7opp7ThvVNXAdG3JUWfYEXVybCItXYqwA8BTCBuWiSgIXZTpk2t2ZSEOJ",
-	"oODpzu1HqrvushT/6sDwMD3aUOc7w0ourz1WuKW/ophh9vYmnKEuSyERjijU1UND8BsSQU0il7mZxlDp",
-	"DhgFJgS7PUChRi5nq/toRYLOAUMjIk0iK8TLRp6n98RbkVFNDjGFIpfXVyNz+mEngXvXept9vGYWI1g6",
-	"2cVPju2qgQfNmnLa8NIEDUbRZE6kKtFojjEzu2FJx8xZ0dDUtJM2bWO7Meu+2T2s4o+hgdz5+LkXPzlq",
-	"t40vFnKTeg5+AFDOfeF7uaAkZSrvz4hJxuza2pM+awQEJDbco5xl8LUfpLjkXciaTg/BSVhiA1eIkNHq",
-	"9gfP/FolsnI7sN0QLY0VLBeyA3Btz3pnTy9brIW7uRj6g2fty/juOt/oSno/XVX+W8zedjikyPs6Vvqk",
-	"Q4qn+G+6LMUAXzpMJP62ltwXt8X86GarAsG5xOOLYb96w6dCjAFQQi0M3mBH1TGqAxsGQ9IBDLDVzRLp",
-	"8FxdKyIsLwDRLhW4k+0ekoO5cZr95MK0Hj9Q/Ls2hvrJ9rfsUpYqVLI1JWmfot1AAlj1Tl5rwhXbln8Z",
-	"wKUDr/WZ4FceOizwj4NLps6vQ4TXw7YgWkMaOWDQcHxtIqmazbqb0yfvQ+Wq7BAUOk3lwO21XpQ3+Y1A",
-	"IGLgdoddljqRnw7ZW/oTOeB8sl6v5NPyvaJQ21r/7W7O/S6IJN7BoVcRMq9aUVsCxxpUYDDIvtBNFHbQ",
-	"iymKQqJMu2OXS3bACRvWHq3AccCK/Foscy0OEYmUEhLUOJFQnQi46LwUHsw8c5ImBVtNp6hFvwOaZFSG",
-	"59FEEwlMNoaEgwY++uPP9uG3TW64HXX2HocEl7NVU4IHrBFjHfHM2qzdC750wZpga93RXY/P+AVgNH9O",
-	"Yd0AM1uNx6L0vekbJtIufJ2aBgNwwpYwlg7nSWmj98R5qtZ938zZuy+7N8c3u9iIo6wvk8dKtqZ0saqB",
-	"SqawhtaGTfd2h4aqb80RerwGfIf1pfQz+Sf9G3ckuQczgIFbFuuSVf0AYpZ3RdfOBW7kbJ6PrkVprbcF",
-	"nO2xcIjM66kKeP7uyl7C03qQlXxs2KA36HX6A3ajRvxqUfBydeibT9q9fqSJLQxdwSo46WOnMuuYXVmh",
-	"qwnrzL9QE+6aY13a6tDpSElt0i47J2UBN8brDDH1ZwDXMejikO9AcQxeikSSy4RZ8/60WjUQaUKCE5YB",
-	"aAPo7bmp5QNVEicku32O2QYTyFHkTHAJWWnlQtqlWAH0Y8y4sRqHPZL/KBo1iFbeHorFpplrURaEy3e+",
-	"9H0HWk/zuNs42/WEcMiNLXITq5iWPwThuayYTbuaESbubHCWus4gQSMOAIYgQkZU7ip+iiGxRFayjZL4",
-	"vGT2R6jLvhdFfiXshcUKVduFhCNR8lyKLJHgtGqEUGIGQTcEFY0h/1Fod3KoM3eu5KFL8aM24g4yVi1l",
-	"0L/b0q2DeyBvGyJekF0IIORgxB8PBiyX2gieoa9pIqQo85F7MwSzugSLsb0VwqB3S/obNUBIsckGqZ9d",
-	"9pLyJmKf5mcNdnIZddfegN2T4Q0z/olSp/x7OKVJlWJkObDTcaE2yDIXbP2Ez6hevf4WX5ANL8KnJdHw",
-	"SZxY+52a4Qg+x3FYIx++m8xN51h1ZrnMk8iOBzqjp3h/6ns+xABJ4bv14/pXze9GvCiqwZ1WTS5evXq9",
-	"PlSj5j9iUx74Y3hk/5yWQk9VYa/odU/cDowKpcMeFPxK3Qh09uQjU8uPcQ+ouhHEVEcfjMcDtXFonknm",
-	"gtX4QSu3Suz6eMn0giFX2B72F7JvceWwEJ+gMqC/nTRov2mmSpf9824fkoGeCPC+KS/Gr/KxeG0p5tmT",
-	"Y0hCsW8rRLUqY565IzER24gEFeuw9RGS4oedJ+KjfSewVV3FdXeehES2aNMptYP2WrtnOeygcnaj4D+M",
-	"yeuxJgVyU9Mjif3qu6jo94VPqWmM7XwZeKBPMat4LRxBDzZgqUG0GRy1+t8vbsNeGYX+UfuahO0Z90Ef",
-	"jJZIQGhP5ALzkfyXmOF1UF+H/WETavZMTY4/3YGKHIy5Tdhe5m1hGSwohYSwXJSs4FeiwP4GFYCr2JgL",
-	"G27iVNm9WfJyBp6aorEx+PMOZ/ulx0+6Yx5egHxuH6Gr9KuFxhzW4MDkqG70j/qDOFILA5+ePVkzafN2",
-	"teRtqWZWSYMXPSxQoxvMOsS/c7X/Aq9tVqzArP1YWkmJULDukSxplCpCqH1MBG1ARDf2i5cI6r+G9Qx5",
-	"6uBBjTIEe+4o2SGwZ5/gY6dF47HKYjSk2oO/BDmV8Ci9KMzbUtzkYhkNo89JVM74OUqMi9dnnZOTQZ9U",
-	"DzvIV/aooPSc8bwQWRLdrkey3NhbnOXlBOssHFIirQVIuYcEbvaLsM0RCdGZMcyj3cLFpWsFIlGqeKRB",
-	"Ee/eHfG/sewbEiYwvpobzfB6dOKsp7C2Jno1CBxm0krWi1K+DKC270Dav1PLgKpdXi8ZreRFRzW/y5qR",
-	"ZHSc5iaRAfrOI12FkQ9qGFiHcVA7VHDISAe7AZ+fSCoigjCJ5+FVqBlyouwpxJW0RvQ0lxngx0CDRUsT",
-	"lGUPwg3qALzl3nSOufhw6841AtyAQQ2neG9x6PHod9eyVWB87VgrhQpYDEDTw3jC6o16sYNaOBN2jXlW",
-	"kLIVZuAWhJfKhrAaINBIodScVTcf1kdWB45dKwVpz8SqCc+ttS/VlbdxhWm4+Xg75nSPDfSyYtcG3m44",
-	"kfepv7aSZpzLXE/tCbCLSkhd21CbRa2DzLY5rXWcaWD0b12PkMk4BNVWPROK7cxUaFHxCtcL0feZ8ScW",
-	"YVSsJJhbzqMTGYTzqmoWdHs6z5NlIpZd4GMzZW3/N5hNx32hDYLsO88v5DChs/C4d9xoi3IHcJ2tfYS2",
-	"t4Eh/hi2fyGiZO+xuSU1hXStLtOFFmVqJwR3xL7BZO4x39jBoNcjD6lUau7Ao/b0vPlwxLbuLdBE4a7g",
-	"X2+Q02yNtwOFu3brnE1zabqMmkDGQU92NNILtWT9REJSEbhh+hhuwtwlhJfJLf3M+KeDaggxm+aTqbVo",
-	"Cgev5w7Xf7D+YdooifLcs8Ex12p+aac3CeQ3Ss3bI+RBrkAQIYeisKJoi+O0p7ph0AMyL12HhP1S3Uof",
-	"vd+2mUHJyFpZDH69NSXNLkEFONZa51WtQewO9pU74uvLIGk9d/EoWPfbOCKOssWD7ZtX1Pah3uZlP1Gx",
-	"KOU7el0zLb7tMO3AxqMWwUiojgM63CtqMMsDBuDO/U4EZbpj7yWJ6wDV+KOgzI47rc57evPu1WmQmhty",
-	"tZ+biO3dpv0+q0mNxl6jo2r1Dzh190Mc3++sBjk5rdgEiMNLz9q0gO83UQcc16CVhN/+JkzdBrGHOLU1",
-	"MvK0q0osjQFfbMyoxveOYJ3n+x27++zA5tW0011fSijCGC3K3KzATUrd8gUvRXm2aKtKOZPs7O05uxar",
-	"sJu0yy/E5NCD9Ieffrp8e3H+5vIvZ2/P//Ljyz+9A3sK+1omMj2jFHJQEYfsO3ghSxa93tHoWqzgD5Gi",
-	"vLSv0qIQI0PuJmjihWIQ1gAsaHhCJQanxsyx1WbemrAwVsrMy1yiiiWZ+AR9eqA+wHlbRXmTjwTs96tX",
-	"r1EL0F12Jsn8xEIRnchvvnHc6Jtv2AEVfiGihQ+sHcYAK07O6prSjMea62sAjEgkpTP7UCxZ5RhH+oQd",
-	"ENhLiqvDpSM1cwk+1nZ3OrK1YBPJa3Yrq5utgH7h/I+f+Mg4hQOKSD+ZymoFJ/wlhPmrTDer5rMp4FbG",
-	"9cCxd9TGZBe71IBH2prOVb/ReB0oRK+BWeshrB44rxal1LE14vVcjOAre/UYMEMx1dNFseumfwYz+Ld/",
-	"Y5b4hDTUWNV+CY1oeUXZEDxAkqKwmU+gTB/f9FOXWA/o+IwxNlqUBev8jiVRO2X/e3Ugfnz5pyRilj6H",
-	"jx/3B0+7vW6v2x8+6z3rPb7pP3ZjxtVG6sfOWyH1n7Ig14+zny9eMahm8egm0OCKivYTiTc90izjhhO5",
-	"UUG//6kkNuITuY97x0gSxQoypizdUaflupUC/S4pa1g5L4kdN1gv6XGvn2LdJcRX0/fv33eCLRBukVJC",
-	"IwgYCWQVuCYMAbu5FivtMi/tawvRodZ+ByklaKSHOE0sv3QbVj2N4qHdRKaPkYD/TrAyjyFl/e8p5UNL",
-	"gcm0dDVQEFR5wBbhMTz+9AnuPYF/4Zjljfa9Yb/klB24CtbDLnsHBUeJVJKlI5WJ1PXPh+QE4Ej22UWu",
-	"Dea1QSZaUP6UUmj61FcoJRKQgJUWQSEnPGXmazm77A8+ho4lcLzQWOunOeQalSKRB9iU23XhPozxdGEl",
-	"5JTfCKtTXIuMHUBT7kZriZVaADXOuTYikZbZHJIO0yzyYwfQovuwcaQ06/yRvf3p3eXuE8OSBO9kdzqJ",
-	"tbsebW9A/Si8OmOPPidRnlFEnGNY1/J+9FZTRDOMka5qYdHbR/isf2PHgwH7nECtG1zRLEKCZ9gNwAB9",
-	"8C09AP5LonH+KYmGO0Ow9oPAN9WjhUkUd7vdW7sFF1XpkF1brJFkVDvmEzsswdMVlmikwr2EXnaQNpVI",
-	"qnrEMHnqC0/TU/a3hTJUAZETUG4p5grz9avKPDpzbkB5pj3LblSjHmxM43dp6Z301MrVmdKG9QfPElnV",
-	"CkDO+0iVpSi4AdKFQlYSq2pR6lP0AC1zHXYnZjN+bdm11TgX8y57mQNfXfIVZiVayQxStr2CthR6rqQW",
-	"VEqbSMCEcdLG1Vn6BunV+rl1ecsnwFcT+UIVBZZVoZMKlTzNpqrIcEmxGAQ0THZQZZtDKxI4mDGkqEMH",
-	"36CpDxbhphWIWdplZ/raFx+AVgJgZVcryNMBwYSFA4n02FohatmpBwLWgvQ6eIAlUnbgwJ5PerHbrkQO",
-	"er3DLsMB0ASx6atdMQ0tiYMGZnCA/Airxq+JxEa79WIJMxWzdc5zLy7yaCej+g3M/NuBP/7/8//+f/b4",
-	"e9EfDT90u92PcRLgxiFPWf1++md5UYzy8yfnsz9P/3R08fdz2eteH/0+e87/81MS3f5jp2AV9cET3NNv",
-	"d43uEVHsC5dqhRpOFdJ3ZeShekjNQ0CRtnpF+vKST9JTa0tkHg4vl4lMz8edN0qKzmvoi01KToXstq7g",
-	"pEe9Y/ZGGfZaZfk4F1lKueRSwYFrEkQOEqL2miFLoqejfnZy1RPP+dH4OBv0k+jRZmEV8FpaDKvlSmyG",
-	"ZBcEmhVa4rYawtHR0XPLDH6+fIFsqAaBdZAOeoMnnX6/c9S77D0Z9k6GR8+7/cHRn9PD00S6OA0+jvwq",
-	"DRAtXPC8pPQ+gbwnfa3JzUhV55W5FEC8DqO+nRzE0+dC8nkeDaOjbq97FCGkAdiSTrmyf09EGxgW7Qb4",
-	"had5IVyBOVQ7WB3I2mFyAjX0kEE7morRNbRdwHZVQo5WcSK1YhwU3CuuBVMLY/mJ11Qtl4bcxnI0FbAL",
-	"0EkXraugZ3QirZyrlEDkIJzsTTWnQBKExyfCEGY/xFeBj8OkB71eAyCoqUlsR/lHfW6X4U/vBiu3FTvf",
-	"rSAv8hvwgKCMgSGGUmjTi+jyx3+88HARt7ehzyAafvhYdVoZRq/yGyHtS63cAqc0n2jImUFIoI/2Zlra",
-	"PQnCGQS+gOcKHFqjKcGnIbq61TLkCC8w/NraKSUfj/MRSoST3pFrY3EhTLnqnI2NKNND379xxKVUBv0N",
-	"IGvhPFBGKcaNIcVlAxVUJbkPRgjbinj3I49qUC0UcgE1u0DcuFAPRh5xdNI72nSLX5zHPwe1+NtIys9i",
-	"O03d9B+HUmMjcVGGO7EVl0C/kFhv5JI6NTvIs5jqi6omwGSYJa6dAyGCW1WF+sq9evXa1+jqmIr0VCmc",
-	"0eM6PRurF9vva6W/sZeArnAfxCxkrgg5VuVIaKDRRHqh+UiHFSFsXPAJMny76gtDwI8w5S5IXgEWJQo6",
-	"FKbsMWsIzw1k/iJcYcpDFwYo5kP7fleXPD4f2xfA86Pbj19yTrAvhzsP9tB4aqkXu7V2hI7buybX8nnt",
-	"/r569ToKWip60oC5eqzOtoKT7+iVse/qjDUiQRvnLnvl2jtDmQ/lvA6pl+zUzkCVyOG8icJkZ1LymYbE",
-	"lNxgM3EBPd6gO6cqM43PmwkuczkBV3/YJPzo2TFim7rmzZTTCp9u410YpOurVm81XZWnN97bPzl6Qi/G",
-	"ltIdPeNFUQ3AN5qmZjDQI7Hjn9w5ohss4RS+N8taN5aTXrNdSr93/Ozk6ZNGg5JBr3cLZeq4mzAwSCQN",
-	"RhDks8NrPUABDTkoi6zXoWKhx20c/V2U6gU4repEei47IWZkvE6jYMLYrfxfSIW/wA637F7QpKpl7/aW",
-	"sTWOuEERC13fNdOmIXItL94lauGa2/iLxPNR73i3eH6jjLOK7PuOe/29RHqFDAR6QG/3TeeEwkMobbeh",
-	"7P+e6m+b1YWBEuDlYKAHhHGDx5/Dj+fZLVJVIdpgwV6WXLuSRaquxmAIGgHYaso/jB34r+cO0PFwmMgA",
-	"aKFy5CC9bWg3FlO7e9BapeYj17+TLTl0qwXfPgTbrwREOCgeSYGbcFRoCOWGvNeQoloIfuNkIgSPUuxC",
-	"ljJKTglinYksxUzdiOw0DKnUc7pcwk9tjXiltiP2iHvLkPVSZAjHveMue90S7SkFW0ijFlar90pQIsGv",
-	"BNPGjrwYC3Oonfb7PuMTnss2fQVH/yIY9p1Vlgqn8wEUlqo9XUXgZ2ysFg64F1Gzags9ZM8qtGBrmI+m",
-	"3KQxewYfIAidxuyoAv2F7yv4o5roqDrn3Xo0BwAgaAzqTZC0gXvb9pjeHbhkrZ/fBi5Zo68caH6iXDfs",
-	"BzJM/mFc7L42kN8DXLHGsQvZXsjjoo+3d6XsFzWmGN1+3It3Pg4an26zroLI61QVyD6tSl0nbcvZIMXN",
-	"c56DGndEr9VNrq2meRi7GkpsdPY///Xfrr8qQfg4nBVkPkGKt7WYsAPbm58uEWacmq1iCRGF1iGugG3h",
-	"+71OLwV0K7FEe01iu+PnnX562GUOtD6IJcI49MIah65FvFWQSgOY5uCr/yEvDLR58I054xDgIjU5xECr",
-	"dFdYAaiWtS9ZyEJonciUpMa3VSPiLnuVY3CcELm4ZNh4GlQ5dIDaXwiAlhpSp11mFSYqhfCN+exYyEuP",
-	"cV+QYIkc+fBCG7stcm1oXb6Ez8absnN9Lo6r0q8S79ZgmXJ7I7j5I1+L4hW+fZ0nYVJN66CaA7Jb2Y3W",
-	"+wy3jYYKv/cbS9UMetdQyOrNda3arD4oLBBrGxS0c9h3UNjXwY5nl91P/bb3uBS6bu5zIbXSeQCpDNzk",
-	"7ZZcfncx7sIP/vJbbDsNUnfnve/oSrzz9k4bD4WTLULzJ0khMzV2+1/nkQ8qOPeQgd/xjG6LflWy1i5w",
-	"Q9I+0m5J/2Vk7uPPAnMHbzdKX0sRXqBi3/UqC9JhgtVqM0CSYWd+ABlBwAo2h2btaLBYcWI/1y0fVERR",
-	"VqAaiki4ykwTCTI/pW7+VEflRB7iqGGGYhfzDDgGp31Lb58vX5NimtVEF5soodliDl2TFDk3Uitrz+Aq",
-	"bAtlDRltrSSplpVzlTJ0AC4UDQ18s2spww27WszmXXbgxKqPIiFC6CE7k96SI0S9MGvKZUvhs9AQg0wp",
-	"hxG85lnFJu5rFLUZy8Q+2K5zZbvdQxRWqaLoQLqfaLyTcN9XWDwAZ+cjs5Mx/8BHpmqgX7Um2XoTlaH4",
-	"+5wc2FsM+DutvPb63m4JhM6/jG6/mxjZZHd50vmViYrjfbxYMPM3yvwA2NX/LAFzAVAyktb6F5Qo8edN",
-	"G0xI/ojy7DhzzLDg9QhRTu2BGYJJ9Jc8S9c0WXuLYyjQsMDzExJM92YoPil+X5EIKcAQBPoyAYyIhy3I",
-	"A5CorfYobqQ0bOLKZElislEiXdquQxYhrFUC6AKn309vXrLA5wfoSz5xUNY6S5Fd7Wrxgs6A1Alw7epZ",
-	"S4Mpa8kSwoe/A+FmdANgxr4CUW+aA+FVybSbMQCNWiENooYg3hA721rrC42lzlQWCD7NAFQbhbfLWk8J",
-	"lpF+Q4gXWEPBrX1dw2s9SMkXmgbVP1Isnf810y7hdBXUcCayXst2kFK5DpQjJvKbby6ryibd/eYbllYF",
-	"einmNU9zaYYu77lR/ZdIKv9jD139h0XpVQNANMvzTCBYls+XcMXPWmgcw2mg+jzSOJ+UgtiUvKhJJfvm",
-	"G+cCNAqJ1q7AGRXAUa1nRYlBAWhjn4ngfcWgrHmJwypQdmB/lIrGdTiEJKywvAxVV72Y+UG+hyRp52mC",
-	"Tarwc0uBwE54bIIuiZVvKpGYDnmwsbY3ROo9PKX8yRD6HGBHcwlbSYW67MIB6VZOMAi8hfDAquTwKtpC",
-	"584nh5amCWL5M6uOr53je/Ss++9SrK+gDIJq7y1hUAKAa9NXg0fzoUYfxLCvHrIUTnBFGYSPGxz0R3TK",
-	"2YGlGDvoUR1p4TC2O0EdujCHxg2PHhOWFGfiU4cXkL5ZPbHB2yqYhFPCg3MZ5C5F1VLwYTdYmNcAj85m",
-	"C22g3MXOhZBrvBr9yDm4/fhG0KC2VDMga8/acpcAnVFo43gwqEDgfauK9NQjgXkqAZzENfZA64ClEgVU",
-	"4tmL4bH1bhcpEcOFMI7MXbVKeh60wfhRrFJL4Zjnxkph2Z/mY4HwZ5rPRCKvRdBA1n6FyU5AICsddH90",
-	"zPeA8kT8m0wHWgOvRDaEbqTpYQiWZwk5r6E/LPOROMXVh/f5EXCW5WPoLIPtKarpt/b2aE1JsdLbMuov",
-	"dDjuskmqAf0oVmSagPL6ncpWd7RKfJ881/W1UhPf17klFMpb5ng4DMkceCyres35wExVy/8h7IV4rl0b",
-	"LUkxTVFowc4h8WkqijkUadgtCfodVt387GzD8vgTq9qOmrgMrXWUKPq94kT1RnX1yVfXIz9yLTGtgqCW",
-	"kvA8Dp7VcrCMQmhBKlmzS2tt+dJQj7UNrH/dZUElhH4DKAugagro6v7tUDxjwUHFtRjsUtUblqynbLhl",
-	"qvMnu9SjmehQ7A8TXjrPohCZ4cOHXrc/iDu97lE/7nV7z+Je9/jYfu6dxL3u4Kn9s/887nWfHn2MP/S6",
-	"vef2m8Eg7nX79oqTPlxhb+7jT/bbJ88+fozJMzC8yytqWBofnJ8BVhTafLSTIVR2LfOiCBvHIlLwNJ+v",
-	"t9oM73WgUHApkkguYdGvFhpzAzPLvhxT5aWYqoUWTI+4lHbLoJgD4aS6+1B5Hw042JRLqn4Po7YuVltp",
-	"RCG5OEWWHVi1ykVjY/QIKYUANYc1GglATQKoH7uC0OkC8kGxI3sdAQXhuABqK+xpGsWRXZF3uRyJ74XV",
-	"JO3AB/E6tBdgZcBqfI/IXtDsBZG9KGEIbhcZK+xCQyzsqIcLzicK9FGnYJTc5TdiRRnGQ7ThE+jlEZVC",
-	"q2KBva8/1oGE+s+Oe3WQn0ETaWcznFyArPPh1wVj9vF244n5pZrY1oTDoxnTCuorrtTCYKI7O390I5ia",
-	"C1npjnBS/TmEeG4wNsCjLsWc5xmdMgI4hCbkYO4tOTQehoMIC7DxHBJ0y3qDkPCAHt0h+6ACN7qt18cT",
-	"btsX+hmleh2g6ARcQhJGtkENxR926ZFWELKhQtKYcl1vYfumbgMtufY4i56Uw061IY7Ih48BgsaHj5j0",
-	"8bMWZdCBuTZavw1ovdx52KFiQthpXmvx5mQpENV877nVWutund+dCGJzMsqbdcySWpdhvWb9NubeBUgo",
-	"a9RqyyQhZfw0MLg5AqSQwdtYg0QGVm7dK9uig+9yzla3+Du+MHlwgL7au5wP6B/TEKAwa6eoIXreun4W",
-	"Ul+17S0UWG+d44M1YK1jJ4EKS6PWai0gNNfoBp2oX/KCeanGOUAy7Xr8WbNpECQ+rbcNclf5ZpTeUVB/",
-	"85TL7Eqp6/DV1JjHaTgAtVMdG4JB+QAO3j44ePGvPupy/tGg5tnB73k96oO3H7cqUgA6GahSdaV6WorK",
-	"WbOTFv4pa3m0cS2P/Noc7bWW266ntaxuQK9946qKroMraz79xg2OTm8fjnd6kRAwz27d19iCGRUz78RF",
-	"b5FLZwGolNDdGzPvqK2nmVVYSVUXLIeV9C/JR/+lwmR2UzEtN4yVHff3iHq95atC8exSqVfQ/xXuO9ln",
-	"nL5L7GuR5dy10zgeDPYb78+SChwx4PZPC+2NoECiHijaEuKjAFeIRtmay+E6VIOvdh0gJ0b9m3hb1q0V",
-	"5zPISBcavMCgy0FYwHlgIGkIW+SeQrW+L6MO6vOpXLJy3FF64KEH7cjNpjTA1xXPvptb7l86/wsPSC0B",
-	"rOB3uveVu3x/dks37pECtk4jX/O/7pD/FegZ7uj6ryAw3xoo/h4RwKomkg5vwh9dAitjWAjk9gaiWVMB",
-	"BnwuE2n5xyeRkVHt8pTQgUrQPGyZSz2sYWw90uzd787evmQHXCbSNe1B9wAmFlvDHLs3uMYlEIhAuzRs",
-	"iRe74QD62KLU+Y0oVoeUWr0MAMx95OTyT29fengl3/QHomn2IThohBWw99kfSQFYzakuH+92b3FX+SYe",
-	"2LEDf7h4+Z8/n1+8fP3yzeU7rPnQZq3p2AGBpvg20dSlRFbLfdhlZ35JMWg3GPjuPx5vJWh1D2NJ5IEH",
-	"QKI2XaRzqPJaE/jRYQBg4SAtCNUIgjg/SaYXkJ0WRlrqVIHuE+fmwfl4vB/X5LDqcRizlOAYUtZ3GDuv",
-	"FDK8lDBl4OUYN/xNVq4uFvJbCN1UUSBCVCgXAB0+KhYZ4qhV255jtHpsdfKD495zl9BHvdbtulwtTAj4",
-	"S9NDlAVR3ohsyHiCsa1w0msRYVM/KhyB+z3gVCKvhPAh9INg/jEz+Uxow2dzcAZLtTyEjAeKqFFKnguG",
-	"ub3mVp4VDL18+KIuc+1BqM8aAnMjwXHcPox1QzuZNkGIj3vtW2tuS+wjIC5BPoFyxotcC4gknFL9uOtL",
-	"G2blYI5NW4Yf7nItl7tZ2bvWwfSLwlpXvOpjGmpHEDNlB9hTq45pdThknNn7kG+gLU3lCyzovu/Nvjyr",
-	"0hr970EnGpqRS58BLk+taxreB7yFjgv9wJTEHC26nfksyfoACiUnnbVR+LpSemFc62zzYVPzoH7PKjtV",
-	"Z6aqMZMvinVNeGa5fDeCGtZedwB+47b5lnzyAo3UxpSbxrEVVBdnv+2MC36jAFMPoSTD+ZK5S3QGV5bR",
-	"0L4j8vW7oZGcYUyTUr/W14YaDME/w5NqBi7Yj9j08Gs4eNfnyslYHCjlCfi2XW1V0lWFcV7Z0VuH5lp/",
-	"QeswN5gjOyxT2O0ZnDwfuC4BbaOn/a2N/2WdoiB46YSL1SDZoOf9ieEs2oB8R7iFQbmnb6zWddPcTJxt",
-	"ravWqeiOyukv6FqvVnOrdv1iyg0x2rsOvk2r/t7S2EIijNhBXWRiLL4hs4GvBdgxVlA2URIDmXUawmKv",
-	"eSf+sc5Zd9p2Jklrt17xP2lXguT3JdeEvVtf9XatqmEGOeVo19r66341jp7nu296oeS4yBFD+1/XvVNz",
-	"7byUxnL3f5ZxiBaeN/DazcOGU+fxZ+dl3Yo28D18rxsMpcu+WzlQoVrdY+7A4LXhVM4jHIrQAa/Z/yJD",
-	"E6mR65VnTAuXGgwXHJ4mMv3NfFFOBJkEAiEQ8BLNlqIoYodcCQ8JEQpa1F6c7H5q71mhFb6QhZgJYfs7",
-	"5yD2OArN1jJ7KMMwvXvowjXRdbxp/zKIZFoO9M8uVD/eE9fjn1sMgau240DFmwvc1vxczMMUDIPu8NSl",
-	"O7SUAZA9NzqRlc0IBrs3GgNpQkhzIssNAc1B0LaJaGoUS9/+fJmyA4JshiZe5Ofwzz3cUPX1uirE+iI9",
-	"6VcpxTdK6K8HZ3MV0a5jczd/+2sXDIRSmLaGmBeY/tMUUpjQiUEESImkYtFSdKjltsg8djwHcGTnXwFf",
-	"QKPptne7EQY0eA0Ou+zc6Mq/lciq5JP5ik/qwOGLPU9Zii+Cr6yoxGz6n+YmnwHolRUho0VZCjlaDRFG",
-	"FmCZPU9YqQVEOEI0PliFRI55XlCVPfjA6J7OiPSqlOVjptVMgCeh0P7WLPCdQv/BK2GWkLf1njAkqvd7",
-	"uxBSV0tw/MIczly2NneQDb99eZk6VuX5E3jM9JCleUb57+JvC16gvjDnZgrFYLjWFCaKCfWhWrnHtaXl",
-	"pSBnLTLDRCKjyyosDF4AYqXPHy8FuxZzKjuRYlnx5om6EaXUvs8FpNtKtWTtGgWt4OuwaPV+TqpSoN1b",
-	"S7rOM/IwI0OM2WTBywy9C1i5ANuCqy54WSBIwpdY6bst8+M2yzxA3oX81NKyo8synzd9Pb99eYmUUpGE",
-	"77KOgqvNy0O6kKeBaBhtgheO4vtM2zuQPAsL3RWV/4gGsnuVjtpXydPt9hmEi3lHyUZc8cGdHr/u7Tje",
-	"dzsGnV7/svd82B8Me0fd45Mnte0YPLyzwDHhdW8BMqbtHoP/a9I8askdX90Fv4yShpnwe/kL6s3vN6aB",
-	"tLVUqne9H3rhhY39Y+b7+sfMGgdxIqnoN2YQUIgpNNplL/loSoY3pav6vlPOllKiQj52+BOruY/fQi2z",
-	"q3EmbgjVw0tVXkPBEXI3LFT8/buf3iQSmo1x12uawr01kOTL352/C2O7hNMM/ZsPAsTjoOx3IWfCj4Ba",
-	"fkuWUokuBWEJhQv1JzuNlB2Ap9cFqO30V3On71D5cPVC9JMksn5TPQ5NYz3EgvtEWj2N1Xf8N/Yd3/pS",
-	"b2ij0HgHwj6G9eAYi6xVR494SSWmmzojNLGdE2kU1QlcqSyHqo6j3jFh7zvX9JRr0hWyTWk+7yry3eHo",
-	"AYyqau60yIGbJ1zwOvBAIEhaIasso7ibvEDeso6VkMKiD9HtXxts6+ZajbXLUpCOdFcizVRpEeLJYzPM",
-	"IbN6LpYnzXA59/BbeXKoTXDNVxX/o5G3K8jVnXgnxEJe+Dv217TcvZtyn2qdQ8BBWCVdQBpNTHg+Yzjw",
-	"FDv/1cDt/uvmW63nTlWmbXButmP0Vtc9/mx56HZQq2pnUVBdrSjXaMS16GghdW7yGzGkanEErbJ/X6eH",
-	"XXYmE+n6VsFtrlafLeG4QqqUBjSMK483gbXyN1hZRaD5iQRgJzAWp6oIxrXBv/euymLY7givhC22HECc",
-	"FhTqDSQWr3S3ALEQquBmFJag7euTY8gp8F1g11rA/uMZi1dadjMWd6Vb4XM5Vnfwar6Hy+o335kz0W3b",
-	"OVMrvtL/dUjfe5kfbt2+1JPaDhGupAizhlp5T73NSL3P7YePAPIP8BjtZ7RQI164tiFU1ugCdTzLSqFB",
-	"d1mUBfWfXWsAhZUjOLLm833rHKtulq7pSUy1llXPIrzAWlnsihdcjkRJhYLQp1QKkWERHfEE6pKyru9U",
-	"nVDWlZthxf/WOXuFz+27EcTs1avX+AMGJKlrLOg7iIgyUxqcwTJjI8dQTxlPpK5n2lnuDP0QfBm+Fsws",
-	"FbJYV5FbKRRr81rHF4f+pLW01YMloXOg7Y86/rvLi7PLl7/9EzuYqqX3TtpRecymQ2bUBO0TBHdCu8f3",
-	"hgcAB7RiuKFEJfskh+rSwOCDpgHxOqU1sbA5dRzuYDU4QHlBZu0cXMtz38YVfbMejb7L3iptWjoOMwMQ",
-	"8XakITy9m8ESGtRY+kbFHLbVCSgh5qcgJDG1k2dh2oXvu66YFpZCKAZAy0SvAeBChy+/hmBvb8aosCsx",
-	"cLteq6W4/Xj7/wcAAP//",
+	"7P39chs31i8K3wqq81RZeqZJkxT1RVVqtuI4E0/sxGM745lJ+02D3SCJURPgNEBJjEtV+6/3Ak7tqnNB",
+	"5072lZzCWgAa3Wx+SFZmkrP91DOxSPYHsLCwsD5/62OUyflCCia0ikYfI3ZL54uCwd/P6FLR4lLkz2ZU",
+	"v2EZLQrzdc5UVvKF5lJEo+jdjJFMimtWKmq+InJC9IwRqWesJO5xMaEavlaalhquWZaCDLvk3Ywlgi24",
+	"kjnPSJrNqE7JDRe5vCE0n3OtiPmf4rdkzpSiU6bIgWA3TGky4aXSZLxKREnFVUxkkVdfcwEvXJRyvtCH",
+	"F/AhgxmROZvLckXSnGVccSlUmogDLRffkX5M9KxkaiaLnPS6p4fEPFnBzeYHRpSgCzWT2kwJh5earzpH",
+	"aSKoyEnJMlnm7ttBSijeLRgtzeDmXKkueSHIWOoZjoQzuCQR8EDNcjIp6XRuliQm/5RcsJzccD0jlIwL",
+	"Kq5IwQUz80txcq+l4ob0aSJkmbMyJrRk8FKc6BNlRkWLgmh2a+ilGZnIEv84MNfNGM1ZmQhd0mtWKHyb",
+	"+QFJ6YZzGBMlCbtm5Ypks6W4IhxXR96IRHDxT5aZcVwQKYoVUZksWY4XKpLR0pC8ZLrk7JoWaZekaqU0",
+	"m7+GSaSEq0QAnW9kOF61kQTdRERxpJbzOS1XhhWBpUaENtbZrhMuk2HEXve8HxOzWsAUM6otx0VxdE2L",
+	"JTNsnpWMapZf6mgUDXqDk06/3znqveudjPrHo96gO+yf/iOKIz9rFY1+am4OnAbLyZO5mnb6nd4TcmAY",
+	"ipwcRnE0Kei1LKNRhOM0D8v9p5EZ1hf2Nv8eM7CQatEoeoWTnJRyThgtC85K5H2u6hvzwJIjicyjk+hw",
+	"lIhk2esdZfaHUhbsyyRaKlYmEWzQL5Oon0RkucgNKb5MGoToHY+O+91Bb/iPJIInsW95THJJVnJJ1Iwv",
+	"iJbkGRU0p3/ENz3FV+HF0d1dvItifUex43tRrL+NYm2TpkpxpanQD53535nqkreaipyWOUx+wcW0IgDR",
+	"9Iopcmy+OSXjpeKCKUVyulLdB9FmUHHT8B60GWznpt0MMdhGlrNR/7R7ctTzZHlGBXlhtpiYokjKWcFB",
+	"gNA8Lw0FpCBUELlggoD0+uMDqeE55ehe1HgMTrkfSf5ujsOl0LwgXAOnqBHO/wczfxWTBc+u8BA1X4Cg",
+	"ymZSKkae51w7yj2MbY4qthncg1BHn8o2R1to1B+Mhv3u8dHA0+jVys79stPvDY8ILUt+XZ0BWUmzK5YT",
+	"lZWMiS5BLpsyTSgp2aKgGTPn1R8fSCHPSv17UegxWOl+ZHrxZE6UNAcrHcul0bCo7pIXT64ZMBTLQ2qQ",
+	"N68uO8fHgz4c/iF5Lwgli5ItKDc3gGZW0DErzPEuBZzwN3RlJNdKLkvC5pQX+3MfHPiGuHgAe9rGqCHA",
+	"abybzl5X+wIfs43Wz695zkTG8FBcUKWBvAp108a5OErEa3OFewE5AAIc1YY3Ikn0WDwZJaJDSqZksYT3",
+	"u1/JQbks2Ih8Ted0ynIQjOYVtAAJYAUny0lhxKaeUUGOenCAEDqVoJq5J5UUtG+4pmSTpci7h4RZqozI",
+	"xySCmbzIk2iURDifJIqTyDztLRcZ+9qK6SQaDeB7Mya4uj7PJLoz09FSFgQ1pp+DyR5sflPJqJICvsWH",
+	"5x0pOnbCSXR3SP73////MiMt59Te7fjX3m+W6aVhU/gRmJLlMJ5LoW5YOSL/ye0R3cWRV3YNjxqmj0b9",
+	"OAK2ikaghEbe2jBfnN7dfYgjZxOAPukWzTzBmQfP5FLoaHQSRxkVOTfCAi92F0QjXS6Z2z9eNuFOemG+",
+	"NFIriiO0H76x6v3/KVLKzdvZTdHoOK6Wxzw4Gh0ZSbaFnr2H0/M3ei6uU2XoqDLYjyqDR+ay35BatU6c",
+	"I0ecI0ecwQ7iPBrL/Ec08HUKDBwFhvtRoP/I7PGftc/W6dF39Dh29OjvoMeeHPE7tvDXqdRzVDqpqPQh",
+	"PMmeyfmiYJo5emVSKJ4bxSc492S5WKrn84VeRaMJLRSLo38tWbn6lqpZNIrUjA6OT0bZZHx8lJ/kR/nZ",
+	"hPb77Dg7y/rnx4P8eMCOsyGbjMfH56f50ZBNsmxwTif58eQoH/QHw37WOx2b5SmZ0TH9u3txpHRJNZuu",
+	"olFknUZ3bbrr+ro69yUc1ZkU+ve+uoloH8Bvba9uGud/Xqreg4K/ncNwP3L+VvSae5D4967VmpkZ4QfG",
+	"cGSkaiWrPkZXXOSVzIojxX9h0WjQu4sjvVqYG10UJjLH1hbDo7+f4eHt9EAUeiu+7Zz7bLZ/Ntv/42b7",
+	"Fo1lzXZvs4msNlLtgMHmHeCtK6RqNIrGrJA3ncopELzxZJOavfbG/q43Hu33xqOzh6poR+0qWs7nTOBQ",
+	"Rkdnwzhi8zHLgc+iUTQzulscIaFtuPQVV8pN/t+i4A3iSDFaZrNXMgeZeEszo7wFWp+Wi++iNc/NDh0w",
+	"XIQNiuBn8fdZ/P0GxN9eWoTdA7h53qNKMer3mrsixguNIeyUDAzNw3N/rQ2d0aKATVdmxc+9/p+//sv5",
+	"s+Gr0398N3h/9s5csRT481J07M+Dv70xm/z/K5H1z5bZZ8vss2X2G7HMzDw/n+2fz/bfwNmO2vzw7i6O",
+	"ns2oxgMOAug+ie5SEJ+NafelZSeblOm1gTBXDpR9r+dvTp3rHY+Ozrv9wdE/orglkbRkmZl3uBlics3K",
+	"MdV83t2cI2A9rCWj+Q+iqAyOB/o/4sgKm10zMKNE3z+Q1JpFbyAFlItpS7YspCg+UaRcii55fm1mOyAl",
+	"61Ah5FJkmAlKfFKhkQ8MruqRCWdFngjDC/An7C+uzZpTkpZswahOR+SKLSD51aaCGl3MHNFCElVI3U2E",
+	"IXSKlhcX05QshWEsfEv/iSILuiokzckNVTableWEqkSkH3M+VzERspzfpZg5Wi4FXCikdhwM7JLinc/d",
+	"a1R62EzXvCSZJRg8BSRhyRiORMVECmaTiecosICpiKMUOI0CHsTbwKbiIme3YLjPmabmxxtaFM8KmV29",
+	"UtGof3p+0uufH/UGw74x3OyEkZHBGqsrpUfj/qSXHecDdkrPx2fZMD9h/UmPDsZH2TA/ZieT095Z/3xA",
+	"j8bD7Dg/YaeTs9553/++O5Nlt85q1i7Qyit12gz4VneRY1gOvjs7//7u+Q+O6/P3bAGsy+fOUDdLjmp8",
+	"q01bjcenPHRBuw+HM9g1nOF5b/B7XQ5kT+cQ2bg4H+JoIsu5uTKaSKkXJRe6WzqB0b3uo32Ck1/zsnip",
+	"CGNTy8VClrozPBuY2/JSLhYsf273QS+OmMg3JjAPu+e9gZFhsG8qv82EC65mlSsXMsDfME25sM9+Ue0u",
+	"euvedtzr9eLITCfjC1pEI1A6O6cZeqY3WlyalnskWetyKTKz+4PJ+bPsLo5QzLD8udB4nq0fLYrNqdA8",
+	"I+mEZlql7nBjtwteMkxjZ0JDMj6daFY6VSYRB6nWxSuVHsZkBkpcam+61CkUMJBrlmlZkozOrYZnRCOd",
+	"MqGf2OT4ucxZQQ7OSOUDi835fMXYAq62lRJEzWSp12Rl+kcc7pcweKNXDk64yIplzr6sRPmIUFckUaXw",
+	"ZwVnQncMsxSc5W6sXIPcVhqS9M3VoTClWcaUCvz9ayf6oNMbvOsPR72jUb/XHZz0gJcq8fFTr9sfxJ1e",
+	"96gf97q9s7jXHQ7N595x3OsOTs2f/fO41z09+hDc+DXInLPgm1eGctEootmcdRzLw6+dM/NKtxQ4stNO",
+	"r9/p9ddG1oi6VyeEVQvmahrFUUGVvoSpt8/1eHR83D3tw74JBCEsSoTiLacg4u7iSMllifETnw3g/mpT",
+	"MFoJGmhYzk34fsYEueFFAasbqovGmPxj5cExG9CIprqSAlvkG7OpX9Mpq+t+nsvAjQFMVvA5118O0pEt",
+	"YoG6G30jfTFOjJw2N4aJluZIZ7VTGbcURolCpuptUxMrmy5ay2KrDrd9lq71iW2x+faVWxNcZ73L03dR",
+	"4Pt3f23TGWsvb1nS34bHz9vdDaaJH2Pl7r/pfhcr90gW+NZN+yGOBLvVz5alAtOHrf7cy//25+WLf8pf",
+	"Xj7782I8f1OwZy9OXn3b6/5lfn7919tBGZmt/g3NtD8RQ73byCuSc6U5ZL2PV4QKc6jpkmban4wHXhws",
+	"SjnhBUsPL+BWRWb0mhmLAnjMHCawspvOj6P7MYx5xQio+jPPI88sEwzE7OCWQX80PO2e944b3GKn8GkM",
+	"8wA+mbgoeq97HkdXzCxAMDejHloFxay80RaAnXhuNi0yVbd6pHVXrEt1s9Sq1ZyvFB/nZXPFDuMVUXzO",
+	"C1pyvYpBPORsQpeFVmSCnMHFw6z801F/0O31hpVOwMoqwrfBiHen6D5W/H7xh2MXf4DdbnS4aDQ4Ph/0",
+	"4P+8mu4otN3uD+dUJz7SfcOZemlrKBdeKdt0VNbyvj97VMy585njWjiu5TyY/UO8KTL+4uTF/B+zvx+9",
+	"+eWF6HWvjv6cn9O/3EYVj76kbSxq+MSIVXJgFApRrA6BWz/z5mbe/IA0BRW49Yh1Zpithm8WuK8dsfD1",
+	"YUz+uVSamJndzxr79dSvQW/UO+r2+2f/p6pfd3H0hk43wR9culL1m5lUjKRuo6RE0DlTWAlvOCCdUZGP",
+	"pbxKCe4fgogDx3EiQsiB40N0KRgby+MBYA39k424AInYDgxAAlwAyGixg3L4AIkICu6xyJ9ms6C6nwTF",
+	"/RVgAL7PggYkYgNqQJdcal3y8VIzAmuocBwqowvw5+ZmqQqpuJgmQtMp4ZBOZL41836iELeAg36yVAw9",
+	"39ZzAT8Jds1KMi4ZvVKJMCaUnMDQx4XMrtYdz28u/2RXYQSEthgFnt5mTM5pB37o8cr8gz5pyJjyiBAu",
+	"a2oP3ICj/mg47PbOe3vgBviiSTTkVGchC56tvug9QQfTTOuFGj19at1G3UzOnzoOe2rv6S7yyXqx5Vm9",
+	"Prqk04ZD1D3mi+art5VcvvEjRhmgfAoEfiY8/9KFyKonJhHJZfZlEu07nSSCo8lG3Q0XcjH9MolchJJr",
+	"NldJhJP9MonMdH1Y2PwGtrWVE8SG+UhGBRkzazPbTcWrWKacVDkExuamZFKyuusFv10WhQtu2jgwTt5V",
+	"x+6sCDw7auoT2ytqG/TsP4w5BhVznJ48kDn2qH3ewgj9fwMjnJ44RnjDFrJEOBrkAHdeLGZSSzJmE0OM",
+	"KrllxuBxZEyzqwtyw9BzssnZYpkHJEWQ/3IPjhgEHHF6ss4R96gRHexM1c5l9mPJjaq8J+WjOLLkjkZ1",
+	"cjtWaZEbgeLgnhnFEWiZZoxrqeCfxclucbJnpvJZa9Hmr7/s/Qcs+2dBsUFQbKk2rEuL1tTw/RbbzWNt",
+	"tV8IzUoB9hkt/HTdsrvPTzPIANyy3e+VfD78N+ecH6/lnA/7rSmqg/7RpMdO6dmkl50M+uP+yQk96rGT",
+	"fu9sPO5np6w37OeD3tnxMOsdsf7g+HTcPzoZng2G4/EwO8rWc877jZxzKsTujPPju7Vzup3qG7LNP0vY",
+	"nRK2SlD8LJFaJNIjJop7t9nx3bqPbEOq+KPsw/U8j8v+N2ffHn1/8rr3l/WM8M+b5vOm+SR9/y6O3loA",
+	"yRa34bsKotLBTHqozKPAWVjhVh6O4MXuC3RQYOorLYqNPsT9Q7iNxIzgBA1SM+wpWq/6tALAfH54kLde",
+	"NvVwVyOHaMANLefRJzgeq9HAWTqTiqFBDlsEcqkqSwxZLRo10pOjeD2lGZQ4m5VcC/KVSxCxv07+NaZf",
+	"TRkSz2d/g7zNlyXoe5CfdzbsQV4YLZ79VlIWuGY4QAW0w1zDx/QHa3nFxI/Kxkq4WCyNonbUNwu11PDp",
+	"7MRwlpTFM1oU1rgup4Ccu7aWgc67nltuVpqVpSwDlV3QOfJOM4EdHqWWhX5dsmvObqJR9JCU9Ojuw5qb",
+	"20mmtsQgs5u/NHvZZgI1xJTCbGCIIhk5ffjIOUCfxdBnMfRZDP0fIIYgsPrW2hHPqKaFnDqub8aPQRPN",
+	"3DVQ6aAILQqi2DUTxOx8RbgILgGCXEDFVSKCjNsbRVIMFafkQE4mrKTjghEqVjczVrJD4PMU5SH/haXk",
+	"QEidiOpKc9WIpHOuFNRUKMP8WHy4KOQKuG8GZRLk5ctXa+m9726kTz62EWOYQwx7jShWXrMS2QefQCC1",
+	"aLo0axVIBmuAOWFbJ9l3jC1wUCCmUwUzca/93//zf1UA61gh2agDim3ylyzJmFENV3mkd9Ull2SxLBnB",
+	"kjEcZmz+9XIaSkeMsjzF9Bc7AzJeonIulvMxKzH8WfLpTLt8JNivkBjd0bIzZzlfzgG2W3UhAxjWcUfU",
+	"v/mTXapo9NOHOPIL6bxLC1rSOeyh/1LZjM1p4Dz7p5Kig992ZTl9mpd0op8OeoNepz94ai+PI5rnHF1m",
+	"r0u5YKWGVbH7ahF85YYN3hmlw0G2pLHbrQHcDSCTOEez2EArM93mjd/KGzKnYuV4y6bxuqW3aeiGlnN6",
+	"y+fLuTHRIV9lzoX97O1yLjSbMswwLNm/lhzkxU84iQ/+MjmGYFB10dyW59hLzJ9hDkaQEiNoaaTqNYs+",
+	"rEe/nsn5ojTntyI3xsidGKlHbMhXQy4+JpAQTXmByspcQlIFZJuk+G/F+ErTFSnpDexxwLZHFpUFJOIp",
+	"MjF/QbrcD98/Jxgml0hHOofgPKMLAgn+yLt2X5t7b0quNRNgSsJBSIlaUGF+gsMGDiLROBjhi4X5tCxF",
+	"hVMvSz41px+Gz6/YQnfJM6m0IhTfDmMbwahIWhTzlByYY00abaAMJAZuXK6sXLHSDR6REna7KHjGdbFq",
+	"31teCBptqphHo2i+6pg/4mhu9bDpQneGsmN4B50scFafVJswfEa1D+Fx9c3odst/dDeGo91nQwJVmmz7",
+	"Ijf8SQUI791rQg4UY+Tpdf9pRhd0zAtuRndot+hLJqZ6Fo1OhoY2WjOjSEb/v58uO/+gnV96nfMP1Z/d",
+	"nzsfPvbik6O7/4oq35ouDc3v/Jq1Ha/IUxyZzxJB4ZawGaTmQOqS7yH5woofljfGOAjT3vxrHVMEYuuk",
+	"jboNSQW1jWGG2H3kVSgqw/d8I4sc9xzVpGBQm21WAiSmLwkqGSkkzVneJZdjxYSOib7hGfMCZetwBq3D",
+	"qTkX1zhGKF0uMUUE5ER9GS5ALxCKG/XDnZNckaUyCzNjglAYZmM5znot6/FASR6F275VrH+w+pzbQU6x",
+	"eyEmct315Tdatanup/58Pik+nxSfT4rPJ8Xnk+J3eFLcxRHGB7cfEg0UCnJQLoWqLPXNx8Fn8/ez+fu7",
+	"M3/NWzDXGij1/B2dtuWgK11KMSXXtOA51bK0UoArUjKjAzGhKSZvKyZywjWoGZAp/mLS+V4K1nlFdTZL",
+	"awwVJdFp1s+Pxz12To8mw3zQT6IonDZyi2ORj6H46A/O2qTHi5zNF1Izod+wRUFXLF+fz2scMeozqXlH",
+	"GmMiPUgrmBcFQB3EPgG3JKyuFMzmhSNOCghCUHL8e7NV5zu2Skd+L97QSvmCR2s+t63lKkqYQUThTJkw",
+	"bPET/vChJjiHbfN+KTOK02s7QH9885IsqJ45DrVREcBkWpYZqy+LOexdAuhTXwyzx5oMjk/axvaG6XJ1",
+	"OdGsXB/dW5ZJkcMmuaGGbzBYXppbuJjWBtbfMQzcSmcnw9rW6rVurffv318u9YyZPUH1Bgcwra7gUhB4",
+	"GZTWLVWDZF8xWrKSlIwW8y+TCnpjf37eQLu/vWH/WjKlX+TtQyzx5yeK8NxFzooCKj3Tv3XszZ0XeYq8",
+	"bVEZYCPHiYCz5YYrhnF9cAuD0jdlghlJaHSMQkmzk7Et46KU44LNyVjmKwTtKd0AU1vWYK+0TyrkNGim",
+	"WFEMQlin/zh6Nfzb2XeDv56/OX538vf++97lV9G2Hd+qZHZ/HnU+fOzH/cFZm255d2dPHKatnNvAjD8Y",
+	"GYA4Py6WonTJ6BwLkMkUto21jcxeviCdPkQmE2HPh0PsQKoqmA4sViktwgk+vkGMYS+OuBkABnh8WARw",
+	"Qmrk8KdQpx8gvXChT4bh8XLe6532z88Hx8PTYe/8vB9sh077UfMsKJL7hhebyWNBmQLoJn8WhIV29e3R",
+	"QJJpm2sDfSac9H+VbBKNoi+eVq1krR6gnj6r39acyqZtU4PDQ7RG+q8lMzYGxjuNke1BVoz1qpgCrDxZ",
+	"Yj0VzQnPY6Lo6rBLXoDCCxVZC5qxHG1mJqjQsCk8bg1Y3sAvcGzw3KJj6RtZXWSfBF8qZjhX10esmpup",
+	"jb5G3m8h72ahdF9y2zrRNjKnVSFp6s6eRcmuuVwqiOPHZCkQSjPvkh9wDQzBFJ8Kll8QmogMbseMMyO7",
+	"qGFOlsfEfTlmhRRTOEIoSjQCvAUXwBrEiYCDfNjrkZQLkH4dfG7aJOXOatcN7ItU2CC6jvsD2IJelG1V",
+	"XbLVd6wFZegVQJ9SPBuJohPWJe8xOczQ9YqtnihS8AkzCgY5GAzJTC5LZTjZCSdsgAusd8VWFYYPfAMi",
+	"HXUdZXspQwUcqkIxmdPyyig+la6jO07JGhGrRplHyqUGjcclu0G8m04pt8V95m2J8AOgJOfGQDAbDcYA",
+	"auUEzUdzwXAwSETKAw3riq06JTNXpF3SNys/OD6GDaQhXHr59tkLwGgtaaYB9FTIRMDeVMZc/fHHF1+j",
+	"bjeVErY8z9ZOqKNJLzsfn7POCT0+6gzpGeuc58fHncGkPz7Neszoq44bUIeu2KGhDkYbD/3jJl+EB1yS",
+	"3A76nSS5PX1ujrfB8XHr8RZHLyZGxwYVu0V9FyQ1in2KZ5KxPC3YsFVyDyDvMpPzOe04eZOTgivnyZwb",
+	"VaEk6X+nh13y3uoRgO5B5uadTMUoLAOleSxzDvkaR71hk7Ib9P52Sob2w0bVoDdo1YpfIITVOk3SGqhV",
+	"ARkkwKZQl2osN7OZLJTVQcEmGhy71VYa2R+tP4aWU3ZYP/MqrKp2iWHhtfY+6SCf000IVH6qNAKm5W16",
+	"tdG+Om/NpkJQM7BwUEVMee7FMTgrEJyxZBnj11D+yoROhMVtgdvfgp1QaZHm9BeCZVpZTzPqSSVTS3N0",
+	"gX8hEQh0xvWFuQWhmxfmLYhVK41+mMI1a2K4P+ht4ggz7w4MqvPi6407q7dlY3X++FOvcw4a4/mGHfWS",
+	"z3mLK+w1nTKi+C919f94g/4G4Fbt+ttxL1DXBnv4Al75bLFWD6lrxM7zOhda861FI/DpZw/VBd5Y49Hq",
+	"Aa8rbL62ETKRAwQN2ighunl1foMi5SSQIjnV1KU/00TgWT7yfhVnVKMGZQwYr0HBpsSibcXcJYmw6kHg",
+	"N908FiICjWyEOKiJUDNaYgQGjRxr/KAiYrU2d57WHmzPxUTIdVMoRDJsY6MK9XDfpanWAu1vV4awEV0A",
+	"tv4CzciYUFQz4BeU6ZABX+esDciVLZzmyyAezmn2ATCb5UatvlyKli2wBgrZNsTlp2jFOKQ7dNmphRQK",
+	"HY9f0dxa4DVYiY8RXSwK61V4ai3qP/xToffGDlxhQh7oqpWK3cjlR9U40IrRe9yuD9chLnIUMKEuDB5R",
+	"TXlRfzy36LvgIajiQlypZWj9wTsAvL/UqO15ZTB1ujYUZxp5XOnLZeXf2OET0FQvlTGWe3GkuYa1fYET",
+	"IP5xVnI6qqqnjSmaNbJf/dkSvE5Tp4GaKf/57Q/fb6EarFiDZk4ghI/BIZqHkYOlYLcLxH0wElFOCCRd",
+	"EmPHrDQjwz6oEY9DFTv+jTSBCQQUee2cJE20GbSnvA8F0lYxzl0a220Ljfw9IaFSOBhTMl8aShm9kdij",
+	"DlVU1Oh7vQsylZoc93oA1sNv7UlpWcidro9Dq3CgGwlWXWSothRXQt6Ibzgr8g2MNANRCnDaeDCAxCC5",
+	"ZMga5gEt1LNP7sCNNcrZAEXqeMs9XE4AmxVQf3I24QKCI13yNc+hp8ecGVXOhTfSP0Y2F9clctrn28DJ",
+	"iiQu1zOJIJYnrIsBEiIW0ixXCeLQXgbp1HZh3FefujQ/IhWIo8LastTJBPJ33/MRnoC3bHSqEgi9FhNZ",
+	"zpl1rjalQ0xo27ZIBOwLI42tmn0DARQzg9ivGdAVpyhLYJX6lUGMAcZtXR77CWZUMoLYTugN3kQfe/nT",
+	"wOt8Z11qk4JnDz3GkC+f33KlVX2jPCsZBT+BEQE5qlHGfCxKRnPLyfUcHLtD8JEdhs8MdsglaTTLaXle",
+	"l7z+8R1ZC3O45HhldR3Lzjx/GCefV5z8ymFB29GucXJ9OndVznpI+Yps4HbJILrk3NS0gIQjyHNfJ5f9",
+	"pZO5xzWOrTaaafc8cgSRZTLokjfg93TnOxU5KZnhghUWLqArL6BdNaJPI+Bf7UiC8a/RcG2OjycQjKnB",
+	"/MttcODGMiu6yUYWm8stojWVM8vgxvgIOdwYw4IcoB9Zw85OX//4LjUnnytm4fowJmlzWmki4Mllkwfc",
+	"lal/iZDEqIKsNBID/Gv4QnBA2yVfX0mQMLCQh48qRL6W2RKi1D+KRSkzphSmBDxIpORLvI69aBy9PwhG",
+	"cvsmIDikxlgf6dg6kTZpK+vnrXuU+unoQ5fncO42y42TKCYFv2IkuLoHV3fJc5rNauOZ0xWhiwWjZZVd",
+	"B8MKdk3jpffaPVzjhHJ26wn+k6t4/hDur8FgXQvaeNTWKWSWU0h9+cwiNYYLAPD9hi25MBaIEy0VT2pw",
+	"NsKN91iJDVIKH+cJjM+FKIsnIsmoMJeNGYbxAHdWS+uWqlD5M+nQ9WuWO5aIk6/h6IBUJ4t3C/B6YQub",
+	"1EO+lUvmoqE5u8XXQemY02MrkEvbBaEFEStENvFQlNYs3QiEsAXmoLK9HPH35yrWzAvYyGpmaR6PzR5L",
+	"gG9hhoswU6NbxYdgCCjFMWxil3oz0xlT3Ehmo5Dx3O5yhRIoEaEIelS5Co7h76X+Ri5Ffn9xGmw+IXVn",
+	"Ak+pb7yS2dMEHOMkAdDP807PbEGxtis3xoMfoAIMK975XmriBrfGN9XIH4Njvpek4NfMTtdGySiIb1hF",
+	"qt2kW+dKDrhOBLofQRlgeWz7gGDY8oZCHuVUas3EIXwlJFHLbGaf+6j8YeGViufG3vsk/uD2SQ9Zy+O6",
+	"0Y0PIhimIDi0Vnlg3/hYgsDaSBMoEMXQBdh0UFDpBAEiaGOSByM4gwsbtq9ntTRCqGEyjLPnSqb0o67n",
+	"v2erN3b1723/wmZy6W3VNsUYQpdcWscofn6iqkvR362CSPkNXT32+r2SOZ/wttxEQyX3qw3W1TMogyTM",
+	"WgS2S76XwMoXiYCmP0vl4u8ZzWZYqR6kaq5NyeV+bpsKXHMXf9L0X2P7rXdSvqTllH0SF5v5drSUHQjA",
+	"bvXFstuMsVyRfm94dnx6At5W9TCu7h9VXP2VebaWkrgRrLF2Y4yPJchqk0KHqurO6a0Z0FdmbilWbqTN",
+	"0o0UHMyPxMsYmUH3xq8nl9ZQrxNzHVPG8LqZcUSSRqXMii3X9tTt9z89r/t7ILsB5PM8sLvcrz/1P3y6",
+	"dvwfloEWAJ8WxRO1DhveapZZ75iRlkb8BeT7Pshl9v09jH0jpAsdBt2+HlVaIof9e848G/JMWmObv78z",
+	"sB7breuxjRPRqKykrrEmoqam4u3GXq73U2gPOOJTD38FTngM55GQf0EkldBv8T3jMHRqo10CsqIgZaHW",
+	"88697x6+Cxw5ESCr7fNHWCqRwocUHYCuQCi1aP+Qm1MbgVEq7QBQefU1RQogQGQBe3LjqL0DInpvGCHn",
+	"OblBeLeceYgb1kCQIVLU8Gb+WElMF1i+r38KWfOnMG/1t+c0sPuHK3LDiqKDcSCM446XDm/FF1zZqyey",
+	"HCWi6UWg2q20qzFxUsdznfsd+C4RqVnDtH0RH3VXLUUVmHmwaC2XojUWUy6FEae1DIwk8vEYvKVLflgg",
+	"TYhgN3AP5vQ4acLRbC4YvTY21lIY+8rwqjmCCqbDygXobi9FGIQIkzseHoJ4sxRbAjgBAR6D/ZByNYld",
+	"pxk5SKtXpoeWhFzvSbnuozLQN76n64PEMV0smGi48S/hO7u1KHFdYw1ZWiSvIYVvLNu0AtpZ0D+RarKp",
+	"ey0WvEPaorGIZemaR1tyU8+vCGhqPull+VBnV4PZggm1spv/3awCfricUt7IacG1gRBrvR82VYSOqchl",
+	"e4D1ASR1HOpJa4UWvvRLXS4ZJIJWLthqEXy+UHU91HKGKUMOofvfTNxHO06WgLbg54w72H1MD0dVkmyd",
+	"26BQMRG2dqtOXV8hTFJHnxS74Dz2KfFvUsFbWet3p3k3hfceDiizJdH3RGqup8dbRFf4/isa6louroLc",
+	"pHo5dSMZScvFd+kfyXcAo0dLRjKqWAeQBDS/hp0PEHvR6KeqZHu8zKdMe3A7xMKwsS/bYBQGlFGjls5W",
+	"45JD2fQDjPkA7O634dL0oDUT5CskKtRZAaGg7dsY2mZZ54ZFKoSrQVV4RG56J+UrKlZvluITVUeqWQf8",
+	"V82DprJOjard7/V6ALoJ5YdxBadDi0LesLxL8KgjFPaSLSQ2N2B+EaZ+P0iQDILD452UWOxvH9OuDYZz",
+	"eqzzI6AFtZggQI6DpXBnwiGWZlIVasRAH2gzHw7L6IyWYNh0rJVcj3mGvFuW4rOn8LfpKTRa60P8hBbq",
+	"tM1PaMszHp2FHsMB5Hq0vOJq7ormgqTEgjOhfYGXrZrD8xqhiILYoETIJNaWzOJe05m792xKaAHolySy",
+	"GLO1NyeAO51E5ODobEiqdjOHGIvmTYccwr0YjsY1dQ+r0luSiGZz1nHOFxhl5yyJuuSv4YurqkyYdJg6",
+	"YZaKlkbmvmUibx9vaHhWGDUb7Xa4JNhh1S3dBhD3/b1NC6m0YZ39/E3P7aqRYNXWtuD60kIefa2E9w1U",
+	"qLbg0BnVrlEh2l4K2+ZkbC2DbTJW8+nJXtWsSQQ7FypvbboKuCB9KXHrILsEJkoo1BRjQ1Jpq5QtDN4K",
+	"52zXzaLEoL1s7vkU6/khKxxQB97vabjuWmyndlAz0ZL935AfcNwUUNBe2Wy+a9J9khGDPVG5ikE3cqWq",
+	"ZvOn9d8GoCKuQMOGlKeOHYz1QJvTHxNdFpXTOCapWBYFeCtLBsdA5YAW0r7Oe5N/+qnX7Q/iTq971I97",
+	"3d5Z3OsOh+Zz7zjudQen5s/+edzrnh59iM2TP7Rt9IAovzID3D/d0X6DErJZH5OFK15P+S+wAnXzMuNN",
+	"u9b5p/4HXM5Ti+OlcK2DS63/2Fx01iXPYdtVI6JYhm9OASuozcLjcWbEsbmNa2XHi9hIeBrBjoaKEoch",
+	"ptrldDDWf9sKeuptXEJ7xeP5cYCOm4IC1Rlp9Z96emEinsmcqZFbuOAASbHFBbKS0cXqx563qjF526oh",
+	"jdM/OO4biWoZtaf/YRxEJ/BiQOesszBXhM0XehU71HsiJPqqNEsEckG8XrWCzHMYk01oDRYsZw0uqzp3",
+	"Wo+YQ/SANaIqj6pa/ijoUs9kyX9hn2aXLMMHBbsaNCUqyOXrF3DoUEXSS3ulxaGxKFLY2emKrbCrU/pA",
+	"71c/rKSqjamlkCr4/dEyVHA20GICSqkQEpBUlUs0hB29Yk1f1/v37ztNkK5tS9rE9PrERKUfBb2mvHiY",
+	"mVFnCP+cByVOBulGb1l5zTNGfqw9s209/c+PljlpTJ1AvpXMppUBlKSQNzH2bytkdoVYbpob0SiXupsI",
+	"wIAjiAeRwocOgHClRCEC3NpmDi7atXIBwNwnr3lgXD4XmuvVA03MMS3Zd1y0qf/Oj4c4KQChzEUOFveI",
+	"fEwiji1OMPEyTmB5sa+JxXOEb91j4Bf0jybR3RZFwxcNtNSTrmrFuAgu6euKzOhSrMVFm7c027h6aZdc",
+	"Nqax7gHGXEZ/gU2NXRYsQJWGtz5RNp4BMl4FOKY88M5UvlmCnDpma61ZuhtqXHdMtL2+dQUFrrZ2YwsO",
+	"ar0EdhU9gucZ1SN0uqD/bL8ii2AMG5WjanZbLZrLiml96eqeBeAbS5hXXUTI9ctBbmaycCpmUAgOWKnI",
+	"fmEh+Bqt4XmfSvCnwaI+kO73MCrskfimgnBdFxdBh5+CZlcIzeGvHwWo9rsB7F3xLL62Ezyn6UAImxH5",
+	"tbcJTMJiuuPGrQqPqwZErbji//t//q9KF5bLIrdllRWa9KpLnvntLgWDE2WpmBGKZs/VRJ0RgfwXIxhP",
+	"7pxz98pjMDcweD0UvxlzBlD1dihBSVb7tj5Z39VdhJt+AKOFibgP4bFXVoeqr9x6OXHLAtuavW9k+Q4u",
+	"b/KZeUgFTECzjC20F9ojAiE11y/BVsChbdHsArrQLP9uLXC3FqOrYnN4ExfTd+uw3bHjWUf7Djq/yw5M",
+	"upZs1BhX62RSmEfF013ytnYXIKzj5Tj0GOr8YmIHjnYxDP3CP4y7eyw0kAP2Nhxv2BdI67+dGAVY7+S7",
+	"tuOkC5f+OmcKuKA3Mt5bLwMk4oVb8q+xXvs6PWIlnwe32MMGd6uCUVI7xkRoUF2NFW4IkQYaSUaLIiap",
+	"IXtq0VtZkccknfBbXGdMrkgE4lGCGAteZBP7sJ0bYykBVQKK6fHxtlNc4AhoHsUpOVAzumDGinYAF/43",
+	"Y7y3UjglB1iDWtuBKKPT+gZLay4ANKWDd/kvWoTIY5vcHlTkFcs5dXLpEywt/0CAsadrQgKMcA/kYUxw",
+	"2+uxY14+IuH7zHuc2stu9dNFQfkDU7v6x6Et7gdJYJAbt9KG6TxqBYlV1CF72JBjjQCPljHgh40IzJDf",
+	"9wZaPG4D89LQGXuiLXBcVSlfQ/jPsN/rx03A/BbTGcBIzQMRjVmh1VqyBfRbsICMEIR6ELRyr621Rl7K",
+	"xaKt0qvZNUAWOXNQjIrM6DUjY8YEsQ8gSpIJLR93cIBN/cZCU0Phfvta1FCw6+NtAFs/6vB0uRQZ1SxH",
+	"BMvdC2yHBulXzLYmIv4pvwIJG00akA+rRW+l8Pq82to6fAWJTl/bVrwb4JUxG6rSZp4oMi6pyGZdki54",
+	"dpVCTqH5C1qxUE0mXHfNGXLFFx3w8GK/5ZKBBzZIZ4c8amOEdQleLWTHvm6ExZElm1MO2SIgsG8xPXHM",
+	"CnljDg8g2jt5xYQ5hswOBrB4sBXs14DTEPZJwJFafETbAcF8Z2SpH7H74Adk6FfB/dnrQ3TYk5a+P8+o",
+	"yHneCv3/g4+IBRlsmRTKWDRGmXiOOfspzedca5antoTbeRJgohSkJ7m010COAMloaaOi7NZok0A2PWMr",
+	"slhqF3NdQB+eRByk+Nc3JZ3C6XvofCW8JBYiBnK+3YWvpQLNKLWFN3Uh6Ua7PuH3M4bZ4prcAEyJsG3F",
+	"8LHd6nAaS1kwKkCwyezHkq8/7GsPizBbiisMH2G2VgWDoqt4xHqTprYuTeZIgXYy+7/N3gJQxVwrTIxv",
+	"vO249WU83wRhqi3GKjlIsQE46Elq2jnq9MyfRoceQanMzzxPD61HNK+N8Qnk7tcAZL7opc2GWke9bQC2",
+	"tdYH/+MPXz79AvofHPV6G3prBeCx+0K6mhdO2b4UNxQ219e63Az6w9Ph2dHJ8HRXP6w6o7cAlVa7yIEY",
+	"BxvI8JM0lv54CVgLOkDETQSqI/54d32VsC8DhaDMikyk1IAi67MecAs1WLOdO+u7b8foY9LrjKkCrE4c",
+	"V7DVyIH9F35D2K2SiqvD3XRtPUHNvevj6QMCFYRolI6NyaoyWWKZvLnDbJvKXowJKxRzDRGCowaB68wc",
+	"Dqy7BWmK6Rxozh4+kCFcH/Ed7QicEH+Dl4OOKcvWZo2KC0YUn/OCllyvXOdEiJpf2BZl2Amr8i2DkZdL",
+	"VJGBRIZW/hk1TSKXS4zGVE2e2ttuoIMT9Bvo0P9xU4wZTcxSWh8ZiJ8Y68fAVHsQaRsaC6BLhVDQhmHi",
+	"6qxoU02aVG85T8zRmbnLnGpB3FO7JAU1oaNnJVMzWeSgqChL4xuqErDg6Vhe49z9hV2SymtWdub0tmOd",
+	"e6jkwK05mfHpjDAhl9NZIiBDAtLMyVOSzuntc3sHaoeuXgWw2NyDnY5jnpnzHAcy4Wi/YywTL3E3ZDO6",
+	"dhexNyXCvPXZjJYq7Vp3EXOTRY+a3XmsKALV6a350hjbLWkCeLON0/tj1CcouhsgRxEVNWDxJ4iKZYtI",
+	"PEMbZSu1hOh4fWZkpBK1fq44bBmwAHRfSzjQWYy6gO9B0XWBWNmQN4s6NzDvNUfQd+yGD25jeJaiN4Tr",
+	"GBeLVxBhTmQifpuZqtGtXamQ64xoHmFkvMU/qCmODRaL4qjJOe4rX1TQXFBXSgCqfFs2Z5NydVV0fQTh",
+	"CT9o1UoD//DoY0ODcyNQbfLN+9n9VdhtY7zkhe5wQdIZVbMU0akUocUNXQEcPwi+pYBmDTmHyCfYwFwz",
+	"26NvW1cC+zJopngHE3yB951UHRloWdIVNCSFZdr1zJd4FTYw3T7XbEZ1xxY+QXtKF3hQF5jAguJS4KT3",
+	"ntXLl6/2mxAExXc97a25CJ/XkL7Vgtq5uid6UrXKX0jVee4Tr1C539IOsU4+l+RbtTcyYzaak5EsrJjY",
+	"hEEHQ1kl6T5RnrkcNq3NM76wePhWLEFMr0o4XktlwoSza5aIKuWszWRpZP5uaQ6LiaY209nbFsSjwWJB",
+	"fS05iqtE1GC71oUpPhub0WANADnAbjTrcvmwTWHc0fXHHL025bF1bm681q/hLo7riZwWfbBK+zzA5E0A",
+	"Cm3J3hTsMMZkK6PNuPCHPShdFARn43eL/8PrO5NC0iD4VGk11Y45658P4siMJWz+2dxD1fWhOYY/x9Ft",
+	"Zyo79rufPvz0AV57NAh/6YA7QC6Q/zs+em9edxdbjIIt9HXktQnzCP9wYDgT9dkQTSGgXEaXihYVwUJy",
+	"3Z9Kdaq0ygm/D1qFwo6uZ5d1iLr2Rmcj10zphBRMY+eknE8NKTABr2us3J/Nf0bmP//D/OcP5j9fmv90",
+	"Ut/Ey2rXKDcugtZoidjUG21HU7Nmr8S9jeMO9k46aTeNQw/bPYQowMzaWwNJqqW8IvmyDFtfxQ4uuNnH",
+	"HBcA0DBA0ppfrZoE60dX6i0XGfuaFfwaeHgQR2BwQegBwTjAWFoCwb6mczpFA5eWJb+mmNmb4+0sJ3DE",
+	"Q+3KUY+YxxM6laAWOlkfNn83Yk+AJqA0nQLQblQyJYsl0OBuzQlvp7NuDVA00c3v+7l7amRYfxg4kxzx",
+	"wemI9rQgB8aWh0AghOnA+mzKn33lBlK1PTRRgEqKRiraaYXRVaUFT4Z2YnvN1JO23e3OFk44Wf4CgxTg",
+	"WvKYsO60S9JqTdLufQ+ghpxxo4ndYrZJGucA+spVTt1j23icWEOrAByXehBVWhToTLUQHjUW8zCu7fTy",
+	"P19YPPkG2PLe+p8b5guxWOq6tO6vnVFNIlaD3Ea9dhnt7rWNeOoiGlO0R749xoNk9FMnqF9o5Vx4tGQk",
+	"xaxjnmPS8Rf4UbgU5IZsrvsvd3LdNtcliudNnsv6SjxARjtvpeO3hgx2Xmzfftz+1s3k/KlDYH5qp9td",
+	"5JMocEZ7iYtMZXGb12iDflRzxrNboxMAJ+FWBjnNSG6fk1GBqbXmCVax45W0lhMnzF3N1KRkzAlvmCZ+",
+	"uywKL77vWjZRq+P+PSiLNUe9eZeKwWYXRml2PaEUQJ1/mX6i8/5d4KaH05Ldhs769hfbG9Zevs2Xv9de",
+	"z1Ef1zSnmm5mNTxE6hP5pmQM0lCIu99VhsLRj7YRbLYgllLJhHZHO6SsGK3dk4Zj5U47Xcylnij3dbci",
+	"Z26TqU8UjOEC2p1MS7qYodyoGkaOV2RcUHEFwLiqsTr9Dc7zNnckDKZNdtacDWveEd9bb1N4yyd4+W5t",
+	"gGntHGaQqWUMWnv0tIS8wsduUnM4mGfkRpa5ukBcYcgcce3lwVqEwJSxfG95Roua2uUMshYCtvB3VQ+8",
+	"PiK81SkQ3vbVZFHKfJn5NbJ8cdLb1YZwn+1UDyFd2Qz4fVxIkC1vtuBmW995d54oa5rzvOa6r/m73MK2",
+	"KUV7cKFNtQsIHHsWq7PCNlZ1JQCN9qPgihvVxysnE4CU9gx5YNkjJjnTrDQrozTPDruJSOWCCcpT6F39",
+	"w4KJyxfgBqOajwsL+hoWXTvCdUkqi4LOaTqCjiQ/wAdrptXdp2aIURzhi8wfcGndwWmv2RVrB4T69ji7",
+	"FZMYbpcTLEq0QPuIpN9EkW8EtbOMKfVsR/6P5nOmSDplGoaCRZK298rjpqxAvxeWX7aLIVEFciyWU6m0",
+	"R0qoRZOoZh0z7Dp5T4Zt1pLvNLs1bI0C4ALrOdFlZGOiX1bdcLEcQ3ppxRFwxIrER/NvBIP+ms83qPOF",
+	"l19VxMNv93B0zli4nyzb37nYFnDZNZBt4sZsoQUvmdqDTeyV6I/ybV5TrYtXLq/GBXUsHx1W/U0B0fXB",
+	"fLVb2GNPYpDafHP22MIGxp06q6sAJ3bcN1qwmaJNpehDpm3/sCbaea58P0lH5a07ca+jx4zfnTsFVfoS",
+	"xMne+xfQEUCOjFeheDmQpVuNmPCJRdY1Fx4+eDUelsPxq+iznggXJP14twZpWtefqjMRx7XXmmC7adBM",
+	"+eb6P3fLO75nPL2V3SBzx6bzbOW5GLsKGLlNM61qLNgqYZaL/B6HATDTp54FvhJjwzlgQzwxoYGbzEZH",
+	"IO2c5GzBBJT924K4USIS0YE8p3RE0o9JVMqCJVFMEpeqnUR3aRcuMnS0V4EfHS+bcEGLZ+5a8w3XrIQj",
+	"XeFn584zHxNBSBJpKYtntCjcBUu8/pX9DKH4HxWdMvNyKLVo+vDNcw5aXfjo2xfUtTf2NYg+TL2QSrPc",
+	"PMHiXuP0zMLb6V0xOzksCMBBsVvtCTPBR1W0GTPqbnYXdrvdO3PmwvZaEXMFWRRLhcmamOYEdSeyNGOh",
+	"ORTKdlx5ls3edOVTaCW6uagFhYNpIgt3Vy4zozI2MtJQ73uom9S1+GvJMgK54OUg4k2UDHvsG3628X55",
+	"zUrXzPsAthZYlsuFYqU1LK/Y6vDBitr9s2Cs7o+bKRCicdDQsNL0wo2+dozENRXVC8FWm8Geput+QRHk",
+	"HsZkKfi/lsydppVeYIvbAnUZnHywrROhWVEgxAcWdIH0+2j2y13nI7/zQhC/Mh8NN9auSARmOH68Yqs7",
+	"l/poea/z0WhFd52PWt6lFw0Oc4mvRqDKCWSL8JLIG9H0K1qJ/Cm5kNszIZHGqPa2WCSWySGvBPxt1JLe",
+	"QhotS9ENwtlpHOiG3cB4qlTymr1Ufb2n0dRuPoKrwY+Mq64Tzj7S2/WSmLo4pfmsZhKKdmkisNjWTsiK",
+	"NUpyDk1lWA5HXNzcg10vxGgihNHlNb9mgfDqhpKJerlkDLsir0Sw11UTYRSnqta0u0lGIYQNBgnqdupc",
+	"GWqa2Rn5gLWFZigeIxQK3mVWXwm8K1iDs01L8JJj+/ZGZoLNIFpv4BNkQkJqJageViYLG/NoKsIHQmrv",
+	"DOI2M/Rw/yQcsK9rRtdgPUwRR4Ld6qqXfH3cr20iUGX6uSQI8EEi0PgFWVAFLqQxza7A7Ri0dg+dsf3B",
+	"LieLo+BGSfjWq4ttfmrP/rVM8voiIfD7fs3775ONyfUF6YGG6OqLhcSL8PeDhvQ73GWtNEgDI2mly/UD",
+	"427Pr13QDcHWwUUJXLZONeaLbfZjvuuNgbJdkTK2ufwFnvonulhfkLdBLZLz5UI6pyuUslCmUFWRuQJN",
+	"Y3vFJDV8Aj12Uy1TTAlXFmu4TgRzYTszoEKJ+7iQ6rFLnuQGXwj91V7aWBSYOQxk47o8NBgH610xYSMU",
+	"Z7Qs8+8NLYpnhcyuXhkuOj0/6fXPj3qD4dERhEqgexhe71KnjrzTOJoudGcoO2a+UdUEtSjmXVu1uR4P",
+	"c+/9FPPYxeKDsVs8L4jbP1EkM9/GZM6LglvIG6K4sPl1bCGz2eGG4JCfcYtNd41PxzHUkx9Q+wNMRiw0",
+	"UFgPB1HiOShQCvzHVAi5FDaAyBFgYmEskdANqIgdCJnRsDveFVspV8MAX+DL6n0RYTyqS364ZmUiTobk",
+	"O/6VOdFhsGgE1Ev1Yu8ymSyVqwjbaKFEo+ifSoruG3rzCpniHulh2lYd75Rx77CQvSGqsXbXLdLGLfMO",
+	"Z9ZqKFVHL5xq1+hVNBa5I/kNRSsJi1P4nKOVZ76u021dkMmST42lCz3hdvlZoa7T3uBe/kThMhnbEo4N",
+	"3znv8aSemtHB8cmG0ckbVmZUMTJjt+Ttt5edwfHJPoPtrrtLAiPCfAytiF7nnHYmHz6eDNsMh8aq14nq",
+	"x7959S2PrZt1dv9qrD63GR0x6orLBcDfDE7bEj0gxcNle4xcUkdqSzG7XJgBsDy1SSEghiZS6kXJhe62",
+	"XFYyV8fZwW+5FIkIZYPCjoJY+wkCAhOhBIFw1JulSA8vSDqlC3Dg2lrP3KUKO/mPxcRNy685ooaFNDjb",
+	"bQJ+qEzBn7ujzoePvbg/ON1gB27MMLOdn2SZu3hUUPJk1IiR7fyvg5pQ3I74dSKgrRYE/mk2q+pgcHns",
+	"HeAPSMmXVRWp/eYPUD2KRMCvuuTSlmI8UZWHCoEZUTCXWj0xWzOFPw1fcBH0CwA9b0tF6K7w2aai0AcU",
+	"pHlibJBF1e8xVKdBPRrqXHubQ1Vp75pC2mYVVa985jrMbEwhSKuLU4sMb5M7fLFTWCj8jdGEIA3b1hVy",
+	"haGabKnJAXU511W/BlqrFobiRJ0IaHNgmeI9lNWlvtSdKddmbz1focFtW1a4mhbq0sEkHrjOYKk/h3rt",
+	"9YUuwefsgwZh6TmFhg5G8LkxGOvYGVpYUStsbQe+5HBTskaV2LuNWxqF9jtyKt6slUcGJcf1g9SWXQXe",
+	"oYfEJzHZ9145F/cY9cwxQAlIHABUA9x2gKxZL9/s9/YYtmDUMOUrrjZscdjWWPamXRNCITXJCkbLerVf",
+	"PcgKVTxzrgCeXH9q8aWQuvVMXiEfLsVSLWlR5fKQA1Dxb2YrFwurkPWXBU4hgMY/3C83DgR2y8YEcW8X",
+	"CU4RrHTz4h/G1ZDwe7uL3NlXF48n66IRWPhbqma7HvkXfyFoSsHptUXo2IV/oIRRjJbZ7JXMd9dfVVdC",
+	"xrWFPNxZtYXXufBwVcZ3P6Fg1jrTFU8Tapl/RiFjfMywzvXT+HktkdtjP1ZruH4gxA0VoLl2rYdjXbjX",
+	"jvQ2Bfibgl63ORwNG1QdNm0dItQGYzQjHRFI0sGeRqwR2TBKEp3iNRk3J2Yz4mDxsDDbNY0xQdL8axNI",
+	"XcGW9yM7MLuSNrz2/pcd7uJvZDllusI0CnwbrKTQCqJ/vuZ+cD9txraxPkY4mPHq2KaFWD3h10Auarrq",
+	"cJRtC/wto4WeNSbsoK8iebXucXE/rglfrElN5VUaBlPklXnvVuKv1zGYF7SNFjB4NuFOQWDFaCPoXWwx",
+	"p5G5tmlSyH2wWC6oyYXRaR4o5+xQWtwGrPRMH2MyMPa7v99p8AKf79Kg71vt4IYXO9JsJHrwjtZUQPsk",
+	"P6eHE5+bkxjiAgfopvcaIzoxECy0ZHN5bXH/3DsfirNxvzTztujzVupZc7ydbgvOMgZQvChNtVwHExqB",
+	"IbtgZWVhwAsTcWDF7QgLPlwQvFYFwjAwbWtBbD1bWjIjl65pkR56Zd6uwJNETCyWixHh4yUv8hoqix8r",
+	"u9XgUIJlMn/ECP98w43h5AZt49tbx9oOerR3yrZ5/4LJRYHojegB4GKqqjIrmC7LyRNMFnpCDsA47cf2",
+	"QO91z/uH6X552xN/Km5jGnt2bsAk2koN21D8fkvbjdbPvZFPzfkC512f37ARnD+reWbsIyrHzIcwXA8u",
+	"mpOju4MvtgAaHf6x1YGDfqLdws1uHZt8hOqp5du9b37j72jdunYt61ECP8KtO/pZBXXZVueIOxmquLvk",
+	"7UppNu+UsvCtyaeSQVAvVfDba9jrkMNrrRhA7jEX+OLwdam6uQT9lYvWa0loXtU3NjKy9zpmnGN+3SXT",
+	"gqoQzKbFhjQyw7kU8dK6T2oXYNPdthV5E3LH2oHbwWQE7yANFX2H7oXCAISIEQ8uHasyALi1ddv0i3bA",
+	"phdGjJqHOaimB5b5bABHglLArQBJn4x0tNl4ereBNnF1qHg7N0hFfzxTKUPADaB822Z1YCBrOSD3LYbZ",
+	"r7DF1phg6rklgsVsqcDUH1TT0jo5j8jSWkz1mk7ZW4CjbsWfhFBUahv3BEArZMqvWQOfarfnaE5vv5L5",
+	"akOk6iUtpwg4ilouIvhatOMLMubTKQC4McwetJFD1FWG/aPttlG/d3p0OuyfDYZ7DHI7UQo7Tkccj0F9",
+	"L2o0Vq9GmnhtderDaltnBPluKzm2ziyHme7htdtQdo3Zv9k5DsVzED+ubHG4BaT1m8s/tTtq9ymZcSgu",
+	"vmbG9iB9cJ70Vr3wm5LZistKK4Q+XgRCx4uS6bUtuEHPc07c+0mKh2mH90B2LGVgUuzAkHZXIipf/oMo",
+	"VptWqlyyGBKhlI3f2w4PEnkDV9EBhEF2ASoyLPcZXOv8cV+H3b2rBnTxqoWrLVZcOHKcjrLOF/uLsTtr",
+	"WR0erRp7LrqM/i1FOWvi6Kh/fHTSc+rLjtLdPfIXcPe/s+jh+5QlBDD7kHqUzaiYfsJ+25UlboVAkCUu",
+	"hQ2t2fL2Xzv922Zy1Dr3WG53Hs9Q19+VCL5ZCD8ke+pyXT5DiAxevV1S26LoDY/dIKlHZIJpwOMV+mWM",
+	"MeGBLVx2zniVCARGID9Ak0hAH2i24fCpQDba6ZtZbIhafhbNny6aty36b0hU+7TRz/J6o7zeR1ZtFjbt",
+	"2eu++/y+Sb5WffydpZj7aW6mzxtg6nbHatNZiS1xb1y5LWK35ITqthzqKr1o31DsfSXLQwtCtwEOIotr",
+	"lts5Q1whhKTGpFY145Bq7S4vlRUf1hGV+kKPw1/HQfQQlfDT9l1QHbauKXitIOhg7VlgG/Mh7tt9dYEQ",
+	"8GfdbiNvoSIC2yeCw8TqCTGWFlKRCJcNS1Krx6RkuqRlfkFSr87Y5kFepcEcQd/pCPIK+VSA9Qgov1QT",
+	"StI/PX+XonFu0Yxgz8NmXgqnRrZ46n/XOssWG/YyIBix9Ppstn7WjT7rRr+yLfuoG2+j/YowsqXFAeXK",
+	"WsqGMxwqZZcAW4FPtKrOBrdbIhzYDaTeOX3IPjB2udaAzTmhvFDWn9k7T4QT3Z1MiknBM52SAyPX54AS",
+	"RDIpsmVZMpGtAkQQ190iEbD+JbnhwhZU/krG9f66anuWPBa7Oq4FsqkuSV07xXTkdY0uSZ0cD74FiiWi",
+	"QkOCHFJbVm8LXc2tvpw1HQUFreYXLKBNRwBd24E6P1dMq+Jq69daQwTRE2UTlsLyYNffMo7ciKM48iOA",
+	"pCrzzkb1cHXXruJhp0zdv0bLQUVDvS2UBzdAa13EMnrlCosQiNbrw7abclZSaDulspIZkfGMCvKCTJnG",
+	"+iKnwPwxigFPIhpFS+WbwdT0gg0h0ncVInZbvUd/U7cWfNteyugbc2mToeH+2I+rnZ+r21sYWhJFeU64",
+	"jgnkGq3D2F++fqHCFCggTRxRpbjSFIEEQNOGSj3ZYBR79S4m+V7KxaYWHqmQHR8zHlWVyjOaEyHDLSdk",
+	"x7zPXZ2OMAiESdBzdNmXcg6PMBeG0wpeYvi//qT6nJo/7u6l8NoBS28AVMjhgb8WEjY5gKQjaF+Y5yVT",
+	"iky4VofNuheY1Gl2xH49iGvXB/JeNY6Xgrz55hk5Hx6fusapXfIVUzy3KVOYl+kavlF3EWDuAtpDIkDI",
+	"xiSTOeuoBcv4BDXsMZAT02qusE8pmpXQvN03thfw22G81tT0wLUlVgS7Z1qrRB26aqd6w1O8wVzoYFex",
+	"wy+Fhxy2WyO784otXZ/ZxGLXZLQ9qRCy2EsJSKdcAfxJmHTUJa8M3VB3GDN9w5ggJSsYVWtYmsMNOrvt",
+	"db8W3Rc5v+b5kha2ebtRJJYlU3FYg4FYntespMXeJrslADSMf27evjN50Pc8btp0iEO0oaku1a4lbxu+",
+	"976FnthLue0UkZMJE4BCa9v9ImtWjeV9XvdP/Q/Ytn4PZ1StUWx7lRn8bFFdaKGkS9pLwzarKbEdzLzq",
+	"iO3WCznttlTJrUOMs40gCgBqQnMIuLhZ15tFr0H8HredJNhPur2eqyhwWW1A3r1mvef5nq/akDtsXvbt",
+	"u3evCV4AQqcWcj8+Pw/01mGvvfwem/SuYQ7MZKlDNBNdtZMGubIX6J9urwIlP755YajDSqjrE3Tu8JDD",
+	"N8QkrToDfzSzu9uHYO3KOE7TE9M2WW/TZEIZtwGjno4LFpM5zWZcsI7hJ/ONA8dH/4o/QbB3jSLqhuts",
+	"RiS0juLeOyOF4QwjR9Mu+Z7dwDIqOFOMQMjzZndQ18YamkLH/qMr9q++WdCSzpkGxajZcjuKo2an7cBi",
+	"aXacb2uuXz0TJEjwQPcZ7ZcOOrmr+KE33kD/Me9ZCrydLvVMlvwXyK0ey3zV0VJ2ILsEft/Q6nrO9Ezm",
+	"MGZaFPIGbneDQ0/6hl5W7iIsawI0czZfSG0syM4VW3VKZjYwEF+HUymXov5hwgVXM4b95DTrQCYMs9O6",
+	"phyr+GPYeKVomjktq7Nb1WseRC0JTVtOZ6782cxKtp+LzB8v7aLVSvIwWwm0fYu79xrvJi5N2onFL3wD",
+	"/af7njONLe7G5RWSDdt6Y075s3pfG9tyE3PmoWWbNw0rTCkbIYHmbt1EpD5n2NoO/rNvthea2yAfFBz4",
+	"cimgQXEm53Ou3e0hVp+xOSbLokhHmB8Aia51oeDf1jSq8aFRHJkH1LkuvGeX4fSXsCyuYTchFMAo9af1",
+	"VvwC7DVkrNcnivz47pvOmYVXIO886DsANgKwJohIdBzVM7XtS7PJ+PgoP8mP8rMJ7ffZcXaW9c+PB/nx",
+	"gB1nQzYZj4/PT/OjIZtk2eCcTvLjyVE+6A+G/ax3Om7Arp32axbIad0Esa/cgZsQR2+g2ophMWhbgRA0",
+	"0PONz0bRQio9LZm6f9kQPCkFGA0y6PUuiAO2RgXEdhbE1oWWl8hx7yg0SHEwH3aWeu3f9w3LB9vrk9xz",
+	"2nYoBibbu4TY3VayjPFFe68Qi+hdb9qRFT/3+n/++i/nz4avTv/x3eD92buGZVHHyOjXMTLM/UEm/8d+",
+	"Lx72Nq06jP4BmS4u8d3OcSJL3Au4U7giKfxlQWfBp2ob1OoZg4ZuGmLME+/qJKmxsX1IEnASql5pwBoz",
+	"qoi98yIR4MASjNukRhaUKbqs0oPhYEDS2pmPJYZ6libCDnGDYQk4F9gB/Y1rod6iW8EFpGATX8oDGcFP",
+	"lG+3Du16YWgXvhV8IoIiVOjh7tq+K3Kg8Zm+k6Yygpbx4iCbUfCGloo8JcPDNISQlhZwZrzUpIHbWC8M",
+	"r/v3W9XrMO+g6XosgHEVqw6eIASNfRmgrs2PDLPDUK9KhOvhho3FYFV9NxWak1waofo96tbem2z7+zLb",
+	"bxaUGMxgHfaGjQ549wixb20ZuT0AX2vSpiSZ0LLCarvATGtX+4BbAvaB2xRm7ECeTwu7H7dZ7lv66GEb",
+	"+3DTxgTK53FRwe/3xBxgNxVAJay4YcsZVTMz8Opg28uL+7jYflwFu3wiywtbAVb1C7fS1oe62S209UBb",
+	"zcgs86AJOKW4fmhr5g3HwKZ61cswNYVDrR0MchRUzcWhCHPXueSEi0RI8PkUeFlQ2OK9DVh2ZJNAwNFO",
+	"3gUBLEcX21IcMcBg/BdeiCJWTV3hiUGxdMLSaFNpq7zcIzvcnYf04bjZ1cQ312LhNWspMfeotA1i0rtx",
+	"aTYLy+c0m9VEmItBxe6owMCMj9tSpdh8XLC8DcXnHglgNltqp4x7KG5EpfJsl7b2unuLgR2FZRW3h0V2",
+	"INzkpHbexOSfkletV5MoSYT5/yiNCbulmS5Wxtjzp7axjJZFThRjlXTYVae2F6C9HSSEWYzYvak2BVqe",
+	"ivL8MTrF+9VpQEoE2c+eY2v7qUH2DcouyFoAS2tPxiuNMWsoDiBijaCkbT5xfBrAJUYfk0jQOUuiUWLB",
+	"Qn6GbQEQ81Epb1QSjX76mLiWmnAhxjLhClTS4VvfQhN+gA1j71VXS7ji3eVXnX6v89XL7+CSfwEyhofl",
+	"awHiG/YH5+dHFfRddJ71+2fH9Dg7ZueT7Hh40h+c9c7OT08ZO5scD8/Gg8HxWX7UH5/SXn6U9ekZO2eD",
+	"rD/pTQZ0OD4N4C61lEUXEX3WragNjToAKTyAVo0xatcDkYJ4nU4JcdCMgMz4qDiA94fixCCw61EBQRaL",
+	"1/9JWJrgqYFJI9gGhIvw2Hd5BASkHRSbwSGIygJVJP2Y87kymnM5v0vJgW2tDntyKaxeoaoHqcNEANKX",
+	"AIxH9JZ56EfQRlEiwDHqfMNKW1cM1yoRHvQQIfpSz3nOCPl1sDMRBrBdL0EEUUTtbsAK1hFHQW2nvCAA",
+	"PZ4IVBYOvDJhKRG76JUs8a/DEYJfOu04BhOFa/cEIYkqpCZ0SrkwZuCc3iIOcropja+2YXcDglaYnp+M",
+	"I4q7Mt4HT/SNgyZopftSBMpgKDJVDBjsDpt8G+5zW6iq+SjszKX5dCmXiqjlZMJvndVt5ciBAxPr98j/",
+	"83+H9N8/K7h+MrToTa0xRiuQ9nk0F9Nv8HLUJvbQJdYhk/EBeH+8Dda6+c4t6JNQvi+uWSEX7Imyqdah",
+	"r6pC8/Q3dK/7da/mhmt2e9TfBMGN9XCYnDOL1lfVZgvGcuXAtzla3+WyapfAynRElLszAT0UlBhwcpqP",
+	"Fk+tS1L8qwMmBjYS0B4urqTiSvlrE5EWxRz7HDSTaIKmd6CEWWey6xwIBVRg8Wn0+cTQE9IbfH5mB3jg",
+	"2cxRcyAoaQ9BGwvCs5ImImeLQq4QSaae8eUSauMonFwUR0Uxj1xteG3t7A87fNGB66EtzWUtu6XWRPhk",
+	"SCrXT4xnipmOTeHCzJdEyBJzXywubSMhJiYuGQYwRzprzYLNwmzF4t2U3NIKFtLub1yKTdLQM/4TBbFh",
+	"1iW+zQc2mwli6rlk6CW+EvIGTScEILxiK9VWZ7cJMPQbGwJzOBBgPxrDG2HPW7E6G/37t0Kc1q++iyOL",
+	"fv98gxD3EEkOOBmPAhRVdfx8LckVY4uwScVYLkX+yJjPoFttNOu5OaaQhLZjIQaSHcVBtDy4YaKZ9S50",
+	"QksaxBLA0+8CiCGMwHLKou1hrkgKp+obe6WFyTe//YFUr0sfl4Q+zrqZ/Q48wQz5xlTkUrD8EJLXNb3C",
+	"1hXYlQnm286cG+a2KSOgsiIa7FZXI8gB+9eSAmBVWmPf9PCRzQqneGzKUVkYmQ+9b0TmNwUXhE0mLNPd",
+	"Flf3rkz2RZh8uD2Hyl14f2+GEdfb95C9pI6jalMTsNUnxeCZ/V2KjLUJhQdvNa9R7xRM9q0zmjuNvx3z",
+	"3oxqHfT+ETtwbPe52OI/uWACXfGP4luBJY2r8yTY203Rvnk31gTbOunDfdCqmy4F/Pq6tRs5IM35xPBy",
+	"KZ58goHxqap/a+npFLvF7LS//kQXrlL1ctKaweEKVbFfdyUcUSEoMIJcHQprBatQNZP+mmicW1cRhf89",
+	"465mHzoXBRzN99F2aoDeVuui2YzlTueJCbzUN8uF+ll3GrWdOY0J+1dvmPKmFEvXfYVXUTMzOjAkbBf0",
+	"3CazxChVPOwEJDlhoxPb2gnqpQ5S1Le7sGfTQyj0KGnGHAdY1bo/OPOKciLCvg27Mseb6nO5FB0I25/1",
+	"Lk/fPaAvQj1NvD8426hDPwyaAigqQSR2yXMgHrpquJGT+Jg2bvo0hXe/Q/3rF2/fvfj+2Tu3g92u7ZJL",
+	"sSIICQY+NptrDECZZtWrhBFsX3yNkG5QZcvInFGhHFCKsQpj0u/FPUg6AexL9HNxRUqjOgOq6Y24QKRn",
+	"0jdXmv8BqFdB51bthi6jrdhma4BqD9QvQKQ+957H3QWR3xlLQCznrOSZ83iaCZVhF0TyNPikUuwJJCfV",
+	"OU4VURalVmlGobNG3U3arnc+rj7kdr+9LvYmMS0KiE9Dj6Z6rRyiTTltP50zTbthk6eHK0bb1QyrN9fS",
+	"ATBKvRROcqnHizIvRTtQxH8WzgEYoA2XUoItkTGhi5VXxe7VIwTceDtUinUlrf3IfVtDol8/Vin4rAKA",
+	"+BXBeBSgnUO40CUzBn1EbqhKBIATmquoECk261osSnnL5+YSNLEOvv3+7ftDdPNAzRX4p6jhZsXKRGCb",
+	"xDld2fwW7UCu0YUVtPqoe6xusZcmFaJRhmh/2JEi9/aKb6wuez9bVUk42DPR9v/oYhpfxzBVOrIl1v4b",
+	"6KBTLpYqHSWC61awubgNBsDeLKTugI8PXYGIBID7GiOXqU240kQuNd5gRtXRsgPnPwxJVesI6dqQPATu",
+	"UJephE09IaNXSPAyGfFua04bnkE/uRBmyg8U/66Nob4a/pZdHl3IRmwHstynVX6QzIhYmeqv6ILdhgdo",
+	"s0TQF0zFlceyH6+sBzcsmYWQT933S4Ik+8M99ETbuLk2vtYt62ezCVXZOou56CxKmTFl85OgVSustVqW",
+	"1/yaYbs8OFIOuyR12avpiLy2f6I3dTFd7xLsGwv4nNfa0vpvd3uB3wbgAveo8asYmbr8K2Rw7PwOGg8L",
+	"FDo4laiGsrnYFlZb/UG5bccFOaBVv6o0qCUiBb9iN1yxQ0whshglcpII6HFiHgs2Fg5zjJsYuALKN1SK",
+	"yfNvgSeJbX6dUU0LOV0yK+piwCAh9Tqmpx/Nw++ayrXj/egG2ipFcaQA2HPQW4ub77dJwp4hbby5xozb",
+	"Q7HB0rqtu26WewIQO39qkR6qaASUuJUuM+2+EOm1aAi4yIN2ZySTSqv9ut0EdN8Xtuf+ZPcVOpur7qxE",
+	"WSeT9/+r5WJRrC5s2wDMsQQa0nGBVRl7+jCqMFpN3WgmTcURdnW3P9v4un/jDtDVYAYwcCNiHXiiH0BM",
+	"eJd1zVzgRgrpwax0qUnwrnriRKCJ4/67r3gJd+tBXtKJJoPeoNfpD8i1zOh4WdBydYhihWNj+ifKioWR",
+	"axMPdbuxM7RUbKMRwIPBC5XrS2BFlzKWGDTc02mXvLDKAi5M0DfDLDbFalLUm8TKlzZDaoetoiIzVrKL",
+	"impwpDGwhCgEZzEG6Ey4tRMnZLt9ttmGcKrjSDRAuTbfGVKsACQ+JlQbjSOT91GFP41HYXk2oTNgiuJa",
+	"4TWsti+vvV8OokN+ud842/WEOmB/bYncxCqh5TdBuC8rYdOuZoRYPpuiJXAJKPd4p23+ahnZqIGAeu6z",
+	"K4w1Gub5W1wvfzL7LdQlX7OCj5m5sFiharsUsCVK8IIkAmrVGlXVkFovSCqWRZHGYMAx5XYOVDyAPXro",
+	"UqFtN2CIoD5RRN4Id5XEfYLFNoTaIjs1owvmYsyaQeHoNBHDwSD0D1AyZQLcDvbNUN/eTUQiOiT9mMAa",
+	"Qu4dnt2Ys8d/YQkc31Z/E9iOP4ViOqd+dslzC6USe+SvmPhKse7aG7C4At4wp7cWTcm/hyrXQ89YpF7H",
+	"BaxqI1yg7ILgM6pXr78F64thBnES4dOSaHQSJ1FRzOGSbMboAschc1bAd0HL6yQy44HobYr3p+SalWOq",
+	"+TwmE2m7sBh9FemPaLs5K8AJUg3uwsofKsjLl6/Wh6rlAhMd8Y/RkfnTgfgn0ajXPXYrAGaoCsgCLjDq",
+	"+qKFkDnuAV3y1q8KAuEE43GZFBi9smZEp7KwZdmygNb0giHbv2UJv1h3KVIOQoAFNtzDaI/Q0mYJyNIB",
+	"Ar3dh2VyltEVvG9Gi8lLPmGvDMecnQwhfmjeVrCKKhOauy0xZduYBBVrm6DqJIBNRt2+Iz6Yd4JYVRXU",
+	"w86dkIgWbdr3PnVauxc55KCqccWD/zC2TvS1U8BF9KweacWvuo+KvjGtcUfiYk1jbJfLIAM96lQla2EL",
+	"VlEu8paxNoOj1sHMDx2FgJmD2+sA4LP4DmYMfAnHUgbHGK513Sj0j9rXJGx37FUDbSsADu0JzhCiyH9p",
+	"cUDrdNg/o69mz9TO8dMdDrhgzG2H7TveFsvDBgeAEcVZSQo6ZgWhoCP7hjZsIzxeuIgzadbmhpZz8NQU",
+	"jYXBn3c4xaCq78cHQHO984lrtojPx6VcFnYtHR7Ujf5RfxBHcqnh09lJSyp4q1ry2pb6wIseN7juBrPG",
+	"cj5t71d47VqqrRmCH0srK0lZPLO4wPfET9NSFhWMFLHYcPmydInbLZhqtJzaXv223a8tQ0AMevCgRjmd",
+	"0ynLO1J0AGgNAzqgE5lp2fEYZTEa2aKMnwOYNXiUWhb6dcmuObvB+ohyTm3dw5tXl53j40Hfqh5mkC/N",
+	"VsHTc055wfIkulsvJ3Bjb4m9llOEXnUBX0sLOOXagHweKsw9EbY5IrEwEebRbuEi6VoDMlIWTxQo4m04",
+	"L/XwawsIUI3sGzBUfC6/7cSMTpx1VLthb3erH5hJK1svSxE2vn9AegBydQV97Vn6ibJqfpc0ASTQcco1",
+	"dKUPrvfoEQcpdJb7aL6/Sw/jAE64oABSCXYDPj8Rtq4Xou5ehlcIE1C4aHah62k9ZjMOKfGYvwcxKgu8",
+	"CYcbQIN6y73pHHOwEK0r18C1qEp19z4Ow8bjOxJc8mUJhterDWlUhQxEjCHBFYwnBHTd0DlrXXhWkWau",
+	"Gb52W/JWZUMYDRB4pJByQaqbD+sj25FT156ZVTs8t8LhVlfeIUCikeZq8/Z2wukBC+jPij3Cia078iFJ",
+	"F+akcRliPmBM1zrzNfKvanH/rdkWkCQe5AncxXtD2teEzL1r/i3SsguiBTsWs6/MSbBw2AVVOK8dFaCC",
+	"AcDH1kEAPPauRwEgvxEQACsf3UUBU5L3gE0hBQMUW0SqkBbhwkwI7oiJD0gq34T4YNDrWQ+pkHLhCsMe",
+	"GSTg/mX536Ok2Zq+BRyOIikmlMy40F3yCh1vZrIIOYVJzohH2U8EwFyAG6Zv4XQAsgjbnXHDP3N6e1AN",
+	"ISYzPp0Zi6bg166+HW/6A+kfpnvm5qz1DbArvelA/l7KRXuEPEg9CyLkgBNdFG1xnHaEKwx6ABgbF+RG",
+	"lrnaD+Gq9NH7bYsZoMiulwxThGXbgkRlSLC1HTcNaBC7jT12W3ydDMLSc5eMArrfxZGVKFs82Nz5LWrr",
+	"YMMNN7P9HdjmtW/t6/Zpc7EjR8hmr1ncDCsBXR9G5BWjdnsB4PZ9tCt53d6xN0niql9CZUozm9lxL+q8",
+	"t2/eTZ0Gq7khV+u5idneblrvy9qp0VhrdFSt/g277mFtXfbbq0FOzpb+JvZZmwj4fhN3wHaVgtUSe9Yp",
+	"xvMNxx6HXIAaG3nelSWi5YIvNiYW9n9/r9Nz7HO917Z7yApspqaZ7jopAZc1W5Zcr8BNiqQZM1qy8nLZ",
+	"BlR7Kcjl6xfkiq2CPrC+VhHL1w7Sb3744d3rNy++f/fz5esXP3/3/O9vwZ4Co80ceZcWVRJUxBH5Cl5I",
+	"sBf4FVu5PuBwXppXKVYwVyOH2Ep4DAINwIKGJ1TH4EzrRXR3B5AqbQkLviIVVCzhYHQAMtR5W1l5zTNs",
+	"Cf/y5SvUAlSXXAprfiJ2rErEf/+3k0b//d/kwGJBY5MbH1g7jMlCemd1TWm2FTDqCsproYofQHJ0vcLe",
+	"F31JwVyCs700k3OX4BPC6hgLNhG0ZreSutkK6ZDO/3hLM+0UDofu5a1WcMK/gzB/lelm1HwyY7TQs7ge",
+	"OPaO2tjaxS414IkypvOCjnnBNbiy13oH2aB6mFAnEcG7sitUIg4MQcGftSwFqKdqwTL4BnKkZTllGgtJ",
+	"XVy77gzID2NP7RbiQc1kWLqpgAZffEEM+zKhOZbdmy/fMoROcHsDwg/IlDbw5jP606fX/dThoozMzYQQ",
+	"ki3LgnS+JUnUvjf+q9pS3z3/exIRw+Gjp0/7g9Nur9vr9kdnvbPe0+v+UzdHXC/cPznLPGI67p8LEmQL",
+	"UvLjm5dQmle1TDIWjUulTQTeZGEpLMPaNFv/U2kFkUc1HPaGHoam4FcsSGqv2zldculrmKXzs5hxg/2T",
+	"Dnv9FMHcIUKbvn//vhMsAXNESm2Lk0AUQV6CWVu51KHAumIr5XI3zWsL1rGYbQepTfFID3GaiOnuFqx6",
+	"mo2odhORPsUt8IvtVfUUSnN+SW1qq2BY3WGvBg4CeFhYItzIw9tbuPcY/oWNyhVJIUKAXOZgl//wTyVF",
+	"Sg4cLP5hl7wFFONESEHSTOYsjS1OKqQ3gEwzzy640pgZB7lsAaZyaoPbFx72OBFcWTjUCh0enjL3APFd",
+	"8lcfhUdIQlooBBBXFLKVSpaIg1RxzTws4WGMuxHh1Wf0mhmt5Irl5CCd8Ns0dmE7hGJfySVw44IqzRJh",
+	"xNWh1YKayOHkIFWMpYeNLaVI52/k9Q9v3+3eMSRJ8E5yr51Yu+vJMwRw7LxbLdiIhAtoFu5JeHVOnnxM",
+	"Ip7bmDrFwLA5PdDfbWOiYZR1VQus3j3BZ31BhoMB+ZgAgDZc0UQvhmeYBcAQf/CtfQD8XxJN+G0SjXYG",
+	"cc0Hhm+qxxuTKO52u3dmCd5UmMMIozhZKuaqPn1qiGF4e4VhGlcGrGdUIM5jIiyUOgbaU49mn16Qfy2l",
+	"tngM3LZ+L9lCInpABfdt95wbEM+VF9kNiPuDjaACrk6qk14QDygyOEtEhVwARViZLEtWUA2sC+j49mCW",
+	"y1JdoA/phmOKvBNSc3plxLXRWZeLLnmOaHU3dIV5jeZsh3O6HZa/ZGohBQD70tzIagBecaeNA2/HPvUq",
+	"pJ+jy2s6BbmaiGeyKDzwXukA9JRH/KEWmgJ0VHJQ5avHpNvtwsZ0eHpBTweuLLJ/WtVxpF1yqa58NRzo",
+	"NVCvMV5Bpg8cTFitkQjfsC8s3Ljwre0Vs5ohPMAwKTmwMpwc92K3XIkY/L/svWtyG0fWJryVDPQXIcBR",
+	"AAsXSiIYDgct091si5Kbol6/bZW+rmRVAqhhIQtdWSCEVnDi/TULmJiI2cFsZHbSK5nIc05eChcSECVL",
+	"6vYvW0RdsvJy7ud5wrDVYTgA+sAZ//sc5ZrKxlKkqNqglwQOkB0haQcg9iD0wFr3XjUR03XJ80FS5NG9",
+	"guo7+PJve/b4//N//E99/K3qbwzfdDqdt0Hktc6gTFn+efKrvMiT7Ozx2fTXyV/7F/84k2Hnuv/n9Ij/",
+	"5V3UuP1tP0Gb+r3HuKbf3je6R7Rjn5liLbRwXFGAQYv0DUy0HNAU13ZFfHrJx/Gx9kZS2xGUyUjGZ6P2",
+	"i0KK9jmvkklMRo6ji1w3cOJ+OGAvioqdF2k2ykQaUzW6LODArW6IDDRE7TVDFjWeJN308CoUR7w/GqS9",
+	"btR4tF1ZebKWJkNbxZJs4kheZlpe6M2tLYR+v3+khcHry2cohmq8es24F/Yet7vddj+8DB8Pw8Nh/6jT",
+	"7fV/jVvHkTSZHnwcRWZWmPlwwrOSCgQFyp743KJbIZWFc7g80vJho6s/DjLyMyH5LGsMG/1O2Ok3kCcF",
+	"vFFjXOn/H4tNMF+0GhBZnmS5MMiS0C+hbSDtyckxEHNADW4yEck1YE6kAtDVZLIMIgn9StrAveJKsGJe",
+	"aXliLVUtpaE6skwmAlYBgI/RP3PS/DiSWs85IxAlCCePtZhRKgoS7GNR/Qm+DhPjIMfho3thuMI6tmpJ",
+	"bAMyL64hnAj23H2hA3o3+MnrgRBvBnme3UAMBXUMDNHXQtteRJcf/OeF5aC5vfWjDo3hm7emDGnZGDae",
+	"ZzdC6pdqvQVhbT5WUHWDPGNv9c00tTtuCOMQ2BYgBGNODCwOZHkybWXIBC+o+LX2U0o+GmUJaoTDsM+a",
+	"mLa4EFW5bEPPftyyreQJl7IgTFrQtXAeqCYVM89QJLNlFzh8+o+2Ee5CtN9te7hBbdghFwA/AJsbJ+qj",
+	"bY+gcRj2t91iJ+fgtUficdeWsl9x95666R74WmPr5qIaeRIrpgR/LrFjyZSFKtbM0oA6lNJsKqSi5gDt",
+	"mKGtl9Vat1sBPOD583OLGKYCavPT24ecHqok4ZW2i/Xfa0BkgdWABncV1CzUvgg5KsqESB0iaZXmI+X3",
+	"lLBRzsco8PWszytik4VP7oDmFeBRoqJDZcoO2Iry3LLNn/kzTJXsooId82bzertLDs5G+gXw/Mbt24ec",
+	"E7jDngd9aOxuqbfLAerUPMurduZKfvUks5czIU/OAOiNV5mekFpFsF7f58/PtbLTfqzLe5tvtf3um1pW",
+	"vqdXBqwYjfJMCuoyqUQ5zSQQq3bYc/EuS3iOvSOmahZ6VSdcTfQXFCVKOOuiMNkel3yqoLQl0yqt0rqM",
+	"qQkvRYrpAXzeVHAJEa9G0HDbtzHsPx0gYXJjgsC7VBU7QfDk+/r412dNnztXEeDA8lbe2z3sP6YXg6mQ",
+	"tdWU57kbAP7VQtgNG4D1aZ/c7tMNeuPgmfBQB37mY/EKynkPQ4jMf1+kS0LI7YaDp4dPHsOf3XW9MLwF",
+	"0DxcTRgYlKJ6I/Aq4uG1lq2Dhuw1VtY7WbFV5DZo/EOUxTMIWtU36Zls+0S0wfoeBRcGaBP+/XbhJ1jh",
+	"Datnu2Y3rt3OOrYmEbcYYn7wvObarKhcLYvvU7VwzW3wIPXcDwf3q+cXRWW8Iv2+QdjdSaU7ujGwA8L7",
+	"bzoj+i6ifrz1df8P1MG72p/oGQFWD3p2gJ9nOHhfh4i5xV21GYHotOTKND1SfzamU9AJyFQdSqNp/2yB",
+	"VFrDSHrIPy6QYxDfkSkdNIw2W5N8npqCMYlWq1SI+wKuzoJr9Y+ohZCuvxKQEaGMJqV+/FGhI5RVFL2G",
+	"Itdc8BujEyH9FAv9pWnMqLzFy5ZGshTT4kakx34Kpl4VZkqGanPEndlO7Df0liELYxQIg3DQYecb8kWl",
+	"YHNZFXNt1VsjKJIQV4LP1sJWpJhNM1TA+u9dBGbeZK/g6H3In71NFg/25uEGC05GXROcsFExN2zgSMVX",
+	"m+ghe+ooyLVjnkx4FQfsKfwD0thxwPqOSRz+7njTaqqD3t890geFFg8gDFYG9cIr+8C13fSYcA8p+SMs",
+	"BRXobJGStf2F9CnjQm/yj+iY/GZS7EN9ILsGOGMrx84Xe76Ma7y93XdnryJhvd1Jdh6QjLjPu/IytZOC",
+	"0NYJ69vb2lqyQZGclTzNmnTEqNVNprSl2QpMFyaCKf3zv/4XwDpAAh4AhQ1SCwofr0hce0wZxEFevLxE",
+	"IEi0eqgJiZLzkFdoxlM1bnfDdhgjWd4C/TXJ4IejdjduddipKSxxuUQYh5pr55ArU2Ci9HnOucLs+49Z",
+	"rs2nqyUz6CCBD5ERVxnkQF3BLMwA9NvqlyADQCRj0hrfOuisDnueYS6d0Ma4hMSnUmDKYQBU/0Ks1koR",
+	"kCzTBpPhH6F4PIyFovSY9wUNFsnEphc2ids8UxXNy0PkbLCtvtdW85g+f1e6twYSnekbkWnKdrNYg2/X",
+	"4IlflrNxUKsD0ktZH85UjbeMhlrHdxsLlB0ZNJA7h0JeL/FgmX61+qCwxWzToPS1Ow8KGuVgPPf5/bhd",
+	"Gztc+lzvwF0uJDSxj6CVQZr8fEc3gLkYV+FHe7kW10br3nvvK7oS77zda+Gh9XKD0vSxVGn96zLyoyrO",
+	"HXTg9zyl2xpfla7VE7yiaR8pM6VfjM49eC+w+vB2q/bVO8IqVABp9+ooDapYrbsDNNkSaiYBpgQhL2q8",
+	"bwBeiQhvnueDhijqCjRDkV67qCbInIL6st8OqRPLqDxEYsMaxw7WGXBMTksatqu4r2kxxWqqi40Lodh8",
+	"xq6WGI6FoWhdewJXifSkipl2ZJT2kmSxcMFVqtABnmF0NPDNgLiLieGr+XTWYU2jVm0WCamFW+xEWk+O",
+	"IF79qilTLYXPQkcMKqUMPN5aZBXWYV1vbkdDAcJRS4gHY9hfFbpiUwwgfZhq3Eu576osPoJk50l1r2D+",
+	"kSc0966f5t6bqJHF3mf0wM5qwN6p9bW19+7XQBj8S+n2/dTINr/Lbp2vTFUMdoliwZe/KKofgRD/cymY",
+	"CwCjkTTXn1CjBO+3LTDROyM9vJHMAcOW2T5yrugDMwSX6G9ZGq9ZsvoWI1BmHHLeJE9IMX2wQLFl9buq",
+	"RCz6hSzQwzQwgiZu7btImcpSsU7bCPxYK/XdnHzNU659QH2zX41eJxZuFiUWkutNgTVZyCdN9ViA/wwV",
+	"vD6ENBasp7arsEX148pl+GpaOpJN7uBM8RLh6n1NgbZqueppU1noxeBs3XmJFuYqJyy2slVQXwOl2E3H",
+	"i93CgitQ3qYwewNIrQOPDbyhJJQ2jWTJ5XVgs6cG+D2dZvBaqFrLRnqKAuiu0VbFN99Yuu/ON9+wC5+V",
+	"dzv5N1WLfQQC8E4kf/EIwINaUtejAIfP3UADHskmFtwySwPOXjlObirCRip6Lq9ZE+s8AwKICiIJ8C+B",
+	"hYutNajj/BBOErXEApCSnquTdaBhmGu96+yaaZvLADa71coUO/n+5X+c4kYzLziud5NlhN6k90WtxxSZ",
+	"/UwAeHWTKL5UkYyhMbNtnx13WCwFL4WqzjOlYpOVvwLS0sTyfaVZql8VySQXHAAKWYzktT8DMHsh7a0Y",
+	"FKL4EV6DVjDsDD03NIOWiVfpaYsdWSk8akF8v7N5VX9Yh/1YlF7jMOK02e2cTOby2lS9jUo+NhiTvKrx",
+	"xUbSJ4yF7bj6QURoiPw4ROxsuWivlpXAhhX9f4Er9oTaBkuyCKa/HpKpF10Osc8nS7HN5w/4T9IB1PoT",
+	"UAYATn4ptANzw/MYVyTALYsShtaxRXDTgNQQSejnkehrJFyypBRpVnltLjMOJ8+vyK2NO5Km8nMxKZwY",
+	"3vIN+nTFPr+s3Qw4YxE209zPyTv0ya6B/pfkgQJueV+LPHLU9NtYgGmfXSA3tt5ktbYhy3aO7SqGQpuA",
+	"9Q3TrhYloMpMrSS+xmBNkQo5eG+uB+gMt3haqcVYlBwjWYXD1aC+K1onA+sLyQy9aNhFgDDh+vNHorQM",
+	"BewFkXr7pOiSlsyoCpgv9HKwEmuV95t5tN+s+epPJ+3e4WMDgfL68sf2U9jmqoUQZNQUBbgO6kJMkXjd",
+	"rXVBKhL7w7Q0RxxviUcf1vuRMr1VxyxGYRt7yF4A7IlfPaLCnSayIiGAmd48aj4VTBZER3QlloWtwiwW",
+	"Ehku0ec37fV1d5Gsn4cms0AXfV+kyz39Kh91wNm4Vt2a2QSdqVWm1ZiwqehFRMdWLQqXKrDfZXNNDvXh",
+	"jYehEqBv+9YHQHjjfQJmIbTEXwhqndIaZ47yIyl5ci1SppJSYF8XCnwES/pOG7EFmLx67GBSuwev/vjW",
+	"dFcPMKUGROT1ebkgRd9EYEpPx7eGltme09RJyPNunbT61Gz89DNFgpxLymCDYXMGB3Ii8hm05OiHel/K",
+	"lcpUxWXVuIUk+t83fQZCH+kB4rHPkqzCYQfMERcTSy7IgIFlefIHvvkQNoaPoYuWXv3gJZzTUTGsN0fP",
+	"ev950fCWa48qSpCLAK9yW+/QtfzFD4pTIDbliUyfTfj9IYRn/tWOSb/k42eI4X/fAy742Ny25xxsz99q",
+	"n2dVrZERZ7oxEQb/v9n2FOteKCWmV7leTdSaM8KNE++oHNdoB6fuQMNF0qk4lJL/igEMnHksmfDjGIPu",
+	"DhGJn5E557IonvMSUxaD7uEuI6VaBJGeizTjBix50OvtOuLXksrPMRzy2QIv2BxMpjjuv3rXEggEF5Eh",
+	"HbRjLdEBtC5/wjjEz9BzXuyA00Sm4aZwA/iC0D9sQFKJhYywxqH66OWLU+YVHwGQtO1glH65Ihm/FlaI",
+	"27pBFlfF7KeYrV09JY/FVYpCEW5Mzqm9A5Fz1QpWbgCOpxZ7qwPhDv3NfDFwpmjLi1QToNU7Dqa5QtQ2",
+	"QjiC4qpM8tyiS2s714YqiGGCfkO0WphDAUGeGvVMM6airNgDMpFiYQrBUmU6X5ceHFUk67A8zZiQR+KW",
+	"8dMdSAv6mQ5rKMZQ0CST1dA0YK8AGUWSkIzYxwYyQnw9vf8xwYH1AVpRA+atbdwwOG5KKBzDsZeDeWQ8",
+	"DLIaqYtSUW7om29MLVJV4KbFAAVi+RBslduJHpbVyjrThrfgR7JWruYDWrGm/lEWNK7WELrBfKQcjLJp",
+	"I94M8hfo1jbGKiySowIqBYZW8NgQMllRK5LBWF+K1DUbYcp80qHWMTVy+sFBYFCpRQc77MJwAjkTexMw",
+	"A7yKltDUFVJljaIPRCQ35o6v/sZfsMTPMbahkqdWBrf2emNQJwJBibIa0rutebbVlPrVQxulMzuDqH68",
+	"g/6ITjlrgol9tSQxYb+3FXgxOnQhzfDoMT46WiretXkOfaTuiSuyzSE+HhO0vWllN+ETvYNbHW9izoE1",
+	"nk3nqgLkDutKuj2wfGRtGzO+RC+wFtCwra1oc6FDirBA7NBMYXuaKSjHjo8tqLndJUD5sCYeaB4QsyEH",
+	"UCF9cS0kiQ9y4YjKbHMDmxGfpWI6Kyohk2X7J7GM9Q7HhjtWCi3+FB8JCo7wqYjktVg6Kan/hF1XsEGW",
+	"ynV8mXOK3VuRdG+q2hdwsUiHTBviccvH/dcbOasBWS6yRBzj7MP77Ag4SzOITcgKB2E/3/uoa7Fsl0LP",
+	"+8beGK29L9GSeEjl033JUTegn8TygW68dfpeynzF2fulLi0B808Lx9bQ3+Y1P/W3cE3rSH+H2kRLViEm",
+	"N2ZyUPVbw4mAT+rmkwUKRHmkyGLRBkKxkBTraz6tNYMZjnsKS+qpZWpSlBXlPbaI/vXaCUJDsgtA7Qgu",
+	"aWMgDPVQrGDBQQW1YnA/nkJ0cCu9I2aa6vJJT3UyFW0y/LHzpv20UYuxvAk73V7QDjv9bhB2wqdB2BkM",
+	"9L/DwyDs9J7o/+0eBWHnSf9t8CbshEf6L71eEHa6+orDLlyhb+7iT/qvj5++fWsd/31eUYMFfWMKHmBG",
+	"7wwOaesky3MKPVpwa6Ym2ezu+I/Bt4ZLcYtkEib9aq6wSTHlS6tcFrwUk2KuBFMJl1IvGaBKIDJ2Z5dd",
+	"3kWHBhblkoD8/PJxUzTuLCJ/u9hAalObVSaCFmBpSlEg1m6rtkc8fFYPtVjP4KRQQkL4EaasUQdzRWRx",
+	"QA33gzONoKFn5FUmE/GD0JakHngvWEcpB9hPmI0fEKScFZIRSDl1LsHtImW5nmgoyu2HOOF8XIA9agyM",
+	"kptGS4S2wcJMVfGxoBCqKvI5iAg94z4mcvfpIKzjFfdWQYO3I+N7IMFvvi5E9re3W0/M+bIWX7O43aQ9",
+	"6wveYc+4ZGcMq9e9kd59ss4eTZkqAOiBwny86rCzRzfCMLP6J9WeQygs98YG1FqlmPEspVNGXA2Q1wJ3",
+	"b8GXWlLCQYQJ2HoO14KIhjrbP6D9PUKJDqf5kwQSZXG+MTR/Ionui2Id9rBLCxqL6JMOFHTCle9addiL",
+	"ug+04MpSRtitLIu23UE+JOqbtx4Y6Ju3GCp/rUR57uqtaqO1y4Dey97D9g0TgoG3Vot1J0uBBG07f5t+",
+	"qvnAu79vrw2xPar6Yh1+degM2pUlAjdh5ds7gG6tnVqlhST0rh97Djcmphg5vCtzAEUQxsutR1c32OD3",
+	"BVndLfaOB3Yx9jDmus/5ACrcFQUKX20MNUxPrttn/u5zy75hB9ZZgG3VKHjrSIroYEFrGS1voxnOXqzm",
+	"esgLZmUxygBd+r7Hn6zyH0OpzDoDsq0ZCqiq1QYK6m+ecJleFcW1/2riGHZJs65/bAjR9Q1UmnWh0gz/",
+	"r4u2nH00mHl68Dtej/YgJra2GlLAn+GZUnWjelIKF6y5dy98lrnsb53Lvp2b/k5zedf1NJfuBiwfXLnK",
+	"7Wvvylpx4coNZp/efjzZaVWCJzw79VjjBvjrgNkgLkaLTF+NcAkuA1ZtA7X1fjcH++wIvQ3s8xcpR7+o",
+	"dJde1K8p2aXH+8WkugCpoZ4ouqPWmBJcPrHGxqaSS6I9gljtOtZvgPY3yba0U0MJZNAaLxREgV3BoInA",
+	"QPcS9EWoY6josjVKHlAg4Ta5wB31KbYsemhWbetHPHcye7+w3BfdiIYHpNaJlvO97n1uLt9d3NKNO/Si",
+	"re+R3xvR9mhE8+wMc3Ttn6BDYGOi+AcEM2fcTL9JctujS7jrDBFJzNpANmsiwIHPZCS1/HgnUnKqTcMU",
+	"BlAJI5gtMqmGNbjwR4q9+tPJz6esyWUkDf8whgeww1k75khEaThYIRGBfqnP7h+Y4QC097xU2Y3Ily3q",
+	"8V54XGw2c3L5159PLc6z5S+GbJp+CA4a8Q31ffpHMgCWMwIIxLvNW8xVlo8Ua/fwh4vTv7w+uzg9P31x",
+	"+crVO63wpzcJvdX2BhDhqnTT3eqwEzulmLTr9SyRsQV+lcgzhKsg8tQWhrcCwzhONkdRXitCYW55SJoG",
+	"W5PglSGJ81IyNYc2OT/TUt8VGD4xYR78Hgs8LA1AK9m1mQxYTLiQMesasN/nBQq8mMBt4eWYN/wuLZcX",
+	"c/ktpG5cFoigHcs5sKAl+TxFAHi37Blmq0faJm8OwiPTWdhGRaLn5Wpe+XXl9HkI9yjKG5EOGY8wt+V/",
+	"9FpGuKofFY4chBb5OpJXQtgUetP7/oBV2VSoik9nEAyWxaIFFQ+UUaPeQJMMM2vNtT7LGUb58EW26n9J",
+	"lPHIMYYbjuqQMdcNzLibFCE+7tz0/N3ZYUiI4IJiAuWU51hanS+PCciOJrbWHoTNPptaDXGVa03lqxBj",
+	"qySKD0trXfFSGD7ee6owLbfDkHGm70O5gb404SjYLe+7fVnq+ivt7x6pLn2RKZ8BKU8svCvRB7yFjgv9",
+	"APWMUtjqG2bbNesDyAs5bq+NwgJc0QuDGknvm208yN1QGzuOZNpxTFt0LsMnPM3kqwTAtMJOD+LGm763",
+	"VpDof/Kqc6wV1cXJH9ujnN8UAO6/XgdM7i7tM7iybAz1OxoWSMx3klPMaVIP2vrcEFcy/Gd46L7AJPuR",
+	"Zg9+9QdvKLuNjsWBUp2AZSDfBNfmoM4y50ffOTTTGAEs6GYwfT2sKtfL0zs86hnCw02jp/Wtjf+0vqMg",
+	"eWmUC5Rr90IbT/S/YlNvXIJL6OFOWY74jvnM7ZtzEwv3+i7a0zj9hKF1N5t3F+dOeEWCdt/Bb7Kqf9B7",
+	"bC6xVL5ZV5mYi1/R2SDXPBBbrShX6Ro8nXXsM3x91Bra/YOz5rTd262tzHwFn2lVvC78BVemK7M265ut",
+	"qhU3yBhH982tve6rCfQc3X/Ts0KO8gzpwL7c8E4ttHMqKy3dP5dziB6edfA2u4crQZ2D9ybKeifs4Q/w",
+	"d7UiUDrs+6VBN64BMGWG105VfGm7o9A6bPKa/29aQlZqvTLol6PSYLigdRzJ+LvZvBwLcgkEYjHiJYot",
+	"RJ4HppESHuJDJW4we/FjdzN7T3JV4AuZD97oM/mbALEFdFxlyd3BGIbP+wBbuKa6BtvWL4VMppZAnxsx",
+	"b7AjwOjnRWXAWbvnQAXbkXbW4lzM4iUOXes0rbDyPWXglssqFUnnM4LDbp1GT5sQ5L1IM2p2Rx6+VWqV",
+	"qmDxz68vY9Yk7iho96Y4h31uawv8zLlDhHmQnfRVavGtGvr3g7MdzuS+Y7NfvP3cJAOhFWa+4cRdYPnP",
+	"qpLCgk5MIkBJpEHoEO0bimWkXt82kKxRfAViARSkXAu7ERkVRA1aHXZWKRffiqTDnmIWeorIRC3q1DGL",
+	"8UXwJ60qsZr+5azKpoC+rVVIMi9LIZPlEPlsgB/KyoRlMYcMh08LALMQyRHPcoL7gxgY3dNOyK6KWTZi",
+	"qpgKiCTkyt6aerHTSGZatlQLqNv6hcAs3futXwilqyUEfuEbTky1Nk9dO3lsRJWVTxAxU0MWZynVvyMU",
+	"AdgLM15NAJUG55rSRAHBT7qZO6hNLS8FBWtRGEYSBV3qQDl5DtQZtn68FOxazKjtRIqFk83j4kaUUlkS",
+	"SSi3lcWCbbYoaAbPffSsDwtSlQL93lrRdZZShNlAeYznHJpqr5bUWAHLgrMueJkjWuNDvPT7PfPBJs/c",
+	"owCC+tRSi6PLMputxnr+eHqJO8VtCYNBTaCkm6I8ZAvZPdAYNrbxHDWCD/lsG0CyIswPV7j4EQ3k/lnq",
+	"b54lu2/v/gJ/MvfUbCQVP3rQ4+tejsGuy9Frh93L8GjY7Q3Dfmdw+Li2HL2PHywwQng9WoCC6e6Iwb9M",
+	"mUetuOP3cMGnMdKwEv5D4wUHtjxt//bmujW3MV99JlPxTnggZCyTFfC3raQH1gMK1AiGv9ver21phA47",
+	"kUtsqnRhe23WKb+Brg6+NaxTVYPrxoBDmpeumTJA+8PvoiQfD+K1E1EKPOauChBz8O1FloqhQ9X2cFXr",
+	"MHE1eDcL3PVsMgd4LsAD4snEThk004p3CF6kZnlWsUIyvS7jks8mkbzSZ46DkdS8yrm8ZnkmhWrh3BPw",
+	"lDaoiSD1v3eDMAwd84s6jiR3D2R5Icemy8J0GeJ7yai0ZDBERaGyFFt8Owy+wgDPshjxmNIiOavDSkkD",
+	"KEWFeobOKmSZtB8eSSxXaMaYtFbtWZFnyfIPAHG48rcusZ2ajnn47EgSvh20CPgTmhbJ6zJD/uMx8CBP",
+	"ELCWCoSnouIpr3gcQHKfEj6pC3jZMgWffyol8Nn5TH+HAZmy7ToI4aSHktA02d7Ltqkf1ct/ZmpJvXOT",
+	"pXYtjCUMt2BFBTlRWYWQukVuAcfAss5zRuwf1uXQiqkAnnwqjTRkJX4AjtC77CBgBGoCOF9EPiILoALO",
+	"hXkhUtN32A+eCIDnGpg8xP+HoW/iRxnCcKHqXYqOIRNFuC+MnFDHO9VoYN2Y6vjsQTFrDrp9xKNjWdU6",
+	"jiT4YblWGrZBOpNM6R3Mc0sjvsk/gLHar3mQg2DTmfUq5UXBzC9++bCeNJQcCLTgjqiCM8qELObjCdYE",
+	"LcxJr/kOTti/gX+9LrPGsDGpqpkaHpggTCcppgdmAAd0rjqzdERmCuD42PatrBJTZYy5+iGEAmc8N/rt",
+	"eZHwHIFEYdZuMjTAnkAcYSywBUu8g0Yh/VTCH4M+JEYdVI4b0qtbyVyLWDEyHWRL4tOBEhK/rQj/OodD",
+	"AD1jiE+NVeET8yYTM5hNiqpgV2JUlAIaAm0uVX85eDvHbCGwyWhbXxINUq+g30LYwfL8ndbBvHptIcik",
+	"0JuM53aEZkXMvw8SLnnKG3aGX1Vca4nU+6aCPYOLgFpTsUP9lyf1nsdjJt5pH17RNb3OfuXc5tx8j/yA",
+	"n8KfwV0/7AcNkirU14h/7m3eqdCmRpd0t0wdFEHs9pkgse8uW3cm0UI4CTgEJEbzW8AmxYJNuVwaaZpV",
+	"kbwSCZ+KY1aArMrXL4IHmmr4f1nMpK+jdNwqii+jfhw25ro5TkGAu5yHdQTJ7cy+BhvMQ9I0cL5QfAdg",
+	"Dl47xSNrA4OtfR+c2AYMMQ+MR59rRLIs59K8dxW6DljX0F7VokX/jdWhJ4dUyu5hT2onA10Mi65sUMs2",
+	"0QJEkvB7qXsLotdbmYWpGOrzo8x9NLi4S1cdQdP0VSRe8LO+lPQLnSSawE0QZvsmYQjp0GMmKefy7sYQ",
+	"t93nUgXoNWK8L1+axm0oHg9YMUNDRP8g86U+A4UShqSk5gXrI2oZFbdxVEVyA0kVu5+j6mIu9+8H8QHb",
+	"kMar8bGZL37blhPoh7WNOtr0Xv558qu8yJPs7PGZ/HP3KgsX569np68vx4u/XKavz2TYSXr/8W7a/QtH",
+	"gE0DE6AfV9m6hzpCnjaWCFFk8LTXbQSNtCxmM5Ge3qC3EQYNIdONYeXu4TAcdI7C3q8ANSFkBcwvYMCZ",
+	"JidbEqr32IXQ4pqeDfoMnj/l78zbDqFc0m4tgiJoP0n64i7QUMD43zrGXmfQfaLHWJVzmfCq9nEGbzT4",
+	"pDPVGw66ncN+uDpTg+4HT1U33G+uDDbCHXPVG/aPOo8fd++eq/4e1vTFXO7SkaQ36+89SHv0IJUoI61G",
+	"mcu7eo9ezoQkAHIIko6NUEc8JSDX5wyCjyJllfaGCaIb9qoic0jNy5vsRuCTYBt12EmeUwsORIOMDjm2",
+	"zIuESY7dusToPwUHFIAEZx1geid+KRMaM3Ex7BgBvK/wKJL6WaaLxCORSPgMIf3M4Yj1n9Aq/OHs1eXZ",
+	"i2eX9CXat4dzBQ0mhHTcdmD6XMpiLina0IT2IwNK3jHsBzHAssUwd6OiqPQJrDprV7WIN2CGvgvwJ6RC",
+	"VsDmHUmYNIhz4P9pleoXz12LpaEHqAqYK1Vlec4m+uJM6eGXYiZ45TNNyYKpvKAeMgy0wWpmyq4ur1g3",
+	"ZP/3fxONBp8dG4BzgrqGCxEAM0+FqszMjQvqMrOlDnP5SEUyrolBg8qwWYYBzgVTRYedIJyluclnUeFs",
+	"BgQJN4ipWgnTAt4MAybFmOufAlgExMdoAY+5LTzh87wKWDcMwjA8xm0O0UOIlUO8PFMsyfl0JtJIO1H2",
+	"hw47YaMSg5c815sI+qxo5tJiQTBk5su9D6AkIdwimRiNRGLSAac1UMYX86kos4TxsuRLRYFkgFq1ZKG4",
+	"vzzcRtwMIz0ztJn0WXOOkWLx+zSbAql7Ob2NI4lUpMAxUJTpqfcoPdByLmhsr4Acp8qmgNsZW93gfRB2",
+	"JxL/iu01BBJtDMBPRcU7C57nz/IiuT5X8bF23TLliFEpaaKdOiglMVIFoh20fQKmMknIk3qAxNuDw5Bs",
+	"Lq+lnv8NNqO2YrGF6cPDuaYIcKUdw9GM0wUiPfawMaHjS1HTmxetheaUNQgLagD3kdc3MUqvQLHfaYE8",
+	"3HL6ALj1+T4QSd19SxqMCWaKGva3wTzzKvStK3rip7VE7zQxd5/hbU45xEUUOG6bKxTKuTz22zqxqzar",
+	"fm9t8MIEc3kKRsRnjD/uMMzLojjncgnu8OcyNrVthgwRznhctzu9YMTBezgat3cGJZwdKuSNyIsZIc8C",
+	"a5tlljKmGqqLgMwRbTmVyjIP+JeYFOkCskkYs6iy8byYK6bmo1H2jjRRJFVVCj4d+uqI1bWR66ovpNBq",
+	"LkMDxoAdgw1wh6EDZtCKaQQgXybkr9WfrEx6KtO2tISDDdNgc2UcTDYul6Cljz38EITizhRL56VeOm1J",
+	"k+WC8OyeorKRTK1FcZquEPTjWixt/n88F0oJNQR0bc8W2D5LQFhOXm9MBOh2KS3QiZHq2yKopLwfFj61",
+	"muO+yCldeGH3815xU3vPbXDXzv464qVz+cUES++WMHtHSudyNUxqJNOBuDFFU9sFFBzuVelCaWWUHZj2",
+	"I9ciBmLiOIgk+UwUUjV1OiYqSjUAhMFzAjd5EDxw0CI51QKhJtHQG3a+6xoUD76/wy4LNivyPJLckyXa",
+	"yQSegxusRoC7bek4fseymDPFF+QW/JHPEEHeO/imYojetQY9QnMF2ZN1UQqRHhApyhBzrtwIr6G48ZjX",
+	"IBEpxUrCJ9cz2oxHZTEFGPO4KmLColDZjWgNIwkBivlUsFmRmWKXBQe4XcAQBPQM1MtG9hFYWCRVlkN0",
+	"nKbixyLPi4XWVXl2Ixys/gnUuA8h4YRbqo0bI/YZrDOlB/MKhHD7lf5A1AVmE8HIRvAKJzfnstI+O6g6",
+	"kKCKYE+ETBXyl9JsZQoLt7nSg2WMsSwdMizM8rcp1mjhFXCnuahazoT/Y8orbn+bCHZBPuYpLg6q1TzD",
+	"cpY/v3r5wtwcSUgdFlJaZJn4OVdVG+5sn/1g+56w+mBWikRgLVUBxAa0rVq0coqV2XhS+Yzf8CWIybJh",
+	"bSH3aBYXJoWiFcBSjtOljx+EdGB/UZkifvL7qKE3VNQY/vO//k8QNaoC//c2NuibcZbGHfasmEJsCOry",
+	"WDMeQo9+m+vNEbciCawQAFIONkz3kCk9Kyns5FzYNc4U+/s8E1XHygajoiOpVR1A4BpZc0emhNyMfeUj",
+	"iJ6PmvTQi432T/oxwLbGfKVXIf4OtsK3gxD5afUhGnT1LHW7RzWrxJhUEL5AXgzgatDCso6kbeupMvQA",
+	"uz3t8qGtD4MkeGhAa/bQxbXao47RquTJ9d/UJJsB2LMra6+KIu9gWvZtYD5HbzEM+ldFY9jtHoGCn61B",
+	"7JqPbXf1+eo9hi3ybS8eeoKzWhRWooPGqAptaIm7PzHEwi6ATHAhm8aw++Tocdg96oe9QReruuws0Kr9",
+	"iasJlNbw3uHjYf+qOwqTw7QnnvCjq6fJIH0suqOQ9676ySA9FI9HT8Kn3aMe718NksP0sXgyehoede3v",
+	"psiJ2D4tIuUfCLAyaJhiBe1lJ/nfyMsenD/59afeL08hk5EXlR4RlBR4U78aikWUS1ri+7+/369/vwPd",
+	"7geNKWHxj2dVe1C0p5nMvDfn+bRTGhf2bdCwWn6/1hFzri0C3JqSqYVNGiTSx3wWyVVxNugaaaa3mxbU",
+	"WkV0eyFF8IbM7lTvZtQaeCIi+DrAI3eXNoLIzFHUGL6P4DzgNbUTARfqc4RXbcI9v72FYfmS1A2za4eJ",
+	"c4tCZeNIu/5Ia1evDZa2NFz5VwT8r7MMKFYV06Isi0VHD1CPZ6UtvF41s13Du9jnI2XPq9HwxkVCRFn+",
+	"7jnQuzSGR2H4pHt01DscPBmER0ddhyBTlVu8Dz+dZl5TECvLXdZKCy1BZJACZfOvStT3BTg7+kCzalJC",
+	"sW9RkuWH7o/dHh/P+9mWDzyZzbQpCaBaVTLxt0wmvayT50QcM043YTYKAiDIgSXKDEDI0gCtdTSnMe6Q",
+	"SVVxCOuD1aedH6yu55HsvXvnJW5wJH40w7Nzx6JSjhEQ92kkySC89M1tzB9APS9ZjvTooau1JOtBG9iY",
+	"NmvGUIket7yCzJpFoQo24iXBBBOZVCSt60IgYejekN/wHGvZv/mGnZATiL0a9PKZKHFcAZikigErVCbH",
+	"kYz//zcn7V95+x9v6b9h++hvnWH77fsw6Pae3P5/MWsOwtARa7dc+/FVkS6xbSaTd9TTtyDYhHOLWcqY",
+	"5GMMLgtU11PfyOMB+yn73tj7eopfvLy09Pj6xfrfNFNDTP1E8lrMKmaD4Uj4Z5JXV0LbKQrNW+1Z6VUw",
+	"pdmY9ilGyOwDr9RCy6e8LspsDJSAxIalx2CopW1SLJORjO0A4qCetmTxSqA+Ns0I1MWDR4Rqqz3MXrLd",
+	"oaW7nCNRl/5hI+kUHhlron94eqqalxJSdav9u5bJFdPWqSWuQ+KhCsF82fPn52wVss2zDf89LcLfzA7c",
+	"w/KDvfJpKuwxz4nHdG0bQcQZqQwrdqjlFDB9yqSymqHbC40xQ0Eu87BawhLybpg8sy8Dv6oWKT/zHK61",
+	"lBm0rGsBUh+mYdvY/tqe984tb9z0vnCPBUK5cHflLKoyqJmGq5Gp5N/Apto1+/ajycl+rvzbZzH+cOsY",
+	"AwDUCjKv359NO0A1s3+j732W4Dkvr9cTNpAAWotCG1CPpqvFstqvFaALgQatKBXQSyEgirIFIOQSWWpx",
+	"IWvIKSYp6IxAbCUFi6uQHRabJA8GhyPpww5DBoEDHwhUrgHAdDkXLWCd1Yfxisu0AO5QKAVoHVOfALcJ",
+	"KngIGJtQkUN5LTAIcM9SnZqJyNfMgjqCmjdW6jCIZA23GCO9hA5F7ZlIxZkpYOM8dteCqQeAyHNBxTW7",
+	"WSD440OrY+zMrXOywIdzxZJ5hcyKrMkhU1nMqwC5x9TErD+UzLXqgrtW7wGMkV4ib/1dpeDJBHoXYYk3",
+	"Pwt05V7hFlzdT6Nzt8zeifR2pP40bDkhjwMPHhxEm4gN9L9MifH2SVwrigEt65fFoHreue4Y7l8rjVkr",
+	"gfn+yU/d08Y2fb55WU9qR2/7av5etr6lpuj2I1YVmY9frywq5/J3E+Z3E6aBX32P4eLDmd+RY7cgX5YB",
+	"AZgl+Mzmz4cWaOtqno5FFRAAe/YPEbCqmP0URFK8q0qeVAED8POAaBxM8EgiszXkkSnr7HAfC6EoYkWc",
+	"4UsKxaClw7IqwNuyipFOUFqlLYryGmqXUMZjfhtyofIVnDVTPE/UFCZsBJbK5Z/OXvk8FAmX1OwYyWZc",
+	"jEYCDJ/Y64qcy6mwI7A4DPE0UyqTYyKMwJ4nSrzqz4hZE4wbQ6ahP385M2acQgIK90LEdI1k/aY6ZwaN",
+	"tRUw0Rl3Ihn/8fSS1Vf8O/2Obw2kEyavVt6Bvf3SoudHEnkTaoE8A/ahzbDTSz6OjxF+z9Q86Ak4G7Vf",
+	"FFK0z4FPHSq5kdP0qkgzKETqhwNKuxoY7Yk2VdDk2pZUfeW27z2gtC/1VLlvp0n2IGn9Ca8h0PqgV5tw",
+	"aCGMsB+2FcoF5Az0BxnDpA8R8qY22I2Ly2Sx6LAYDAm6yzQCZnCRLKoOO4HiMcL3oJoWmM4dMHbtdqh9",
+	"4Bqu7g5k6yO9/OcYLHn7EfpvSQzdW0FmCD+e2Tt218Lm3m1dUZc+JQyE4x1BDAXmMbA9ggO/XmmmT8t9",
+	"ChmueWBFb3/HRv/zIs1GmVHIX25f1nqPlcMG8s6Nz9dml3+D6jt4r2Xo9jLYl9Kn/kFFdbUkXqSEK9FW",
+	"QmIXzJDFWtnFARRw6v+/jiGAH0nqisDbkKIIRB5E9EGIxwxJdFkOnVRYEnqDLNBa217lIpLQnlvZliE7",
+	"ri31mq8c48rdoN1O2eqxoNpgMSr1uC4QLUAgiIwZryZOYgCG4Kpf5h84L3P6eAD8J+afGzKnv7lgsUbL",
+	"/YLFXGlm+EyOij0QmH+By+o37y2Z6La7JRPu2K9K9HwqB8LM20OTyyvQ53rqrwQ1/tnztlH26DtFMgdq",
+	"G30KrwQvRXky1wfgzVu9gzEbu/mMAraTydcSBbshFeBpWgoFtsu8zAnnaHhw0O096YSdsNMdPg2fhshy",
+	"iyNbff7z7EYABBGgegDykVAqIF74ZCLg44oSL8D0IM+5TERJpObFtZBASYdhdJIJNsWz+sJfrBG2btwM",
+	"nfxbl+xeWJJw4FTAnj8/xx+QPAER0aiG90LwtD0tFMCkyJQlRqAeMw4dBj4rGLRgzrO8wpBmNRFKsGpR",
+	"oIilj3Kruv5d5+ukjexkhWKvuTAYf4DdgTb+q8uLk8vTP/6VNSfFwiIpY+ca4Ra2WFWM0T9JRZKlAv0e",
+	"TgS9ZVbR9MCfDRiegRfzv8CCz6x/wEkdQiID4x4igu1EKyzJsjTAfqUZwGDPLFoLVgX7gBOFqpDyt0am",
+	"irFfr4XEEgLDF+jRY1oZDXNYVqOghJgdg5JEGjqe+hQxhlijKpgSeocQOg5NE70GigmO9dY2we/aF1eG",
+	"wcLQoZpVr/G+rk8c9hXwlClApbR+rKUuJD5sPZbaZ1t0yqLUn02X6DmCNCgiCEFxNqDxuFC8hTnUp1RP",
+	"cyQTLlMknksKQIkErg2eTrOqQuo+cAzA7aYt5oj9OLUrI+AOuEni3SznkuA780xes6p+FggkZX06LvxO",
+	"AeU1rgdsUkihDTdqYDf7q158FUmTXECUR07UuESgWK9bwe50DHgElM5DYghTRCIx3Se0TMPoSFYdG9pb",
+	"cFYDrMsyZT96IfSCUO1PVmFhee3boeXr7e3/CwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

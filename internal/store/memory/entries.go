@@ -36,6 +36,9 @@ type entryStore struct {
 	// guarded by mu, written under the namespace lock.
 	fingerprints map[nsKey]map[string]core.Fingerprint
 
+	// recalls maps (tenant, recall id) to a stored receipt's JSON; guarded by mu.
+	recalls map[[2]string][]byte
+
 	keysMu sync.Mutex
 	// keys maps (tenant, idempotency key) to its claim.
 	keys map[[2]string]*claim

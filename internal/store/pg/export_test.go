@@ -2,3 +2,6 @@ package pg
 
 // MaxLiveTurnSQL exposes the turn-derivation query to the external tests, which EXPLAIN it.
 const MaxLiveTurnSQL = maxLiveTurnSQL
+
+// AnnRankSQL exposes the corpus ranking query to the external tests, which EXPLAIN it.
+var AnnRankSQL = annRankSQL

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"Entries", testEntries},
 		{"TurnClaims", testTurnClaims},
 		{"Sweep", testSweep},
+		{"RecallStore", testRecallStore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,154 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+var _ core.RecallStore = (*Store)(nil)
+
+// corpusNamespace is where corpus chunks live (as in the Postgres store).
+const corpusNamespace = ""
+
+// RankEntries scores every live entry of the memory exactly (cosine), best
+// first; entries of another vector space are reported, never scored.
+func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankResult, error) {
+	if err := ctx.Err(); err != nil {
+		return core.RankResult{}, err
+	}
+	now := normalise(q.Now)
+	res := core.RankResult{Mode: "exact"}
+	s.es.mu.RLock()
+	for _, e := range s.es.entries[nsKey{q.Tenant, q.Namespace}] {
+		if e.MemoryID != q.MemoryID || !slices.Contains(q.Kinds, e.Kind) || !live(e, now) || len(e.Embedding) == 0 {
+			continue
+		}
+		if len(e.Embedding) != len(q.Vector) || e.EmbeddingModel != q.Model {
+			res.Mismatched = append(res.Mismatched, copyEntry(e))
+			continue
+		}
+		res.Total++
+		res.Ranked = append(res.Ranked, core.Scored{Entry: copyEntry(e), Score: cosine(q.Vector, e.Embedding)})
+	}
+	s.es.mu.RUnlock()
+	slices.SortStableFunc(res.Ranked, func(a, b core.Scored) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return strings.Compare(b.Entry.ID, a.Entry.ID)
+	})
+	if len(res.Ranked) > q.Limit {
+		res.Ranked = res.Ranked[:max(q.Limit, 0)]
+	}
+	slices.SortFunc(res.Mismatched, func(a, b core.Entry) int { return strings.Compare(b.ID, a.ID) })
+	if len(res.Mismatched) > 50 {
+		res.Mismatched = res.Mismatched[:50]
+	}
+	for i := range res.Mismatched {
+		res.Mismatched[i].Embedding = nil
+	}
+	return res, nil
+}
+
+// cosine is the cosine similarity of a and b (equal lengths), computed in
+// float64 as pgvector does.
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot += x * y
+		na += x * x
+		nb += y * y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / (math.Sqrt(na) * math.Sqrt(nb))
+}
+
+// SaveRecall stores a receipt (as JSON, like Postgres, so reads are fresh copies).
+func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResult) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("marshal recall: %w", err)
+	}
+	s.es.mu.Lock()
+	defer s.es.mu.Unlock()
+	if s.es.recalls == nil {
+		s.es.recalls = map[[2]string][]byte{}
+	}
+	s.es.recalls[[2]string{tenant, r.RecallID}] = b
+	return nil
+}
+
+// GetRecall reads a receipt back, or ErrNotFound.
+func (s *Store) GetRecall(ctx context.Context, tenant, id string) (core.RecallResult, error) {
+	if err := ctx.Err(); err != nil {
+		return core.RecallResult{}, err
+	}
+	s.es.mu.RLock()
+	b, ok := s.es.recalls[[2]string{tenant, id}]
+	s.es.mu.RUnlock()
+	if !ok {
+		return core.RecallResult{}, &core.NotFoundError{What: "recall", ID: id}
+	}
+	var r core.RecallResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return core.RecallResult{}, fmt.Errorf("decode stored recall %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// PutDocuments replaces the chunks of docIDs in a corpus memory.
+func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k := nsKey{tenant, corpusNamespace}
+	staged := make([]core.Entry, 0, len(chunks))
+	for _, e := range chunks {
+		e.Namespace = corpusNamespace
+		c, err := copyIn(e, normalise(e.CreatedAt))
+		if err != nil {
+			return err
+		}
+		staged = append(staged, c)
+	}
+	s.es.mu.Lock()
+	defer s.es.mu.Unlock()
+	if s.es.entries == nil {
+		s.es.entries = make(map[nsKey]map[entryKey]core.Entry)
+	}
+	byID := s.es.entries[k]
+	if byID == nil {
+		byID = make(map[entryKey]core.Entry)
+		s.es.entries[k] = byID
+	}
+	for ek, e := range byID {
+		if ek.memoryID != memoryID || e.Kind != core.KindDocument {
+			continue
+		}
+		for _, id := range docIDs {
+			if strings.HasPrefix(e.ID, id+"#") {
+				delete(byID, ek)
+				break
+			}
+		}
+	}
+	for _, e := range staged {
+		byID[entryKey{e.MemoryID, e.ID}] = e
+	}
+	return nil
+}

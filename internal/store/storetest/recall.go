@@ -1,0 +1,126 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+// testRecallStore covers ranking, recall receipts and corpus documents.
+func testRecallStore(t *testing.T, s core.Store) {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	unit := func(x, y float64) []float32 {
+		n := math.Hypot(x, y)
+		return []float32{float32(x / n), float32(y / n), 0}
+	}
+	put := func(tenant, ns, mem, id string, turn int, vec []float32, model string, expires time.Time) {
+		t.Helper()
+		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
+		e.Embedding, e.EmbeddingModel, e.ExpiresAt = vec, model, expires
+		w := core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
+			Build: func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
+		if _, err := s.WriteTurn(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("RankExactByCosine", func(t *testing.T) {
+		t.Parallel()
+		put("r1", "ns", "sem", "msg-1-0", 1, unit(1, 0), "m", time.Time{})
+		put("r1", "ns", "sem", "msg-2-0", 2, unit(1, 1), "m", time.Time{})
+		put("r1", "ns", "sem", "msg-3-0", 3, unit(0, 1), "m", time.Time{})
+		put("r1", "ns", "sem", "msg-4-0", 4, unit(1, 0.1), "m", t0.Add(-time.Second)) // expired
+		put("r1", "ns", "sem", "msg-5-0", 5, []float32{1, 0, 0, 0}, "m", time.Time{}) // other dims
+		put("r1", "ns", "sem", "msg-6-0", 6, unit(1, 0), "other-model", time.Time{})  // other model
+		put("r1", "other", "sem", "msg-1-0", 1, unit(1, 0), "m", time.Time{})         // other namespace
+		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r1", Namespace: "ns", MemoryID: "sem",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: unit(1, 0), Model: "m", Limit: 2, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Mode != "exact" || res.Total != 3 || len(res.Ranked) != 2 {
+			t.Fatalf("mode %s total %d ranked %d", res.Mode, res.Total, len(res.Ranked))
+		}
+		if res.Ranked[0].Entry.ID != "msg-1-0" || res.Ranked[1].Entry.ID != "msg-2-0" {
+			t.Errorf("order = %s, %s", res.Ranked[0].Entry.ID, res.Ranked[1].Entry.ID)
+		}
+		if math.Abs(res.Ranked[0].Score-1) > 1e-5 || math.Abs(res.Ranked[1].Score-math.Sqrt2/2) > 1e-5 {
+			t.Errorf("scores = %v, %v", res.Ranked[0].Score, res.Ranked[1].Score)
+		}
+		var mm []string
+		for _, e := range res.Mismatched {
+			mm = append(mm, e.ID)
+		}
+		if fmt.Sprint(mm) != "[msg-6-0 msg-5-0]" {
+			t.Errorf("mismatched = %v", mm)
+		}
+		other, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r2", Namespace: "ns", MemoryID: "sem",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: unit(1, 0), Model: "m", Limit: 5, Now: t0})
+		if err != nil || len(other.Ranked) != 0 || other.Total != 0 {
+			t.Errorf("another tenant ranks r1's entries: %+v %v", other, err)
+		}
+	})
+
+	t.Run("RecallReceipts", func(t *testing.T) {
+		t.Parallel()
+		score := 0.91
+		pos := 0
+		frag := "fragment"
+		r := core.RecallResult{RecallID: "rcl_abcdefghij", Identity: core.Identity{Tenant: "rr", ConversationID: "c"},
+			QueryHash: "sha256:00", Turn: 4, RunID: "run-1", CreatedAt: t0,
+			Memories: []core.MemoryRecall{{MemoryID: "m", Type: core.Causal, Flavor: "memory",
+				Messages: []core.Message{{Role: "system", Content: "x"}},
+				Evidence: core.Evidence{Strategy: core.TopK, QueryHash: "sha256:00", Candidates: []core.Candidate{
+					{ID: "snap-3", MemoryID: "m", Score: &score, Rank: 1, Admitted: true, PromptFragment: &frag, PromptPosition: &pos}}}}},
+			Injections: []core.Injection{{ID: "memory:m#snap-3", Flavor: "memory", SystemPrompt: "x"}}, SystemPrompt: "x"}
+		if err := json.Unmarshal([]byte(`{"kind":"topK","topK":1}`), &r.Memories[0].Strategy); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveRecall(t.Context(), "rr", r); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetRecall(t.Context(), "rr", r.RecallID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(r)
+		b, _ := json.Marshal(got)
+		if string(a) != string(b) {
+			t.Errorf("round trip:\n got %s\nwant %s", b, a)
+		}
+		if _, err := s.GetRecall(t.Context(), "other", r.RecallID); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("another tenant reads the receipt: %v", err)
+		}
+	})
+
+	t.Run("PutDocumentsReplaces", func(t *testing.T) {
+		t.Parallel()
+		chunk := func(doc string, n int, x float64) core.Entry {
+			e := mkEntry("docs", "", "corpus", core.KindDocument, fmt.Sprintf("%s#%d", doc, n), 0, n)
+			e.Embedding, e.EmbeddingModel = unit(x, 1), "m"
+			e.CreatedAt, e.UpdatedAt, e.LastAccessedAt = t0, t0, t0
+			return e
+		}
+		if err := s.PutDocuments(t.Context(), "docs", "corpus", []string{"a", "b"},
+			[]core.Entry{chunk("a", 0, 1), chunk("a", 1, 2), chunk("a", 2, 3), chunk("b", 0, 4)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutDocuments(t.Context(), "docs", "corpus", []string{"a"}, []core.Entry{chunk("a", 0, 5)}); err != nil {
+			t.Fatal(err)
+		}
+		ids := list(t, s, "docs", "")
+		if fmt.Sprint(ids) != "[b#0 a#0]" && fmt.Sprint(ids) != "[a#0 b#0]" {
+			t.Errorf("corpus after re-indexing a = %v, want a#0 and b#0", ids)
+		}
+		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "docs", Namespace: "", MemoryID: "corpus",
+			Kinds: []core.EntryKind{core.KindDocument}, Vector: unit(5, 1), Model: "m", Limit: 5, Now: t0})
+		if err != nil || len(res.Ranked) != 2 || res.Ranked[0].Entry.ID != "a#0" {
+			t.Errorf("corpus ranking: %+v %v", res, err)
+		}
+	})
+}
