@@ -86,6 +86,11 @@ type TurnWrite struct {
 	// ErrKeyReused; a claim in flight is waited for (and taken over if its
 	// write fails). Expired claims are ignored.
 	Idempotency *IdempotencyClaim
+	// LinkRunID and LinkRecallIDs are the turn's explicit links (its run,
+	// the recall receipts it used), recorded in the same transaction.
+	LinkRunID     string
+	LinkRecallIDs []string
+
 	// Respond renders the response stored with the claim, inside the
 	// transaction, from the resolved turn and the written entries.
 	Respond func(turn int, written []Entry) ([]byte, error)

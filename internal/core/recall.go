@@ -17,6 +17,9 @@ type RecallParams struct {
 	ContextTokensRemaining *int // for budget strategies; nil: unknown
 	Turn                   int  // the turn this recall is for (0: unknown); recorded, linked by explain
 	RunID                  string
+	// Exclude names injection ids (memory:<id>#<entryId>) to answer as if
+	// those entries did not exist: an ablation rerun.
+	Exclude []string
 }
 
 // RecallResult is what recall answers, and what its receipt stores (minus
@@ -68,6 +71,8 @@ type Evidence struct {
 	Candidates []Candidate `json:"candidates"`
 	// Parts holds a hybrid's parts' evidence, in strategy order.
 	Parts []Evidence `json:"parts,omitempty"`
+	// Excluded lists the entry ids this recall was asked to leave out.
+	Excluded []string `json:"excluded,omitempty"`
 	// Note explains anything unusual (e.g. an embedder mismatch).
 	Note string `json:"note,omitempty"`
 }
@@ -121,6 +126,7 @@ const (
 	ReasonOverCharBudget   = "over-char-budget"
 	ReasonDecayed          = "decayed"
 	ReasonEmbedderMismatch = "embedder-mismatch"
+	ReasonExcluded         = "excluded"
 )
 
 // RankQuery asks a store to rank one memory's live entries in a namespace

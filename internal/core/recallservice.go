@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -126,7 +127,36 @@ func (s *Service) Recall(ctx context.Context, p RecallParams) (RecallResult, err
 				in.Ranked = &RankResult{Mode: "exact"}
 			}
 		}
-		result.Memories = append(result.Memories, ReadMemory(in))
+		excluded := excludedFor(m.ID, p.Exclude)
+		var dropped []string
+		if len(excluded) > 0 {
+			in.Entries, dropped = withoutExcluded(in.Entries, excluded, dropped)
+			if in.Ranked != nil {
+				kept := in.Ranked.Ranked[:0:0]
+				for _, sc := range in.Ranked.Ranked {
+					if excluded[sc.Entry.ID] {
+						dropped = appendUnique(dropped, sc.Entry.ID)
+						continue
+					}
+					kept = append(kept, sc)
+				}
+				if in.Ranked.Total > 0 {
+					in.Ranked.Total -= len(in.Ranked.Ranked) - len(kept)
+				}
+				in.Ranked.Ranked = kept
+			}
+		}
+		rec := ReadMemory(in)
+		if len(excluded) > 0 {
+			rec.Evidence.Excluded = sortedKeys(excluded)
+			for _, id := range dropped {
+				rec.Evidence.Candidates = append(rec.Evidence.Candidates, Candidate{ID: id, MemoryID: m.ID,
+					Rank: len(rec.Evidence.Candidates) + 1, Reason: ReasonExcluded})
+				rec.Evidence.RejectedCount++
+				rec.Evidence.ConsideredCount++
+			}
+		}
+		result.Memories = append(result.Memories, rec)
 	}
 	result.Injections = Injections(result.Memories)
 	result.SystemPrompt = SystemPrompt(result.Memories)
@@ -350,5 +380,44 @@ func ChunkText(text string, max int) []string {
 		flush()
 	}
 	flush()
+	return out
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return b
+}
+
+// excludedFor returns the entry ids excluded for one memory.
+func excludedFor(memoryID string, exclude []string) map[string]bool {
+	out := map[string]bool{}
+	prefix := "memory:" + memoryID + "#"
+	for _, x := range exclude {
+		if strings.HasPrefix(x, prefix) {
+			out[strings.TrimPrefix(x, prefix)] = true
+		}
+	}
+	return out
+}
+
+func withoutExcluded(entries []Entry, excluded map[string]bool, dropped []string) ([]Entry, []string) {
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if excluded[e.ID] {
+			dropped = appendUnique(dropped, e.ID)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept, dropped
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
 	return out
 }

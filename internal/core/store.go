@@ -34,6 +34,8 @@ type Store interface {
 	MemoryStore
 	EntryStore
 	RecallStore
+	ExplainStore
+	RunStore
 	// Ping reports whether the backend is reachable (for /readyz).
 	Ping(ctx context.Context) error
 	// Info describes the backend for /v1/capabilities.

@@ -76,6 +76,9 @@ type TurnParams struct {
 	RunID      string            `json:"runId,omitempty"`
 	Memories   []string          `json:"memories,omitempty"`
 	Embeddings *ClientEmbeddings `json:"embeddings,omitempty"`
+	// RecallIDs links the recall receipts this turn's answer was produced
+	// with (explain reads them).
+	RecallIDs []string `json:"recallIds,omitempty"`
 	// IdempotencyKey, when set, makes a retry with the same key and the same
 	// params replay the first result. Not part of the request hash.
 	IdempotencyKey string `json:"-"`

@@ -200,6 +200,8 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		Now:               now,
 		Build:             build,
 		Fingerprints:      fingerprints,
+		LinkRunID:         p.RunID,
+		LinkRecallIDs:     p.RecallIDs,
 	}
 	if p.IdempotencyKey != "" {
 		w.Idempotency = &IdempotencyClaim{Key: p.IdempotencyKey, RequestHash: requestHash(p), ExpiresAt: now.Add(s.keyTTL)}

@@ -28,6 +28,8 @@ type handlers struct {
 	cursors  cursors
 	draining func() bool
 	limits   core.Limits
+
+	maxOpenRuns int // per-tenant open run recordings (runs_handlers.go)
 }
 
 var _ gen.StrictServerInterface = (*handlers)(nil)

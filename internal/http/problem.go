@@ -77,6 +77,8 @@ var titles = map[string]string{
 	"idempotency-key-reused": "Idempotency key reused",
 	"entry-exists":           "Entry already exists",
 	"memory-exists":          "Memory already exists",
+	"run-exists":             "Run exists",
+	"run-finished":           "Run finished",
 	"version-conflict":       "Version conflict",
 	"not-found":              "Not found",
 	"unauthorized":           "Unauthorized",

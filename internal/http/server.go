@@ -48,6 +48,9 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Gatherer serves /metrics; nil: the same private registry.
 	Gatherer prometheus.Gatherer
+	// MaxOpenRuns caps each tenant's unfinished run recordings (429 beyond);
+	// 0: core.DefaultMaxOpenRuns.
+	MaxOpenRuns int
 }
 
 // NewServer returns the service's one http.Handler.
@@ -82,6 +85,8 @@ func NewServer(d Deps) (http.Handler, error) {
 		cursors:  cursors{secret: d.CursorSecret},
 		draining: d.Draining,
 		limits:   core.Limits{MaxBodyBytes: d.MaxBodyBytes, DefaultPageSize: defaultPageSize, MaxPageSize: maxPageSize},
+
+		maxOpenRuns: d.MaxOpenRuns,
 	}
 	keys := newKeyring(d.APIKeys)
 	m := newMetrics(d.Registerer)
@@ -106,7 +111,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	})
 
 	v1 := func(next http.Handler) http.Handler {
-		inner := withDeadline(d.RequestTimeout)(limitBody(d.MaxBodyBytes)(keys.authenticate(validate(next))))
+		inner := withDeadline(d.RequestTimeout)(limitBody(d.MaxBodyBytes)(keys.authenticate(keepEventsBody(validate)(next))))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/v1/") {
 				inner.ServeHTTP(w, r)
@@ -115,7 +120,7 @@ func NewServer(d Deps) (http.Handler, error) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	strict := gen.NewStrictHandlerWithOptions(h, nil, gen.StrictHTTPServerOptions{
+	strict := gen.NewStrictHandlerWithOptions(h, []gen.StrictMiddlewareFunc{withRunsRequest}, gen.StrictHTTPServerOptions{
 		RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 			// The body passed schema validation but did not decode into
 			// the generated types: still the caller's input, never a 500.
@@ -146,10 +151,16 @@ func NewServer(d Deps) (http.Handler, error) {
 }
 
 // withDeadline bounds every /v1 request, so a stuck dependency cannot hold a
-// connection forever; the store sees the deadline through the context.
+// connection forever; the store sees the deadline through the context. A
+// Server-Sent Events stream (runs_handlers.go) is exempt: it lasts as long as
+// the run it follows, and ends when the client goes away.
 func withDeadline(timeout time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isEventStream(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))

@@ -248,6 +248,9 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite) (int, []core.En
 		byID[ek] = e
 	}
 	s.recordFingerprints(k, w.Fingerprints)
+	if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
+		s.linkLocked(w.Tenant, w.Namespace, turn, w.LinkRunID, w.LinkRecallIDs)
+	}
 	return turn, out, response, nil
 }
 
@@ -476,6 +479,7 @@ func (s *Store) ForgetNamespace(ctx context.Context, tenant, namespace string) (
 	n := int64(len(s.es.entries[k]))
 	delete(s.es.entries, k)
 	delete(s.es.fingerprints, k)
+	s.markForgotten(k)
 	return n, nil
 }
 

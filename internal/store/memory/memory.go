@@ -26,6 +26,10 @@ type Store struct {
 
 	// es holds entries (entries.go), under its own locks.
 	es entryStore
+	// ex holds explain links, ablations and tombstones (explain.go), under es.mu.
+	ex explainState
+	// rs holds run recordings (runs.go), under its own lock.
+	rs runStore
 }
 
 var _ core.Store = (*Store)(nil)

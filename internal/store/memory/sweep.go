@@ -34,5 +34,6 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 		}
 	}
 	s.es.keysMu.Unlock()
-	return n, nil
+	runs, err := s.sweepRuns(ctx, now)
+	return n + runs, err
 }

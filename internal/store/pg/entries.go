@@ -146,6 +146,16 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 			args := append(entryArgs(e), w.Now, e.Kind == core.KindFact)
 			b.Queue(upsertEntrySQL, args...)
 		}
+		if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
+			runs, recalls := []string{}, w.LinkRecallIDs
+			if w.LinkRunID != "" {
+				runs = append(runs, w.LinkRunID)
+			}
+			if recalls == nil {
+				recalls = []string{}
+			}
+			b.Queue(linkTurnSQL, w.Tenant, w.Namespace, outcome.Turn, runs, recalls, w.Now)
+		}
 		for _, f := range newFingerprints {
 			b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
 				VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
@@ -426,7 +436,13 @@ func (s *Store) ForgetNamespace(ctx context.Context, tenant, namespace string) (
 			return err
 		}
 		n = tag.RowsAffected()
-		_, err = t.Exec(ctx, `DELETE FROM embedding_fingerprints WHERE tenant = $1 AND namespace = $2`, tenant, namespace)
+		if _, err = t.Exec(ctx, `DELETE FROM embedding_fingerprints WHERE tenant = $1 AND namespace = $2`, tenant, namespace); err != nil {
+			return err
+		}
+		// A tombstone of the namespace and the time, nothing of the data: explain can then say
+		// an origin entry was forgotten rather than merely missing.
+		_, err = t.Exec(ctx, `INSERT INTO forgotten_namespaces (tenant, namespace, forgotten_at) VALUES ($1, $2, now())
+			ON CONFLICT (tenant, namespace) DO UPDATE SET forgotten_at = EXCLUDED.forgotten_at`, tenant, namespace)
 		return err
 	})
 	if err != nil {

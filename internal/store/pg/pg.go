@@ -35,6 +35,7 @@ const (
 type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+	runs   runState // run recordings' tail cache and retention (runs.go)
 }
 
 var _ core.Store = (*Store)(nil)

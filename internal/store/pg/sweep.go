@@ -34,5 +34,6 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 			}
 		}
 	}
-	return total, nil
+	runs, err := s.sweepRuns(ctx, now)
+	return total + runs, err
 }

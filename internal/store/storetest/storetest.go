@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"TurnClaims", testTurnClaims},
 		{"Sweep", testSweep},
 		{"RecallStore", testRecallStore},
+		{"ExplainStore", testExplainStore},
+		{"Runs", testRuns},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,234 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// MaxExplainDepth bounds how far back an explanation walks.
+const MaxExplainDepth = 5
+
+// maxLinkedRuns bounds the recordings one explanation reads.
+const maxLinkedRuns = 8
+
+// Explain backtracks one turn of a conversation: its answer, the context
+// the model was shown, the entries that context came from and the turns
+// and runs that wrote them. With depth > 1, each origin entry written by an
+// earlier turn gets that turn's explanation too.
+//
+// The walk always terminates: an origin entry was written by the turn in
+// its SourceTurn, and only origins with SourceTurn strictly less than the
+// turn being explained are followed, so every step moves to a smaller
+// positive turn number, and depth bounds the steps anyway. Turns only point
+// backwards; a cycle would need one to point forwards.
+func (s *Service) Explain(ctx context.Context, id Identity, turn, depth int) (Explanation, error) {
+	if turn < 1 {
+		return Explanation{}, &ValidationError{Code: CodeInvalidField, Site: "explainTurn", Path: "turn", Detail: "`turn` starts at 1.", Fix: 1}
+	}
+	depth = min(max(depth, 1), MaxExplainDepth)
+	ex, err := s.explainOne(ctx, id, turn)
+	if err != nil {
+		return Explanation{}, err
+	}
+	if ex.Answer.Source == "none" && len(ex.Context.Recalls) == 0 && len(ex.Context.Runs) == 0 {
+		return Explanation{}, &NotFoundError{What: "turn", ID: fmt.Sprint(turn)}
+	}
+	if depth > 1 {
+		seen := map[int]bool{}
+		for _, o := range ex.Origins {
+			if o.Entry == nil || o.Entry.Turn < 1 || o.Entry.Turn >= turn || seen[o.Entry.Turn] {
+				continue
+			}
+			seen[o.Entry.Turn] = true
+			earlier, err := s.Explain(ctx, id, o.Entry.Turn, depth-1)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return Explanation{}, err
+			}
+			ex.Earlier = append(ex.Earlier, earlier)
+		}
+		slices.SortFunc(ex.Earlier, func(a, b Explanation) int { return b.Turn - a.Turn })
+	}
+	return ex, nil
+}
+
+// explainOne gathers one turn's records from the store and assembles them.
+func (s *Service) explainOne(ctx context.Context, id Identity, turn int) (Explanation, error) {
+	tenant, ns := id.Tenant, id.Namespace()
+	now := s.now().UTC()
+	r := ExplainRecords{Identity: id, Turn: turn, Entries: map[string]EntryLookup{}}
+
+	entries, err := s.store.TurnEntries(ctx, tenant, ns, turn, now)
+	if err != nil {
+		return Explanation{}, err
+	}
+	var runs []string
+	for _, e := range entries {
+		if e.Kind == KindSnapshot {
+			r.Snapshots = append(r.Snapshots, e)
+		} else {
+			r.Messages = append(r.Messages, e)
+		}
+		runs = appendUnique(runs, e.SourceRunID)
+	}
+	linkedRuns, linkedRecalls, err := s.store.TurnLinks(ctx, tenant, ns, turn)
+	if err != nil {
+		return Explanation{}, err
+	}
+	for _, run := range linkedRuns {
+		runs = appendUnique(runs, run)
+	}
+	if r.Recalls, err = s.store.RecallsFor(ctx, tenant, ns, turn, linkedRecalls); err != nil {
+		return Explanation{}, err
+	}
+	for _, rc := range r.Recalls {
+		runs = appendUnique(runs, rc.RunID)
+	}
+	// Runs opened for this conversation and turn.
+	opened, err := s.store.ListRuns(ctx, RunQuery{Tenant: tenant, Namespace: ns, Limit: 200})
+	if err != nil {
+		return Explanation{}, err
+	}
+	for _, run := range opened {
+		if run.Turn == turn {
+			runs = appendUnique(runs, run.ID)
+		}
+	}
+	r.Runs = runs
+	for _, runID := range runs[:min(len(runs), maxLinkedRuns)] {
+		run, events, err := s.store.RunEvents(ctx, tenant, runID, -1, 0)
+		if errors.Is(err, ErrNotFound) {
+			continue // linked but never recorded (or another tenant's id): reported as no-recording
+		}
+		if err != nil {
+			return Explanation{}, err
+		}
+		rec := Recording{RunID: run.ID, Complete: run.Complete, Finished: run.Finished, DroppedEvents: run.Dropped}
+		for _, e := range events {
+			rec.Events = append(rec.Events, e.Event)
+		}
+		r.Recordings = append(r.Recordings, rec)
+	}
+
+	// Resolve every admitted candidate's entry as it is now.
+	for _, rc := range r.Recalls {
+		for _, mr := range rc.Memories {
+			lookupNS := ns
+			if mr.Flavor == "rag" {
+				lookupNS = CorpusNamespace
+			}
+			for _, c := range mr.Evidence.Candidates {
+				key := mr.MemoryID + "#" + c.ID
+				if !c.Admitted {
+					continue
+				}
+				if _, done := r.Entries[key]; done {
+					continue
+				}
+				lk, err := s.store.LookupEntry(ctx, tenant, lookupNS, mr.MemoryID, c.ID, now)
+				if err != nil {
+					return Explanation{}, err
+				}
+				r.Entries[key] = lk
+			}
+		}
+	}
+	if r.Ablations, err = s.store.Ablations(ctx, tenant, ns, turn); err != nil {
+		return Explanation{}, err
+	}
+	r.Influence = s.influenceScorers(ctx)
+	return AssembleExplanation(r), nil
+}
+
+func appendUnique(xs []string, x string) []string {
+	if x == "" || slices.Contains(xs, x) {
+		return xs
+	}
+	return append(xs, x)
+}
+
+// InfluenceStrategy describes one suspect-ranking proxy.
+type InfluenceStrategy struct {
+	Name         string
+	Description  string
+	Requirements []Requirement
+	Offerable    bool
+	Missing      []Requirement
+}
+
+// InfluenceStrategies is the catalogue of influence proxies on this
+// deployment, in the same shape as the strategy catalogue.
+func (s *Service) InfluenceStrategies() []InfluenceStrategy {
+	_, hasEmbedder := s.caps.DefaultEmbedder()
+	sem := InfluenceStrategy{Name: "semantic-alignment",
+		Description: "Cosine similarity between each injected piece and the final answer, embedded with the server's default embedder. " +
+			"A correlational proxy for influence, never a cause; with the built-in lexical embedder it measures shared wording.",
+		Requirements: []Requirement{ReqEmbedder}, Offerable: hasEmbedder, Missing: []Requirement{}}
+	if !hasEmbedder {
+		sem.Missing = []Requirement{ReqEmbedder}
+	}
+	return []InfluenceStrategy{
+		{Name: "lexical-overlap", Description: "The share of the final answer's distinct words (three letters or more) that also occur in the injected piece. " +
+			"Free and always available. A correlational proxy for influence, never a cause.",
+			Requirements: []Requirement{}, Offerable: true, Missing: []Requirement{}},
+		sem,
+	}
+}
+
+// influenceScorers are the proxies this deployment can run.
+func (s *Service) influenceScorers(ctx context.Context) []InfluenceScorer {
+	out := []InfluenceScorer{{Name: "lexical-overlap", Score: LexicalOverlap}}
+	info, ok := s.caps.DefaultEmbedder()
+	if !ok {
+		return out
+	}
+	emb, ok := s.embedders[info.ID]
+	if !ok {
+		return out
+	}
+	out = append(out, InfluenceScorer{Name: "semantic-alignment", Score: func(piece, answer string) (float64, bool) {
+		if !hasWords(piece) || !hasWords(answer) {
+			return 0, false
+		}
+		vs, err := emb.Embed(ctx, []string{piece, answer})
+		if err != nil || len(vs) != 2 {
+			return 0, false
+		}
+		return cosineSimilarity(vs[0], vs[1]), true
+	}})
+	return out
+}
+
+func cosineSimilarity(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot, na, nb = dot+x*y, na+x*x, nb+y*y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / (math.Sqrt(na) * math.Sqrt(nb))
+}
+
+// RecordAblation records a rerun of a turn without some injected pieces.
+func (s *Service) RecordAblation(ctx context.Context, id Identity, turn int, excluded []string, answer string, flipped bool) (Ablation, error) {
+	if turn < 1 {
+		return Ablation{}, &ValidationError{Code: CodeInvalidField, Site: "recordAblation", Path: "turn", Detail: "`turn` starts at 1.", Fix: 1}
+	}
+	if reason := checkText(answer); reason != "" {
+		return Ablation{}, &ValidationError{Code: CodeInvalidField, Site: "recordAblation", Path: "answer", Detail: "`answer` " + reason + "."}
+	}
+	a := Ablation{ID: "abl_" + recallIDEncoding.EncodeToString(randomBytes(10)), Excluded: excluded, Answer: answer, Flipped: flipped,
+		CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
+	if a.Excluded == nil {
+		a.Excluded = []string{}
+	}
+	return a, s.store.SaveAblation(ctx, id.Tenant, id.Namespace(), turn, a)
+}

@@ -1,0 +1,514 @@
+package pg
+
+// Run recordings in Postgres.
+//
+// Postgres is the source of truth. Table runs holds each run's tail state (next_index = the
+// stream's length, dropped = evicted events = first retained index, truncated_events, the
+// start and end facts), table run_events one row per RETAINED event with its stream index,
+// its payload and meta as the JSON text recorded (bytea: key order is part of a payload's
+// identity, so jsonb would break the repeat rule), and its slot flag. Every acknowledged batch
+// is committed before AppendEvents returns, so a 2xx survives a crash of the server process.
+//
+// An append is ONE transaction:
+//
+//  1. SELECT the run row FOR UPDATE. This serialises appends to one run across every process
+//     sharing the database: the lock holder is the only writer of the run's tail.
+//  2. Get the live core.EventTail: from the process-local cache when the cached entry reflects
+//     exactly the row (same created_at and next_index), else rebuilt with
+//     core.RestoreEventTail from the retained rows. A cache that another process made stale is
+//     detected by next_index and rebuilt, so two processes always agree. The entry is TAKEN
+//     OUT of the cache while in use and put back only after a successful commit; on any error
+//     (including a serialisation retry) it is dropped, so a tail holding uncommitted pushes is
+//     never seen by anyone.
+//  3. Push the batch (core.ApplyAppend), insert the new events that are still retained
+//     (COPY), delete the rows the tail evicted (idx < the new dropped) and update the run row.
+//  4. Commit, then return the tail to the cache.
+//
+// The cache is bounded (maxCachedTails runs, least recently used out first; idle entries are
+// evicted after tailIdle), so memory stays bounded however many runs are open; an evicted
+// tail costs one rebuild on the run's next append, nothing else. Reads (recording, event
+// pages, the SSE follower's polls) never use the cache: they read the committed rows in one
+// REPEATABLE READ snapshot, so a read through any process sees the same tail.
+//
+// Retention: Sweep deletes runs finished longer than the retention ago (SetRunRetention;
+// default DefaultRunRetention), with their events.
+//
+// Known limit: a truncated payload is the JSON string of its first 64 KiB, and the repeat
+// rule compares recorded payloads, so two announcements identical in their first 64 KiB (and
+// in slot and contentHash) would be treated as one; each keeps its own sha256.
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+const (
+	// maxCachedTails bounds the live tails one process keeps.
+	maxCachedTails = 256
+	// tailIdle evicts a cached tail that saw no append for this long.
+	tailIdle = 5 * time.Minute
+	// DefaultRunRetention is how long a finished recording is kept.
+	DefaultRunRetention = 30 * 24 * time.Hour
+)
+
+// runState is the Store's process-local run state: the tail cache and the retention. Its zero
+// value is ready to use.
+type runState struct {
+	mu        sync.Mutex
+	lru       *list.List // of *tailEntry, most recently used first
+	byKey     map[runKey]*list.Element
+	retention time.Duration // 0: DefaultRunRetention; < 0: keep forever
+}
+
+type runKey struct{ tenant, id string }
+
+type tailEntry struct {
+	key       runKey
+	tail      *core.EventTail
+	createdAt time.Time // the run's, so a re-created run never reuses an old tail
+	next      int64     // the next_index the tail reflects
+	used      time.Time
+}
+
+// SetRunRetention sets how long finished recordings are kept before Sweep deletes them
+// (< 0: forever).
+func (s *Store) SetRunRetention(d time.Duration) {
+	s.runs.mu.Lock()
+	s.runs.retention = d
+	s.runs.mu.Unlock()
+}
+
+// takeTail removes and returns the cached tail for k when it reflects (createdAt, next).
+func (rs *runState) takeTail(k runKey, createdAt time.Time, next int64) *core.EventTail {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	el, ok := rs.byKey[k]
+	if !ok {
+		return nil
+	}
+	rs.lru.Remove(el)
+	delete(rs.byKey, k)
+	e := el.Value.(*tailEntry)
+	if e.next != next || !e.createdAt.Equal(createdAt) {
+		return nil
+	}
+	return e.tail
+}
+
+// putTail caches t as reflecting (createdAt, next), evicting idle and least recently used
+// entries beyond the bound.
+func (rs *runState) putTail(k runKey, t *core.EventTail, createdAt time.Time, next int64) {
+	now := time.Now()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.lru == nil {
+		rs.lru, rs.byKey = list.New(), map[runKey]*list.Element{}
+	}
+	if el, ok := rs.byKey[k]; ok {
+		rs.lru.Remove(el)
+	}
+	rs.byKey[k] = rs.lru.PushFront(&tailEntry{key: k, tail: t, createdAt: createdAt, next: next, used: now})
+	for rs.lru.Len() > 0 {
+		back := rs.lru.Back()
+		e := back.Value.(*tailEntry)
+		if rs.lru.Len() <= maxCachedTails && now.Sub(e.used) < tailIdle {
+			break
+		}
+		rs.lru.Remove(back)
+		delete(rs.byKey, e.key)
+	}
+}
+
+func (rs *runState) dropTail(k runKey) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if el, ok := rs.byKey[k]; ok {
+		rs.lru.Remove(el)
+		delete(rs.byKey, k)
+	}
+}
+
+// CachedTails reports how many live tails this process holds (tests, metrics).
+func (s *Store) CachedTails() int {
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	if s.runs.lru == nil {
+		return 0
+	}
+	return s.runs.lru.Len()
+}
+
+const runColumns = `tenant, id, namespace, conversation_id, principal, turn, max_events,
+	record_embeddings, finished, complete, started_at, last_wall_at, finished_at, next_index,
+	dropped, truncated_events, created_at`
+
+func scanRun(row pgx.Row) (core.Run, error) {
+	var (
+		r                        core.Run
+		conv, principal          *string
+		turn                     *int
+		started, lastWall, finAt *time.Time
+	)
+	err := row.Scan(&r.Tenant, &r.ID, &r.Namespace, &conv, &principal, &turn, &r.MaxEvents,
+		&r.RecordEmbeddings, &r.Finished, &r.Complete, &started, &lastWall, &finAt, &r.NextIndex,
+		&r.Dropped, &r.TruncatedEvents, &r.CreatedAt)
+	if err != nil {
+		return core.Run{}, err
+	}
+	r.ConversationID, r.Principal, r.Turn = deref(conv), deref(principal), deref(turn)
+	r.StartedAt, r.LastWallClock, r.FinishedAt = utcOpt(started), utcOpt(lastWall), utcOpt(finAt)
+	r.CreatedAt = r.CreatedAt.UTC()
+	return r, nil
+}
+
+func utcOpt(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func translateRun(err error, op, id string) error {
+	var ce *core.ConflictError
+	var le *core.LimitError
+	if errors.As(err, &ce) || errors.As(err, &le) {
+		return err
+	}
+	return translate(err, op, "run", id)
+}
+
+// CreateRun stores a new open run. The tenant's open runs are counted under a per-tenant
+// advisory lock, so concurrent opens (from any process) cannot exceed maxOpen.
+func (s *Store) CreateRun(ctx context.Context, r core.Run, maxOpen int) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if maxOpen > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('footprint.runs/' || $1, 0))`, r.Tenant); err != nil {
+				return err
+			}
+			var open int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE tenant = $1 AND NOT finished`, r.Tenant).Scan(&open); err != nil {
+				return err
+			}
+			if open >= maxOpen {
+				return &core.LimitError{Detail: fmt.Sprintf("This tenant has %d open runs, the most allowed. Finish a run before opening another.", open)}
+			}
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO runs (tenant, id, namespace, conversation_id, principal, turn,
+			max_events, record_embeddings, started_at, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+			r.Tenant, r.ID, r.Namespace, nullString(r.ConversationID), nullString(r.Principal), nullInt(r.Turn),
+			r.MaxEvents, r.RecordEmbeddings, nullTime(r.StartedAt), r.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return &core.ConflictError{Code: core.CodeRunExists, Detail: fmt.Sprintf("A run %q already exists. Open the new run under another id, or leave `runId` out and let the server pick one.", r.ID)}
+		}
+		return nil
+	})
+	return translateRun(err, "create run", r.ID)
+}
+
+// GetRun returns the run's state.
+func (s *Store) GetRun(ctx context.Context, tenant, id string) (core.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = $1 AND id = $2`, tenant, id))
+	if err != nil {
+		return core.Run{}, translateRun(err, "get run", id)
+	}
+	return r, nil
+}
+
+// ListRuns lists runs newest first, keyset-paged on (created_at, id).
+func (s *Store) ListRuns(ctx context.Context, q core.RunQuery) ([]core.Run, error) {
+	if q.Limit <= 0 {
+		return []core.Run{}, nil
+	}
+	sql := `SELECT ` + runColumns + ` FROM runs WHERE tenant = $1`
+	args := []any{q.Tenant}
+	switch {
+	case q.Namespace != "":
+		args = append(args, q.Namespace)
+		sql += fmt.Sprintf(` AND namespace = $%d`, len(args))
+	case q.Principal != "":
+		args = append(args, q.Principal)
+		sql += fmt.Sprintf(` AND principal = $%d`, len(args))
+	}
+	if !q.AfterCreated.IsZero() {
+		args = append(args, q.AfterCreated, q.AfterID)
+		sql += fmt.Sprintf(` AND (created_at, id) < ($%d, $%d)`, len(args)-1, len(args))
+	}
+	args = append(args, q.Limit)
+	sql += fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, translate(err, "list runs", "", "")
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (core.Run, error) { return scanRun(row) })
+	if err != nil {
+		return nil, translate(err, "list runs", "", "")
+	}
+	return out, nil
+}
+
+// AppendEvents appends a batch in one transaction (see the package comment of this file).
+func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare func(core.Run) ([]core.RunEvent, error)) (core.Run, error) {
+	key := runKey{tenant, id}
+	var out core.Run
+	var tail *core.EventTail
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tail = nil
+		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = $1 AND id = $2 FOR UPDATE`, tenant, id))
+		if err != nil {
+			return err
+		}
+		if r.Finished {
+			return &core.ConflictError{Code: core.CodeRunFinished,
+				Detail: fmt.Sprintf("The run %q is finished and takes no more events. Open a new run for a new turn.", id)}
+		}
+		batch, err := prepare(r)
+		if err != nil {
+			return err
+		}
+		t := s.runs.takeTail(key, r.CreatedAt, r.NextIndex)
+		if t == nil {
+			if t, err = s.restoreTail(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		tail = t // from here on, t holds pushes that are not committed yet
+		before := r.Dropped
+		pushed := core.ApplyAppend(&r, t, batch)
+		var rows [][]any
+		for _, e := range pushed {
+			if e.Index < r.Dropped {
+				continue // evicted within its own batch
+			}
+			var ob *int64
+			var sha *string
+			if e.Truncated != nil {
+				ob, sha = &e.Truncated.OriginalBytes, &e.Truncated.SHA256
+			}
+			var meta []byte
+			if len(e.Meta) > 0 {
+				meta = e.Meta
+			}
+			rows = append(rows, []any{tenant, id, e.Index, e.Type, []byte(e.Payload), meta, e.Slot, ob, sha})
+		}
+		if r.Dropped > before {
+			if _, err := tx.Exec(ctx, `DELETE FROM run_events WHERE tenant = $1 AND run_id = $2 AND idx < $3`,
+				tenant, id, r.Dropped); err != nil {
+				return err
+			}
+		}
+		if len(rows) > 0 {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"run_events"},
+				[]string{"tenant", "run_id", "idx", "type", "payload", "meta", "slot", "original_bytes", "sha256"},
+				pgx.CopyFromRows(rows)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE runs SET next_index = $3, dropped = $4, truncated_events = $5,
+			started_at = $6, last_wall_at = $7 WHERE tenant = $1 AND id = $2`,
+			tenant, id, r.NextIndex, r.Dropped, r.TruncatedEvents, nullTime(r.StartedAt), nullTime(r.LastWallClock)); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	if err != nil {
+		// Nothing was committed (or we cannot know): the tail taken out holds pushes the
+		// database may not have, so it is not returned to the cache.
+		return core.Run{}, translateRun(err, "append events", id)
+	}
+	s.runs.putTail(key, tail, out.CreatedAt, out.NextIndex)
+	return normaliseRun(out), nil
+}
+
+// normaliseRun gives a run's times the precision a read returns (microseconds, UTC).
+func normaliseRun(r core.Run) core.Run {
+	trunc := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return t.UTC().Truncate(time.Microsecond)
+	}
+	r.StartedAt, r.LastWallClock, r.FinishedAt, r.CreatedAt = trunc(r.StartedAt), trunc(r.LastWallClock), trunc(r.FinishedAt), trunc(r.CreatedAt)
+	return r
+}
+
+// restoreTail rebuilds a run's tail from its retained rows.
+func (s *Store) restoreTail(ctx context.Context, tx pgx.Tx, r core.Run) (*core.EventTail, error) {
+	rows, err := tx.Query(ctx, `SELECT idx, type, payload, meta, slot FROM run_events
+		WHERE tenant = $1 AND run_id = $2 ORDER BY idx`, r.Tenant, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (core.Event, error) {
+		var e core.Event
+		var payload, meta []byte
+		if err := row.Scan(&e.Index, &e.Type, &payload, &meta, &e.Slot); err != nil {
+			return e, err
+		}
+		e.Payload = payload
+		if len(meta) > 0 {
+			e.Meta = meta
+		}
+		return e, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t, err := core.RestoreEventTail(float64(r.MaxEvents), events, r.Dropped)
+	if err != nil {
+		return nil, fmt.Errorf("restore tail of run %q: %w", r.ID, err)
+	}
+	return t, nil
+}
+
+// FinishRun marks the run finished; idempotent for the same complete.
+func (s *Store) FinishRun(ctx context.Context, tenant, id string, complete bool, now time.Time) (core.Run, error) {
+	var out core.Run
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = $1 AND id = $2 FOR UPDATE`, tenant, id))
+		if err != nil {
+			return err
+		}
+		if r.Finished {
+			if r.Complete != complete {
+				return &core.ConflictError{Code: core.CodeRunFinished,
+					Detail: fmt.Sprintf("The run %q already finished with complete=%v; it cannot be finished again with complete=%v.", id, r.Complete, complete)}
+			}
+			out = r
+			return nil
+		}
+		r.Finished, r.Complete, r.FinishedAt = true, complete, now
+		if _, err := tx.Exec(ctx, `UPDATE runs SET finished = true, complete = $3, finished_at = $4
+			WHERE tenant = $1 AND id = $2`, tenant, id, complete, now); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	if err != nil {
+		return core.Run{}, translateRun(err, "finish run", id)
+	}
+	s.runs.dropTail(runKey{tenant, id}) // a finished run takes no more appends
+	return normaliseRun(out), nil
+}
+
+// RunEvents reads the run and its retained events with idx > after in one snapshot.
+func (s *Store) RunEvents(ctx context.Context, tenant, id string, after int64, limit int) (core.Run, []core.RunEvent, error) {
+	var (
+		r   core.Run
+		out []core.RunEvent
+	)
+	read := func() (err error) {
+		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		if r, err = scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = $1 AND id = $2`, tenant, id)); err != nil {
+			return err
+		}
+		lim := any(nil)
+		if limit > 0 {
+			lim = limit
+		}
+		rows, err := tx.Query(ctx, `SELECT idx, type, payload, meta, slot, original_bytes, sha256 FROM run_events
+			WHERE tenant = $1 AND run_id = $2 AND idx > $3 ORDER BY idx LIMIT $4`, tenant, id, after, lim)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (core.RunEvent, error) {
+			var e core.RunEvent
+			var payload, meta []byte
+			var ob *int64
+			var sha *string
+			if err := row.Scan(&e.Index, &e.Type, &payload, &meta, &e.Slot, &ob, &sha); err != nil {
+				return e, err
+			}
+			e.Payload = payload
+			if len(meta) > 0 {
+				e.Meta = meta
+			}
+			if ob != nil {
+				e.Truncated = &core.EventTruncation{OriginalBytes: *ob, SHA256: deref(sha)}
+			}
+			return e, nil
+		})
+		return err
+	}
+	if err := read(); err != nil {
+		return core.Run{}, nil, translateRun(err, "read run events", id)
+	}
+	if out == nil {
+		out = []core.RunEvent{}
+	}
+	return r, out, nil
+}
+
+// DeleteFinishedRuns deletes runs finished before cutoff, with their events, in batches.
+func (s *Store) DeleteFinishedRuns(ctx context.Context, cutoff time.Time) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.tx(ctx, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `DELETE FROM runs WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM runs WHERE finished AND finished_at < $1 LIMIT $2)) RETURNING tenant, id`, cutoff, 500)
+			if err != nil {
+				return err
+			}
+			keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runKey, error) {
+				var k runKey
+				return k, row.Scan(&k.tenant, &k.id)
+			})
+			if err != nil {
+				return err
+			}
+			n = int64(len(keys))
+			for _, k := range keys {
+				if _, err := tx.Exec(ctx, `DELETE FROM run_events WHERE tenant = $1 AND run_id = $2`, k.tenant, k.id); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, translate(err, "delete finished runs", "", "")
+		}
+		total += n
+		if n < 500 {
+			return total, nil
+		}
+	}
+}
+
+// sweepRuns applies the retention (see SetRunRetention).
+func (s *Store) sweepRuns(ctx context.Context, now time.Time) (int64, error) {
+	s.runs.mu.Lock()
+	d := s.runs.retention
+	s.runs.mu.Unlock()
+	if d < 0 {
+		return 0, nil
+	}
+	if d == 0 {
+		d = DefaultRunRetention
+	}
+	return s.DeleteFinishedRuns(ctx, now.Add(-d))
+}

@@ -1,0 +1,416 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+// testRuns: run recordings behave identically in every store: the seed's tail rules through
+// the store, finish rules, tenant isolation, listing and retention.
+func testRuns(t *testing.T, s core.Store) {
+	t.Run("OpenGetDuplicate", func(t *testing.T) { runsOpen(t, s) })
+	t.Run("SeedRules", func(t *testing.T) { runsSeed(t, s) })
+	t.Run("Repeats", func(t *testing.T) { runsRepeats(t, s) })
+	t.Run("Finish", func(t *testing.T) { runsFinish(t, s) })
+	t.Run("TenantIsolation", func(t *testing.T) { runsTenants(t, s) })
+	t.Run("List", func(t *testing.T) { runsList(t, s) })
+	t.Run("OpenLimit", func(t *testing.T) { runsLimit(t, s) })
+	t.Run("Truncation", func(t *testing.T) { runsTruncation(t, s) })
+	t.Run("Concurrent", func(t *testing.T) { runsConcurrent(t, s) })
+	t.Run("Retention", func(t *testing.T) { runsRetention(t, s) })
+}
+
+var rt0 = time.Date(2026, 2, 3, 4, 5, 6, 789000000, time.UTC)
+
+func newRun(tenant, id string, maxEvents int) core.Run {
+	return core.Run{Tenant: tenant, ID: id, MaxEvents: maxEvents, CreatedAt: rt0,
+		Namespace: core.Identity{Tenant: tenant}.Namespace()}
+}
+
+func mustOpenRun(t *testing.T, s core.Store, r core.Run) {
+	t.Helper()
+	if err := s.CreateRun(t.Context(), r, 0); err != nil {
+		t.Fatalf("CreateRun(%s/%s): %v", r.Tenant, r.ID, err)
+	}
+}
+
+// plainEvents returns n events of type "step" with payload {"n":i} for i in from..from+n-1.
+func plainEvents(from, n int) []core.RunEventInput {
+	out := make([]core.RunEventInput, n)
+	for i := range out {
+		out[i] = core.RunEventInput{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, from+i)),
+			Meta: json.RawMessage(fmt.Sprintf(`{"wallClockMs":%d}`, 1796019302000+int64(from+i)))}
+	}
+	return out
+}
+
+// AppendInputs appends raw inputs through s the way the service does.
+func AppendInputs(t *testing.T, s core.RunStore, tenant, id string, in []core.RunEventInput) (core.Run, error) {
+	t.Helper()
+	return s.AppendEvents(t.Context(), tenant, id, func(r core.Run) ([]core.RunEvent, error) {
+		return core.PrepareEvents(in, r.RecordEmbeddings), nil
+	})
+}
+
+func mustAppend(t *testing.T, s core.Store, tenant, id string, in []core.RunEventInput) core.Run {
+	t.Helper()
+	r, err := AppendInputs(t, s, tenant, id, in)
+	if err != nil {
+		t.Fatalf("AppendEvents(%s/%s): %v", tenant, id, err)
+	}
+	return r
+}
+
+func readAll(t *testing.T, s core.Store, tenant, id string) (core.Run, []core.RunEvent) {
+	t.Helper()
+	r, evs, err := s.RunEvents(t.Context(), tenant, id, -1, 0)
+	if err != nil {
+		t.Fatalf("RunEvents(%s/%s): %v", tenant, id, err)
+	}
+	return r, evs
+}
+
+func indexes(evs []core.RunEvent) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Index
+	}
+	return out
+}
+
+func assertCode(t *testing.T, err error, code, call string) {
+	t.Helper()
+	var ce *core.ConflictError
+	if !errors.As(err, &ce) || ce.Code != code {
+		t.Errorf("%s: error = %v, want a conflict %q", call, err, code)
+	}
+}
+
+func runsOpen(t *testing.T, s core.Store) {
+	r := newRun("acme", "open-1", 5)
+	r.ConversationID, r.Principal, r.Turn, r.RecordEmbeddings = "conv", "alice", 4, true
+	r.Namespace = core.Identity{Tenant: "acme", Principal: "alice", ConversationID: "conv"}.Namespace()
+	r.StartedAt = rt0.Add(-time.Second)
+	mustOpenRun(t, s, r)
+	got, err := s.GetRun(t.Context(), "acme", "open-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ConversationID != "conv" || got.Principal != "alice" || got.Turn != 4 || !got.RecordEmbeddings ||
+		got.MaxEvents != 5 || !got.StartedAt.Equal(r.StartedAt) || !got.CreatedAt.Equal(rt0) || got.Finished ||
+		got.NextIndex != 0 || got.Namespace != r.Namespace {
+		t.Errorf("GetRun = %+v, want %+v", got, r)
+	}
+	assertCode(t, s.CreateRun(t.Context(), newRun("acme", "open-1", 3), 0), core.CodeRunExists, "duplicate CreateRun")
+	_, err = s.GetRun(t.Context(), "acme", "absent")
+	var nf *core.NotFoundError
+	if !errors.As(err, &nf) || nf.What != "run" {
+		t.Errorf("GetRun(absent) = %v, want NotFoundError{run}", err)
+	}
+	if _, err := AppendInputs(t, s, "acme", "absent", plainEvents(0, 1)); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("append to absent = %v, want not found", err)
+	}
+	if _, _, err := s.RunEvents(t.Context(), "acme", "absent", -1, 0); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("RunEvents(absent) = %v, want not found", err)
+	}
+}
+
+func runsSeed(t *testing.T, s core.Store) {
+	// cap 5 push 5 → count 5, dropped 0.
+	mustOpenRun(t, s, newRun("acme", "cap5", 5))
+	r := mustAppend(t, s, "acme", "cap5", plainEvents(0, 5))
+	if r.EventCount() != 5 || r.Dropped != 0 {
+		t.Errorf("cap 5 push 5: count %d dropped %d, want 5, 0", r.EventCount(), r.Dropped)
+	}
+	// cap 3 push 0..6 (in three batches) → retained [4,5,6], dropped 4.
+	mustOpenRun(t, s, newRun("acme", "cap3", 3))
+	mustAppend(t, s, "acme", "cap3", plainEvents(0, 2))
+	mustAppend(t, s, "acme", "cap3", plainEvents(2, 4))
+	r = mustAppend(t, s, "acme", "cap3", plainEvents(6, 1))
+	if r.EventCount() != 3 || r.Dropped != 4 || r.NextIndex != 7 {
+		t.Errorf("cap 3 push 0..6: %+v, want count 3 dropped 4", r)
+	}
+	got, evs := readAll(t, s, "acme", "cap3")
+	if !slices.Equal(indexes(evs), []int64{4, 5, 6}) || got.Dropped != 4 {
+		t.Errorf("cap 3 retained %v dropped %d, want [4 5 6], 4", indexes(evs), got.Dropped)
+	}
+	for i, e := range evs {
+		if want := fmt.Sprintf(`{"n":%d}`, 4+i); string(e.Payload) != want || !e.Slot || e.Type != "step" ||
+			string(e.Meta) == "" {
+			t.Errorf("event %d = %+v, want payload %s", e.Index, e, want)
+		}
+	}
+	// The start is unknown once events were dropped (the run keeps the first wall clock).
+	if got.KnownStart() != (time.Time{}) {
+		t.Errorf("KnownStart with dropped events = %v, want zero", got.KnownStart())
+	}
+	// cap 3 push 0..9 in one batch → firstRetainedIndex 7, indexes 7..9.
+	mustOpenRun(t, s, newRun("acme", "cap3b", 3))
+	r = mustAppend(t, s, "acme", "cap3b", plainEvents(0, 10))
+	_, evs = readAll(t, s, "acme", "cap3b")
+	if r.Dropped != 7 || !slices.Equal(indexes(evs), []int64{7, 8, 9}) {
+		t.Errorf("cap 3 push 0..9: dropped %d, retained %v", r.Dropped, indexes(evs))
+	}
+	// Paging by index.
+	_, page, err := s.RunEvents(t.Context(), "acme", "cap5", 1, 2)
+	if err != nil || !slices.Equal(indexes(page), []int64{2, 3}) {
+		t.Errorf("RunEvents(after 1, limit 2) = %v, %v", indexes(page), err)
+	}
+	// StartedAt from the first event's wall clock.
+	got, _ = readAll(t, s, "acme", "cap5")
+	if want := time.UnixMilli(1796019302000).UTC(); !got.KnownStart().Equal(want) || !got.LastWallClock.Equal(time.UnixMilli(1796019302004).UTC()) {
+		t.Errorf("startedAt %v lastWall %v, want %v", got.KnownStart(), got.LastWallClock, want)
+	}
+}
+
+func announcement(slot, hash, body string) core.RunEventInput {
+	return core.RunEventInput{Type: core.ContextInjectedType,
+		Payload: json.RawMessage(fmt.Sprintf(`{"slot":%q,"contentHash":%q,"body":%q}`, slot, hash, body))}
+}
+
+func runsRepeats(t *testing.T, s core.Store) {
+	mustOpenRun(t, s, newRun("acme", "rep", 2))
+	a := announcement("system", "h1", "piece A")
+	b := announcement("system", "h1", "piece B") // same hash, other content: not a repeat
+	reordered := core.RunEventInput{Type: core.ContextInjectedType, Payload: json.RawMessage(`{"contentHash":"h1","slot":"system","body":"piece A"}`)}
+	mustAppend(t, s, "acme", "rep", []core.RunEventInput{a, a})
+	mustAppend(t, s, "acme", "rep", []core.RunEventInput{a, {Type: core.ContextInjectedType, Payload: json.RawMessage(` { "slot" : "system", "contentHash":"h1" ,"body":"piece A"}`)}})
+	r, evs := readAll(t, s, "acme", "rep")
+	if r.Dropped != 0 || len(evs) != 4 {
+		t.Fatalf("4 copies of one announcement into cap 2: dropped %d, %d retained", r.Dropped, len(evs))
+	}
+	for i, e := range evs {
+		if e.Slot != (i == 0) {
+			t.Errorf("event %d slot = %v, want %v", i, e.Slot, i == 0)
+		}
+	}
+	// b and reordered each take a slot: with cap 2 the original announcement (index 0) is
+	// evicted; its repeats (1..3) hold no slot and stay, the window still one suffix.
+	r = mustAppend(t, s, "acme", "rep", []core.RunEventInput{b})
+	if r.Dropped != 0 {
+		t.Errorf("after b: dropped %d, want 0", r.Dropped)
+	}
+	r = mustAppend(t, s, "acme", "rep", []core.RunEventInput{reordered})
+	_, evs = readAll(t, s, "acme", "rep")
+	var slots []bool
+	for _, e := range evs {
+		slots = append(slots, e.Slot)
+	}
+	if r.Dropped != 1 || !slices.Equal(indexes(evs), []int64{1, 2, 3, 4, 5}) || !slices.Equal(slots, []bool{false, false, false, true, true}) {
+		t.Errorf("after reordered: dropped %d, retained %v slots %v", r.Dropped, indexes(evs), slots)
+	}
+	// Another copy of piece A is a repeat of nothing held now: it takes a slot.
+	mustAppend(t, s, "acme", "rep", []core.RunEventInput{a})
+	_, evs = readAll(t, s, "acme", "rep")
+	if last := evs[len(evs)-1]; !last.Slot || last.Index != 6 {
+		t.Errorf("piece A after its original was evicted: %+v", last)
+	}
+}
+
+func runsFinish(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	mustOpenRun(t, s, newRun("acme", "fin", 10))
+	mustAppend(t, s, "acme", "fin", plainEvents(0, 3))
+	r, err := s.FinishRun(ctx, "acme", "fin", true, rt0.Add(time.Minute))
+	if err != nil || !r.Finished || !r.Complete || !r.FinishedAt.Equal(rt0.Add(time.Minute)) {
+		t.Fatalf("FinishRun = %+v, %v", r, err)
+	}
+	again, err := s.FinishRun(ctx, "acme", "fin", true, rt0.Add(2*time.Minute))
+	if err != nil || !again.FinishedAt.Equal(r.FinishedAt) {
+		t.Errorf("second FinishRun(true) = %+v, %v; want unchanged", again, err)
+	}
+	_, err = s.FinishRun(ctx, "acme", "fin", false, rt0)
+	assertCode(t, err, core.CodeRunFinished, "FinishRun(false) after true")
+	_, err = AppendInputs(t, s, "acme", "fin", plainEvents(3, 1))
+	assertCode(t, err, core.CodeRunFinished, "append to finished")
+	got, evs := readAll(t, s, "acme", "fin")
+	if len(evs) != 3 || !got.Finished || got.EndedAt().IsZero() {
+		t.Errorf("finished run: %+v with %d events", got, len(evs))
+	}
+	if _, err := s.FinishRun(ctx, "acme", "absent", true, rt0); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("FinishRun(absent) = %v", err)
+	}
+}
+
+func runsTenants(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	mustOpenRun(t, s, newRun("tenant-a", "shared", 10))
+	mustAppend(t, s, "tenant-a", "shared", plainEvents(0, 2))
+	if _, err := s.GetRun(ctx, "tenant-b", "shared"); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("B GetRun(A's) = %v", err)
+	}
+	if _, err := AppendInputs(t, s, "tenant-b", "shared", plainEvents(0, 1)); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("B append to A's = %v", err)
+	}
+	if _, err := s.FinishRun(ctx, "tenant-b", "shared", true, rt0); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("B finish A's = %v", err)
+	}
+	if runs, err := s.ListRuns(ctx, core.RunQuery{Tenant: "tenant-b", Limit: 10}); err != nil || len(runs) != 0 {
+		t.Errorf("B ListRuns = %v, %v", runs, err)
+	}
+	mustOpenRun(t, s, newRun("tenant-b", "shared", 10))
+	mustAppend(t, s, "tenant-b", "shared", plainEvents(0, 1))
+	if _, evs := readAll(t, s, "tenant-a", "shared"); len(evs) != 2 {
+		t.Errorf("A's run has %d events after B's append, want 2", len(evs))
+	}
+}
+
+func runsList(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	var want []string
+	for i := range 5 {
+		r := newRun("lister", fmt.Sprintf("run-%d", i), 10)
+		r.CreatedAt = rt0.Add(time.Duration(i%3) * time.Second) // ties broken by id
+		if i%2 == 0 {
+			r.ConversationID = "conv-1"
+			r.Namespace = core.Identity{Tenant: "lister", ConversationID: "conv-1"}.Namespace()
+		}
+		mustOpenRun(t, s, r)
+	}
+	want = []string{"run-2", "run-4", "run-1", "run-3", "run-0"} // newest first
+	var got []string
+	q := core.RunQuery{Tenant: "lister", Limit: 2}
+	for range 5 {
+		page, err := s.ListRuns(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			got = append(got, r.ID)
+		}
+		last := page[len(page)-1]
+		q.AfterCreated, q.AfterID = last.CreatedAt, last.ID
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("paged ListRuns = %v, want %v", got, want)
+	}
+	page, err := s.ListRuns(ctx, core.RunQuery{Tenant: "lister", Limit: 10,
+		Namespace: core.Identity{Tenant: "lister", ConversationID: "conv-1"}.Namespace()})
+	got = nil
+	for _, r := range page {
+		got = append(got, r.ID)
+	}
+	if err != nil || !slices.Equal(got, []string{"run-2", "run-4", "run-0"}) {
+		t.Errorf("ListRuns(conv-1) = %v, %v", got, err)
+	}
+}
+
+func runsLimit(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	for i := range 2 {
+		if err := s.CreateRun(ctx, newRun("limited", fmt.Sprintf("r%d", i), 10), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.CreateRun(ctx, newRun("limited", "r2", 10), 2)
+	if !errors.Is(err, core.ErrTooManyRuns) {
+		t.Fatalf("third open run = %v, want ErrTooManyRuns", err)
+	}
+	if err := s.CreateRun(ctx, newRun("other", "r2", 10), 2); err != nil {
+		t.Errorf("other tenant: %v", err)
+	}
+	if _, err := s.FinishRun(ctx, "limited", "r0", false, rt0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, newRun("limited", "r2", 10), 2); err != nil {
+		t.Errorf("after finishing one: %v", err)
+	}
+}
+
+func runsTruncation(t *testing.T, s core.Store) {
+	mustOpenRun(t, s, newRun("acme", "big", 10))
+	huge := `{"blob":"` + strings.Repeat("x", core.MaxEventPayloadBytes) + `"}`
+	r := mustAppend(t, s, "acme", "big", []core.RunEventInput{{Type: "tool.result", Payload: json.RawMessage(huge)}, plainEvents(1, 1)[0]})
+	if r.TruncatedEvents != 1 {
+		t.Errorf("truncatedEvents = %d, want 1", r.TruncatedEvents)
+	}
+	_, evs := readAll(t, s, "acme", "big")
+	if len(evs) != 2 || evs[0].Truncated == nil || evs[0].Truncated.OriginalBytes != int64(len(huge)) ||
+		len(evs[0].Payload) > core.MaxEventPayloadBytes || evs[1].Truncated != nil {
+		t.Fatalf("events = %d, first truncated %+v", len(evs), evs[0].Truncated)
+	}
+	var prefix string
+	if err := json.Unmarshal(evs[0].Payload, &prefix); err != nil || !strings.HasPrefix(huge, prefix) || len(prefix) < 60000 {
+		t.Errorf("truncated payload is not a prefix string: %v", err)
+	}
+}
+
+// runsConcurrent: concurrent appends to one run are serialised: every event gets a distinct
+// index and each batch's events stay contiguous and in order.
+func runsConcurrent(t *testing.T, s core.Store) {
+	mustOpenRun(t, s, newRun("acme", "conc", 10000))
+	const writers, batches, per = 8, 5, 20
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				if _, err := AppendInputs(t, s, "acme", "conc", plainEvents(w*1000+b*per, per)); err != nil {
+					t.Errorf("writer %d: %v", w, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r, evs := readAll(t, s, "acme", "conc")
+	if r.NextIndex != writers*batches*per || len(evs) != writers*batches*per {
+		t.Fatalf("next %d, %d events; want %d", r.NextIndex, len(evs), writers*batches*per)
+	}
+	for i := 0; i < len(evs); i += per {
+		var first struct{ N int }
+		_ = json.Unmarshal(evs[i].Payload, &first)
+		for j := range per {
+			var e struct{ N int }
+			_ = json.Unmarshal(evs[i+j].Payload, &e)
+			if e.N != first.N+j || evs[i+j].Index != int64(i+j) {
+				t.Fatalf("batch at %d is not contiguous: event %d = %s", i, i+j, evs[i+j].Payload)
+			}
+		}
+	}
+}
+
+func runsRetention(t *testing.T, s core.Store) {
+	ctx := t.Context()
+	mustOpenRun(t, s, newRun("ret", "old", 10))
+	mustOpenRun(t, s, newRun("ret", "new", 10))
+	mustOpenRun(t, s, newRun("ret", "open", 10))
+	mustAppend(t, s, "ret", "old", plainEvents(0, 3))
+	old := rt0.Add(-1000 * time.Hour) // older than anything the other subtests finish
+	if _, err := s.FinishRun(ctx, "ret", "old", true, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishRun(ctx, "ret", "new", true, old.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.DeleteFinishedRuns(ctx, old.Add(time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("DeleteFinishedRuns = %d, %v; want 1", n, err)
+	}
+	if _, err := s.GetRun(ctx, "ret", "old"); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("old run after retention: %v", err)
+	}
+	for _, id := range []string{"new", "open"} {
+		if _, err := s.GetRun(ctx, "ret", id); err != nil {
+			t.Errorf("%s run after retention: %v", id, err)
+		}
+	}
+	// The id is free again, with an empty tail.
+	mustOpenRun(t, s, newRun("ret", "old", 10))
+	if r, evs := readAll(t, s, "ret", "old"); len(evs) != 0 || r.NextIndex != 0 {
+		t.Errorf("re-created run: %+v, %d events", r, len(evs))
+	}
+	r := mustAppend(t, s, "ret", "old", plainEvents(0, 1))
+	if r.NextIndex != 1 {
+		t.Errorf("re-created run appended at %d", r.NextIndex-1)
+	}
+}
