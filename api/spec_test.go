@@ -98,7 +98,7 @@ func TestEmbeddedSpecIsCurrent(t *testing.T) {
 	}
 }
 
-var verbNoun = regexp.MustCompile(`^(get|list|create|replace|update|delete|post|append|finish|explain|recall|forget|index|open)[A-Z][A-Za-z]*$`)
+var verbNoun = regexp.MustCompile(`^(get|list|create|replace|update|delete|post|append|finish|explain|recall|forget|index|open|record)[A-Z][A-Za-z]*$`)
 
 // bareVerbs are the operations whose noun is the path itself: `recall` on
 // /v1/conversations/{conversationId}/recall reads better than a made-up
@@ -374,6 +374,13 @@ func TestValidatorConversations(t *testing.T) {
 			`{"messages":[{"role":"user","content":"hi","name":"ana"}]}`, nil, false},
 		{"message with unknown role", "POST", "/v1/conversations/c1/turns", `{"messages":[{"role":"bot","content":"hi"}]}`, nil, false},
 		{"bad run id", "POST", "/v1/conversations/c1/turns", `{"messages":[],"runId":"run 1"}`, nil, false},
+		{"turn linked to its recalls", "POST", "/v1/conversations/c1/turns",
+			`{"messages":[],"runId":"run-3","recallIds":["rcl_01JDR7M2Q9XK4T6B","rcl_01JDQ80B3V6N9Q2W"]}`, nil, true},
+		{"turn with no recalls linked", "POST", "/v1/conversations/c1/turns", `{"messages":[],"recallIds":[]}`, nil, true},
+		{"turn with 17 recall ids", "POST", "/v1/conversations/c1/turns",
+			`{"messages":[],"recallIds":[` + strings.TrimSuffix(strings.Repeat(`"rcl_01JDR7M2Q9XK4T6B",`, 17), ",") + `]}`, nil, false},
+		{"turn with a run id as a recall id", "POST", "/v1/conversations/c1/turns", `{"messages":[],"recallIds":["run-3"]}`, nil, false},
+		{"turn with recall ids not an array", "POST", "/v1/conversations/c1/turns", `{"messages":[],"recallIds":"rcl_01JDR7M2Q9XK4T6B"}`, nil, false},
 		{"bad memory name", "POST", "/v1/conversations/c1/turns", `{"messages":[],"memories":["-chat"]}`, nil, false},
 		{"embeddings without model", "POST", "/v1/conversations/c1/turns", `{"messages":[],"embeddings":{"query":[0.1]}}`, nil, false},
 		{"idempotency key with a space", "POST", "/v1/conversations/c1/turns", `{"messages":[]}`,
@@ -435,6 +442,20 @@ func TestValidatorRecallAndRuns(t *testing.T) {
 		{"recall, message with unknown role", "POST", "/v1/conversations/c1/recall", `{"messages":[{"role":"bot","content":"hi"}]}`, nil, false},
 		{"recall, query too long", "POST", "/v1/conversations/c1/recall", `{"query":"` + strings.Repeat("a", 100001) + `"}`, nil, false},
 		{"recall, bad principal", "POST", "/v1/conversations/c1/recall?principal=a%2Fb", `{"query":"q"}`, nil, false},
+		{"recall, ablation", "POST", "/v1/conversations/c1/recall",
+			`{"query":"q","exclude":["memory:why#snap-1","memory:handbook#returns-policy#0","memory:chat#msg-3-0"]}`, nil, true},
+		{"recall, nothing excluded", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":[]}`, nil, true},
+		{"recall, exclude a whole memory", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":["memory:why"]}`, nil, false},
+		{"recall, exclude without memory:", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":["why#snap-1"]}`, nil, false},
+		{"recall, exclude with a bad memory id", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":["memory:-why#snap-1"]}`, nil, false},
+		{"recall, exclude with an empty entry id", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":["memory:why#"]}`, nil, false},
+		{"recall, exclude with a newline", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":["memory:why#snap\n1"]}`, nil, false},
+		{"recall, exclude entry id too long", "POST", "/v1/conversations/c1/recall",
+			`{"query":"q","exclude":["memory:why#` + strings.Repeat("a", 301) + `"]}`, nil, false},
+		{"recall, exclude entry id at the limit", "POST", "/v1/conversations/c1/recall",
+			`{"query":"q","exclude":["memory:` + strings.Repeat("m", 64) + `#` + strings.Repeat("a", 300) + `"]}`, nil, true},
+		{"recall, exclude 100", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":` + many(100, `"memory:why#snap-1"`) + `}`, nil, true},
+		{"recall, exclude 101", "POST", "/v1/conversations/c1/recall", `{"query":"q","exclude":` + many(101, `"memory:why#snap-1"`) + `}`, nil, false},
 		{"receipt", "GET", "/v1/recalls/rcl_01JDQ9C4M7ZK2W8T", ``, nil, true},
 		{"receipt, bad id", "GET", "/v1/recalls/rcl_short", ``, nil, false},
 		{"receipt, not a recall id", "GET", "/v1/recalls/run-01JDQ9C2XR", ``, nil, false},
@@ -491,12 +512,233 @@ func TestValidatorRecallAndRuns(t *testing.T) {
 		{"runs", "GET", "/v1/runs?conversationId=support-4821&principal=user-7c3e&limit=10", ``, nil, true},
 		{"runs, bad conversation id", "GET", "/v1/runs?conversationId=a%20b", ``, nil, false},
 		{"runs, bad cursor", "GET", "/v1/runs?cursor=", ``, nil, false},
+		{"run context", "GET", "/v1/runs/run-3/context", ``, nil, true},
+		{"run context, bad run id", "GET", "/v1/runs/run%203/context", ``, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			checkValidation(t, router, tt.method, tt.target, tt.body, tt.header, tt.ok)
 		})
+	}
+}
+
+// TestValidatorExplain holds the explain operations to the schema: the turn
+// and depth bounds, the influence catalogue's conditional GET, and ablation
+// records (a baseline excludes nothing; ids, bounds and unknown fields are
+// refused before a handler runs).
+func TestValidatorExplain(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+	}
+	tests := []struct {
+		name   string
+		method string
+		target string
+		body   string
+		header map[string]string
+		ok     bool
+	}{
+		// explain
+		{"explain", "GET", "/v1/conversations/support-7731/turns/3/explain?principal=user-7c3e&depth=2", ``, nil, true},
+		{"explain, default depth", "GET", "/v1/conversations/c1/turns/1/explain", ``, nil, true},
+		{"explain, depth 5", "GET", "/v1/conversations/c1/turns/1/explain?depth=5", ``, nil, true},
+		{"explain, depth 0", "GET", "/v1/conversations/c1/turns/3/explain?depth=0", ``, nil, false},
+		{"explain, depth 6", "GET", "/v1/conversations/c1/turns/3/explain?depth=6", ``, nil, false},
+		{"explain, depth not a number", "GET", "/v1/conversations/c1/turns/3/explain?depth=all", ``, nil, false},
+		{"explain, turn 0", "GET", "/v1/conversations/c1/turns/0/explain", ``, nil, false},
+		{"explain, negative turn", "GET", "/v1/conversations/c1/turns/-1/explain", ``, nil, false},
+		{"explain, turn not a number", "GET", "/v1/conversations/c1/turns/last/explain", ``, nil, false},
+		{"explain, turn too big", "GET", "/v1/conversations/c1/turns/2147483648/explain", ``, nil, false},
+		{"explain, bad conversation id", "GET", "/v1/conversations/a%20b/turns/3/explain", ``, nil, false},
+		{"explain, bad principal", "GET", "/v1/conversations/c1/turns/3/explain?principal=a%2Fb", ``, nil, false},
+		// influence strategies
+		{"influence strategies", "GET", "/v1/influence-strategies", ``, nil, true},
+		{"influence strategies, conditional", "GET", "/v1/influence-strategies", ``,
+			map[string]string{"If-None-Match": `"7c1d5b0e9a3f4d21"`}, true},
+		// ablations
+		{"ablation", "POST", "/v1/conversations/support-7731/turns/3/ablations?principal=user-7c3e",
+			`{"excluded":["memory:why#snap-1","memory:handbook#returns-policy#0"],"answer":"14 days.","flipped":true}`, nil, true},
+		{"ablation, baseline", "POST", "/v1/conversations/c1/turns/3/ablations", `{"excluded":[],"answer":"","flipped":false}`, nil, true},
+		{"ablation, 100 excluded", "POST", "/v1/conversations/c1/turns/3/ablations",
+			`{"excluded":` + many(100, `"memory:why#snap-1"`) + `,"answer":"a","flipped":true}`, nil, true},
+		{"ablation, 101 excluded", "POST", "/v1/conversations/c1/turns/3/ablations",
+			`{"excluded":` + many(101, `"memory:why#snap-1"`) + `,"answer":"a","flipped":true}`, nil, false},
+		{"ablation, no excluded", "POST", "/v1/conversations/c1/turns/3/ablations", `{"answer":"a","flipped":true}`, nil, false},
+		{"ablation, no answer", "POST", "/v1/conversations/c1/turns/3/ablations", `{"excluded":[],"flipped":true}`, nil, false},
+		{"ablation, no flipped", "POST", "/v1/conversations/c1/turns/3/ablations", `{"excluded":[],"answer":"a"}`, nil, false},
+		{"ablation, flipped not a boolean", "POST", "/v1/conversations/c1/turns/3/ablations",
+			`{"excluded":[],"answer":"a","flipped":"yes"}`, nil, false},
+		{"ablation, answer too long", "POST", "/v1/conversations/c1/turns/3/ablations",
+			`{"excluded":[],"answer":"` + strings.Repeat("a", 100001) + `","flipped":true}`, nil, false},
+		{"ablation, excluded a whole memory", "POST", "/v1/conversations/c1/turns/3/ablations",
+			`{"excluded":["memory:why"],"answer":"a","flipped":true}`, nil, false},
+		{"ablation, excluded an entry id alone", "POST", "/v1/conversations/c1/turns/3/ablations",
+			`{"excluded":["snap-1"],"answer":"a","flipped":true}`, nil, false},
+		{"ablation, unknown field", "POST", "/v1/conversations/c1/turns/3/ablations",
+			`{"excluded":[],"answer":"a","flipped":true,"verdict":"confirmed"}`, nil, false},
+		{"ablation, turn 0", "POST", "/v1/conversations/c1/turns/0/ablations", `{"excluded":[],"answer":"a","flipped":false}`, nil, false},
+		{"ablation, bad principal", "POST", "/v1/conversations/c1/turns/3/ablations?principal=a%2Fb",
+			`{"excluded":[],"answer":"a","flipped":false}`, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			checkValidation(t, router, tt.method, tt.target, tt.body, tt.header, tt.ok)
+		})
+	}
+}
+
+// TestExplanationExampleIsAChain: the worked example must show what it
+// claims, link by link: the answer's run carries a context piece that is an
+// origin; the origin was offered by a linked receipt at the score, rank and
+// threshold it reports; its entry was written by an earlier turn, whose
+// explanation is in `earlier` with that run; every suspect is an origin, and
+// its verdict follows the documented rule from its counts.
+func TestExplanationExampleIsAChain(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	ex := doc.Components.Examples["WrongRefundExplanation"]
+	if ex == nil {
+		t.Fatal("no example WrongRefundExplanation")
+	}
+	raw, err := json.Marshal(ex.Value.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type piece struct {
+		SourceID string `json:"sourceId"`
+	}
+	type runContext struct {
+		RunID string `json:"runId"`
+		Calls []struct {
+			Pieces []piece `json:"pieces"`
+		} `json:"calls"`
+	}
+	type explanation struct {
+		Turn   int `json:"turn"`
+		Answer struct {
+			RunID string `json:"runId"`
+		} `json:"answer"`
+		Context struct {
+			Runs    []runContext `json:"runs"`
+			Recalls []struct {
+				RecallID   string `json:"recallId"`
+				Injections []struct {
+					ID        string `json:"id"`
+					Retrieval *struct {
+						Score     float64  `json:"score"`
+						Rank      int      `json:"rank"`
+						Threshold *float64 `json:"threshold"`
+					} `json:"retrieval"`
+				} `json:"injections"`
+			} `json:"recalls"`
+		} `json:"context"`
+		Origins []struct {
+			InjectionID string   `json:"injectionId"`
+			RecallID    string   `json:"recallId"`
+			Score       *float64 `json:"score"`
+			Rank        *int     `json:"rank"`
+			Threshold   *float64 `json:"threshold"`
+			Entry       *struct {
+				Turn  int    `json:"turn"`
+				RunID string `json:"runId"`
+			} `json:"entry"`
+		} `json:"origins"`
+		Suspects []struct {
+			InjectionID string `json:"injectionId"`
+			Verdict     string `json:"verdict"`
+			Reruns      int    `json:"reruns"`
+			Flips       int    `json:"flips"`
+		} `json:"suspects"`
+		Earlier []json.RawMessage `json:"earlier"`
+	}
+	var e explanation
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	// answer → the run that produced it → a context piece that is an origin
+	shown := map[string]bool{}
+	for _, r := range e.Context.Runs {
+		if r.RunID != e.Answer.RunID {
+			continue
+		}
+		for _, c := range r.Calls {
+			for _, p := range c.Pieces {
+				shown[p.SourceID] = true
+			}
+		}
+	}
+	if len(e.Origins) == 0 {
+		t.Fatal("the example has no origin")
+	}
+	origins := map[string]bool{}
+	for _, o := range e.Origins {
+		origins[o.InjectionID] = true
+		if !shown[o.InjectionID] {
+			t.Errorf("origin %s is no context piece of the answer's run %s", o.InjectionID, e.Answer.RunID)
+		}
+		// → the receipt that offered it, at the reported score, rank and threshold
+		offered := false
+		for _, rc := range e.Context.Recalls {
+			for _, inj := range rc.Injections {
+				if rc.RecallID != o.RecallID || inj.ID != o.InjectionID || inj.Retrieval == nil {
+					continue
+				}
+				offered = o.Score != nil && *o.Score == inj.Retrieval.Score &&
+					o.Rank != nil && *o.Rank == inj.Retrieval.Rank &&
+					(o.Threshold == nil) == (inj.Retrieval.Threshold == nil) &&
+					(o.Threshold == nil || *o.Threshold == *inj.Retrieval.Threshold)
+			}
+		}
+		if !offered {
+			t.Errorf("origin %s: no linked receipt %s offered it at score %v, rank %v", o.InjectionID, o.RecallID, o.Score, o.Rank)
+		}
+		// → the earlier turn that wrote the entry, explained with its run
+		if o.Entry == nil {
+			t.Errorf("origin %s: no entry", o.InjectionID)
+			continue
+		}
+		found := false
+		for _, rawEarlier := range e.Earlier {
+			var earlier explanation
+			if err := json.Unmarshal(rawEarlier, &earlier); err != nil {
+				t.Fatal(err)
+			}
+			if earlier.Turn != o.Entry.Turn {
+				continue
+			}
+			found = earlier.Answer.RunID == o.Entry.RunID &&
+				len(earlier.Context.Runs) > 0 && earlier.Context.Runs[0].RunID == o.Entry.RunID
+		}
+		if o.Entry.Turn >= e.Turn || !found {
+			t.Errorf("origin %s: entry of turn %d, run %s is not explained in earlier", o.InjectionID, o.Entry.Turn, o.Entry.RunID)
+		}
+	}
+	for _, s := range e.Suspects {
+		if !origins[s.InjectionID] {
+			t.Errorf("suspect %s is not an origin", s.InjectionID)
+		}
+		// The example's baseline did not flip, so the rule reduces to the counts.
+		want := "untested"
+		switch {
+		case s.Reruns == 0:
+		case s.Reruns >= 2 && 2*s.Flips > s.Reruns:
+			want = "confirmed"
+		case s.Flips == 0:
+			want = "not-confirmed"
+		default:
+			want = "inconclusive"
+		}
+		if s.Verdict != want {
+			t.Errorf("suspect %s: verdict %s with %d of %d reruns flipped, want %s", s.InjectionID, s.Verdict, s.Flips, s.Reruns, want)
+		}
 	}
 }
 

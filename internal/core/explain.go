@@ -229,12 +229,50 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 		}
 	}
 
+	// Pieces the recordings show came from memory, that no linked receipt
+	// admitted: resolved too, with what the recording says of them.
+	covered := map[string]bool{}
+	for _, o := range ex.Origins {
+		covered[o.InjectionID] = true
+	}
+	for _, run := range ex.Context.Runs {
+		for _, call := range run.Calls {
+			for _, piece := range call.Pieces {
+				mem, entry, ok := ParseInjectionID(piece.SourceID)
+				if !ok || covered[piece.SourceID] {
+					continue
+				}
+				covered[piece.SourceID] = true
+				o := Origin{InjectionID: piece.SourceID, MemoryID: mem, EntryID: entry, Score: piece.Score, Threshold: piece.Threshold}
+				if piece.Rank != nil {
+					o.Rank = *piece.Rank
+				}
+				o.Status, o.Entry = originStatus(r.Entries[mem+"#"+entry], time.Time{})
+				if o.Status == "replaced" {
+					o.Status = "present" // no receipt time to compare with
+				}
+				if o.Status != "present" {
+					ex.Honesty = append(ex.Honesty, HonestyFlag{Flag: "entry-missing", EntryID: o.InjectionID,
+						Detail: fmt.Sprintf("%s was shown to the model but is now %s.", o.InjectionID, o.Status)})
+				}
+				if _, ok := pieces[piece.SourceID]; !ok && piece.Summary != "" {
+					pieces[piece.SourceID] = piece.Summary
+				}
+				ex.Origins = append(ex.Origins, o)
+			}
+		}
+	}
+
 	// 4. Suspects: injected pieces ranked by influence proxies, with the
 	// ablation verdicts recorded for this turn.
 	answer := answerText(ex.Answer)
 	ids := make([]string, 0, len(pieces))
 	for id := range pieces {
-		ids = append(ids, id)
+		// Only per-entry pieces can be suspects: a whole-memory injection
+		// cannot be excluded on its own to test it.
+		if _, _, ok := ParseInjectionID(id); ok {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	for _, scorer := range r.Influence {
@@ -337,6 +375,16 @@ func originStatus(lk EntryLookup, recalledAt time.Time) (string, *OriginEntry) {
 	return "present", oe
 }
 
+// ParseInjectionID splits "memory:<memoryId>#<entryId>".
+func ParseInjectionID(id string) (memoryID, entryID string, ok bool) {
+	rest, found := strings.CutPrefix(id, "memory:")
+	if !found {
+		return "", "", false
+	}
+	memoryID, entryID, ok = strings.Cut(rest, "#")
+	return memoryID, entryID, ok && memoryID != "" && entryID != ""
+}
+
 // Verdict applies the ablation rule to one injected piece: confirmed only
 // when excluding it flipped the answer in a majority of at least two
 // reruns and no baseline rerun (nothing excluded) flipped; not-confirmed
@@ -406,7 +454,7 @@ func LedgerOf(rec Recording) RunContext {
 		}
 		seen[iteration][key] = len(rc.Calls[i].Pieces)
 		rc.Calls[i].Pieces = append(rc.Calls[i].Pieces, ContextPiece{
-			Slot: strField(p, "slot"), Source: strField(p, "source"), SourceID: strField(p, "sourceId"),
+			Slot: strField(p, "slot"), Source: strField(p, "source"), SourceID: firstStr(p, "sourceId", "id"),
 			ContentHash: fmt.Sprint(orEmpty(p["contentHash"])), Summary: truncate(strField(p, "summary"), 500), Reason: strField(p, "reason"),
 			Score: numField(p, "retrievalScore", "score"), Threshold: numField(p, "threshold"), Rank: rankField(p),
 		})
@@ -419,6 +467,15 @@ func orEmpty(v any) any {
 		return ""
 	}
 	return v
+}
+
+func firstStr(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s := strField(m, k); s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 func strField(m map[string]any, k string) string {

@@ -139,6 +139,22 @@ func (s *Service) explainOne(ctx context.Context, id Identity, turn int) (Explan
 			}
 		}
 	}
+	// And every memory piece the recordings show.
+	for _, rec := range r.Recordings {
+		for _, call := range LedgerOf(rec).Calls {
+			for _, piece := range call.Pieces {
+				mem, entry, ok := ParseInjectionID(piece.SourceID)
+				if _, done := r.Entries[mem+"#"+entry]; !ok || done {
+					continue
+				}
+				lk, err := s.store.LookupEntry(ctx, tenant, ns, mem, entry, now)
+				if err != nil {
+					return Explanation{}, err
+				}
+				r.Entries[mem+"#"+entry] = lk
+			}
+		}
+	}
 	if r.Ablations, err = s.store.Ablations(ctx, tenant, ns, turn); err != nil {
 		return Explanation{}, err
 	}
@@ -225,10 +241,34 @@ func (s *Service) RecordAblation(ctx context.Context, id Identity, turn int, exc
 	if reason := checkText(answer); reason != "" {
 		return Ablation{}, &ValidationError{Code: CodeInvalidField, Site: "recordAblation", Path: "answer", Detail: "`answer` " + reason + "."}
 	}
+	if entries, err := s.store.TurnEntries(ctx, id.Tenant, id.Namespace(), turn, s.now().UTC()); err != nil {
+		return Ablation{}, err
+	} else if len(entries) == 0 {
+		recalls, err := s.store.RecallsFor(ctx, id.Tenant, id.Namespace(), turn, nil)
+		if err != nil {
+			return Ablation{}, err
+		}
+		if len(recalls) == 0 {
+			return Ablation{}, &NotFoundError{What: "turn", ID: fmt.Sprint(turn)}
+		}
+	}
 	a := Ablation{ID: "abl_" + recallIDEncoding.EncodeToString(randomBytes(10)), Excluded: excluded, Answer: answer, Flipped: flipped,
 		CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
 	if a.Excluded == nil {
 		a.Excluded = []string{}
 	}
 	return a, s.store.SaveAblation(ctx, id.Tenant, id.Namespace(), turn, a)
+}
+
+// RunContext returns one run's per-model-call context ledger.
+func (s *Service) RunContext(ctx context.Context, tenant, runID string) (RunContext, error) {
+	run, events, err := s.store.RunEvents(ctx, tenant, runID, -1, 0)
+	if err != nil {
+		return RunContext{}, err
+	}
+	rec := Recording{RunID: run.ID, Complete: run.Complete, Finished: run.Finished, DroppedEvents: run.Dropped}
+	for _, e := range events {
+		rec.Events = append(rec.Events, e.Event)
+	}
+	return LedgerOf(rec), nil
 }

@@ -585,7 +585,7 @@ func validEventType(s string) bool {
 			}
 			continue
 		}
-		if !letter && !(c >= '0' && c <= '9') && c != '_' && c != '.' && c != ':' && c != '-' {
+		if !letter && (c < '0' || c > '9') && c != '_' && c != '.' && c != ':' && c != '-' {
 			return false
 		}
 	}

@@ -149,6 +149,7 @@ func turnParamsIn(id core.Identity, in gen.TurnInput, key *string) core.TurnPara
 		RunID:          deref(in.RunID),
 		Memories:       in.Memories,
 		IdempotencyKey: deref(key),
+		RecallIDs:      in.RecallIds,
 	}
 	for i, m := range in.Messages {
 		p.Messages[i] = core.Message{Role: string(m.Role), Content: m.Content}

@@ -18,6 +18,7 @@ func recallParamsIn(id core.Identity, in gen.RecallInput) core.RecallParams {
 		ContextTokensRemaining: in.ContextTokensRemaining,
 		Turn:                   deref(in.Turn),
 		RunID:                  deref(in.RunID),
+		Exclude:                in.Exclude,
 	}
 	for _, m := range in.Messages {
 		p.Messages = append(p.Messages, core.Message{Role: string(m.Role), Content: m.Content})
@@ -119,6 +120,9 @@ func evidenceOut(e core.Evidence) gen.Evidence {
 			gc.Turn = &t
 		}
 		out.Candidates = append(out.Candidates, gc)
+	}
+	if len(e.Excluded) > 0 {
+		out.Excluded = e.Excluded
 	}
 	for _, p := range e.Parts {
 		out.Parts = append(out.Parts, evidenceOut(p))

@@ -23,6 +23,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AnswerSource.
+const (
+	AnswerSourceMessages AnswerSource = "messages"
+	AnswerSourceNone     AnswerSource = "none"
+	AnswerSourceSnapshot AnswerSource = "snapshot"
+)
+
+// Valid indicates whether the value is a known member of the AnswerSource enum.
+func (e AnswerSource) Valid() bool {
+	switch e {
+	case AnswerSourceMessages:
+		return true
+	case AnswerSourceNone:
+		return true
+	case AnswerSourceSnapshot:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BudgetDecision.
 const (
 	BudgetDecisionPick         BudgetDecision = "pick"
@@ -50,6 +71,7 @@ const (
 	CandidateReasonBelowThreshold   CandidateReason = "below-threshold"
 	CandidateReasonDecayed          CandidateReason = "decayed"
 	CandidateReasonEmbedderMismatch CandidateReason = "embedder-mismatch"
+	CandidateReasonExcluded         CandidateReason = "excluded"
 	CandidateReasonOverBudget       CandidateReason = "over-budget"
 	CandidateReasonOverCharBudget   CandidateReason = "over-char-budget"
 	CandidateReasonOverMaxEntries   CandidateReason = "over-max-entries"
@@ -65,6 +87,8 @@ func (e CandidateReason) Valid() bool {
 	case CandidateReasonDecayed:
 		return true
 	case CandidateReasonEmbedderMismatch:
+		return true
+	case CandidateReasonExcluded:
 		return true
 	case CandidateReasonOverBudget:
 		return true
@@ -176,6 +200,69 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for HonestyFlagCode.
+const (
+	HonestyFlagCodeEntryMissing        HonestyFlagCode = "entry-missing"
+	HonestyFlagCodeNoAnswer            HonestyFlagCode = "no-answer"
+	HonestyFlagCodeNoRecallLinked      HonestyFlagCode = "no-recall-linked"
+	HonestyFlagCodeNoRecording         HonestyFlagCode = "no-recording"
+	HonestyFlagCodeRecordingIncomplete HonestyFlagCode = "recording-incomplete"
+	HonestyFlagCodeRecordingTruncated  HonestyFlagCode = "recording-truncated"
+)
+
+// Valid indicates whether the value is a known member of the HonestyFlagCode enum.
+func (e HonestyFlagCode) Valid() bool {
+	switch e {
+	case HonestyFlagCodeEntryMissing:
+		return true
+	case HonestyFlagCodeNoAnswer:
+		return true
+	case HonestyFlagCodeNoRecallLinked:
+		return true
+	case HonestyFlagCodeNoRecording:
+		return true
+	case HonestyFlagCodeRecordingIncomplete:
+		return true
+	case HonestyFlagCodeRecordingTruncated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InfluenceRequirement.
+const (
+	InfluenceRequirementEmbedder InfluenceRequirement = "embedder"
+)
+
+// Valid indicates whether the value is a known member of the InfluenceRequirement enum.
+func (e InfluenceRequirement) Valid() bool {
+	switch e {
+	case InfluenceRequirementEmbedder:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InfluenceStrategy.
+const (
+	InfluenceStrategyLexicalOverlap    InfluenceStrategy = "lexical-overlap"
+	InfluenceStrategySemanticAlignment InfluenceStrategy = "semantic-alignment"
+)
+
+// Valid indicates whether the value is a known member of the InfluenceStrategy enum.
+func (e InfluenceStrategy) Valid() bool {
+	switch e {
+	case InfluenceStrategyLexicalOverlap:
+		return true
+	case InfluenceStrategySemanticAlignment:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemoryType.
 const (
 	MemoryTypeCausal    MemoryType = "causal"
@@ -236,6 +323,33 @@ func (e NoopReason) Valid() bool {
 	case NoopReasonNoMessages:
 		return true
 	case NoopReasonNoUserMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OriginStatus.
+const (
+	OriginStatusExpired   OriginStatus = "expired"
+	OriginStatusForgotten OriginStatus = "forgotten"
+	OriginStatusMissing   OriginStatus = "missing"
+	OriginStatusPresent   OriginStatus = "present"
+	OriginStatusReplaced  OriginStatus = "replaced"
+)
+
+// Valid indicates whether the value is a known member of the OriginStatus enum.
+func (e OriginStatus) Valid() bool {
+	switch e {
+	case OriginStatusExpired:
+		return true
+	case OriginStatusForgotten:
+		return true
+	case OriginStatusMissing:
+		return true
+	case OriginStatusPresent:
+		return true
+	case OriginStatusReplaced:
 		return true
 	default:
 		return false
@@ -503,6 +617,30 @@ func (e StrategyKind) Valid() bool {
 	}
 }
 
+// Defines values for SuspectVerdict.
+const (
+	SuspectVerdictConfirmed    SuspectVerdict = "confirmed"
+	SuspectVerdictInconclusive SuspectVerdict = "inconclusive"
+	SuspectVerdictNotConfirmed SuspectVerdict = "not-confirmed"
+	SuspectVerdictUntested     SuspectVerdict = "untested"
+)
+
+// Valid indicates whether the value is a known member of the SuspectVerdict enum.
+func (e SuspectVerdict) Valid() bool {
+	switch e {
+	case SuspectVerdictConfirmed:
+		return true
+	case SuspectVerdictInconclusive:
+		return true
+	case SuspectVerdictNotConfirmed:
+		return true
+	case SuspectVerdictUntested:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Tier.
 const (
 	TierCold Tier = "cold"
@@ -523,6 +661,48 @@ func (e Tier) Valid() bool {
 		return false
 	}
 }
+
+// Ablation A recorded rerun.
+type Ablation struct {
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Excluded The injection ids the rerun excluded; empty for a baseline.
+	Excluded []InjectionID `json:"excluded"`
+
+	// Flipped Whether the answer differed from the original.
+	Flipped bool `json:"flipped"`
+
+	// ID An ablation record's id, chosen by the server.
+	//
+	// Example: abl_01JDRB2T7W4X9K3M
+	ID AblationID `json:"id"`
+}
+
+// AblationID An ablation record's id, chosen by the server.
+//
+// Example: abl_01JDRB2T7W4X9K3M
+type AblationID = string
+
+// AblationInput The outcome of one rerun of a turn.
+type AblationInput struct {
+	// Answer The answer the rerun got.
+	Answer string `json:"answer"`
+
+	// Excluded The injection ids the rerun excluded (its recall's `exclude`); empty for a baseline rerun.
+	Excluded []InjectionID `json:"excluded"`
+
+	// Flipped Whether that answer differs from the turn's original one, as the agent judged it.
+	Flipped bool `json:"flipped"`
+}
+
+// AnswerSource Where an explained answer comes from. `snapshot`: the turn's causal
+// snapshot (`snap-<turn>`). `messages`: no causal memory stored the
+// turn, but its messages are stored. `none`: nothing stored says
+// what the turn answered (flagged `no-answer`).
+//
+// Example: snapshot
+type AnswerSource string
 
 // AppendResult The run's tail after the batch.
 type AppendResult struct {
@@ -593,7 +773,10 @@ type Candidate struct {
 	// `already-admitted`: in a hybrid, an earlier part already put it in
 	// the prompt; it is listed so the evidence shows this part saw it,
 	// but it is not admitted twice or counted against this part's
-	// limits.
+	// limits. `excluded`: the recall's `exclude` named it (an
+	// ablation); it was not scored, and it is ranked after every other
+	// candidate so that theirs are the ranks they would have had
+	// without it.
 	//
 	//
 	// Example: below-threshold
@@ -616,7 +799,10 @@ type Candidate struct {
 // `already-admitted`: in a hybrid, an earlier part already put it in
 // the prompt; it is listed so the evidence shows this part saw it,
 // but it is not admitted twice or counted against this part's
-// limits.
+// limits. `excluded`: the recall's `exclude` named it (an
+// ablation); it was not scored, and it is ranked after every other
+// candidate so that theirs are the ranks they would have had
+// without it.
 //
 // Example: below-threshold
 type CandidateReason string
@@ -647,6 +833,44 @@ type ClientEmbeddings struct {
 
 	// Query The vector of the turn's query (its first user message), used by causal memories.
 	Query []float32 `json:"query,omitempty"`
+}
+
+// ContextPiece One piece of context a model call carried, from a context-injection
+// announcement of the run's recording. Every field but `repeats` is
+// the announcement payload's member of the same name (see
+// `getRunContext`), present only when the payload carries it with
+// this type: the values are as announced, not checked.
+type ContextPiece struct {
+	// ContentHash The hash of its content, as announced.
+	ContentHash *string `json:"contentHash,omitempty"`
+
+	// Rank The retrieval rank it was announced with.
+	Rank *int64 `json:"rank,omitempty"`
+
+	// Reason Why it was included, as announced.
+	Reason *string `json:"reason,omitempty"`
+
+	// Repeats How many identical re-announcements were folded into this piece in this call (0 when it was announced once).
+	Repeats int64 `json:"repeats"`
+
+	// Score The retrieval score it was announced with.
+	Score *float64 `json:"score,omitempty"`
+
+	// Slot The prompt slot it went to, e.g. `system`.
+	Slot *string `json:"slot,omitempty"`
+
+	// Source What kind of source it came from, e.g. `memory`, `instructions`, `tool`.
+	Source *string `json:"source,omitempty"`
+
+	// SourceID The source's id. For recalled memory, the injection id
+	// (`memory:<memoryId>#<entryId>`), which makes it an origin.
+	SourceID *string `json:"sourceId,omitempty"`
+
+	// Summary What it is, in words.
+	Summary *string `json:"summary,omitempty"`
+
+	// Threshold The threshold it was announced with.
+	Threshold *float64 `json:"threshold,omitempty"`
 }
 
 // ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
@@ -976,6 +1200,14 @@ type Evidence struct {
 	// Example: chat
 	EmbedderID *ResourceID `json:"embedderId,omitempty"`
 
+	// Excluded Ablation only: the entry ids of this memory that the recall's
+	// `exclude` named, in request order, whether or not the strategy
+	// would have seen them. Those it would have seen are in
+	// `candidates` with reason `excluded` (counted in
+	// `consideredCount` and `rejectedCount`); `nearestMiss` never
+	// comes from them.
+	Excluded []string `json:"excluded,omitempty"`
+
 	// K Ranking strategies only, how many results at most (`topK`).
 	K *int `json:"k,omitempty"`
 
@@ -1013,6 +1245,130 @@ type Evidence struct {
 	Threshold *float64 `json:"threshold,omitempty"`
 }
 
+// Explanation One turn explained: its answer, the context it was produced with,
+// the stored entries that context came from, what could not be
+// established, the suspects, and (with `depth` above 1) the earlier
+// turns that wrote those entries, each explained the same way.
+type Explanation struct {
+	// Answer The turn's answer as stored. From a snapshot: its query, final
+	// answer, evidence and run. From messages: the turn's messages, as
+	// one memory stored them, and their run. Suspects are scored against
+	// `finalContent`, or the turn's assistant message.
+	Answer ExplanationAnswer `json:"answer"`
+
+	// Context What the turn's model was shown (`runs`) and what it was offered (`recalls`).
+	Context ExplanationContext `json:"context"`
+
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID ConversationID `json:"conversationId"`
+
+	// Earlier With `depth` above 1, the explanation of each earlier turn that
+	// wrote an origin's entry, once per turn, newest turn first.
+	// Empty at the last level of depth, whatever the origins'
+	// `entry.turn`.
+	Earlier []Explanation `json:"earlier"`
+
+	// Honesty What could not be established; empty when nothing is missing.
+	Honesty []HonestyFlag `json:"honesty"`
+
+	// Origins The injected pieces that came from stored entries, in the order they were first shown.
+	Origins []Origin `json:"origins"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
+
+	// Suspects The origins scored by each offerable influence strategy,
+	// grouped by strategy in catalogue order, best first within each.
+	// Correlational proxies, never causes.
+	Suspects []Suspect `json:"suspects"`
+
+	// Turn The turn explained.
+	Turn int `json:"turn"`
+}
+
+// ExplanationAnswer The turn's answer as stored. From a snapshot: its query, final
+// answer, evidence and run. From messages: the turn's messages, as
+// one memory stored them, and their run. Suspects are scored against
+// `finalContent`, or the turn's assistant message.
+type ExplanationAnswer struct {
+	// Decisions Snapshot only, the decisions taken, in order.
+	Decisions []Decision `json:"decisions,omitempty"`
+
+	// DurationMs Snapshot only, how long the turn took, as the agent reported.
+	DurationMs *float64 `json:"durationMs,omitempty"`
+
+	// EntryID An entry's id, unique within its memory and conversation. Its shape
+	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
+	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
+	// their own.
+	//
+	//
+	// Example: msg-3-0
+	EntryID *EntryID `json:"entryId,omitempty"`
+
+	// FinalContent The turn's final answer, the text suspects are scored against.
+	FinalContent *string `json:"finalContent,omitempty"`
+
+	// Iterations Snapshot only, how many model calls the turn took, as the agent reported.
+	Iterations *int `json:"iterations,omitempty"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID *ResourceID `json:"memoryId,omitempty"`
+
+	// Messages `messages` only, the turn's stored messages, in order.
+	Messages []Message `json:"messages,omitempty"`
+
+	// Query The turn's query (its first user message).
+	Query *string `json:"query,omitempty"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Source Where an explained answer comes from. `snapshot`: the turn's causal
+	// snapshot (`snap-<turn>`). `messages`: no causal memory stored the
+	// turn, but its messages are stored. `none`: nothing stored says
+	// what the turn answered (flagged `no-answer`).
+	//
+	//
+	// Example: snapshot
+	Source AnswerSource `json:"source"`
+
+	// TokenUsage The model tokens the turn used.
+	//
+	// Example: {"input":1312,"output":86}
+	TokenUsage *TokenUsage `json:"tokenUsage,omitempty"`
+
+	// ToolCalls Snapshot only, the tools called, in order.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+}
+
+// ExplanationContext What the turn's model was shown (`runs`) and what it was offered (`recalls`).
+type ExplanationContext struct {
+	// Recalls Each recall receipt linked to the turn, in full, oldest first.
+	Recalls []RecallResult `json:"recalls"`
+
+	// Runs The context ledger of each run linked to the turn, oldest first.
+	Runs []RunContext `json:"runs"`
+}
+
 // Flavor How recall is presented. `memory`: as remembered conversation.
 // `rag`: as cited document chunks (with `docUri`, `page`, `heading`).
 //
@@ -1034,6 +1390,64 @@ type Health struct {
 // HealthStatus Always `ok`.
 type HealthStatus string
 
+// HonestyFlag One thing the explanation could not establish, said instead of left out.
+type HonestyFlag struct {
+	// Detail What is missing and what that means for the explanation, in words.
+	Detail string `json:"detail"`
+
+	// DroppedEvents `recording-truncated` only, how many events the run dropped.
+	DroppedEvents *int64 `json:"droppedEvents,omitempty"`
+
+	// EntryID An injection id that names one stored entry:
+	// `memory:<memoryId>#<entryId>`, as a per-chunk injection, a context
+	// piece's `sourceId`, an origin and a suspect name it (and an
+	// `entry-missing` flag's `entryId`). What follows the first `#` is
+	// the entry id, `#` and all (`memory:handbook#returns-policy#0`).
+	//
+	//
+	// Example: memory:why#snap-1
+	EntryID *InjectionID `json:"entryId,omitempty"`
+
+	// Flag What an explanation could not establish. `no-recording`: no run
+	// recording is linked to the turn (or the linked run id names no run
+	// of this tenant), so what the model was shown is unknown.
+	// `recording-truncated`: a linked run dropped its oldest events
+	// (`droppedEvents`), so its first model calls are missing.
+	// `recording-incomplete`: a linked run is still open or was
+	// abandoned. `no-recall-linked`: no recall receipt of this tenant is
+	// linked to the turn. `entry-missing`: an origin's entry can no
+	// longer be read as it was (its status is `expired`, `forgotten` or
+	// `missing`). `no-answer`: nothing stored says what the turn
+	// answered.
+	//
+	//
+	// Example: no-recall-linked
+	Flag HonestyFlagCode `json:"flag"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+}
+
+// HonestyFlagCode What an explanation could not establish. `no-recording`: no run
+// recording is linked to the turn (or the linked run id names no run
+// of this tenant), so what the model was shown is unknown.
+// `recording-truncated`: a linked run dropped its oldest events
+// (`droppedEvents`), so its first model calls are missing.
+// `recording-incomplete`: a linked run is still open or was
+// abandoned. `no-recall-linked`: no recall receipt of this tenant is
+// linked to the turn. `entry-missing`: an origin's entry can no
+// longer be read as it was (its status is `expired`, `forgotten` or
+// `missing`). `no-answer`: nothing stored says what the turn
+// answered.
+//
+// Example: no-recall-linked
+type HonestyFlagCode string
+
 // IndexResult What was indexed.
 type IndexResult struct {
 	// Chunks How many chunks were written in all.
@@ -1054,6 +1468,49 @@ type IndexedDocument struct {
 	//
 	// Example: returns-policy
 	ID DocumentID `json:"id"`
+}
+
+// InfluenceRequirement Something an influence strategy needs before it can run. `embedder`, something to turn text into vectors.
+//
+// Example: embedder
+type InfluenceRequirement string
+
+// InfluenceStrategy How a suspect's influence score was computed (see
+// `GET /v1/influence-strategies`). `lexical-overlap`: shared words
+// with the final answer. `semantic-alignment`: cosine similarity of
+// embeddings with the final answer.
+//
+// Example: lexical-overlap
+type InfluenceStrategy string
+
+// InfluenceStrategyInfo One influence strategy, as this deployment offers it.
+type InfluenceStrategyInfo struct {
+	// Description What it measures, what it costs, and that it is a correlational proxy.
+	Description string `json:"description"`
+
+	// Missing The requirements this deployment does not supply; empty when `offerable`.
+	Missing []InfluenceRequirement `json:"missing"`
+
+	// Name How a suspect's influence score was computed (see
+	// `GET /v1/influence-strategies`). `lexical-overlap`: shared words
+	// with the final answer. `semantic-alignment`: cosine similarity of
+	// embeddings with the final answer.
+	//
+	//
+	// Example: lexical-overlap
+	Name InfluenceStrategy `json:"name"`
+
+	// Offerable Whether this deployment supplies every requirement.
+	Offerable bool `json:"offerable"`
+
+	// Requirements What it needs before it can run; empty means it runs anywhere, at no cost.
+	Requirements []InfluenceRequirement `json:"requirements"`
+}
+
+// InfluenceStrategyList defines model for InfluenceStrategyList.
+type InfluenceStrategyList struct {
+	// Strategies The influence strategies in catalogue order (cheapest first).
+	Strategies []InfluenceStrategyInfo `json:"strategies"`
 }
 
 // Injection One piece of recall to put in the prompt: one per admitted chunk
@@ -1091,6 +1548,15 @@ type InjectionContent struct {
 	// SystemPrompt Text for the system prompt.
 	SystemPrompt *string `json:"systemPrompt,omitempty"`
 }
+
+// InjectionID An injection id that names one stored entry:
+// `memory:<memoryId>#<entryId>`, as a per-chunk injection, a context
+// piece's `sourceId`, an origin and a suspect name it (and an
+// `entry-missing` flag's `entryId`). What follows the first `#` is
+// the entry id, `#` and all (`memory:handbook#returns-policy#0`).
+//
+// Example: memory:why#snap-1
+type InjectionID = string
 
 // InjectionRetrieval Per-chunk injections only, the chunk's score and rank and the threshold it cleared.
 type InjectionRetrieval struct {
@@ -1452,10 +1918,123 @@ type Message struct {
 // Example: user
 type MessageRole string
 
+// ModelCall One model call of a run and the context pieces it carried, in announcement order.
+type ModelCall struct {
+	// Iteration The call's number within the run, from 1, as the announcements
+	// named it; 0 gathers the announcements that named no call (see
+	// `getRunContext`).
+	Iteration int            `json:"iteration"`
+	Pieces    []ContextPiece `json:"pieces"`
+}
+
 // NoopReason `no-messages`: the turn had no messages. `no-user-message`: none of them was from the user.
 //
 // Example: no-user-message
 type NoopReason string
+
+// Origin One injected piece that came from a stored entry, resolved to that
+// entry. `score`, `rank` and `threshold` are those it was admitted
+// at, from the linked receipt that offered it (`recallId`); they are
+// absent when no linked receipt did. `entry` is absent when the
+// entry can no longer be read (`forgotten`, `missing`).
+type Origin struct {
+	// Entry The stored entry an origin came from, as stored now (for a
+	// `replaced` one, not what was injected).
+	Entry *OriginEntry `json:"entry,omitempty"`
+
+	// EntryID The entry's id in that memory (`snap-1`, `msg-3-0`, `returns-policy#0`).
+	EntryID string `json:"entryId"`
+
+	// InjectionID An injection id that names one stored entry:
+	// `memory:<memoryId>#<entryId>`, as a per-chunk injection, a context
+	// piece's `sourceId`, an origin and a suspect name it (and an
+	// `entry-missing` flag's `entryId`). What follows the first `#` is
+	// the entry id, `#` and all (`memory:handbook#returns-policy#0`).
+	//
+	//
+	// Example: memory:why#snap-1
+	InjectionID InjectionID `json:"injectionId"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// Rank The rank it was admitted at.
+	Rank *int `json:"rank,omitempty"`
+
+	// RecallID A recall receipt's id, chosen by the server.
+	//
+	// Example: rcl_01JDQ9C4M7ZK2W8T
+	RecallID *RecallID `json:"recallId,omitempty"`
+
+	// Score The score it was admitted at.
+	Score *float64 `json:"score,omitempty"`
+
+	// Status What became of an origin's entry since it was injected.
+	// `present`: it is stored as it was. `replaced`: it was overwritten
+	// since (a fact upserted, a document re-indexed), so what it holds
+	// now is not what was injected. `expired`: its memory's TTL ran out.
+	// `forgotten`: its conversation was forgotten. `missing`: it is not
+	// stored and nothing says why (it never existed, or its memory was
+	// deleted with its entries).
+	//
+	//
+	// Example: present
+	Status OriginStatus `json:"status"`
+
+	// Threshold The threshold it cleared, when the strategy has one.
+	Threshold *float64 `json:"threshold,omitempty"`
+}
+
+// OriginEntry The stored entry an origin came from, as stored now (for a
+// `replaced` one, not what was injected).
+type OriginEntry struct {
+	// FinalContent Snapshots only, that turn's final answer.
+	FinalContent *string `json:"finalContent,omitempty"`
+
+	// Kind What an entry is. `msg`: a message. `snap`: a causal snapshot of a
+	// whole turn. `fact`: a distilled fact, upserted by key. `beat`: a
+	// narrative story beat. `summary`: a summary of older messages written
+	// by `summarize`. `doc`: a document chunk of a corpus.
+	//
+	//
+	// Example: msg
+	Kind EntryKind `json:"kind"`
+
+	// Query Snapshots only, the query of the turn that wrote it.
+	Query *string `json:"query,omitempty"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Text Messages, facts, beats, summaries and document chunks, their text, cut to 2,000 characters.
+	Text *string `json:"text,omitempty"`
+
+	// Turn The turn that wrote it; absent for entries no turn wrote (document chunks).
+	Turn *int `json:"turn,omitempty"`
+
+	// UpdatedAt When it was last written.
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// OriginStatus What became of an origin's entry since it was injected.
+// `present`: it is stored as it was. `replaced`: it was overwritten
+// since (a fact upserted, a document re-indexed), so what it holds
+// now is not what was injected. `expired`: its memory's TTL ran out.
+// `forgotten`: its conversation was forgotten. `missing`: it is not
+// stored and nothing says why (it never existed, or its memory was
+// deleted with its entries).
+//
+// Example: present
+type OriginStatus string
 
 // Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
 // `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
@@ -1562,6 +2141,19 @@ type RecallInput struct {
 	// strategies pick what fits (tokens counted as
 	// `ceil(characters / 4)`). Absent, no limit but their own.
 	ContextTokensRemaining *int `json:"contextTokensRemaining,omitempty"`
+
+	// Exclude Ablation: answer as if these entries did not exist. Each is an
+	// injection id naming one stored entry,
+	// `memory:<memoryId>#<entryId>` (a suspect's `injectionId`). No
+	// strategy admits, scores, ranks or counts them against its
+	// limits, so the recall is the one that would have happened
+	// without them; each one a strategy would otherwise have seen is
+	// still listed in its evidence, with reason `excluded`, and the
+	// memory's evidence names them in `excluded`. An id that names no
+	// entry excludes nothing. For a rerun of an earlier turn, leave
+	// `turn` and `runId` out (the rerun is not that turn's context)
+	// and record its outcome with `recordAblation`.
+	Exclude []InjectionID `json:"exclude,omitempty"`
 
 	// Memories Only these memories recall, in this order. Absent, every memory
 	// of the tenant that can be read does. Naming a memory that does
@@ -1750,6 +2342,29 @@ type Run struct {
 	Turn *int `json:"turn,omitempty"`
 }
 
+// RunContext A run's context ledger: each model call with the pieces of context
+// it carried, from the run's recording. `droppedEvents` above 0
+// means the oldest calls are missing; `complete` false means the run
+// is still open or was abandoned, so later calls may be missing.
+type RunContext struct {
+	// Calls The model calls that carried context, in order.
+	Calls []ModelCall `json:"calls"`
+
+	// Complete Whether the run finished and ran to its end.
+	Complete bool `json:"complete"`
+
+	// DroppedEvents How many of the run's oldest events were dropped from its recording.
+	DroppedEvents int64 `json:"droppedEvents"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID RunID `json:"runId"`
+}
+
 // RunEventPage One page of a run's retained events, oldest first.
 type RunEventPage struct {
 	Events []RecordedEvent `json:"events"`
@@ -1931,6 +2546,72 @@ type StrategyList struct {
 	Strategies []StrategyInfo `json:"strategies"`
 }
 
+// Suspect An origin scored by one influence strategy against the final
+// answer, ranked among the suspects of that strategy. The score is
+// a correlational proxy — how much the piece resembles the answer —
+// never a cause: only ablation reruns recorded with
+// `recordAblation` can confirm it. An origin whose text is not
+// known, or a turn with no answer text, is not scored.
+//
+// The verdict, from the reruns recorded for the turn (a rerun counts
+// for every piece it excluded; a baseline rerun excluded none):
+// `confirmed` only when excluding it flipped the answer in a
+// majority of at least 2 recorded reruns (`flips` × 2 > `reruns`,
+// `reruns` ≥ 2) and no baseline rerun flipped; `not-confirmed` when
+// it was excluded in at least 1 rerun, none flipped and no baseline
+// rerun flipped; `inconclusive` otherwise, including whenever a
+// baseline rerun flipped; `untested` when no rerun excluded it.
+type Suspect struct {
+	// Flips How many of those flipped the answer.
+	Flips int `json:"flips"`
+
+	// InjectionID An injection id that names one stored entry:
+	// `memory:<memoryId>#<entryId>`, as a per-chunk injection, a context
+	// piece's `sourceId`, an origin and a suspect name it (and an
+	// `entry-missing` flag's `entryId`). What follows the first `#` is
+	// the entry id, `#` and all (`memory:handbook#returns-policy#0`).
+	//
+	//
+	// Example: memory:why#snap-1
+	InjectionID InjectionID `json:"injectionId"`
+
+	// Note The score and the verdict in words, saying that the score is a proxy.
+	Note string `json:"note"`
+
+	// Rank Among the suspects of its strategy, 1 is the highest score.
+	Rank int `json:"rank"`
+
+	// Reruns How many recorded reruns excluded it.
+	Reruns int `json:"reruns"`
+
+	// Score The influence score (0 to 1 for `lexical-overlap`, -1 to 1 for `semantic-alignment`). A correlational proxy, never a cause.
+	Score float64 `json:"score"`
+
+	// Strategy How a suspect's influence score was computed (see
+	// `GET /v1/influence-strategies`). `lexical-overlap`: shared words
+	// with the final answer. `semantic-alignment`: cosine similarity of
+	// embeddings with the final answer.
+	//
+	//
+	// Example: lexical-overlap
+	Strategy InfluenceStrategy `json:"strategy"`
+
+	// Verdict What the recorded ablation reruns say about a suspect (see
+	// `Suspect` for the rule). `confirmed`, `not-confirmed`,
+	// `inconclusive`, or `untested` when no rerun excluded it.
+	//
+	//
+	// Example: confirmed
+	Verdict SuspectVerdict `json:"verdict"`
+}
+
+// SuspectVerdict What the recorded ablation reruns say about a suspect (see
+// `Suspect` for the rule). `confirmed`, `not-confirmed`,
+// `inconclusive`, or `untested` when no rerun excluded it.
+//
+// Example: confirmed
+type SuspectVerdict string
+
 // Tier A storage tier label applied to the entries this memory writes.
 //
 // Example: hot
@@ -2008,6 +2689,16 @@ type TurnInput struct {
 	// Messages The turn's messages, in order. With none, or with no `user`
 	// message, nothing is written (200 with `noop`).
 	Messages []Message `json:"messages"`
+
+	// RecallIds The recall receipts whose injections this turn's answer was
+	// produced with, as `recall` answered them (`recallId`). This is
+	// the explicit link `explainTurn` follows from the answer to the
+	// context offered to it, besides receipts recorded with this
+	// `turn`. Recorded as given: an id that names no receipt of this
+	// tenant (another tenant's included) links nothing, and the
+	// explanation reports it as unknown (`no-recall-linked`), never
+	// reads it.
+	RecallIds []RecallID `json:"recallIds,omitempty"`
 
 	// RunID The agent's id for the run that produced a turn, kept on every entry
 	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
@@ -2120,6 +2811,15 @@ type Limit = int
 // Example: chat
 type MemoryID = ResourceID
 
+// Turn defines model for Turn.
+type Turn = int
+
+// AblationUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type AblationUnprocessable = Problem
+
 // BadRequest An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
 // kinds), `acceptedKinds` (the kinds a type accepts) and
@@ -2215,6 +2915,12 @@ type TooManyRuns = Problem
 // kinds), `acceptedKinds` (the kinds a type accepts) and
 // `acceptingTypes` (the types that accept a kind).
 type TurnMemoryNotFound = Problem
+
+// TurnNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type TurnNotFound = Problem
 
 // TurnUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -2337,6 +3043,38 @@ type PostTurnParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// RecordAblationParams defines parameters for RecordAblation.
+type RecordAblationParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// ExplainTurnParams defines parameters for ExplainTurn.
+type ExplainTurnParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Depth How many levels of turns to explain: 1 (the default) explains
+	// this turn only, 2 also the turns that wrote its origins'
+	// entries, and so on, at most 5.
+	Depth *int `form:"depth,omitempty" json:"depth,omitempty"`
+}
+
+// ListInfluenceStrategiesParams defines parameters for ListInfluenceStrategies.
+type ListInfluenceStrategiesParams struct {
+	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
+	// or `*`). When it still matches, the answer is a bodiless 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListMemoriesParams defines parameters for ListMemories.
 type ListMemoriesParams struct {
 	// Limit Page size.
@@ -2422,6 +3160,9 @@ type RecallJSONRequestBody = RecallInput
 
 // PostTurnJSONRequestBody defines body for PostTurn for application/json ContentType.
 type PostTurnJSONRequestBody = TurnInput
+
+// RecordAblationJSONRequestBody defines body for RecordAblation for application/json ContentType.
+type RecordAblationJSONRequestBody = AblationInput
 
 // CreateMemoryJSONRequestBody defines body for CreateMemory for application/json ContentType.
 type CreateMemoryJSONRequestBody = MemoryInput
@@ -2675,6 +3416,15 @@ type ServerInterface interface {
 	// PostTurn Record a finished turn
 	// (POST /v1/conversations/{conversationId}/turns)
 	PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams)
+	// RecordAblation Record the outcome of an ablation rerun
+	// (POST /v1/conversations/{conversationId}/turns/{turn}/ablations)
+	RecordAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params RecordAblationParams)
+	// ExplainTurn Explain a turn's answer
+	// (GET /v1/conversations/{conversationId}/turns/{turn}/explain)
+	ExplainTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params ExplainTurnParams)
+	// ListInfluenceStrategies List the influence strategies
+	// (GET /v1/influence-strategies)
+	ListInfluenceStrategies(w http.ResponseWriter, r *http.Request, params ListInfluenceStrategiesParams)
 	// ListMemories List memories
 	// (GET /v1/memories)
 	ListMemories(w http.ResponseWriter, r *http.Request, params ListMemoriesParams)
@@ -2705,6 +3455,9 @@ type ServerInterface interface {
 	// GetRun Read a run recording
 	// (GET /v1/runs/{runId})
 	GetRun(w http.ResponseWriter, r *http.Request, runID RunID)
+	// GetRunContext Read the context a run showed the model, call by call
+	// (GET /v1/runs/{runId}/context)
+	GetRunContext(w http.ResponseWriter, r *http.Request, runID RunID)
 	// ListRunEvents Page through or follow a run's events
 	// (GET /v1/runs/{runId}/events)
 	ListRunEvents(w http.ResponseWriter, r *http.Request, runID RunID, params ListRunEventsParams)
@@ -2774,6 +3527,24 @@ func (_ Unimplemented) PostTurn(w http.ResponseWriter, r *http.Request, conversa
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// RecordAblation Record the outcome of an ablation rerun
+// (POST /v1/conversations/{conversationId}/turns/{turn}/ablations)
+func (_ Unimplemented) RecordAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params RecordAblationParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ExplainTurn Explain a turn's answer
+// (GET /v1/conversations/{conversationId}/turns/{turn}/explain)
+func (_ Unimplemented) ExplainTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params ExplainTurnParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListInfluenceStrategies List the influence strategies
+// (GET /v1/influence-strategies)
+func (_ Unimplemented) ListInfluenceStrategies(w http.ResponseWriter, r *http.Request, params ListInfluenceStrategiesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ListMemories List memories
 // (GET /v1/memories)
 func (_ Unimplemented) ListMemories(w http.ResponseWriter, r *http.Request, params ListMemoriesParams) {
@@ -2831,6 +3602,12 @@ func (_ Unimplemented) OpenRun(w http.ResponseWriter, r *http.Request) {
 // GetRun Read a run recording
 // (GET /v1/runs/{runId})
 func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, runID RunID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunContext Read the context a run showed the model, call by call
+// (GET /v1/runs/{runId}/context)
+func (_ Unimplemented) GetRunContext(w http.ResponseWriter, r *http.Request, runID RunID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3286,6 +4063,162 @@ func (siw *ServerInterfaceWrapper) PostTurn(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// RecordAblation operation middleware
+func (siw *ServerInterfaceWrapper) RecordAblation(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "turn" -------------
+	var turn Turn
+
+	err = runtime.BindStyledParameterWithOptions("simple", "turn", chi.URLParam(r, "turn"), &turn, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "turn", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RecordAblationParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RecordAblation(w, r, conversationID, turn, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExplainTurn operation middleware
+func (siw *ServerInterfaceWrapper) ExplainTurn(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "turn" -------------
+	var turn Turn
+
+	err = runtime.BindStyledParameterWithOptions("simple", "turn", chi.URLParam(r, "turn"), &turn, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "turn", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExplainTurnParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "depth" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "depth", r.URL.Query(), &params.Depth, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "depth"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "depth", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExplainTurn(w, r, conversationID, turn, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListInfluenceStrategies operation middleware
+func (siw *ServerInterfaceWrapper) ListInfluenceStrategies(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListInfluenceStrategiesParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListInfluenceStrategies(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListMemories operation middleware
 func (siw *ServerInterfaceWrapper) ListMemories(w http.ResponseWriter, r *http.Request) {
 
@@ -3614,6 +4547,32 @@ func (siw *ServerInterfaceWrapper) GetRun(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetRun(w, r, runID)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetRunContext operation middleware
+func (siw *ServerInterfaceWrapper) GetRunContext(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "runId" -------------
+	var runID RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "runId", chi.URLParam(r, "runId"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "runId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunContext(w, r, runID)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4050,8 +5009,29 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/runs/{runId}/finish", wrapper.FinishRun)
 	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{runId}/context", wrapper.GetRunContext)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/influence-strategies", wrapper.ListInfluenceStrategies)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/turns/{turn}/explain", wrapper.ExplainTurn)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/conversations/{conversationId}/turns/{turn}/ablations", wrapper.RecordAblation)
+	})
 
 	return r
+}
+
+type AblationUnprocessableResponseHeaders struct {
+	XRequestID *string
+}
+type AblationUnprocessableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers AblationUnprocessableResponseHeaders
 }
 
 type BadRequestResponseHeaders struct {
@@ -4204,6 +5184,15 @@ type TurnMemoryNotFoundApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers TurnMemoryNotFoundResponseHeaders
+}
+
+type TurnNotFoundResponseHeaders struct {
+	XRequestID *string
+}
+type TurnNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TurnNotFoundResponseHeaders
 }
 
 type TurnUnprocessableResponseHeaders struct {
@@ -5157,6 +6146,410 @@ func (response PostTurn503ApplicationProblemPlusJSONResponse) VisitPostTurnRespo
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblationRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Turn           Turn           `json:"turn"`
+	Params         RecordAblationParams
+	Body           *RecordAblationJSONRequestBody
+}
+
+type RecordAblationResponseObject interface {
+	VisitRecordAblationResponse(w http.ResponseWriter) error
+}
+
+type RecordAblation201ResponseHeaders struct {
+	XRequestID *string
+}
+
+type RecordAblation201JSONResponse struct {
+	Body    Ablation
+	Headers RecordAblation201ResponseHeaders
+}
+
+func (response RecordAblation201JSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation400ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation401ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation404ApplicationProblemPlusJSONResponse struct {
+	TurnNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation404ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation413ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation415ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation422ApplicationProblemPlusJSONResponse struct {
+	AblationUnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation422ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation500ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordAblation503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation503ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainTurnRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Turn           Turn           `json:"turn"`
+	Params         ExplainTurnParams
+}
+
+type ExplainTurnResponseObject interface {
+	VisitExplainTurnResponse(w http.ResponseWriter) error
+}
+
+type ExplainTurn200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ExplainTurn200JSONResponse struct {
+	Body    Explanation
+	Headers ExplainTurn200ResponseHeaders
+}
+
+func (response ExplainTurn200JSONResponse) VisitExplainTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainTurn400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExplainTurn400ApplicationProblemPlusJSONResponse) VisitExplainTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainTurn401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExplainTurn401ApplicationProblemPlusJSONResponse) VisitExplainTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainTurn404ApplicationProblemPlusJSONResponse struct {
+	TurnNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ExplainTurn404ApplicationProblemPlusJSONResponse) VisitExplainTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainTurn500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ExplainTurn500ApplicationProblemPlusJSONResponse) VisitExplainTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainTurn503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExplainTurn503ApplicationProblemPlusJSONResponse) VisitExplainTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInfluenceStrategiesRequestObject struct {
+	Params ListInfluenceStrategiesParams
+}
+
+type ListInfluenceStrategiesResponseObject interface {
+	VisitListInfluenceStrategiesResponse(w http.ResponseWriter) error
+}
+
+type ListInfluenceStrategies200ResponseHeaders struct {
+	ETag       string
+	XRequestID *string
+}
+
+type ListInfluenceStrategies200JSONResponse struct {
+	Body    InfluenceStrategyList
+	Headers ListInfluenceStrategies200ResponseHeaders
+}
+
+func (response ListInfluenceStrategies200JSONResponse) VisitListInfluenceStrategiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInfluenceStrategies304Response = NotModifiedResponse
+
+func (response ListInfluenceStrategies304Response) VisitListInfluenceStrategiesResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListInfluenceStrategies401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListInfluenceStrategies401ApplicationProblemPlusJSONResponse) VisitListInfluenceStrategiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInfluenceStrategies500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListInfluenceStrategies500ApplicationProblemPlusJSONResponse) VisitListInfluenceStrategiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6608,6 +8001,116 @@ func (response GetRun503ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	return err
 }
 
+type GetRunContextRequestObject struct {
+	RunID RunID `json:"runId"`
+}
+
+type GetRunContextResponseObject interface {
+	VisitGetRunContextResponse(w http.ResponseWriter) error
+}
+
+type GetRunContext200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type GetRunContext200JSONResponse struct {
+	Body    RunContext
+	Headers GetRunContext200ResponseHeaders
+}
+
+func (response GetRunContext200JSONResponse) VisitGetRunContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunContext401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunContext401ApplicationProblemPlusJSONResponse) VisitGetRunContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunContext404ApplicationProblemPlusJSONResponse struct {
+	RunNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunContext404ApplicationProblemPlusJSONResponse) VisitGetRunContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunContext500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunContext500ApplicationProblemPlusJSONResponse) VisitGetRunContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunContext503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunContext503ApplicationProblemPlusJSONResponse) VisitGetRunContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRunEventsRequestObject struct {
 	RunID  RunID `json:"runId"`
 	Params ListRunEventsParams
@@ -7392,6 +8895,15 @@ type StrictServerInterface interface {
 	// PostTurn Record a finished turn
 	// (POST /v1/conversations/{conversationId}/turns)
 	PostTurn(ctx context.Context, request PostTurnRequestObject) (PostTurnResponseObject, error)
+	// RecordAblation Record the outcome of an ablation rerun
+	// (POST /v1/conversations/{conversationId}/turns/{turn}/ablations)
+	RecordAblation(ctx context.Context, request RecordAblationRequestObject) (RecordAblationResponseObject, error)
+	// ExplainTurn Explain a turn's answer
+	// (GET /v1/conversations/{conversationId}/turns/{turn}/explain)
+	ExplainTurn(ctx context.Context, request ExplainTurnRequestObject) (ExplainTurnResponseObject, error)
+	// ListInfluenceStrategies List the influence strategies
+	// (GET /v1/influence-strategies)
+	ListInfluenceStrategies(ctx context.Context, request ListInfluenceStrategiesRequestObject) (ListInfluenceStrategiesResponseObject, error)
 	// ListMemories List memories
 	// (GET /v1/memories)
 	ListMemories(ctx context.Context, request ListMemoriesRequestObject) (ListMemoriesResponseObject, error)
@@ -7422,6 +8934,9 @@ type StrictServerInterface interface {
 	// GetRun Read a run recording
 	// (GET /v1/runs/{runId})
 	GetRun(ctx context.Context, request GetRunRequestObject) (GetRunResponseObject, error)
+	// GetRunContext Read the context a run showed the model, call by call
+	// (GET /v1/runs/{runId}/context)
+	GetRunContext(ctx context.Context, request GetRunContextRequestObject) (GetRunContextResponseObject, error)
 	// ListRunEvents Page through or follow a run's events
 	// (GET /v1/runs/{runId}/events)
 	ListRunEvents(ctx context.Context, request ListRunEventsRequestObject) (ListRunEventsResponseObject, error)
@@ -7695,6 +9210,95 @@ func (sh *strictHandler) PostTurn(w http.ResponseWriter, r *http.Request, conver
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(PostTurnResponseObject); ok {
 		if err := validResponse.VisitPostTurnResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RecordAblation operation middleware
+func (sh *strictHandler) RecordAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params RecordAblationParams) {
+	var request RecordAblationRequestObject
+
+	request.ConversationID = conversationID
+	request.Turn = turn
+	request.Params = params
+
+	var body RecordAblationJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RecordAblation(ctx, request.(RecordAblationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecordAblation")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RecordAblationResponseObject); ok {
+		if err := validResponse.VisitRecordAblationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ExplainTurn operation middleware
+func (sh *strictHandler) ExplainTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params ExplainTurnParams) {
+	var request ExplainTurnRequestObject
+
+	request.ConversationID = conversationID
+	request.Turn = turn
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ExplainTurn(ctx, request.(ExplainTurnRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExplainTurn")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ExplainTurnResponseObject); ok {
+		if err := validResponse.VisitExplainTurnResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListInfluenceStrategies operation middleware
+func (sh *strictHandler) ListInfluenceStrategies(w http.ResponseWriter, r *http.Request, params ListInfluenceStrategiesParams) {
+	var request ListInfluenceStrategiesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListInfluenceStrategies(ctx, request.(ListInfluenceStrategiesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListInfluenceStrategies")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListInfluenceStrategiesResponseObject); ok {
+		if err := validResponse.VisitListInfluenceStrategiesResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7989,6 +9593,32 @@ func (sh *strictHandler) GetRun(w http.ResponseWriter, r *http.Request, runID Ru
 	}
 }
 
+// GetRunContext operation middleware
+func (sh *strictHandler) GetRunContext(w http.ResponseWriter, r *http.Request, runID RunID) {
+	var request GetRunContextRequestObject
+
+	request.RunID = runID
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunContext(ctx, request.(GetRunContextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunContext")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunContextResponseObject); ok {
+		if err := validResponse.VisitGetRunContextResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRunEvents operation middleware
 func (sh *strictHandler) ListRunEvents(w http.ResponseWriter, r *http.Request, runID RunID, params ListRunEventsParams) {
 	var request ListRunEventsRequestObject
@@ -8140,618 +9770,812 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P39chs31i8K3wqq81RZeqZJkxT1RVVqtuI4E0/sxGM745lJ+02D3SCJURPgNEBJjEtV+6/3Ak7tqnNB",
-	"5072lZzCWgAa3Wx+SFZmkrP91DOxSPYHsLCwsD5/62OUyflCCia0ikYfI3ZL54uCwd/P6FLR4lLkz2ZU",
-	"v2EZLQrzdc5UVvKF5lJEo+jdjJFMimtWKmq+InJC9IwRqWesJO5xMaEavlaalhquWZaCDLvk3Ywlgi24",
-	"kjnPSJrNqE7JDRe5vCE0n3OtiPmf4rdkzpSiU6bIgWA3TGky4aXSZLxKREnFVUxkkVdfcwEvXJRyvtCH",
-	"F/AhgxmROZvLckXSnGVccSlUmogDLRffkX5M9KxkaiaLnPS6p4fEPFnBzeYHRpSgCzWT2kwJh5earzpH",
-	"aSKoyEnJMlnm7ttBSijeLRgtzeDmXKkueSHIWOoZjoQzuCQR8EDNcjIp6XRuliQm/5RcsJzccD0jlIwL",
-	"Kq5IwQUz80txcq+l4ob0aSJkmbMyJrRk8FKc6BNlRkWLgmh2a+ilGZnIEv84MNfNGM1ZmQhd0mtWKHyb",
-	"+QFJ6YZzGBMlCbtm5Ypks6W4IhxXR96IRHDxT5aZcVwQKYoVUZksWY4XKpLR0pC8ZLrk7JoWaZekaqU0",
-	"m7+GSaSEq0QAnW9kOF61kQTdRERxpJbzOS1XhhWBpUaENtbZrhMuk2HEXve8HxOzWsAUM6otx0VxdE2L",
-	"JTNsnpWMapZf6mgUDXqDk06/3znqveudjPrHo96gO+yf/iOKIz9rFY1+am4OnAbLyZO5mnb6nd4TcmAY",
-	"ipwcRnE0Kei1LKNRhOM0D8v9p5EZ1hf2Nv8eM7CQatEoeoWTnJRyThgtC85K5H2u6hvzwJIjicyjk+hw",
-	"lIhk2esdZfaHUhbsyyRaKlYmEWzQL5Oon0RkucgNKb5MGoToHY+O+91Bb/iPJIInsW95THJJVnJJ1Iwv",
-	"iJbkGRU0p3/ENz3FV+HF0d1dvItifUex43tRrL+NYm2TpkpxpanQD53535nqkreaipyWOUx+wcW0IgDR",
-	"9Iopcmy+OSXjpeKCKUVyulLdB9FmUHHT8B60GWznpt0MMdhGlrNR/7R7ctTzZHlGBXlhtpiYokjKWcFB",
-	"gNA8Lw0FpCBUELlggoD0+uMDqeE55ehe1HgMTrkfSf5ujsOl0LwgXAOnqBHO/wczfxWTBc+u8BA1X4Cg",
-	"ymZSKkae51w7yj2MbY4qthncg1BHn8o2R1to1B+Mhv3u8dHA0+jVys79stPvDY8ILUt+XZ0BWUmzK5YT",
-	"lZWMiS5BLpsyTSgp2aKgGTPn1R8fSCHPSv17UegxWOl+ZHrxZE6UNAcrHcul0bCo7pIXT64ZMBTLQ2qQ",
-	"N68uO8fHgz4c/iF5Lwgli5ItKDc3gGZW0DErzPEuBZzwN3RlJNdKLkvC5pQX+3MfHPiGuHgAe9rGqCHA",
-	"abybzl5X+wIfs43Wz695zkTG8FBcUKWBvAp108a5OErEa3OFewE5AAIc1YY3Ikn0WDwZJaJDSqZksYT3",
-	"u1/JQbks2Ih8Ted0ynIQjOYVtAAJYAUny0lhxKaeUUGOenCAEDqVoJq5J5UUtG+4pmSTpci7h4RZqozI",
-	"xySCmbzIk2iURDifJIqTyDztLRcZ+9qK6SQaDeB7Mya4uj7PJLoz09FSFgQ1pp+DyR5sflPJqJICvsWH",
-	"5x0pOnbCSXR3SP73////MiMt59Te7fjX3m+W6aVhU/gRmJLlMJ5LoW5YOSL/ye0R3cWRV3YNjxqmj0b9",
-	"OAK2ikaghEbe2jBfnN7dfYgjZxOAPukWzTzBmQfP5FLoaHQSRxkVOTfCAi92F0QjXS6Z2z9eNuFOemG+",
-	"NFIriiO0H76x6v3/KVLKzdvZTdHoOK6Wxzw4Gh0ZSbaFnr2H0/M3ei6uU2XoqDLYjyqDR+ay35BatU6c",
-	"I0ecI0ecwQ7iPBrL/Ec08HUKDBwFhvtRoP/I7PGftc/W6dF39Dh29OjvoMeeHPE7tvDXqdRzVDqpqPQh",
-	"PMmeyfmiYJo5emVSKJ4bxSc492S5WKrn84VeRaMJLRSLo38tWbn6lqpZNIrUjA6OT0bZZHx8lJ/kR/nZ",
-	"hPb77Dg7y/rnx4P8eMCOsyGbjMfH56f50ZBNsmxwTif58eQoH/QHw37WOx2b5SmZ0TH9u3txpHRJNZuu",
-	"olFknUZ3bbrr+ro69yUc1ZkU+ve+uoloH8Bvba9uGud/Xqreg4K/ncNwP3L+VvSae5D4967VmpkZ4QfG",
-	"cGSkaiWrPkZXXOSVzIojxX9h0WjQu4sjvVqYG10UJjLH1hbDo7+f4eHt9EAUeiu+7Zz7bLZ/Ntv/42b7",
-	"Fo1lzXZvs4msNlLtgMHmHeCtK6RqNIrGrJA3ncopELzxZJOavfbG/q43Hu33xqOzh6poR+0qWs7nTOBQ",
-	"Rkdnwzhi8zHLgc+iUTQzulscIaFtuPQVV8pN/t+i4A3iSDFaZrNXMgeZeEszo7wFWp+Wi++iNc/NDh0w",
-	"XIQNiuBn8fdZ/P0GxN9eWoTdA7h53qNKMer3mrsixguNIeyUDAzNw3N/rQ2d0aKATVdmxc+9/p+//sv5",
-	"s+Gr0398N3h/9s5csRT481J07M+Dv70xm/z/K5H1z5bZZ8vss2X2G7HMzDw/n+2fz/bfwNmO2vzw7i6O",
-	"ns2oxgMOAug+ie5SEJ+NafelZSeblOm1gTBXDpR9r+dvTp3rHY+Ozrv9wdE/orglkbRkmZl3uBlics3K",
-	"MdV83t2cI2A9rCWj+Q+iqAyOB/o/4sgKm10zMKNE3z+Q1JpFbyAFlItpS7YspCg+UaRcii55fm1mOyAl",
-	"61Ah5FJkmAlKfFKhkQ8MruqRCWdFngjDC/An7C+uzZpTkpZswahOR+SKLSD51aaCGl3MHNFCElVI3U2E",
-	"IXSKlhcX05QshWEsfEv/iSILuiokzckNVTableWEqkSkH3M+VzERspzfpZg5Wi4FXCikdhwM7JLinc/d",
-	"a1R62EzXvCSZJRg8BSRhyRiORMVECmaTiecosICpiKMUOI0CHsTbwKbiIme3YLjPmabmxxtaFM8KmV29",
-	"UtGof3p+0uufH/UGw74x3OyEkZHBGqsrpUfj/qSXHecDdkrPx2fZMD9h/UmPDsZH2TA/ZieT095Z/3xA",
-	"j8bD7Dg/YaeTs9553/++O5Nlt85q1i7Qyit12gz4VneRY1gOvjs7//7u+Q+O6/P3bAGsy+fOUDdLjmp8",
-	"q01bjcenPHRBuw+HM9g1nOF5b/B7XQ5kT+cQ2bg4H+JoIsu5uTKaSKkXJRe6WzqB0b3uo32Ck1/zsnip",
-	"CGNTy8VClrozPBuY2/JSLhYsf273QS+OmMg3JjAPu+e9gZFhsG8qv82EC65mlSsXMsDfME25sM9+Ue0u",
-	"euvedtzr9eLITCfjC1pEI1A6O6cZeqY3WlyalnskWetyKTKz+4PJ+bPsLo5QzLD8udB4nq0fLYrNqdA8",
-	"I+mEZlql7nBjtwteMkxjZ0JDMj6daFY6VSYRB6nWxSuVHsZkBkpcam+61CkUMJBrlmlZkozOrYZnRCOd",
-	"MqGf2OT4ucxZQQ7OSOUDi835fMXYAq62lRJEzWSp12Rl+kcc7pcweKNXDk64yIplzr6sRPmIUFckUaXw",
-	"ZwVnQncMsxSc5W6sXIPcVhqS9M3VoTClWcaUCvz9ayf6oNMbvOsPR72jUb/XHZz0gJcq8fFTr9sfxJ1e",
-	"96gf97q9s7jXHQ7N595x3OsOTs2f/fO41z09+hDc+DXInLPgm1eGctEootmcdRzLw6+dM/NKtxQ4stNO",
-	"r9/p9ddG1oi6VyeEVQvmahrFUUGVvoSpt8/1eHR83D3tw74JBCEsSoTiLacg4u7iSMllifETnw3g/mpT",
-	"MFoJGmhYzk34fsYEueFFAasbqovGmPxj5cExG9CIprqSAlvkG7OpX9Mpq+t+nsvAjQFMVvA5118O0pEt",
-	"YoG6G30jfTFOjJw2N4aJluZIZ7VTGbcURolCpuptUxMrmy5ay2KrDrd9lq71iW2x+faVWxNcZ73L03dR",
-	"4Pt3f23TGWsvb1nS34bHz9vdDaaJH2Pl7r/pfhcr90gW+NZN+yGOBLvVz5alAtOHrf7cy//25+WLf8pf",
-	"Xj7782I8f1OwZy9OXn3b6/5lfn7919tBGZmt/g3NtD8RQ73byCuSc6U5ZL2PV4QKc6jpkmban4wHXhws",
-	"SjnhBUsPL+BWRWb0mhmLAnjMHCawspvOj6P7MYx5xQio+jPPI88sEwzE7OCWQX80PO2e944b3GKn8GkM",
-	"8wA+mbgoeq97HkdXzCxAMDejHloFxay80RaAnXhuNi0yVbd6pHVXrEt1s9Sq1ZyvFB/nZXPFDuMVUXzO",
-	"C1pyvYpBPORsQpeFVmSCnMHFw6z801F/0O31hpVOwMoqwrfBiHen6D5W/H7xh2MXf4DdbnS4aDQ4Ph/0",
-	"4P+8mu4otN3uD+dUJz7SfcOZemlrKBdeKdt0VNbyvj97VMy585njWjiu5TyY/UO8KTL+4uTF/B+zvx+9",
-	"+eWF6HWvjv6cn9O/3EYVj76kbSxq+MSIVXJgFApRrA6BWz/z5mbe/IA0BRW49Yh1Zpithm8WuK8dsfD1",
-	"YUz+uVSamJndzxr79dSvQW/UO+r2+2f/p6pfd3H0hk43wR9culL1m5lUjKRuo6RE0DlTWAlvOCCdUZGP",
-	"pbxKCe4fgogDx3EiQsiB40N0KRgby+MBYA39k424AInYDgxAAlwAyGixg3L4AIkICu6xyJ9ms6C6nwTF",
-	"/RVgAL7PggYkYgNqQJdcal3y8VIzAmuocBwqowvw5+ZmqQqpuJgmQtMp4ZBOZL41836iELeAg36yVAw9",
-	"39ZzAT8Jds1KMi4ZvVKJMCaUnMDQx4XMrtYdz28u/2RXYQSEthgFnt5mTM5pB37o8cr8gz5pyJjyiBAu",
-	"a2oP3ICj/mg47PbOe3vgBviiSTTkVGchC56tvug9QQfTTOuFGj19at1G3UzOnzoOe2rv6S7yyXqx5Vm9",
-	"Prqk04ZD1D3mi+art5VcvvEjRhmgfAoEfiY8/9KFyKonJhHJZfZlEu07nSSCo8lG3Q0XcjH9MolchJJr",
-	"NldJhJP9MonMdH1Y2PwGtrWVE8SG+UhGBRkzazPbTcWrWKacVDkExuamZFKyuusFv10WhQtu2jgwTt5V",
-	"x+6sCDw7auoT2ytqG/TsP4w5BhVznJ48kDn2qH3ewgj9fwMjnJ44RnjDFrJEOBrkAHdeLGZSSzJmE0OM",
-	"KrllxuBxZEyzqwtyw9BzssnZYpkHJEWQ/3IPjhgEHHF6ss4R96gRHexM1c5l9mPJjaq8J+WjOLLkjkZ1",
-	"cjtWaZEbgeLgnhnFEWiZZoxrqeCfxclucbJnpvJZa9Hmr7/s/Qcs+2dBsUFQbKk2rEuL1tTw/RbbzWNt",
-	"tV8IzUoB9hkt/HTdsrvPTzPIANyy3e+VfD78N+ecH6/lnA/7rSmqg/7RpMdO6dmkl50M+uP+yQk96rGT",
-	"fu9sPO5np6w37OeD3tnxMOsdsf7g+HTcPzoZng2G4/EwO8rWc877jZxzKsTujPPju7Vzup3qG7LNP0vY",
-	"nRK2SlD8LJFaJNIjJop7t9nx3bqPbEOq+KPsw/U8j8v+N2ffHn1/8rr3l/WM8M+b5vOm+SR9/y6O3loA",
-	"yRa34bsKotLBTHqozKPAWVjhVh6O4MXuC3RQYOorLYqNPsT9Q7iNxIzgBA1SM+wpWq/6tALAfH54kLde",
-	"NvVwVyOHaMANLefRJzgeq9HAWTqTiqFBDlsEcqkqSwxZLRo10pOjeD2lGZQ4m5VcC/KVSxCxv07+NaZf",
-	"TRkSz2d/g7zNlyXoe5CfdzbsQV4YLZ79VlIWuGY4QAW0w1zDx/QHa3nFxI/Kxkq4WCyNonbUNwu11PDp",
-	"7MRwlpTFM1oU1rgup4Ccu7aWgc67nltuVpqVpSwDlV3QOfJOM4EdHqWWhX5dsmvObqJR9JCU9Ojuw5qb",
-	"20mmtsQgs5u/NHvZZgI1xJTCbGCIIhk5ffjIOUCfxdBnMfRZDP0fIIYgsPrW2hHPqKaFnDqub8aPQRPN",
-	"3DVQ6aAILQqi2DUTxOx8RbgILgGCXEDFVSKCjNsbRVIMFafkQE4mrKTjghEqVjczVrJD4PMU5SH/haXk",
-	"QEidiOpKc9WIpHOuFNRUKMP8WHy4KOQKuG8GZRLk5ctXa+m9726kTz62EWOYQwx7jShWXrMS2QefQCC1",
-	"aLo0axVIBmuAOWFbJ9l3jC1wUCCmUwUzca/93//zf1UA61gh2agDim3ylyzJmFENV3mkd9Ull2SxLBnB",
-	"kjEcZmz+9XIaSkeMsjzF9Bc7AzJeonIulvMxKzH8WfLpTLt8JNivkBjd0bIzZzlfzgG2W3UhAxjWcUfU",
-	"v/mTXapo9NOHOPIL6bxLC1rSOeyh/1LZjM1p4Dz7p5Kig992ZTl9mpd0op8OeoNepz94ai+PI5rnHF1m",
-	"r0u5YKWGVbH7ahF85YYN3hmlw0G2pLHbrQHcDSCTOEez2EArM93mjd/KGzKnYuV4y6bxuqW3aeiGlnN6",
-	"y+fLuTHRIV9lzoX97O1yLjSbMswwLNm/lhzkxU84iQ/+MjmGYFB10dyW59hLzJ9hDkaQEiNoaaTqNYs+",
-	"rEe/nsn5ojTntyI3xsidGKlHbMhXQy4+JpAQTXmByspcQlIFZJuk+G/F+ErTFSnpDexxwLZHFpUFJOIp",
-	"MjF/QbrcD98/Jxgml0hHOofgPKMLAgn+yLt2X5t7b0quNRNgSsJBSIlaUGF+gsMGDiLROBjhi4X5tCxF",
-	"hVMvSz41px+Gz6/YQnfJM6m0IhTfDmMbwahIWhTzlByYY00abaAMJAZuXK6sXLHSDR6REna7KHjGdbFq",
-	"31teCBptqphHo2i+6pg/4mhu9bDpQneGsmN4B50scFafVJswfEa1D+Fx9c3odst/dDeGo91nQwJVmmz7",
-	"Ijf8SQUI791rQg4UY+Tpdf9pRhd0zAtuRndot+hLJqZ6Fo1OhoY2WjOjSEb/v58uO/+gnV96nfMP1Z/d",
-	"nzsfPvbik6O7/4oq35ouDc3v/Jq1Ha/IUxyZzxJB4ZawGaTmQOqS7yH5woofljfGOAjT3vxrHVMEYuuk",
-	"jboNSQW1jWGG2H3kVSgqw/d8I4sc9xzVpGBQm21WAiSmLwkqGSkkzVneJZdjxYSOib7hGfMCZetwBq3D",
-	"qTkX1zhGKF0uMUUE5ER9GS5ALxCKG/XDnZNckaUyCzNjglAYZmM5znot6/FASR6F275VrH+w+pzbQU6x",
-	"eyEmct315Tdatanup/58Pik+nxSfT4rPJ8Xnk+J3eFLcxRHGB7cfEg0UCnJQLoWqLPXNx8Fn8/ez+fu7",
-	"M3/NWzDXGij1/B2dtuWgK11KMSXXtOA51bK0UoArUjKjAzGhKSZvKyZywjWoGZAp/mLS+V4K1nlFdTZL",
-	"awwVJdFp1s+Pxz12To8mw3zQT6IonDZyi2ORj6H46A/O2qTHi5zNF1Izod+wRUFXLF+fz2scMeozqXlH",
-	"GmMiPUgrmBcFQB3EPgG3JKyuFMzmhSNOCghCUHL8e7NV5zu2Skd+L97QSvmCR2s+t63lKkqYQUThTJkw",
-	"bPET/vChJjiHbfN+KTOK02s7QH9885IsqJ45DrVREcBkWpYZqy+LOexdAuhTXwyzx5oMjk/axvaG6XJ1",
-	"OdGsXB/dW5ZJkcMmuaGGbzBYXppbuJjWBtbfMQzcSmcnw9rW6rVurffv318u9YyZPUH1Bgcwra7gUhB4",
-	"GZTWLVWDZF8xWrKSlIwW8y+TCnpjf37eQLu/vWH/WjKlX+TtQyzx5yeK8NxFzooCKj3Tv3XszZ0XeYq8",
-	"bVEZYCPHiYCz5YYrhnF9cAuD0jdlghlJaHSMQkmzk7Et46KU44LNyVjmKwTtKd0AU1vWYK+0TyrkNGim",
-	"WFEMQlin/zh6Nfzb2XeDv56/OX538vf++97lV9G2Hd+qZHZ/HnU+fOzH/cFZm255d2dPHKatnNvAjD8Y",
-	"GYA4Py6WonTJ6BwLkMkUto21jcxeviCdPkQmE2HPh0PsQKoqmA4sViktwgk+vkGMYS+OuBkABnh8WARw",
-	"Qmrk8KdQpx8gvXChT4bh8XLe6532z88Hx8PTYe/8vB9sh077UfMsKJL7hhebyWNBmQLoJn8WhIV29e3R",
-	"QJJpm2sDfSac9H+VbBKNoi+eVq1krR6gnj6r39acyqZtU4PDQ7RG+q8lMzYGxjuNke1BVoz1qpgCrDxZ",
-	"Yj0VzQnPY6Lo6rBLXoDCCxVZC5qxHG1mJqjQsCk8bg1Y3sAvcGzw3KJj6RtZXWSfBF8qZjhX10esmpup",
-	"jb5G3m8h72ahdF9y2zrRNjKnVSFp6s6eRcmuuVwqiOPHZCkQSjPvkh9wDQzBFJ8Kll8QmogMbseMMyO7",
-	"qGFOlsfEfTlmhRRTOEIoSjQCvAUXwBrEiYCDfNjrkZQLkH4dfG7aJOXOatcN7ItU2CC6jvsD2IJelG1V",
-	"XbLVd6wFZegVQJ9SPBuJohPWJe8xOczQ9YqtnihS8AkzCgY5GAzJTC5LZTjZCSdsgAusd8VWFYYPfAMi",
-	"HXUdZXspQwUcqkIxmdPyyig+la6jO07JGhGrRplHyqUGjcclu0G8m04pt8V95m2J8AOgJOfGQDAbDcYA",
-	"auUEzUdzwXAwSETKAw3riq06JTNXpF3SNys/OD6GDaQhXHr59tkLwGgtaaYB9FTIRMDeVMZc/fHHF1+j",
-	"bjeVErY8z9ZOqKNJLzsfn7POCT0+6gzpGeuc58fHncGkPz7Neszoq44bUIeu2KGhDkYbD/3jJl+EB1yS",
-	"3A76nSS5PX1ujrfB8XHr8RZHLyZGxwYVu0V9FyQ1in2KZ5KxPC3YsFVyDyDvMpPzOe04eZOTgivnyZwb",
-	"VaEk6X+nh13y3uoRgO5B5uadTMUoLAOleSxzDvkaR71hk7Ib9P52Sob2w0bVoDdo1YpfIITVOk3SGqhV",
-	"ARkkwKZQl2osN7OZLJTVQcEmGhy71VYa2R+tP4aWU3ZYP/MqrKp2iWHhtfY+6SCf000IVH6qNAKm5W16",
-	"tdG+Om/NpkJQM7BwUEVMee7FMTgrEJyxZBnj11D+yoROhMVtgdvfgp1QaZHm9BeCZVpZTzPqSSVTS3N0",
-	"gX8hEQh0xvWFuQWhmxfmLYhVK41+mMI1a2K4P+ht4ggz7w4MqvPi6407q7dlY3X++FOvcw4a4/mGHfWS",
-	"z3mLK+w1nTKi+C919f94g/4G4Fbt+ttxL1DXBnv4Al75bLFWD6lrxM7zOhda861FI/DpZw/VBd5Y49Hq",
-	"Aa8rbL62ETKRAwQN2ighunl1foMi5SSQIjnV1KU/00TgWT7yfhVnVKMGZQwYr0HBpsSibcXcJYmw6kHg",
-	"N908FiICjWyEOKiJUDNaYgQGjRxr/KAiYrU2d57WHmzPxUTIdVMoRDJsY6MK9XDfpanWAu1vV4awEV0A",
-	"tv4CzciYUFQz4BeU6ZABX+esDciVLZzmyyAezmn2ATCb5UatvlyKli2wBgrZNsTlp2jFOKQ7dNmphRQK",
-	"HY9f0dxa4DVYiY8RXSwK61V4ai3qP/xToffGDlxhQh7oqpWK3cjlR9U40IrRe9yuD9chLnIUMKEuDB5R",
-	"TXlRfzy36LvgIajiQlypZWj9wTsAvL/UqO15ZTB1ujYUZxp5XOnLZeXf2OET0FQvlTGWe3GkuYa1fYET",
-	"IP5xVnI6qqqnjSmaNbJf/dkSvE5Tp4GaKf/57Q/fb6EarFiDZk4ghI/BIZqHkYOlYLcLxH0wElFOCCRd",
-	"EmPHrDQjwz6oEY9DFTv+jTSBCQQUee2cJE20GbSnvA8F0lYxzl0a220Ljfw9IaFSOBhTMl8aShm9kdij",
-	"DlVU1Oh7vQsylZoc93oA1sNv7UlpWcidro9Dq3CgGwlWXWSothRXQt6Ibzgr8g2MNANRCnDaeDCAxCC5",
-	"ZMga5gEt1LNP7sCNNcrZAEXqeMs9XE4AmxVQf3I24QKCI13yNc+hp8ecGVXOhTfSP0Y2F9clctrn28DJ",
-	"iiQu1zOJIJYnrIsBEiIW0ixXCeLQXgbp1HZh3FefujQ/IhWIo8LastTJBPJ33/MRnoC3bHSqEgi9FhNZ",
-	"zpl1rjalQ0xo27ZIBOwLI42tmn0DARQzg9ivGdAVpyhLYJX6lUGMAcZtXR77CWZUMoLYTugN3kQfe/nT",
-	"wOt8Z11qk4JnDz3GkC+f33KlVX2jPCsZBT+BEQE5qlHGfCxKRnPLyfUcHLtD8JEdhs8MdsglaTTLaXle",
-	"l7z+8R1ZC3O45HhldR3Lzjx/GCefV5z8ymFB29GucXJ9OndVznpI+Yps4HbJILrk3NS0gIQjyHNfJ5f9",
-	"pZO5xzWOrTaaafc8cgSRZTLokjfg93TnOxU5KZnhghUWLqArL6BdNaJPI+Bf7UiC8a/RcG2OjycQjKnB",
-	"/MttcODGMiu6yUYWm8stojWVM8vgxvgIOdwYw4IcoB9Zw85OX//4LjUnnytm4fowJmlzWmki4Mllkwfc",
-	"lal/iZDEqIKsNBID/Gv4QnBA2yVfX0mQMLCQh48qRL6W2RKi1D+KRSkzphSmBDxIpORLvI69aBy9PwhG",
-	"cvsmIDikxlgf6dg6kTZpK+vnrXuU+unoQ5fncO42y42TKCYFv2IkuLoHV3fJc5rNauOZ0xWhiwWjZZVd",
-	"B8MKdk3jpffaPVzjhHJ26wn+k6t4/hDur8FgXQvaeNTWKWSWU0h9+cwiNYYLAPD9hi25MBaIEy0VT2pw",
-	"NsKN91iJDVIKH+cJjM+FKIsnIsmoMJeNGYbxAHdWS+uWqlD5M+nQ9WuWO5aIk6/h6IBUJ4t3C/B6YQub",
-	"1EO+lUvmoqE5u8XXQemY02MrkEvbBaEFEStENvFQlNYs3QiEsAXmoLK9HPH35yrWzAvYyGpmaR6PzR5L",
-	"gG9hhoswU6NbxYdgCCjFMWxil3oz0xlT3Ehmo5Dx3O5yhRIoEaEIelS5Co7h76X+Ri5Ffn9xGmw+IXVn",
-	"Ak+pb7yS2dMEHOMkAdDP807PbEGxtis3xoMfoAIMK975XmriBrfGN9XIH4Njvpek4NfMTtdGySiIb1hF",
-	"qt2kW+dKDrhOBLofQRlgeWz7gGDY8oZCHuVUas3EIXwlJFHLbGaf+6j8YeGViufG3vsk/uD2SQ9Zy+O6",
-	"0Y0PIhimIDi0Vnlg3/hYgsDaSBMoEMXQBdh0UFDpBAEiaGOSByM4gwsbtq9ntTRCqGEyjLPnSqb0o67n",
-	"v2erN3b1723/wmZy6W3VNsUYQpdcWscofn6iqkvR362CSPkNXT32+r2SOZ/wttxEQyX3qw3W1TMogyTM",
-	"WgS2S76XwMoXiYCmP0vl4u8ZzWZYqR6kaq5NyeV+bpsKXHMXf9L0X2P7rXdSvqTllH0SF5v5drSUHQjA",
-	"bvXFstuMsVyRfm94dnx6At5W9TCu7h9VXP2VebaWkrgRrLF2Y4yPJchqk0KHqurO6a0Z0FdmbilWbqTN",
-	"0o0UHMyPxMsYmUH3xq8nl9ZQrxNzHVPG8LqZcUSSRqXMii3X9tTt9z89r/t7ILsB5PM8sLvcrz/1P3y6",
-	"dvwfloEWAJ8WxRO1DhveapZZ75iRlkb8BeT7Pshl9v09jH0jpAsdBt2+HlVaIof9e848G/JMWmObv78z",
-	"sB7breuxjRPRqKykrrEmoqam4u3GXq73U2gPOOJTD38FTngM55GQf0EkldBv8T3jMHRqo10CsqIgZaHW",
-	"88697x6+Cxw5ESCr7fNHWCqRwocUHYCuQCi1aP+Qm1MbgVEq7QBQefU1RQogQGQBe3LjqL0DInpvGCHn",
-	"OblBeLeceYgb1kCQIVLU8Gb+WElMF1i+r38KWfOnMG/1t+c0sPuHK3LDiqKDcSCM446XDm/FF1zZqyey",
-	"HCWi6UWg2q20qzFxUsdznfsd+C4RqVnDtH0RH3VXLUUVmHmwaC2XojUWUy6FEae1DIwk8vEYvKVLflgg",
-	"TYhgN3AP5vQ4acLRbC4YvTY21lIY+8rwqjmCCqbDygXobi9FGIQIkzseHoJ4sxRbAjgBAR6D/ZByNYld",
-	"pxk5SKtXpoeWhFzvSbnuozLQN76n64PEMV0smGi48S/hO7u1KHFdYw1ZWiSvIYVvLNu0AtpZ0D+RarKp",
-	"ey0WvEPaorGIZemaR1tyU8+vCGhqPull+VBnV4PZggm1spv/3awCfricUt7IacG1gRBrvR82VYSOqchl",
-	"e4D1ASR1HOpJa4UWvvRLXS4ZJIJWLthqEXy+UHU91HKGKUMOofvfTNxHO06WgLbg54w72H1MD0dVkmyd",
-	"26BQMRG2dqtOXV8hTFJHnxS74Dz2KfFvUsFbWet3p3k3hfceDiizJdH3RGqup8dbRFf4/isa6louroLc",
-	"pHo5dSMZScvFd+kfyXcAo0dLRjKqWAeQBDS/hp0PEHvR6KeqZHu8zKdMe3A7xMKwsS/bYBQGlFGjls5W",
-	"45JD2fQDjPkA7O634dL0oDUT5CskKtRZAaGg7dsY2mZZ54ZFKoSrQVV4RG56J+UrKlZvluITVUeqWQf8",
-	"V82DprJOjard7/V6ALoJ5YdxBadDi0LesLxL8KgjFPaSLSQ2N2B+EaZ+P0iQDILD452UWOxvH9OuDYZz",
-	"eqzzI6AFtZggQI6DpXBnwiGWZlIVasRAH2gzHw7L6IyWYNh0rJVcj3mGvFuW4rOn8LfpKTRa60P8hBbq",
-	"tM1PaMszHp2FHsMB5Hq0vOJq7ormgqTEgjOhfYGXrZrD8xqhiILYoETIJNaWzOJe05m792xKaAHolySy",
-	"GLO1NyeAO51E5ODobEiqdjOHGIvmTYccwr0YjsY1dQ+r0luSiGZz1nHOFxhl5yyJuuSv4YurqkyYdJg6",
-	"YZaKlkbmvmUibx9vaHhWGDUb7Xa4JNhh1S3dBhD3/b1NC6m0YZ39/E3P7aqRYNXWtuD60kIefa2E9w1U",
-	"qLbg0BnVrlEh2l4K2+ZkbC2DbTJW8+nJXtWsSQQ7FypvbboKuCB9KXHrILsEJkoo1BRjQ1Jpq5QtDN4K",
-	"52zXzaLEoL1s7vkU6/khKxxQB97vabjuWmyndlAz0ZL935AfcNwUUNBe2Wy+a9J9khGDPVG5ikE3cqWq",
-	"ZvOn9d8GoCKuQMOGlKeOHYz1QJvTHxNdFpXTOCapWBYFeCtLBsdA5YAW0r7Oe5N/+qnX7Q/iTq971I97",
-	"3d5Z3OsOh+Zz7zjudQen5s/+edzrnh59iM2TP7Rt9IAovzID3D/d0X6DErJZH5OFK15P+S+wAnXzMuNN",
-	"u9b5p/4HXM5Ti+OlcK2DS63/2Fx01iXPYdtVI6JYhm9OASuozcLjcWbEsbmNa2XHi9hIeBrBjoaKEoch",
-	"ptrldDDWf9sKeuptXEJ7xeP5cYCOm4IC1Rlp9Z96emEinsmcqZFbuOAASbHFBbKS0cXqx563qjF526oh",
-	"jdM/OO4biWoZtaf/YRxEJ/BiQOesszBXhM0XehU71HsiJPqqNEsEckG8XrWCzHMYk01oDRYsZw0uqzp3",
-	"Wo+YQ/SANaIqj6pa/ijoUs9kyX9hn2aXLMMHBbsaNCUqyOXrF3DoUEXSS3ulxaGxKFLY2emKrbCrU/pA",
-	"71c/rKSqjamlkCr4/dEyVHA20GICSqkQEpBUlUs0hB29Yk1f1/v37ztNkK5tS9rE9PrERKUfBb2mvHiY",
-	"mVFnCP+cByVOBulGb1l5zTNGfqw9s209/c+PljlpTJ1AvpXMppUBlKSQNzH2bytkdoVYbpob0SiXupsI",
-	"wIAjiAeRwocOgHClRCEC3NpmDi7atXIBwNwnr3lgXD4XmuvVA03MMS3Zd1y0qf/Oj4c4KQChzEUOFveI",
-	"fEwiji1OMPEyTmB5sa+JxXOEb91j4Bf0jybR3RZFwxcNtNSTrmrFuAgu6euKzOhSrMVFm7c027h6aZdc",
-	"Nqax7gHGXEZ/gU2NXRYsQJWGtz5RNp4BMl4FOKY88M5UvlmCnDpma61ZuhtqXHdMtL2+dQUFrrZ2YwsO",
-	"ar0EdhU9gucZ1SN0uqD/bL8ii2AMG5WjanZbLZrLiml96eqeBeAbS5hXXUTI9ctBbmaycCpmUAgOWKnI",
-	"fmEh+Bqt4XmfSvCnwaI+kO73MCrskfimgnBdFxdBh5+CZlcIzeGvHwWo9rsB7F3xLL62Ezyn6UAImxH5",
-	"tbcJTMJiuuPGrQqPqwZErbji//t//q9KF5bLIrdllRWa9KpLnvntLgWDE2WpmBGKZs/VRJ0RgfwXIxhP",
-	"7pxz98pjMDcweD0UvxlzBlD1dihBSVb7tj5Z39VdhJt+AKOFibgP4bFXVoeqr9x6OXHLAtuavW9k+Q4u",
-	"b/KZeUgFTECzjC20F9ojAiE11y/BVsChbdHsArrQLP9uLXC3FqOrYnN4ExfTd+uw3bHjWUf7Djq/yw5M",
-	"upZs1BhX62RSmEfF013ytnYXIKzj5Tj0GOr8YmIHjnYxDP3CP4y7eyw0kAP2Nhxv2BdI67+dGAVY7+S7",
-	"tuOkC5f+OmcKuKA3Mt5bLwMk4oVb8q+xXvs6PWIlnwe32MMGd6uCUVI7xkRoUF2NFW4IkQYaSUaLIiap",
-	"IXtq0VtZkccknfBbXGdMrkgE4lGCGAteZBP7sJ0bYykBVQKK6fHxtlNc4AhoHsUpOVAzumDGinYAF/43",
-	"Y7y3UjglB1iDWtuBKKPT+gZLay4ANKWDd/kvWoTIY5vcHlTkFcs5dXLpEywt/0CAsadrQgKMcA/kYUxw",
-	"2+uxY14+IuH7zHuc2stu9dNFQfkDU7v6x6Et7gdJYJAbt9KG6TxqBYlV1CF72JBjjQCPljHgh40IzJDf",
-	"9wZaPG4D89LQGXuiLXBcVSlfQ/jPsN/rx03A/BbTGcBIzQMRjVmh1VqyBfRbsICMEIR6ELRyr621Rl7K",
-	"xaKt0qvZNUAWOXNQjIrM6DUjY8YEsQ8gSpIJLR93cIBN/cZCU0Phfvta1FCw6+NtAFs/6vB0uRQZ1SxH",
-	"BMvdC2yHBulXzLYmIv4pvwIJG00akA+rRW+l8Pq82to6fAWJTl/bVrwb4JUxG6rSZp4oMi6pyGZdki54",
-	"dpVCTqH5C1qxUE0mXHfNGXLFFx3w8GK/5ZKBBzZIZ4c8amOEdQleLWTHvm6ExZElm1MO2SIgsG8xPXHM",
-	"CnljDg8g2jt5xYQ5hswOBrB4sBXs14DTEPZJwJFafETbAcF8Z2SpH7H74Adk6FfB/dnrQ3TYk5a+P8+o",
-	"yHneCv3/g4+IBRlsmRTKWDRGmXiOOfspzedca5antoTbeRJgohSkJ7m010COAMloaaOi7NZok0A2PWMr",
-	"slhqF3NdQB+eRByk+Nc3JZ3C6XvofCW8JBYiBnK+3YWvpQLNKLWFN3Uh6Ua7PuH3M4bZ4prcAEyJsG3F",
-	"8LHd6nAaS1kwKkCwyezHkq8/7GsPizBbiisMH2G2VgWDoqt4xHqTprYuTeZIgXYy+7/N3gJQxVwrTIxv",
-	"vO249WU83wRhqi3GKjlIsQE46Elq2jnq9MyfRoceQanMzzxPD61HNK+N8Qnk7tcAZL7opc2GWke9bQC2",
-	"tdYH/+MPXz79AvofHPV6G3prBeCx+0K6mhdO2b4UNxQ219e63Az6w9Ph2dHJ8HRXP6w6o7cAlVa7yIEY",
-	"BxvI8JM0lv54CVgLOkDETQSqI/54d32VsC8DhaDMikyk1IAi67MecAs1WLOdO+u7b8foY9LrjKkCrE4c",
-	"V7DVyIH9F35D2K2SiqvD3XRtPUHNvevj6QMCFYRolI6NyaoyWWKZvLnDbJvKXowJKxRzDRGCowaB68wc",
-	"Dqy7BWmK6Rxozh4+kCFcH/Ed7QicEH+Dl4OOKcvWZo2KC0YUn/OCllyvXOdEiJpf2BZl2Amr8i2DkZdL",
-	"VJGBRIZW/hk1TSKXS4zGVE2e2ttuoIMT9Bvo0P9xU4wZTcxSWh8ZiJ8Y68fAVHsQaRsaC6BLhVDQhmHi",
-	"6qxoU02aVG85T8zRmbnLnGpB3FO7JAU1oaNnJVMzWeSgqChL4xuqErDg6Vhe49z9hV2SymtWdub0tmOd",
-	"e6jkwK05mfHpjDAhl9NZIiBDAtLMyVOSzuntc3sHaoeuXgWw2NyDnY5jnpnzHAcy4Wi/YywTL3E3ZDO6",
-	"dhexNyXCvPXZjJYq7Vp3EXOTRY+a3XmsKALV6a350hjbLWkCeLON0/tj1CcouhsgRxEVNWDxJ4iKZYtI",
-	"PEMbZSu1hOh4fWZkpBK1fq44bBmwAHRfSzjQWYy6gO9B0XWBWNmQN4s6NzDvNUfQd+yGD25jeJaiN4Tr",
-	"GBeLVxBhTmQifpuZqtGtXamQ64xoHmFkvMU/qCmODRaL4qjJOe4rX1TQXFBXSgCqfFs2Z5NydVV0fQTh",
-	"CT9o1UoD//DoY0ODcyNQbfLN+9n9VdhtY7zkhe5wQdIZVbMU0akUocUNXQEcPwi+pYBmDTmHyCfYwFwz",
-	"26NvW1cC+zJopngHE3yB951UHRloWdIVNCSFZdr1zJd4FTYw3T7XbEZ1xxY+QXtKF3hQF5jAguJS4KT3",
-	"ntXLl6/2mxAExXc97a25CJ/XkL7Vgtq5uid6UrXKX0jVee4Tr1C539IOsU4+l+RbtTcyYzaak5EsrJjY",
-	"hEEHQ1kl6T5RnrkcNq3NM76wePhWLEFMr0o4XktlwoSza5aIKuWszWRpZP5uaQ6LiaY209nbFsSjwWJB",
-	"fS05iqtE1GC71oUpPhub0WANADnAbjTrcvmwTWHc0fXHHL025bF1bm681q/hLo7riZwWfbBK+zzA5E0A",
-	"Cm3J3hTsMMZkK6PNuPCHPShdFARn43eL/8PrO5NC0iD4VGk11Y45658P4siMJWz+2dxD1fWhOYY/x9Ft",
-	"Zyo79rufPvz0AV57NAh/6YA7QC6Q/zs+em9edxdbjIIt9HXktQnzCP9wYDgT9dkQTSGgXEaXihYVwUJy",
-	"3Z9Kdaq0ygm/D1qFwo6uZ5d1iLr2Rmcj10zphBRMY+eknE8NKTABr2us3J/Nf0bmP//D/OcP5j9fmv90",
-	"Ut/Ey2rXKDcugtZoidjUG21HU7Nmr8S9jeMO9k46aTeNQw/bPYQowMzaWwNJqqW8IvmyDFtfxQ4uuNnH",
-	"HBcA0DBA0ppfrZoE60dX6i0XGfuaFfwaeHgQR2BwQegBwTjAWFoCwb6mczpFA5eWJb+mmNmb4+0sJ3DE",
-	"Q+3KUY+YxxM6laAWOlkfNn83Yk+AJqA0nQLQblQyJYsl0OBuzQlvp7NuDVA00c3v+7l7amRYfxg4kxzx",
-	"wemI9rQgB8aWh0AghOnA+mzKn33lBlK1PTRRgEqKRiraaYXRVaUFT4Z2YnvN1JO23e3OFk44Wf4CgxTg",
-	"WvKYsO60S9JqTdLufQ+ghpxxo4ndYrZJGucA+spVTt1j23icWEOrAByXehBVWhToTLUQHjUW8zCu7fTy",
-	"P19YPPkG2PLe+p8b5guxWOq6tO6vnVFNIlaD3Ea9dhnt7rWNeOoiGlO0R749xoNk9FMnqF9o5Vx4tGQk",
-	"xaxjnmPS8Rf4UbgU5IZsrvsvd3LdNtcliudNnsv6SjxARjtvpeO3hgx2Xmzfftz+1s3k/KlDYH5qp9td",
-	"5JMocEZ7iYtMZXGb12iDflRzxrNboxMAJ+FWBjnNSG6fk1GBqbXmCVax45W0lhMnzF3N1KRkzAlvmCZ+",
-	"uywKL77vWjZRq+P+PSiLNUe9eZeKwWYXRml2PaEUQJ1/mX6i8/5d4KaH05Ldhs769hfbG9Zevs2Xv9de",
-	"z1Ef1zSnmm5mNTxE6hP5pmQM0lCIu99VhsLRj7YRbLYgllLJhHZHO6SsGK3dk4Zj5U47Xcylnij3dbci",
-	"Z26TqU8UjOEC2p1MS7qYodyoGkaOV2RcUHEFwLiqsTr9Dc7zNnckDKZNdtacDWveEd9bb1N4yyd4+W5t",
-	"gGntHGaQqWUMWnv0tIS8wsduUnM4mGfkRpa5ukBcYcgcce3lwVqEwJSxfG95Roua2uUMshYCtvB3VQ+8",
-	"PiK81SkQ3vbVZFHKfJn5NbJ8cdLb1YZwn+1UDyFd2Qz4fVxIkC1vtuBmW995d54oa5rzvOa6r/m73MK2",
-	"KUV7cKFNtQsIHHsWq7PCNlZ1JQCN9qPgihvVxysnE4CU9gx5YNkjJjnTrDQrozTPDruJSOWCCcpT6F39",
-	"w4KJyxfgBqOajwsL+hoWXTvCdUkqi4LOaTqCjiQ/wAdrptXdp2aIURzhi8wfcGndwWmv2RVrB4T69ji7",
-	"FZMYbpcTLEq0QPuIpN9EkW8EtbOMKfVsR/6P5nOmSDplGoaCRZK298rjpqxAvxeWX7aLIVEFciyWU6m0",
-	"R0qoRZOoZh0z7Dp5T4Zt1pLvNLs1bI0C4ALrOdFlZGOiX1bdcLEcQ3ppxRFwxIrER/NvBIP+ms83qPOF",
-	"l19VxMNv93B0zli4nyzb37nYFnDZNZBt4sZsoQUvmdqDTeyV6I/ybV5TrYtXLq/GBXUsHx1W/U0B0fXB",
-	"fLVb2GNPYpDafHP22MIGxp06q6sAJ3bcN1qwmaJNpehDpm3/sCbaea58P0lH5a07ca+jx4zfnTsFVfoS",
-	"xMne+xfQEUCOjFeheDmQpVuNmPCJRdY1Fx4+eDUelsPxq+iznggXJP14twZpWtefqjMRx7XXmmC7adBM",
-	"+eb6P3fLO75nPL2V3SBzx6bzbOW5GLsKGLlNM61qLNgqYZaL/B6HATDTp54FvhJjwzlgQzwxoYGbzEZH",
-	"IO2c5GzBBJT924K4USIS0YE8p3RE0o9JVMqCJVFMEpeqnUR3aRcuMnS0V4EfHS+bcEGLZ+5a8w3XrIQj",
-	"XeFn584zHxNBSBJpKYtntCjcBUu8/pX9DKH4HxWdMvNyKLVo+vDNcw5aXfjo2xfUtTf2NYg+TL2QSrPc",
-	"PMHiXuP0zMLb6V0xOzksCMBBsVvtCTPBR1W0GTPqbnYXdrvdO3PmwvZaEXMFWRRLhcmamOYEdSeyNGOh",
-	"ORTKdlx5ls3edOVTaCW6uagFhYNpIgt3Vy4zozI2MtJQ73uom9S1+GvJMgK54OUg4k2UDHvsG3628X55",
-	"zUrXzPsAthZYlsuFYqU1LK/Y6vDBitr9s2Cs7o+bKRCicdDQsNL0wo2+dozENRXVC8FWm8Geput+QRHk",
-	"HsZkKfi/lsydppVeYIvbAnUZnHywrROhWVEgxAcWdIH0+2j2y13nI7/zQhC/Mh8NN9auSARmOH68Yqs7",
-	"l/poea/z0WhFd52PWt6lFw0Oc4mvRqDKCWSL8JLIG9H0K1qJ/Cm5kNszIZHGqPa2WCSWySGvBPxt1JLe",
-	"QhotS9ENwtlpHOiG3cB4qlTymr1Ufb2n0dRuPoKrwY+Mq64Tzj7S2/WSmLo4pfmsZhKKdmkisNjWTsiK",
-	"NUpyDk1lWA5HXNzcg10vxGgihNHlNb9mgfDqhpKJerlkDLsir0Sw11UTYRSnqta0u0lGIYQNBgnqdupc",
-	"GWqa2Rn5gLWFZigeIxQK3mVWXwm8K1iDs01L8JJj+/ZGZoLNIFpv4BNkQkJqJageViYLG/NoKsIHQmrv",
-	"DOI2M/Rw/yQcsK9rRtdgPUwRR4Ld6qqXfH3cr20iUGX6uSQI8EEi0PgFWVAFLqQxza7A7Ri0dg+dsf3B",
-	"LieLo+BGSfjWq4ttfmrP/rVM8voiIfD7fs3775ONyfUF6YGG6OqLhcSL8PeDhvQ73GWtNEgDI2mly/UD",
-	"427Pr13QDcHWwUUJXLZONeaLbfZjvuuNgbJdkTK2ufwFnvonulhfkLdBLZLz5UI6pyuUslCmUFWRuQJN",
-	"Y3vFJDV8Aj12Uy1TTAlXFmu4TgRzYTszoEKJ+7iQ6rFLnuQGXwj91V7aWBSYOQxk47o8NBgH610xYSMU",
-	"Z7Qs8+8NLYpnhcyuXhkuOj0/6fXPj3qD4dERhEqgexhe71KnjrzTOJoudGcoO2a+UdUEtSjmXVu1uR4P",
-	"c+/9FPPYxeKDsVs8L4jbP1EkM9/GZM6LglvIG6K4sPl1bCGz2eGG4JCfcYtNd41PxzHUkx9Q+wNMRiw0",
-	"UFgPB1HiOShQCvzHVAi5FDaAyBFgYmEskdANqIgdCJnRsDveFVspV8MAX+DL6n0RYTyqS364ZmUiTobk",
-	"O/6VOdFhsGgE1Ev1Yu8ymSyVqwjbaKFEo+ifSoruG3rzCpniHulh2lYd75Rx77CQvSGqsXbXLdLGLfMO",
-	"Z9ZqKFVHL5xq1+hVNBa5I/kNRSsJi1P4nKOVZ76u021dkMmST42lCz3hdvlZoa7T3uBe/kThMhnbEo4N",
-	"3znv8aSemtHB8cmG0ckbVmZUMTJjt+Ttt5edwfHJPoPtrrtLAiPCfAytiF7nnHYmHz6eDNsMh8aq14nq",
-	"x7959S2PrZt1dv9qrD63GR0x6orLBcDfDE7bEj0gxcNle4xcUkdqSzG7XJgBsDy1SSEghiZS6kXJhe62",
-	"XFYyV8fZwW+5FIkIZYPCjoJY+wkCAhOhBIFw1JulSA8vSDqlC3Dg2lrP3KUKO/mPxcRNy685ooaFNDjb",
-	"bQJ+qEzBn7ujzoePvbg/ON1gB27MMLOdn2SZu3hUUPJk1IiR7fyvg5pQ3I74dSKgrRYE/mk2q+pgcHns",
-	"HeAPSMmXVRWp/eYPUD2KRMCvuuTSlmI8UZWHCoEZUTCXWj0xWzOFPw1fcBH0CwA9b0tF6K7w2aai0AcU",
-	"pHlibJBF1e8xVKdBPRrqXHubQ1Vp75pC2mYVVa985jrMbEwhSKuLU4sMb5M7fLFTWCj8jdGEIA3b1hVy",
-	"haGabKnJAXU511W/BlqrFobiRJ0IaHNgmeI9lNWlvtSdKddmbz1focFtW1a4mhbq0sEkHrjOYKk/h3rt",
-	"9YUuwefsgwZh6TmFhg5G8LkxGOvYGVpYUStsbQe+5HBTskaV2LuNWxqF9jtyKt6slUcGJcf1g9SWXQXe",
-	"oYfEJzHZ9145F/cY9cwxQAlIHABUA9x2gKxZL9/s9/YYtmDUMOUrrjZscdjWWPamXRNCITXJCkbLerVf",
-	"PcgKVTxzrgCeXH9q8aWQuvVMXiEfLsVSLWlR5fKQA1Dxb2YrFwurkPWXBU4hgMY/3C83DgR2y8YEcW8X",
-	"CU4RrHTz4h/G1ZDwe7uL3NlXF48n66IRWPhbqma7HvkXfyFoSsHptUXo2IV/oIRRjJbZ7JXMd9dfVVdC",
-	"xrWFPNxZtYXXufBwVcZ3P6Fg1jrTFU8Tapl/RiFjfMywzvXT+HktkdtjP1ZruH4gxA0VoLl2rYdjXbjX",
-	"jvQ2Bfibgl63ORwNG1QdNm0dItQGYzQjHRFI0sGeRqwR2TBKEp3iNRk3J2Yz4mDxsDDbNY0xQdL8axNI",
-	"XcGW9yM7MLuSNrz2/pcd7uJvZDllusI0CnwbrKTQCqJ/vuZ+cD9txraxPkY4mPHq2KaFWD3h10Auarrq",
-	"cJRtC/wto4WeNSbsoK8iebXucXE/rglfrElN5VUaBlPklXnvVuKv1zGYF7SNFjB4NuFOQWDFaCPoXWwx",
-	"p5G5tmlSyH2wWC6oyYXRaR4o5+xQWtwGrPRMH2MyMPa7v99p8AKf79Kg71vt4IYXO9JsJHrwjtZUQPsk",
-	"P6eHE5+bkxjiAgfopvcaIzoxECy0ZHN5bXH/3DsfirNxvzTztujzVupZc7ydbgvOMgZQvChNtVwHExqB",
-	"IbtgZWVhwAsTcWDF7QgLPlwQvFYFwjAwbWtBbD1bWjIjl65pkR56Zd6uwJNETCyWixHh4yUv8hoqix8r",
-	"u9XgUIJlMn/ECP98w43h5AZt49tbx9oOerR3yrZ5/4LJRYHojegB4GKqqjIrmC7LyRNMFnpCDsA47cf2",
-	"QO91z/uH6X552xN/Km5jGnt2bsAk2koN21D8fkvbjdbPvZFPzfkC512f37ARnD+reWbsIyrHzIcwXA8u",
-	"mpOju4MvtgAaHf6x1YGDfqLdws1uHZt8hOqp5du9b37j72jdunYt61ECP8KtO/pZBXXZVueIOxmquLvk",
-	"7UppNu+UsvCtyaeSQVAvVfDba9jrkMNrrRhA7jEX+OLwdam6uQT9lYvWa0loXtU3NjKy9zpmnGN+3SXT",
-	"gqoQzKbFhjQyw7kU8dK6T2oXYNPdthV5E3LH2oHbwWQE7yANFX2H7oXCAISIEQ8uHasyALi1ddv0i3bA",
-	"phdGjJqHOaimB5b5bABHglLArQBJn4x0tNl4ereBNnF1qHg7N0hFfzxTKUPADaB822Z1YCBrOSD3LYbZ",
-	"r7DF1phg6rklgsVsqcDUH1TT0jo5j8jSWkz1mk7ZW4CjbsWfhFBUahv3BEArZMqvWQOfarfnaE5vv5L5",
-	"akOk6iUtpwg4ilouIvhatOMLMubTKQC4McwetJFD1FWG/aPttlG/d3p0OuyfDYZ7DHI7UQo7Tkccj0F9",
-	"L2o0Vq9GmnhtderDaltnBPluKzm2ziyHme7htdtQdo3Zv9k5DsVzED+ubHG4BaT1m8s/tTtq9ymZcSgu",
-	"vmbG9iB9cJ70Vr3wm5LZistKK4Q+XgRCx4uS6bUtuEHPc07c+0mKh2mH90B2LGVgUuzAkHZXIipf/oMo",
-	"VptWqlyyGBKhlI3f2w4PEnkDV9EBhEF2ASoyLPcZXOv8cV+H3b2rBnTxqoWrLVZcOHKcjrLOF/uLsTtr",
-	"WR0erRp7LrqM/i1FOWvi6Kh/fHTSc+rLjtLdPfIXcPe/s+jh+5QlBDD7kHqUzaiYfsJ+25UlboVAkCUu",
-	"hQ2t2fL2Xzv922Zy1Dr3WG53Hs9Q19+VCL5ZCD8ke+pyXT5DiAxevV1S26LoDY/dIKlHZIJpwOMV+mWM",
-	"MeGBLVx2zniVCARGID9Ak0hAH2i24fCpQDba6ZtZbIhafhbNny6aty36b0hU+7TRz/J6o7zeR1ZtFjbt",
-	"2eu++/y+Sb5WffydpZj7aW6mzxtg6nbHatNZiS1xb1y5LWK35ITqthzqKr1o31DsfSXLQwtCtwEOIotr",
-	"lts5Q1whhKTGpFY145Bq7S4vlRUf1hGV+kKPw1/HQfQQlfDT9l1QHbauKXitIOhg7VlgG/Mh7tt9dYEQ",
-	"8GfdbiNvoSIC2yeCw8TqCTGWFlKRCJcNS1Krx6RkuqRlfkFSr87Y5kFepcEcQd/pCPIK+VSA9Qgov1QT",
-	"StI/PX+XonFu0Yxgz8NmXgqnRrZ46n/XOssWG/YyIBix9Ppstn7WjT7rRr+yLfuoG2+j/YowsqXFAeXK",
-	"WsqGMxwqZZcAW4FPtKrOBrdbIhzYDaTeOX3IPjB2udaAzTmhvFDWn9k7T4QT3Z1MiknBM52SAyPX54AS",
-	"RDIpsmVZMpGtAkQQ190iEbD+JbnhwhZU/krG9f66anuWPBa7Oq4FsqkuSV07xXTkdY0uSZ0cD74FiiWi",
-	"QkOCHFJbVm8LXc2tvpw1HQUFreYXLKBNRwBd24E6P1dMq+Jq69daQwTRE2UTlsLyYNffMo7ciKM48iOA",
-	"pCrzzkb1cHXXruJhp0zdv0bLQUVDvS2UBzdAa13EMnrlCosQiNbrw7abclZSaDulspIZkfGMCvKCTJnG",
-	"+iKnwPwxigFPIhpFS+WbwdT0gg0h0ncVInZbvUd/U7cWfNteyugbc2mToeH+2I+rnZ+r21sYWhJFeU64",
-	"jgnkGq3D2F++fqHCFCggTRxRpbjSFIEEQNOGSj3ZYBR79S4m+V7KxaYWHqmQHR8zHlWVyjOaEyHDLSdk",
-	"x7zPXZ2OMAiESdBzdNmXcg6PMBeG0wpeYvi//qT6nJo/7u6l8NoBS28AVMjhgb8WEjY5gKQjaF+Y5yVT",
-	"iky4VofNuheY1Gl2xH49iGvXB/JeNY6Xgrz55hk5Hx6fusapXfIVUzy3KVOYl+kavlF3EWDuAtpDIkDI",
-	"xiSTOeuoBcv4BDXsMZAT02qusE8pmpXQvN03thfw22G81tT0wLUlVgS7Z1qrRB26aqd6w1O8wVzoYFex",
-	"wy+Fhxy2WyO784otXZ/ZxGLXZLQ9qRCy2EsJSKdcAfxJmHTUJa8M3VB3GDN9w5ggJSsYVWtYmsMNOrvt",
-	"db8W3Rc5v+b5kha2ebtRJJYlU3FYg4FYntespMXeJrslADSMf27evjN50Pc8btp0iEO0oaku1a4lbxu+",
-	"976FnthLue0UkZMJE4BCa9v9ImtWjeV9XvdP/Q/Ytn4PZ1StUWx7lRn8bFFdaKGkS9pLwzarKbEdzLzq",
-	"iO3WCznttlTJrUOMs40gCgBqQnMIuLhZ15tFr0H8HredJNhPur2eqyhwWW1A3r1mvef5nq/akDtsXvbt",
-	"u3evCV4AQqcWcj8+Pw/01mGvvfwem/SuYQ7MZKlDNBNdtZMGubIX6J9urwIlP755YajDSqjrE3Tu8JDD",
-	"N8QkrToDfzSzu9uHYO3KOE7TE9M2WW/TZEIZtwGjno4LFpM5zWZcsI7hJ/ONA8dH/4o/QbB3jSLqhuts",
-	"RiS0juLeOyOF4QwjR9Mu+Z7dwDIqOFOMQMjzZndQ18YamkLH/qMr9q++WdCSzpkGxajZcjuKo2an7cBi",
-	"aXacb2uuXz0TJEjwQPcZ7ZcOOrmr+KE33kD/Me9ZCrydLvVMlvwXyK0ey3zV0VJ2ILsEft/Q6nrO9Ezm",
-	"MGZaFPIGbneDQ0/6hl5W7iIsawI0czZfSG0syM4VW3VKZjYwEF+HUymXov5hwgVXM4b95DTrQCYMs9O6",
-	"phyr+GPYeKVomjktq7Nb1WseRC0JTVtOZ6782cxKtp+LzB8v7aLVSvIwWwm0fYu79xrvJi5N2onFL3wD",
-	"/af7njONLe7G5RWSDdt6Y075s3pfG9tyE3PmoWWbNw0rTCkbIYHmbt1EpD5n2NoO/rNvthea2yAfFBz4",
-	"cimgQXEm53Ou3e0hVp+xOSbLokhHmB8Aia51oeDf1jSq8aFRHJkH1LkuvGeX4fSXsCyuYTchFMAo9af1",
-	"VvwC7DVkrNcnivz47pvOmYVXIO886DsANgKwJohIdBzVM7XtS7PJ+PgoP8mP8rMJ7ffZcXaW9c+PB/nx",
-	"gB1nQzYZj4/PT/OjIZtk2eCcTvLjyVE+6A+G/ax3Om7Arp32axbIad0Esa/cgZsQR2+g2ophMWhbgRA0",
-	"0PONz0bRQio9LZm6f9kQPCkFGA0y6PUuiAO2RgXEdhbE1oWWl8hx7yg0SHEwH3aWeu3f9w3LB9vrk9xz",
-	"2nYoBibbu4TY3VayjPFFe68Qi+hdb9qRFT/3+n/++i/nz4avTv/x3eD92buGZVHHyOjXMTLM/UEm/8d+",
-	"Lx72Nq06jP4BmS4u8d3OcSJL3Au4U7giKfxlQWfBp2ob1OoZg4ZuGmLME+/qJKmxsX1IEnASql5pwBoz",
-	"qoi98yIR4MASjNukRhaUKbqs0oPhYEDS2pmPJYZ6libCDnGDYQk4F9gB/Y1rod6iW8EFpGATX8oDGcFP",
-	"lG+3Du16YWgXvhV8IoIiVOjh7tq+K3Kg8Zm+k6Yygpbx4iCbUfCGloo8JcPDNISQlhZwZrzUpIHbWC8M",
-	"r/v3W9XrMO+g6XosgHEVqw6eIASNfRmgrs2PDLPDUK9KhOvhho3FYFV9NxWak1waofo96tbem2z7+zLb",
-	"bxaUGMxgHfaGjQ549wixb20ZuT0AX2vSpiSZ0LLCarvATGtX+4BbAvaB2xRm7ECeTwu7H7dZ7lv66GEb",
-	"+3DTxgTK53FRwe/3xBxgNxVAJay4YcsZVTMz8Opg28uL+7jYflwFu3wiywtbAVb1C7fS1oe62S209UBb",
-	"zcgs86AJOKW4fmhr5g3HwKZ61cswNYVDrR0MchRUzcWhCHPXueSEi0RI8PkUeFlQ2OK9DVh2ZJNAwNFO",
-	"3gUBLEcX21IcMcBg/BdeiCJWTV3hiUGxdMLSaFNpq7zcIzvcnYf04bjZ1cQ312LhNWspMfeotA1i0rtx",
-	"aTYLy+c0m9VEmItBxe6owMCMj9tSpdh8XLC8DcXnHglgNltqp4x7KG5EpfJsl7b2unuLgR2FZRW3h0V2",
-	"INzkpHbexOSfkletV5MoSYT5/yiNCbulmS5Wxtjzp7axjJZFThRjlXTYVae2F6C9HSSEWYzYvak2BVqe",
-	"ivL8MTrF+9VpQEoE2c+eY2v7qUH2DcouyFoAS2tPxiuNMWsoDiBijaCkbT5xfBrAJUYfk0jQOUuiUWLB",
-	"Qn6GbQEQ81Epb1QSjX76mLiWmnAhxjLhClTS4VvfQhN+gA1j71VXS7ji3eVXnX6v89XL7+CSfwEyhofl",
-	"awHiG/YH5+dHFfRddJ71+2fH9Dg7ZueT7Hh40h+c9c7OT08ZO5scD8/Gg8HxWX7UH5/SXn6U9ekZO2eD",
-	"rD/pTQZ0OD4N4C61lEUXEX3WragNjToAKTyAVo0xatcDkYJ4nU4JcdCMgMz4qDiA94fixCCw61EBQRaL",
-	"1/9JWJrgqYFJI9gGhIvw2Hd5BASkHRSbwSGIygJVJP2Y87kymnM5v0vJgW2tDntyKaxeoaoHqcNEANKX",
-	"AIxH9JZ56EfQRlEiwDHqfMNKW1cM1yoRHvQQIfpSz3nOCPl1sDMRBrBdL0EEUUTtbsAK1hFHQW2nvCAA",
-	"PZ4IVBYOvDJhKRG76JUs8a/DEYJfOu04BhOFa/cEIYkqpCZ0SrkwZuCc3iIOcropja+2YXcDglaYnp+M",
-	"I4q7Mt4HT/SNgyZopftSBMpgKDJVDBjsDpt8G+5zW6iq+SjszKX5dCmXiqjlZMJvndVt5ciBAxPr98j/",
-	"83+H9N8/K7h+MrToTa0xRiuQ9nk0F9Nv8HLUJvbQJdYhk/EBeH+8Dda6+c4t6JNQvi+uWSEX7Imyqdah",
-	"r6pC8/Q3dK/7da/mhmt2e9TfBMGN9XCYnDOL1lfVZgvGcuXAtzla3+WyapfAynRElLszAT0UlBhwcpqP",
-	"Fk+tS1L8qwMmBjYS0B4urqTiSvlrE5EWxRz7HDSTaIKmd6CEWWey6xwIBVRg8Wn0+cTQE9IbfH5mB3jg",
-	"2cxRcyAoaQ9BGwvCs5ImImeLQq4QSaae8eUSauMonFwUR0Uxj1xteG3t7A87fNGB66EtzWUtu6XWRPhk",
-	"SCrXT4xnipmOTeHCzJdEyBJzXywubSMhJiYuGQYwRzprzYLNwmzF4t2U3NIKFtLub1yKTdLQM/4TBbFh",
-	"1iW+zQc2mwli6rlk6CW+EvIGTScEILxiK9VWZ7cJMPQbGwJzOBBgPxrDG2HPW7E6G/37t0Kc1q++iyOL",
-	"fv98gxD3EEkOOBmPAhRVdfx8LckVY4uwScVYLkX+yJjPoFttNOu5OaaQhLZjIQaSHcVBtDy4YaKZ9S50",
-	"QksaxBLA0+8CiCGMwHLKou1hrkgKp+obe6WFyTe//YFUr0sfl4Q+zrqZ/Q48wQz5xlTkUrD8EJLXNb3C",
-	"1hXYlQnm286cG+a2KSOgsiIa7FZXI8gB+9eSAmBVWmPf9PCRzQqneGzKUVkYmQ+9b0TmNwUXhE0mLNPd",
-	"Flf3rkz2RZh8uD2Hyl14f2+GEdfb95C9pI6jalMTsNUnxeCZ/V2KjLUJhQdvNa9R7xRM9q0zmjuNvx3z",
-	"3oxqHfT+ETtwbPe52OI/uWACXfGP4luBJY2r8yTY203Rvnk31gTbOunDfdCqmy4F/Pq6tRs5IM35xPBy",
-	"KZ58goHxqap/a+npFLvF7LS//kQXrlL1ctKaweEKVbFfdyUcUSEoMIJcHQprBatQNZP+mmicW1cRhf89",
-	"465mHzoXBRzN99F2aoDeVuui2YzlTueJCbzUN8uF+ll3GrWdOY0J+1dvmPKmFEvXfYVXUTMzOjAkbBf0",
-	"3CazxChVPOwEJDlhoxPb2gnqpQ5S1Le7sGfTQyj0KGnGHAdY1bo/OPOKciLCvg27Mseb6nO5FB0I25/1",
-	"Lk/fPaAvQj1NvD8426hDPwyaAigqQSR2yXMgHrpquJGT+Jg2bvo0hXe/Q/3rF2/fvfj+2Tu3g92u7ZJL",
-	"sSIICQY+NptrDECZZtWrhBFsX3yNkG5QZcvInFGhHFCKsQpj0u/FPUg6AexL9HNxRUqjOgOq6Y24QKRn",
-	"0jdXmv8BqFdB51bthi6jrdhma4BqD9QvQKQ+957H3QWR3xlLQCznrOSZ83iaCZVhF0TyNPikUuwJJCfV",
-	"OU4VURalVmlGobNG3U3arnc+rj7kdr+9LvYmMS0KiE9Dj6Z6rRyiTTltP50zTbthk6eHK0bb1QyrN9fS",
-	"ATBKvRROcqnHizIvRTtQxH8WzgEYoA2XUoItkTGhi5VXxe7VIwTceDtUinUlrf3IfVtDol8/Vin4rAKA",
-	"+BXBeBSgnUO40CUzBn1EbqhKBIATmquoECk261osSnnL5+YSNLEOvv3+7ftDdPNAzRX4p6jhZsXKRGCb",
-	"xDld2fwW7UCu0YUVtPqoe6xusZcmFaJRhmh/2JEi9/aKb6wuez9bVUk42DPR9v/oYhpfxzBVOrIl1v4b",
-	"6KBTLpYqHSWC61awubgNBsDeLKTugI8PXYGIBID7GiOXqU240kQuNd5gRtXRsgPnPwxJVesI6dqQPATu",
-	"UJephE09IaNXSPAyGfFua04bnkE/uRBmyg8U/66Nob4a/pZdHl3IRmwHstynVX6QzIhYmeqv6ILdhgdo",
-	"s0TQF0zFlceyH6+sBzcsmYWQT933S4Ik+8M99ETbuLk2vtYt62ezCVXZOou56CxKmTFl85OgVSustVqW",
-	"1/yaYbs8OFIOuyR12avpiLy2f6I3dTFd7xLsGwv4nNfa0vpvd3uB3wbgAveo8asYmbr8K2Rw7PwOGg8L",
-	"FDo4laiGsrnYFlZb/UG5bccFOaBVv6o0qCUiBb9iN1yxQ0whshglcpII6HFiHgs2Fg5zjJsYuALKN1SK",
-	"yfNvgSeJbX6dUU0LOV0yK+piwCAh9Tqmpx/Nw++ayrXj/egG2ipFcaQA2HPQW4ub77dJwp4hbby5xozb",
-	"Q7HB0rqtu26WewIQO39qkR6qaASUuJUuM+2+EOm1aAi4yIN2ZySTSqv9ut0EdN8Xtuf+ZPcVOpur7qxE",
-	"WSeT9/+r5WJRrC5s2wDMsQQa0nGBVRl7+jCqMFpN3WgmTcURdnW3P9v4un/jDtDVYAYwcCNiHXiiH0BM",
-	"eJd1zVzgRgrpwax0qUnwrnriRKCJ4/67r3gJd+tBXtKJJoPeoNfpD8i1zOh4WdBydYhihWNj+ifKioWR",
-	"axMPdbuxM7RUbKMRwIPBC5XrS2BFlzKWGDTc02mXvLDKAi5M0DfDLDbFalLUm8TKlzZDaoetoiIzVrKL",
-	"impwpDGwhCgEZzEG6Ey4tRMnZLt9ttmGcKrjSDRAuTbfGVKsACQ+JlQbjSOT91GFP41HYXk2oTNgiuJa",
-	"4TWsti+vvV8OokN+ud842/WEOmB/bYncxCqh5TdBuC8rYdOuZoRYPpuiJXAJKPd4p23+ahnZqIGAeu6z",
-	"K4w1Gub5W1wvfzL7LdQlX7OCj5m5sFiharsUsCVK8IIkAmrVGlXVkFovSCqWRZHGYMAx5XYOVDyAPXro",
-	"UqFtN2CIoD5RRN4Id5XEfYLFNoTaIjs1owvmYsyaQeHoNBHDwSD0D1AyZQLcDvbNUN/eTUQiOiT9mMAa",
-	"Qu4dnt2Ys8d/YQkc31Z/E9iOP4ViOqd+dslzC6USe+SvmPhKse7aG7C4At4wp7cWTcm/hyrXQ89YpF7H",
-	"BaxqI1yg7ILgM6pXr78F64thBnES4dOSaHQSJ1FRzOGSbMboAschc1bAd0HL6yQy44HobYr3p+SalWOq",
-	"+TwmE2m7sBh9FemPaLs5K8AJUg3uwsofKsjLl6/Wh6rlAhMd8Y/RkfnTgfgn0ajXPXYrAGaoCsgCLjDq",
-	"+qKFkDnuAV3y1q8KAuEE43GZFBi9smZEp7KwZdmygNb0giHbv2UJv1h3KVIOQoAFNtzDaI/Q0mYJyNIB",
-	"Ar3dh2VyltEVvG9Gi8lLPmGvDMecnQwhfmjeVrCKKhOauy0xZduYBBVrm6DqJIBNRt2+Iz6Yd4JYVRXU",
-	"w86dkIgWbdr3PnVauxc55KCqccWD/zC2TvS1U8BF9KweacWvuo+KvjGtcUfiYk1jbJfLIAM96lQla2EL",
-	"VlEu8paxNoOj1sHMDx2FgJmD2+sA4LP4DmYMfAnHUgbHGK513Sj0j9rXJGx37FUDbSsADu0JzhCiyH9p",
-	"cUDrdNg/o69mz9TO8dMdDrhgzG2H7TveFsvDBgeAEcVZSQo6ZgWhoCP7hjZsIzxeuIgzadbmhpZz8NQU",
-	"jYXBn3c4xaCq78cHQHO984lrtojPx6VcFnYtHR7Ujf5RfxBHcqnh09lJSyp4q1ry2pb6wIseN7juBrPG",
-	"cj5t71d47VqqrRmCH0srK0lZPLO4wPfET9NSFhWMFLHYcPmydInbLZhqtJzaXv223a8tQ0AMevCgRjmd",
-	"0ynLO1J0AGgNAzqgE5lp2fEYZTEa2aKMnwOYNXiUWhb6dcmuObvB+ohyTm3dw5tXl53j40Hfqh5mkC/N",
-	"VsHTc055wfIkulsvJ3Bjb4m9llOEXnUBX0sLOOXagHweKsw9EbY5IrEwEebRbuEi6VoDMlIWTxQo4m04",
-	"L/XwawsIUI3sGzBUfC6/7cSMTpx1VLthb3erH5hJK1svSxE2vn9AegBydQV97Vn6ibJqfpc0ASTQcco1",
-	"dKUPrvfoEQcpdJb7aL6/Sw/jAE64oABSCXYDPj8Rtq4Xou5ehlcIE1C4aHah62k9ZjMOKfGYvwcxKgu8",
-	"CYcbQIN6y73pHHOwEK0r18C1qEp19z4Ow8bjOxJc8mUJhterDWlUhQxEjCHBFYwnBHTd0DlrXXhWkWau",
-	"Gb52W/JWZUMYDRB4pJByQaqbD+sj25FT156ZVTs8t8LhVlfeIUCikeZq8/Z2wukBC+jPij3Cia078iFJ",
-	"F+akcRliPmBM1zrzNfKvanH/rdkWkCQe5AncxXtD2teEzL1r/i3SsguiBTsWs6/MSbBw2AVVOK8dFaCC",
-	"AcDH1kEAPPauRwEgvxEQACsf3UUBU5L3gE0hBQMUW0SqkBbhwkwI7oiJD0gq34T4YNDrWQ+pkHLhCsMe",
-	"GSTg/mX536Ok2Zq+BRyOIikmlMy40F3yCh1vZrIIOYVJzohH2U8EwFyAG6Zv4XQAsgjbnXHDP3N6e1AN",
-	"ISYzPp0Zi6bg166+HW/6A+kfpnvm5qz1DbArvelA/l7KRXuEPEg9CyLkgBNdFG1xnHaEKwx6ABgbF+RG",
-	"lrnaD+Gq9NH7bYsZoMiulwxThGXbgkRlSLC1HTcNaBC7jT12W3ydDMLSc5eMArrfxZGVKFs82Nz5LWrr",
-	"YMMNN7P9HdjmtW/t6/Zpc7EjR8hmr1ncDCsBXR9G5BWjdnsB4PZ9tCt53d6xN0niql9CZUozm9lxL+q8",
-	"t2/eTZ0Gq7khV+u5idneblrvy9qp0VhrdFSt/g277mFtXfbbq0FOzpb+JvZZmwj4fhN3wHaVgtUSe9Yp",
-	"xvMNxx6HXIAaG3nelSWi5YIvNiYW9n9/r9Nz7HO917Z7yApspqaZ7jopAZc1W5Zcr8BNiqQZM1qy8nLZ",
-	"BlR7Kcjl6xfkiq2CPrC+VhHL1w7Sb3744d3rNy++f/fz5esXP3/3/O9vwZ4Co80ceZcWVRJUxBH5Cl5I",
-	"sBf4FVu5PuBwXppXKVYwVyOH2Ep4DAINwIKGJ1TH4EzrRXR3B5AqbQkLviIVVCzhYHQAMtR5W1l5zTNs",
-	"Cf/y5SvUAlSXXAprfiJ2rErEf/+3k0b//d/kwGJBY5MbH1g7jMlCemd1TWm2FTDqCsproYofQHJ0vcLe",
-	"F31JwVyCs700k3OX4BPC6hgLNhG0ZreSutkK6ZDO/3hLM+0UDofu5a1WcMK/gzB/lelm1HwyY7TQs7ge",
-	"OPaO2tjaxS414IkypvOCjnnBNbiy13oH2aB6mFAnEcG7sitUIg4MQcGftSwFqKdqwTL4BnKkZTllGgtJ",
-	"XVy77gzID2NP7RbiQc1kWLqpgAZffEEM+zKhOZbdmy/fMoROcHsDwg/IlDbw5jP606fX/dThoozMzYQQ",
-	"ki3LgnS+JUnUvjf+q9pS3z3/exIRw+Gjp0/7g9Nur9vr9kdnvbPe0+v+UzdHXC/cPznLPGI67p8LEmQL",
-	"UvLjm5dQmle1TDIWjUulTQTeZGEpLMPaNFv/U2kFkUc1HPaGHoam4FcsSGqv2zldculrmKXzs5hxg/2T",
-	"Dnv9FMHcIUKbvn//vhMsAXNESm2Lk0AUQV6CWVu51KHAumIr5XI3zWsL1rGYbQepTfFID3GaiOnuFqx6",
-	"mo2odhORPsUt8IvtVfUUSnN+SW1qq2BY3WGvBg4CeFhYItzIw9tbuPcY/oWNyhVJIUKAXOZgl//wTyVF",
-	"Sg4cLP5hl7wFFONESEHSTOYsjS1OKqQ3gEwzzy640pgZB7lsAaZyaoPbFx72OBFcWTjUCh0enjL3APFd",
-	"8lcfhUdIQlooBBBXFLKVSpaIg1RxzTws4WGMuxHh1Wf0mhmt5Irl5CCd8Ns0dmE7hGJfySVw44IqzRJh",
-	"xNWh1YKayOHkIFWMpYeNLaVI52/k9Q9v3+3eMSRJ8E5yr51Yu+vJMwRw7LxbLdiIhAtoFu5JeHVOnnxM",
-	"Ip7bmDrFwLA5PdDfbWOiYZR1VQus3j3BZ31BhoMB+ZgAgDZc0UQvhmeYBcAQf/CtfQD8XxJN+G0SjXYG",
-	"cc0Hhm+qxxuTKO52u3dmCd5UmMMIozhZKuaqPn1qiGF4e4VhGlcGrGdUIM5jIiyUOgbaU49mn16Qfy2l",
-	"tngM3LZ+L9lCInpABfdt95wbEM+VF9kNiPuDjaACrk6qk14QDygyOEtEhVwARViZLEtWUA2sC+j49mCW",
-	"y1JdoA/phmOKvBNSc3plxLXRWZeLLnmOaHU3dIV5jeZsh3O6HZa/ZGohBQD70tzIagBecaeNA2/HPvUq",
-	"pJ+jy2s6BbmaiGeyKDzwXukA9JRH/KEWmgJ0VHJQ5avHpNvtwsZ0eHpBTweuLLJ/WtVxpF1yqa58NRzo",
-	"NVCvMV5Bpg8cTFitkQjfsC8s3Ljwre0Vs5ohPMAwKTmwMpwc92K3XIkY/L/svWtyG0fWJryVDPQXIcBR",
-	"AAsXSiIYDgct091si5Kbol6/bZW+rmRVAqhhIQtdWSCEVnDi/TULmJiI2cFsZHbSK5nIc05eChcSECVL",
-	"6vYvW0RdsvJy7ud5wrDVYTgA+sAZ//sc5ZrKxlKkqNqglwQOkB0haQcg9iD0wFr3XjUR03XJ80FS5NG9",
-	"guo7+PJve/b4//N//E99/K3qbwzfdDqdt0Hktc6gTFn+efKrvMiT7Ozx2fTXyV/7F/84k2Hnuv/n9Ij/",
-	"5V3UuP1tP0Gb+r3HuKbf3je6R7Rjn5liLbRwXFGAQYv0DUy0HNAU13ZFfHrJx/Gx9kZS2xGUyUjGZ6P2",
-	"i0KK9jmvkklMRo6ji1w3cOJ+OGAvioqdF2k2ykQaUzW6LODArW6IDDRE7TVDFjWeJN308CoUR7w/GqS9",
-	"btR4tF1ZebKWJkNbxZJs4kheZlpe6M2tLYR+v3+khcHry2cohmq8es24F/Yet7vddj+8DB8Pw8Nh/6jT",
-	"7fV/jVvHkTSZHnwcRWZWmPlwwrOSCgQFyp743KJbIZWFc7g80vJho6s/DjLyMyH5LGsMG/1O2Ok3kCcF",
-	"vFFjXOn/H4tNMF+0GhBZnmS5MMiS0C+hbSDtyckxEHNADW4yEck1YE6kAtDVZLIMIgn9StrAveJKsGJe",
-	"aXliLVUtpaE6skwmAlYBgI/RP3PS/DiSWs85IxAlCCePtZhRKgoS7GNR/Qm+DhPjIMfho3thuMI6tmpJ",
-	"bAMyL64hnAj23H2hA3o3+MnrgRBvBnme3UAMBXUMDNHXQtteRJcf/OeF5aC5vfWjDo3hm7emDGnZGDae",
-	"ZzdC6pdqvQVhbT5WUHWDPGNv9c00tTtuCOMQ2BYgBGNODCwOZHkybWXIBC+o+LX2U0o+GmUJaoTDsM+a",
-	"mLa4EFW5bEPPftyyreQJl7IgTFrQtXAeqCYVM89QJLNlFzh8+o+2Ee5CtN9te7hBbdghFwA/AJsbJ+qj",
-	"bY+gcRj2t91iJ+fgtUficdeWsl9x95666R74WmPr5qIaeRIrpgR/LrFjyZSFKtbM0oA6lNJsKqSi5gDt",
-	"mKGtl9Vat1sBPOD583OLGKYCavPT24ecHqok4ZW2i/Xfa0BkgdWABncV1CzUvgg5KsqESB0iaZXmI+X3",
-	"lLBRzsco8PWszytik4VP7oDmFeBRoqJDZcoO2Iry3LLNn/kzTJXsooId82bzertLDs5G+gXw/Mbt24ec",
-	"E7jDngd9aOxuqbfLAerUPMurduZKfvUks5czIU/OAOiNV5mekFpFsF7f58/PtbLTfqzLe5tvtf3um1pW",
-	"vqdXBqwYjfJMCuoyqUQ5zSQQq3bYc/EuS3iOvSOmahZ6VSdcTfQXFCVKOOuiMNkel3yqoLQl0yqt0rqM",
-	"qQkvRYrpAXzeVHAJEa9G0HDbtzHsPx0gYXJjgsC7VBU7QfDk+/r412dNnztXEeDA8lbe2z3sP6YXg6mQ",
-	"tdWU57kbAP7VQtgNG4D1aZ/c7tMNeuPgmfBQB37mY/EKynkPQ4jMf1+kS0LI7YaDp4dPHsOf3XW9MLwF",
-	"0DxcTRgYlKJ6I/Aq4uG1lq2Dhuw1VtY7WbFV5DZo/EOUxTMIWtU36Zls+0S0wfoeBRcGaBP+/XbhJ1jh",
-	"Datnu2Y3rt3OOrYmEbcYYn7wvObarKhcLYvvU7VwzW3wIPXcDwf3q+cXRWW8Iv2+QdjdSaU7ujGwA8L7",
-	"bzoj+i6ifrz1df8P1MG72p/oGQFWD3p2gJ9nOHhfh4i5xV21GYHotOTKND1SfzamU9AJyFQdSqNp/2yB",
-	"VFrDSHrIPy6QYxDfkSkdNIw2W5N8npqCMYlWq1SI+wKuzoJr9Y+ohZCuvxKQEaGMJqV+/FGhI5RVFL2G",
-	"Itdc8BujEyH9FAv9pWnMqLzFy5ZGshTT4kakx34Kpl4VZkqGanPEndlO7Df0liELYxQIg3DQYecb8kWl",
-	"YHNZFXNt1VsjKJIQV4LP1sJWpJhNM1TA+u9dBGbeZK/g6H3In71NFg/25uEGC05GXROcsFExN2zgSMVX",
-	"m+ghe+ooyLVjnkx4FQfsKfwD0thxwPqOSRz+7njTaqqD3t890geFFg8gDFYG9cIr+8C13fSYcA8p+SMs",
-	"BRXobJGStf2F9CnjQm/yj+iY/GZS7EN9ILsGOGMrx84Xe76Ma7y93XdnryJhvd1Jdh6QjLjPu/IytZOC",
-	"0NYJ69vb2lqyQZGclTzNmnTEqNVNprSl2QpMFyaCKf3zv/4XwDpAAh4AhQ1SCwofr0hce0wZxEFevLxE",
-	"IEi0eqgJiZLzkFdoxlM1bnfDdhgjWd4C/TXJ4IejdjduddipKSxxuUQYh5pr55ArU2Ci9HnOucLs+49Z",
-	"rs2nqyUz6CCBD5ERVxnkQF3BLMwA9NvqlyADQCRj0hrfOuisDnueYS6d0Ma4hMSnUmDKYQBU/0Ks1koR",
-	"kCzTBpPhH6F4PIyFovSY9wUNFsnEphc2ids8UxXNy0PkbLCtvtdW85g+f1e6twYSnekbkWnKdrNYg2/X",
-	"4IlflrNxUKsD0ktZH85UjbeMhlrHdxsLlB0ZNJA7h0JeL/FgmX61+qCwxWzToPS1Ow8KGuVgPPf5/bhd",
-	"Gztc+lzvwF0uJDSxj6CVQZr8fEc3gLkYV+FHe7kW10br3nvvK7oS77zda+Gh9XKD0vSxVGn96zLyoyrO",
-	"HXTg9zyl2xpfla7VE7yiaR8pM6VfjM49eC+w+vB2q/bVO8IqVABp9+ooDapYrbsDNNkSaiYBpgQhL2q8",
-	"bwBeiQhvnueDhijqCjRDkV67qCbInIL6st8OqRPLqDxEYsMaxw7WGXBMTksatqu4r2kxxWqqi40Lodh8",
-	"xq6WGI6FoWhdewJXifSkipl2ZJT2kmSxcMFVqtABnmF0NPDNgLiLieGr+XTWYU2jVm0WCamFW+xEWk+O",
-	"IF79qilTLYXPQkcMKqUMPN5aZBXWYV1vbkdDAcJRS4gHY9hfFbpiUwwgfZhq3Eu576osPoJk50l1r2D+",
-	"kSc0966f5t6bqJHF3mf0wM5qwN6p9bW19+7XQBj8S+n2/dTINr/Lbp2vTFUMdoliwZe/KKofgRD/cymY",
-	"CwCjkTTXn1CjBO+3LTDROyM9vJHMAcOW2T5yrugDMwSX6G9ZGq9ZsvoWI1BmHHLeJE9IMX2wQLFl9buq",
-	"RCz6hSzQwzQwgiZu7btImcpSsU7bCPxYK/XdnHzNU659QH2zX41eJxZuFiUWkutNgTVZyCdN9ViA/wwV",
-	"vD6ENBasp7arsEX148pl+GpaOpJN7uBM8RLh6n1NgbZqueppU1noxeBs3XmJFuYqJyy2slVQXwOl2E3H",
-	"i93CgitQ3qYwewNIrQOPDbyhJJQ2jWTJ5XVgs6cG+D2dZvBaqFrLRnqKAuiu0VbFN99Yuu/ON9+wC5+V",
-	"dzv5N1WLfQQC8E4kf/EIwINaUtejAIfP3UADHskmFtwySwPOXjlObirCRip6Lq9ZE+s8AwKICiIJ8C+B",
-	"hYutNajj/BBOErXEApCSnquTdaBhmGu96+yaaZvLADa71coUO/n+5X+c4kYzLziud5NlhN6k90WtxxSZ",
-	"/UwAeHWTKL5UkYyhMbNtnx13WCwFL4WqzjOlYpOVvwLS0sTyfaVZql8VySQXHAAKWYzktT8DMHsh7a0Y",
-	"FKL4EV6DVjDsDD03NIOWiVfpaYsdWSk8akF8v7N5VX9Yh/1YlF7jMOK02e2cTOby2lS9jUo+NhiTvKrx",
-	"xUbSJ4yF7bj6QURoiPw4ROxsuWivlpXAhhX9f4Er9oTaBkuyCKa/HpKpF10Osc8nS7HN5w/4T9IB1PoT",
-	"UAYATn4ptANzw/MYVyTALYsShtaxRXDTgNQQSejnkehrJFyypBRpVnltLjMOJ8+vyK2NO5Km8nMxKZwY",
-	"3vIN+nTFPr+s3Qw4YxE209zPyTv0ya6B/pfkgQJueV+LPHLU9NtYgGmfXSA3tt5ktbYhy3aO7SqGQpuA",
-	"9Q3TrhYloMpMrSS+xmBNkQo5eG+uB+gMt3haqcVYlBwjWYXD1aC+K1onA+sLyQy9aNhFgDDh+vNHorQM",
-	"BewFkXr7pOiSlsyoCpgv9HKwEmuV95t5tN+s+epPJ+3e4WMDgfL68sf2U9jmqoUQZNQUBbgO6kJMkXjd",
-	"rXVBKhL7w7Q0RxxviUcf1vuRMr1VxyxGYRt7yF4A7IlfPaLCnSayIiGAmd48aj4VTBZER3QlloWtwiwW",
-	"Ehku0ec37fV1d5Gsn4cms0AXfV+kyz39Kh91wNm4Vt2a2QSdqVWm1ZiwqehFRMdWLQqXKrDfZXNNDvXh",
-	"jYehEqBv+9YHQHjjfQJmIbTEXwhqndIaZ47yIyl5ci1SppJSYF8XCnwES/pOG7EFmLx67GBSuwev/vjW",
-	"dFcPMKUGROT1ebkgRd9EYEpPx7eGltme09RJyPNunbT61Gz89DNFgpxLymCDYXMGB3Ii8hm05OiHel/K",
-	"lcpUxWXVuIUk+t83fQZCH+kB4rHPkqzCYQfMERcTSy7IgIFlefIHvvkQNoaPoYuWXv3gJZzTUTGsN0fP",
-	"ev950fCWa48qSpCLAK9yW+/QtfzFD4pTIDbliUyfTfj9IYRn/tWOSb/k42eI4X/fAy742Ny25xxsz99q",
-	"n2dVrZERZ7oxEQb/v9n2FOteKCWmV7leTdSaM8KNE++oHNdoB6fuQMNF0qk4lJL/igEMnHksmfDjGIPu",
-	"DhGJn5E557IonvMSUxaD7uEuI6VaBJGeizTjBix50OvtOuLXksrPMRzy2QIv2BxMpjjuv3rXEggEF5Eh",
-	"HbRjLdEBtC5/wjjEz9BzXuyA00Sm4aZwA/iC0D9sQFKJhYywxqH66OWLU+YVHwGQtO1glH65Ihm/FlaI",
-	"27pBFlfF7KeYrV09JY/FVYpCEW5Mzqm9A5Fz1QpWbgCOpxZ7qwPhDv3NfDFwpmjLi1QToNU7Dqa5QtQ2",
-	"QjiC4qpM8tyiS2s714YqiGGCfkO0WphDAUGeGvVMM6airNgDMpFiYQrBUmU6X5ceHFUk67A8zZiQR+KW",
-	"8dMdSAv6mQ5rKMZQ0CST1dA0YK8AGUWSkIzYxwYyQnw9vf8xwYH1AVpRA+atbdwwOG5KKBzDsZeDeWQ8",
-	"DLIaqYtSUW7om29MLVJV4KbFAAVi+RBslduJHpbVyjrThrfgR7JWruYDWrGm/lEWNK7WELrBfKQcjLJp",
-	"I94M8hfo1jbGKiySowIqBYZW8NgQMllRK5LBWF+K1DUbYcp80qHWMTVy+sFBYFCpRQc77MJwAjkTexMw",
-	"A7yKltDUFVJljaIPRCQ35o6v/sZfsMTPMbahkqdWBrf2emNQJwJBibIa0rutebbVlPrVQxulMzuDqH68",
-	"g/6ITjlrgol9tSQxYb+3FXgxOnQhzfDoMT46WiretXkOfaTuiSuyzSE+HhO0vWllN+ETvYNbHW9izoE1",
-	"nk3nqgLkDutKuj2wfGRtGzO+RC+wFtCwra1oc6FDirBA7NBMYXuaKSjHjo8tqLndJUD5sCYeaB4QsyEH",
-	"UCF9cS0kiQ9y4YjKbHMDmxGfpWI6Kyohk2X7J7GM9Q7HhjtWCi3+FB8JCo7wqYjktVg6Kan/hF1XsEGW",
-	"ynV8mXOK3VuRdG+q2hdwsUiHTBviccvH/dcbOasBWS6yRBzj7MP77Ag4SzOITcgKB2E/3/uoa7Fsl0LP",
-	"+8beGK29L9GSeEjl033JUTegn8TygW68dfpeynzF2fulLi0B808Lx9bQ3+Y1P/W3cE3rSH+H2kRLViEm",
-	"N2ZyUPVbw4mAT+rmkwUKRHmkyGLRBkKxkBTraz6tNYMZjnsKS+qpZWpSlBXlPbaI/vXaCUJDsgtA7Qgu",
-	"aWMgDPVQrGDBQQW1YnA/nkJ0cCu9I2aa6vJJT3UyFW0y/LHzpv20UYuxvAk73V7QDjv9bhB2wqdB2BkM",
-	"9L/DwyDs9J7o/+0eBWHnSf9t8CbshEf6L71eEHa6+orDLlyhb+7iT/qvj5++fWsd/31eUYMFfWMKHmBG",
-	"7wwOaesky3MKPVpwa6Ym2ezu+I/Bt4ZLcYtkEib9aq6wSTHlS6tcFrwUk2KuBFMJl1IvGaBKIDJ2Z5dd",
-	"3kWHBhblkoD8/PJxUzTuLCJ/u9hAalObVSaCFmBpSlEg1m6rtkc8fFYPtVjP4KRQQkL4EaasUQdzRWRx",
-	"QA33gzONoKFn5FUmE/GD0JakHngvWEcpB9hPmI0fEKScFZIRSDl1LsHtImW5nmgoyu2HOOF8XIA9agyM",
-	"kptGS4S2wcJMVfGxoBCqKvI5iAg94z4mcvfpIKzjFfdWQYO3I+N7IMFvvi5E9re3W0/M+bIWX7O43aQ9",
-	"6wveYc+4ZGcMq9e9kd59ss4eTZkqAOiBwny86rCzRzfCMLP6J9WeQygs98YG1FqlmPEspVNGXA2Q1wJ3",
-	"b8GXWlLCQYQJ2HoO14KIhjrbP6D9PUKJDqf5kwQSZXG+MTR/Ionui2Id9rBLCxqL6JMOFHTCle9addiL",
-	"ug+04MpSRtitLIu23UE+JOqbtx4Y6Ju3GCp/rUR57uqtaqO1y4Dey97D9g0TgoG3Vot1J0uBBG07f5t+",
-	"qvnAu79vrw2xPar6Yh1+degM2pUlAjdh5ds7gG6tnVqlhST0rh97Djcmphg5vCtzAEUQxsutR1c32OD3",
-	"BVndLfaOB3Yx9jDmus/5ACrcFQUKX20MNUxPrttn/u5zy75hB9ZZgG3VKHjrSIroYEFrGS1voxnOXqzm",
-	"esgLZmUxygBd+r7Hn6zyH0OpzDoDsq0ZCqiq1QYK6m+ecJleFcW1/2riGHZJs65/bAjR9Q1UmnWh0gz/",
-	"r4u2nH00mHl68Dtej/YgJra2GlLAn+GZUnWjelIKF6y5dy98lrnsb53Lvp2b/k5zedf1NJfuBiwfXLnK",
-	"7Wvvylpx4coNZp/efjzZaVWCJzw79VjjBvjrgNkgLkaLTF+NcAkuA1ZtA7X1fjcH++wIvQ3s8xcpR7+o",
-	"dJde1K8p2aXH+8WkugCpoZ4ouqPWmBJcPrHGxqaSS6I9gljtOtZvgPY3yba0U0MJZNAaLxREgV3BoInA",
-	"QPcS9EWoY6josjVKHlAg4Ta5wB31KbYsemhWbetHPHcye7+w3BfdiIYHpNaJlvO97n1uLt9d3NKNO/Si",
-	"re+R3xvR9mhE8+wMc3Ttn6BDYGOi+AcEM2fcTL9JctujS7jrDBFJzNpANmsiwIHPZCS1/HgnUnKqTcMU",
-	"BlAJI5gtMqmGNbjwR4q9+tPJz6esyWUkDf8whgeww1k75khEaThYIRGBfqnP7h+Y4QC097xU2Y3Ily3q",
-	"8V54XGw2c3L5159PLc6z5S+GbJp+CA4a8Q31ffpHMgCWMwIIxLvNW8xVlo8Ua/fwh4vTv7w+uzg9P31x",
-	"+crVO63wpzcJvdX2BhDhqnTT3eqwEzulmLTr9SyRsQV+lcgzhKsg8tQWhrcCwzhONkdRXitCYW55SJoG",
-	"W5PglSGJ81IyNYc2OT/TUt8VGD4xYR78Hgs8LA1AK9m1mQxYTLiQMesasN/nBQq8mMBt4eWYN/wuLZcX",
-	"c/ktpG5cFoigHcs5sKAl+TxFAHi37Blmq0faJm8OwiPTWdhGRaLn5Wpe+XXl9HkI9yjKG5EOGY8wt+V/",
-	"9FpGuKofFY4chBb5OpJXQtgUetP7/oBV2VSoik9nEAyWxaIFFQ+UUaPeQJMMM2vNtT7LGUb58EW26n9J",
-	"lPHIMYYbjuqQMdcNzLibFCE+7tz0/N3ZYUiI4IJiAuWU51hanS+PCciOJrbWHoTNPptaDXGVa03lqxBj",
-	"qySKD0trXfFSGD7ee6owLbfDkHGm70O5gb404SjYLe+7fVnq+ivt7x6pLn2RKZ8BKU8svCvRB7yFjgv9",
-	"APWMUtjqG2bbNesDyAs5bq+NwgJc0QuDGknvm208yN1QGzuOZNpxTFt0LsMnPM3kqwTAtMJOD+LGm763",
-	"VpDof/Kqc6wV1cXJH9ujnN8UAO6/XgdM7i7tM7iybAz1OxoWSMx3klPMaVIP2vrcEFcy/Gd46L7AJPuR",
-	"Zg9+9QdvKLuNjsWBUp2AZSDfBNfmoM4y50ffOTTTGAEs6GYwfT2sKtfL0zs86hnCw02jp/Wtjf+0vqMg",
-	"eWmUC5Rr90IbT/S/YlNvXIJL6OFOWY74jvnM7ZtzEwv3+i7a0zj9hKF1N5t3F+dOeEWCdt/Bb7Kqf9B7",
-	"bC6xVL5ZV5mYi1/R2SDXPBBbrShX6Ro8nXXsM3x91Bra/YOz5rTd262tzHwFn2lVvC78BVemK7M265ut",
-	"qhU3yBhH982tve6rCfQc3X/Ts0KO8gzpwL7c8E4ttHMqKy3dP5dziB6edfA2u4crQZ2D9ybKeifs4Q/w",
-	"d7UiUDrs+6VBN64BMGWG105VfGm7o9A6bPKa/29aQlZqvTLol6PSYLigdRzJ+LvZvBwLcgkEYjHiJYot",
-	"RJ4HppESHuJDJW4we/FjdzN7T3JV4AuZD97oM/mbALEFdFxlyd3BGIbP+wBbuKa6BtvWL4VMppZAnxsx",
-	"b7AjwOjnRWXAWbvnQAXbkXbW4lzM4iUOXes0rbDyPWXglssqFUnnM4LDbp1GT5sQ5L1IM2p2Rx6+VWqV",
-	"qmDxz68vY9Yk7iho96Y4h31uawv8zLlDhHmQnfRVavGtGvr3g7MdzuS+Y7NfvP3cJAOhFWa+4cRdYPnP",
-	"qpLCgk5MIkBJpEHoEO0bimWkXt82kKxRfAViARSkXAu7ERkVRA1aHXZWKRffiqTDnmIWeorIRC3q1DGL",
-	"8UXwJ60qsZr+5azKpoC+rVVIMi9LIZPlEPlsgB/KyoRlMYcMh08LALMQyRHPcoL7gxgY3dNOyK6KWTZi",
-	"qpgKiCTkyt6aerHTSGZatlQLqNv6hcAs3futXwilqyUEfuEbTky1Nk9dO3lsRJWVTxAxU0MWZynVvyMU",
-	"AdgLM15NAJUG55rSRAHBT7qZO6hNLS8FBWtRGEYSBV3qQDl5DtQZtn68FOxazKjtRIqFk83j4kaUUlkS",
-	"SSi3lcWCbbYoaAbPffSsDwtSlQL93lrRdZZShNlAeYznHJpqr5bUWAHLgrMueJkjWuNDvPT7PfPBJs/c",
-	"owCC+tRSi6PLMputxnr+eHqJO8VtCYNBTaCkm6I8ZAvZPdAYNrbxHDWCD/lsG0CyIswPV7j4EQ3k/lnq",
-	"b54lu2/v/gJ/MvfUbCQVP3rQ4+tejsGuy9Frh93L8GjY7Q3Dfmdw+Li2HL2PHywwQng9WoCC6e6Iwb9M",
-	"mUetuOP3cMGnMdKwEv5D4wUHtjxt//bmujW3MV99JlPxTnggZCyTFfC3raQH1gMK1AiGv9ver21phA47",
-	"kUtsqnRhe23WKb+Brg6+NaxTVYPrxoBDmpeumTJA+8PvoiQfD+K1E1EKPOauChBz8O1FloqhQ9X2cFXr",
-	"MHE1eDcL3PVsMgd4LsAD4snEThk004p3CF6kZnlWsUIyvS7jks8mkbzSZ46DkdS8yrm8ZnkmhWrh3BPw",
-	"lDaoiSD1v3eDMAwd84s6jiR3D2R5Icemy8J0GeJ7yai0ZDBERaGyFFt8Owy+wgDPshjxmNIiOavDSkkD",
-	"KEWFeobOKmSZtB8eSSxXaMaYtFbtWZFnyfIPAHG48rcusZ2ajnn47EgSvh20CPgTmhbJ6zJD/uMx8CBP",
-	"ELCWCoSnouIpr3gcQHKfEj6pC3jZMgWffyol8Nn5TH+HAZmy7ToI4aSHktA02d7Ltqkf1ct/ZmpJvXOT",
-	"pXYtjCUMt2BFBTlRWYWQukVuAcfAss5zRuwf1uXQiqkAnnwqjTRkJX4AjtC77CBgBGoCOF9EPiILoALO",
-	"hXkhUtN32A+eCIDnGpg8xP+HoW/iRxnCcKHqXYqOIRNFuC+MnFDHO9VoYN2Y6vjsQTFrDrp9xKNjWdU6",
-	"jiT4YblWGrZBOpNM6R3Mc0sjvsk/gLHar3mQg2DTmfUq5UXBzC9++bCeNJQcCLTgjqiCM8qELObjCdYE",
-	"LcxJr/kOTti/gX+9LrPGsDGpqpkaHpggTCcppgdmAAd0rjqzdERmCuD42PatrBJTZYy5+iGEAmc8N/rt",
-	"eZHwHIFEYdZuMjTAnkAcYSywBUu8g0Yh/VTCH4M+JEYdVI4b0qtbyVyLWDEyHWRL4tOBEhK/rQj/OodD",
-	"AD1jiE+NVeET8yYTM5hNiqpgV2JUlAIaAm0uVX85eDvHbCGwyWhbXxINUq+g30LYwfL8ndbBvHptIcik",
-	"0JuM53aEZkXMvw8SLnnKG3aGX1Vca4nU+6aCPYOLgFpTsUP9lyf1nsdjJt5pH17RNb3OfuXc5tx8j/yA",
-	"n8KfwV0/7AcNkirU14h/7m3eqdCmRpd0t0wdFEHs9pkgse8uW3cm0UI4CTgEJEbzW8AmxYJNuVwaaZpV",
-	"kbwSCZ+KY1aArMrXL4IHmmr4f1nMpK+jdNwqii+jfhw25ro5TkGAu5yHdQTJ7cy+BhvMQ9I0cL5QfAdg",
-	"Dl47xSNrA4OtfR+c2AYMMQ+MR59rRLIs59K8dxW6DljX0F7VokX/jdWhJ4dUyu5hT2onA10Mi65sUMs2",
-	"0QJEkvB7qXsLotdbmYWpGOrzo8x9NLi4S1cdQdP0VSRe8LO+lPQLnSSawE0QZvsmYQjp0GMmKefy7sYQ",
-	"t93nUgXoNWK8L1+axm0oHg9YMUNDRP8g86U+A4UShqSk5gXrI2oZFbdxVEVyA0kVu5+j6mIu9+8H8QHb",
-	"kMar8bGZL37blhPoh7WNOtr0Xv558qu8yJPs7PGZ/HP3KgsX569np68vx4u/XKavz2TYSXr/8W7a/QtH",
-	"gE0DE6AfV9m6hzpCnjaWCFFk8LTXbQSNtCxmM5Ge3qC3EQYNIdONYeXu4TAcdI7C3q8ANSFkBcwvYMCZ",
-	"JidbEqr32IXQ4pqeDfoMnj/l78zbDqFc0m4tgiJoP0n64i7QUMD43zrGXmfQfaLHWJVzmfCq9nEGbzT4",
-	"pDPVGw66ncN+uDpTg+4HT1U33G+uDDbCHXPVG/aPOo8fd++eq/4e1vTFXO7SkaQ36+89SHv0IJUoI61G",
-	"mcu7eo9ezoQkAHIIko6NUEc8JSDX5wyCjyJllfaGCaIb9qoic0jNy5vsRuCTYBt12EmeUwsORIOMDjm2",
-	"zIuESY7dusToPwUHFIAEZx1geid+KRMaM3Ex7BgBvK/wKJL6WaaLxCORSPgMIf3M4Yj1n9Aq/OHs1eXZ",
-	"i2eX9CXat4dzBQ0mhHTcdmD6XMpiLina0IT2IwNK3jHsBzHAssUwd6OiqPQJrDprV7WIN2CGvgvwJ6RC",
-	"VsDmHUmYNIhz4P9pleoXz12LpaEHqAqYK1Vlec4m+uJM6eGXYiZ45TNNyYKpvKAeMgy0wWpmyq4ur1g3",
-	"ZP/3fxONBp8dG4BzgrqGCxEAM0+FqszMjQvqMrOlDnP5SEUyrolBg8qwWYYBzgVTRYedIJyluclnUeFs",
-	"BgQJN4ipWgnTAt4MAybFmOufAlgExMdoAY+5LTzh87wKWDcMwjA8xm0O0UOIlUO8PFMsyfl0JtJIO1H2",
-	"hw47YaMSg5c815sI+qxo5tJiQTBk5su9D6AkIdwimRiNRGLSAac1UMYX86kos4TxsuRLRYFkgFq1ZKG4",
-	"vzzcRtwMIz0ztJn0WXOOkWLx+zSbAql7Ob2NI4lUpMAxUJTpqfcoPdByLmhsr4Acp8qmgNsZW93gfRB2",
-	"JxL/iu01BBJtDMBPRcU7C57nz/IiuT5X8bF23TLliFEpaaKdOiglMVIFoh20fQKmMknIk3qAxNuDw5Bs",
-	"Lq+lnv8NNqO2YrGF6cPDuaYIcKUdw9GM0wUiPfawMaHjS1HTmxetheaUNQgLagD3kdc3MUqvQLHfaYE8",
-	"3HL6ALj1+T4QSd19SxqMCWaKGva3wTzzKvStK3rip7VE7zQxd5/hbU45xEUUOG6bKxTKuTz22zqxqzar",
-	"fm9t8MIEc3kKRsRnjD/uMMzLojjncgnu8OcyNrVthgwRznhctzu9YMTBezgat3cGJZwdKuSNyIsZIc8C",
-	"a5tlljKmGqqLgMwRbTmVyjIP+JeYFOkCskkYs6iy8byYK6bmo1H2jjRRJFVVCj4d+uqI1bWR66ovpNBq",
-	"LkMDxoAdgw1wh6EDZtCKaQQgXybkr9WfrEx6KtO2tISDDdNgc2UcTDYul6Cljz38EITizhRL56VeOm1J",
-	"k+WC8OyeorKRTK1FcZquEPTjWixt/n88F0oJNQR0bc8W2D5LQFhOXm9MBOh2KS3QiZHq2yKopLwfFj61",
-	"muO+yCldeGH3815xU3vPbXDXzv464qVz+cUES++WMHtHSudyNUxqJNOBuDFFU9sFFBzuVelCaWWUHZj2",
-	"I9ciBmLiOIgk+UwUUjV1OiYqSjUAhMFzAjd5EDxw0CI51QKhJtHQG3a+6xoUD76/wy4LNivyPJLckyXa",
-	"yQSegxusRoC7bek4fseymDPFF+QW/JHPEEHeO/imYojetQY9QnMF2ZN1UQqRHhApyhBzrtwIr6G48ZjX",
-	"IBEpxUrCJ9cz2oxHZTEFGPO4KmLColDZjWgNIwkBivlUsFmRmWKXBQe4XcAQBPQM1MtG9hFYWCRVlkN0",
-	"nKbixyLPi4XWVXl2Ixys/gnUuA8h4YRbqo0bI/YZrDOlB/MKhHD7lf5A1AVmE8HIRvAKJzfnstI+O6g6",
-	"kKCKYE+ETBXyl9JsZQoLt7nSg2WMsSwdMizM8rcp1mjhFXCnuahazoT/Y8orbn+bCHZBPuYpLg6q1TzD",
-	"cpY/v3r5wtwcSUgdFlJaZJn4OVdVG+5sn/1g+56w+mBWikRgLVUBxAa0rVq0coqV2XhS+Yzf8CWIybJh",
-	"bSH3aBYXJoWiFcBSjtOljx+EdGB/UZkifvL7qKE3VNQY/vO//k8QNaoC//c2NuibcZbGHfasmEJsCOry",
-	"WDMeQo9+m+vNEbciCawQAFIONkz3kCk9Kyns5FzYNc4U+/s8E1XHygajoiOpVR1A4BpZc0emhNyMfeUj",
-	"iJ6PmvTQi432T/oxwLbGfKVXIf4OtsK3gxD5afUhGnT1LHW7RzWrxJhUEL5AXgzgatDCso6kbeupMvQA",
-	"uz3t8qGtD4MkeGhAa/bQxbXao47RquTJ9d/UJJsB2LMra6+KIu9gWvZtYD5HbzEM+ldFY9jtHoGCn61B",
-	"7JqPbXf1+eo9hi3ybS8eeoKzWhRWooPGqAptaIm7PzHEwi6ATHAhm8aw++Tocdg96oe9QReruuws0Kr9",
-	"iasJlNbw3uHjYf+qOwqTw7QnnvCjq6fJIH0suqOQ9676ySA9FI9HT8Kn3aMe718NksP0sXgyehoede3v",
-	"psiJ2D4tIuUfCLAyaJhiBe1lJ/nfyMsenD/59afeL08hk5EXlR4RlBR4U78aikWUS1ri+7+/369/vwPd",
-	"7geNKWHxj2dVe1C0p5nMvDfn+bRTGhf2bdCwWn6/1hFzri0C3JqSqYVNGiTSx3wWyVVxNugaaaa3mxbU",
-	"WkV0eyFF8IbM7lTvZtQaeCIi+DrAI3eXNoLIzFHUGL6P4DzgNbUTARfqc4RXbcI9v72FYfmS1A2za4eJ",
-	"c4tCZeNIu/5Ia1evDZa2NFz5VwT8r7MMKFYV06Isi0VHD1CPZ6UtvF41s13Du9jnI2XPq9HwxkVCRFn+",
-	"7jnQuzSGR2H4pHt01DscPBmER0ddhyBTlVu8Dz+dZl5TECvLXdZKCy1BZJACZfOvStT3BTg7+kCzalJC",
-	"sW9RkuWH7o/dHh/P+9mWDzyZzbQpCaBaVTLxt0wmvayT50QcM043YTYKAiDIgSXKDEDI0gCtdTSnMe6Q",
-	"SVVxCOuD1aedH6yu55HsvXvnJW5wJH40w7Nzx6JSjhEQ92kkySC89M1tzB9APS9ZjvTooau1JOtBG9iY",
-	"NmvGUIket7yCzJpFoQo24iXBBBOZVCSt60IgYejekN/wHGvZv/mGnZATiL0a9PKZKHFcAZikigErVCbH",
-	"kYz//zcn7V95+x9v6b9h++hvnWH77fsw6Pae3P5/MWsOwtARa7dc+/FVkS6xbSaTd9TTtyDYhHOLWcqY",
-	"5GMMLgtU11PfyOMB+yn73tj7eopfvLy09Pj6xfrfNFNDTP1E8lrMKmaD4Uj4Z5JXV0LbKQrNW+1Z6VUw",
-	"pdmY9ilGyOwDr9RCy6e8LspsDJSAxIalx2CopW1SLJORjO0A4qCetmTxSqA+Ns0I1MWDR4Rqqz3MXrLd",
-	"oaW7nCNRl/5hI+kUHhlron94eqqalxJSdav9u5bJFdPWqSWuQ+KhCsF82fPn52wVss2zDf89LcLfzA7c",
-	"w/KDvfJpKuwxz4nHdG0bQcQZqQwrdqjlFDB9yqSymqHbC40xQ0Eu87BawhLybpg8sy8Dv6oWKT/zHK61",
-	"lBm0rGsBUh+mYdvY/tqe984tb9z0vnCPBUK5cHflLKoyqJmGq5Gp5N/Apto1+/ajycl+rvzbZzH+cOsY",
-	"AwDUCjKv359NO0A1s3+j732W4Dkvr9cTNpAAWotCG1CPpqvFstqvFaALgQatKBXQSyEgirIFIOQSWWpx",
-	"IWvIKSYp6IxAbCUFi6uQHRabJA8GhyPpww5DBoEDHwhUrgHAdDkXLWCd1Yfxisu0AO5QKAVoHVOfALcJ",
-	"KngIGJtQkUN5LTAIcM9SnZqJyNfMgjqCmjdW6jCIZA23GCO9hA5F7ZlIxZkpYOM8dteCqQeAyHNBxTW7",
-	"WSD440OrY+zMrXOywIdzxZJ5hcyKrMkhU1nMqwC5x9TErD+UzLXqgrtW7wGMkV4ib/1dpeDJBHoXYYk3",
-	"Pwt05V7hFlzdT6Nzt8zeifR2pP40bDkhjwMPHhxEm4gN9L9MifH2SVwrigEt65fFoHreue4Y7l8rjVkr",
-	"gfn+yU/d08Y2fb55WU9qR2/7av5etr6lpuj2I1YVmY9frywq5/J3E+Z3E6aBX32P4eLDmd+RY7cgX5YB",
-	"AZgl+Mzmz4cWaOtqno5FFRAAe/YPEbCqmP0URFK8q0qeVAED8POAaBxM8EgiszXkkSnr7HAfC6EoYkWc",
-	"4UsKxaClw7IqwNuyipFOUFqlLYryGmqXUMZjfhtyofIVnDVTPE/UFCZsBJbK5Z/OXvk8FAmX1OwYyWZc",
-	"jEYCDJ/Y64qcy6mwI7A4DPE0UyqTYyKMwJ4nSrzqz4hZE4wbQ6ahP385M2acQgIK90LEdI1k/aY6ZwaN",
-	"tRUw0Rl3Ihn/8fSS1Vf8O/2Obw2kEyavVt6Bvf3SoudHEnkTaoE8A/ahzbDTSz6OjxF+z9Q86Ak4G7Vf",
-	"FFK0z4FPHSq5kdP0qkgzKETqhwNKuxoY7Yk2VdDk2pZUfeW27z2gtC/1VLlvp0n2IGn9Ca8h0PqgV5tw",
-	"aCGMsB+2FcoF5Az0BxnDpA8R8qY22I2Ly2Sx6LAYDAm6yzQCZnCRLKoOO4HiMcL3oJoWmM4dMHbtdqh9",
-	"4Bqu7g5k6yO9/OcYLHn7EfpvSQzdW0FmCD+e2Tt218Lm3m1dUZc+JQyE4x1BDAXmMbA9ggO/XmmmT8t9",
-	"ChmueWBFb3/HRv/zIs1GmVHIX25f1nqPlcMG8s6Nz9dml3+D6jt4r2Xo9jLYl9Kn/kFFdbUkXqSEK9FW",
-	"QmIXzJDFWtnFARRw6v+/jiGAH0nqisDbkKIIRB5E9EGIxwxJdFkOnVRYEnqDLNBa217lIpLQnlvZliE7",
-	"ri31mq8c48rdoN1O2eqxoNpgMSr1uC4QLUAgiIwZryZOYgCG4Kpf5h84L3P6eAD8J+afGzKnv7lgsUbL",
-	"/YLFXGlm+EyOij0QmH+By+o37y2Z6La7JRPu2K9K9HwqB8LM20OTyyvQ53rqrwQ1/tnztlH26DtFMgdq",
-	"G30KrwQvRXky1wfgzVu9gzEbu/mMAraTydcSBbshFeBpWgoFtsu8zAnnaHhw0O096YSdsNMdPg2fhshy",
-	"iyNbff7z7EYABBGgegDykVAqIF74ZCLg44oSL8D0IM+5TERJpObFtZBASYdhdJIJNsWz+sJfrBG2btwM",
-	"nfxbl+xeWJJw4FTAnj8/xx+QPAER0aiG90LwtD0tFMCkyJQlRqAeMw4dBj4rGLRgzrO8wpBmNRFKsGpR",
-	"oIilj3Kruv5d5+ukjexkhWKvuTAYf4DdgTb+q8uLk8vTP/6VNSfFwiIpY+ca4Ra2WFWM0T9JRZKlAv0e",
-	"TgS9ZVbR9MCfDRiegRfzv8CCz6x/wEkdQiID4x4igu1EKyzJsjTAfqUZwGDPLFoLVgX7gBOFqpDyt0am",
-	"irFfr4XEEgLDF+jRY1oZDXNYVqOghJgdg5JEGjqe+hQxhlijKpgSeocQOg5NE70GigmO9dY2we/aF1eG",
-	"wcLQoZpVr/G+rk8c9hXwlClApbR+rKUuJD5sPZbaZ1t0yqLUn02X6DmCNCgiCEFxNqDxuFC8hTnUp1RP",
-	"cyQTLlMknksKQIkErg2eTrOqQuo+cAzA7aYt5oj9OLUrI+AOuEni3SznkuA780xes6p+FggkZX06LvxO",
-	"AeU1rgdsUkihDTdqYDf7q158FUmTXECUR07UuESgWK9bwe50DHgElM5DYghTRCIx3Se0TMPoSFYdG9pb",
-	"cFYDrMsyZT96IfSCUO1PVmFhee3boeXr7e3/CwAA//8=",
+	"7P3rkhs3si+KvwqivCPU/V9Fire+UeHwlmV5WWPL1rTk5Zlx6T8FVoEkposApwB2i6PoiP3pPMCJ/YTr",
+	"SU4gE0ChisVLt1oeO1b7g9wk6wIkEom8/vJjlMnFUgomtIrGHyP2gS6WBYO/n08KqrkUlyyjRWG+yZnK",
+	"Sr40X0bj6N2ckZTai1JSsn+umNJjkt7M1+ajuUsRqgifklQJuuz0U5LznAipE8E+cKW79odBSrgiJRVX",
+	"LCdTXipNqMjJgivFFNFzRvS8ZGoui/yZf1YiuCIFV5rl5IbrOSkZVVKQlH3IilXO8jQmK6EyWbIcHmef",
+	"X1ClY/NFIsyT2TXPmcgYEXTBFOGa8PAZXfKjJHpVCiJLUq4EDJRlssxZnggpYHQlyxhf6jGhpGT2IiE1",
+	"3jd8okgmhWYfdDcRURyp1WJBy7UlId4gp/ZimIpcaYKzHJvnzLmYkaxgtGwQI/a/ckW4+AfLNMujOLqm",
+	"xYqZFctKRjXLn+toHA16g9NOf9AZnL7rnY+H/XFv0L3on/wtiiO8lUuhovGv7+NowRay5IYNfv0YOQKZ",
+	"59F8wbVm+Qu5Ejoa9+IooyLnOdX2YndBNJ7SQrE44nk0jnCRI/vg9Svz3c18HcWRWZNo3I8jXLxoHE1Y",
+	"IW86foqGXmYJo3GvOziLI0OlaDy4jXe+q7/9XYPgXW6VI/fc/u37cEovpNkNmkVjXa5YHGVSKJ6z0hNg",
+	"YL4rlyv1crHUaz+QnC+YUEjP4fkojthiwvKclTCaOVXzKK5ePv7VDfp9HCE1BKMlU/o1V8pN/J8rVq6/",
+	"M7eOIzWng5PTcZ6xyeloOMoGp1k+6g2Gw5P+6DTLTk9PaZ9eXOSD08HJydmod84uhr2LYe/8/JQNexeD",
+	"fHjRo4wZmjBkmmo+itEym7+WOQMC0UybJdAl1WxmeFbL5feGXn6Bxr3u2W0cTQt6LctobOnetgALphSd",
+	"Mctk1TM/Rldc5NWzcVC/cJHLm2jc7zXfFuOF4/5tHOn10gw0oytFi8gs3+cilJFnMJkyK/7e6//pm8uv",
+	"+9+ffjP89vy73p8MjdZKs8WbUi6WZrtFt7dx9AKG9VzkL+ZU7xKkmRTXrFQgS0EYzBmRes5K4kRyTKiG",
+	"r5WmpfYCY9Ql7+YsEWzJlcx5RtJsTnVKboB6BPaIkWqKKP6BuBUgR4LdMKWtsJ2sE2F2R0xkkVdfc5Ru",
+	"S5jS8TP4gIQmuLYkzVnGgdHTRByZVSH9uJJPpNc9Owa5WwkuBpJNzaU2U8LhoUgfpokAOQ3iVVVnA8W7",
+	"7aaAY6FLXgkykXpOnKwylyTCyQQyLelsYY61mPxDcuHOCEomBRVXpOCCgaDHyb2RisMxlggj2cuY0JLB",
+	"S3GiT5Q90IgR42Sy1oxMZYl/HJnr5ozmrEyELuk1KxS+zfyApHTDOY6JkoRds3JNsvlKXIHk1orIG5EI",
+	"L4efESmKNbGHF1yoSEZLQ/KS6ZKza1qk5vgMmM4conim6RsZjldtJcHGgQQsZc6x+jrbdcJlMozY6170",
+	"4RBFpphTbTlu9+nT7wx773qn4/6JOX1G/bON06e5OXAaLCdPFmrW6Xd6T8iRYShyehy1CR04A/DT2Azr",
+	"C3ubf48ZWGOrvsZJTku5IIyWBWcl8j5X9Y15ZMmRRObRSXQ8TkSy6vWGmf2hlAX7MolWipVJBBv0yyTq",
+	"JxFZLc2Bkn+ZNAjROxmf9LuD3uhvSQRPYt/xmOSSrOWKqDlfEi3JCypoTr/CNz3FV+HFRsjso1jfUezk",
+	"ThTr76JY26SpUlxpKvR9Z/5XprrkraYip2UOk18a1cYTgGh6xRQ5Md+ckclKccGUIjldq+69aDOouGl0",
+	"B9oMdnPTfoYY7CLL+bh/1j0d9jxZXlBBXpktJmYoknJWcBAgNM9LQwEpCBVELplRUnNWfnVPanhOGd6J",
+	"Gg/BKXcjyV/NcbgSmhdGXzecosY4/5/M/FVMljy7wkPUfAGCKptLqRh5mXPtKHc/thlWbDO4A6GGn8o2",
+	"wx006g/Go373ZDjwNHq9tnN/3un3RkNCy5JfV2dAVtLMWEMqKxkTXYJcNmMabJhlQTNmzquv7kkhz0r9",
+	"O1HoIVjpbmR69WRBlDQHK50Ys0vPqe6SV0+uGTAUy0NqkMvXzzsnJ4M+HP4heZ8RSpYlW1JubgDNrKAT",
+	"VpjjXQo44W/o2kiutVyVhC0oLw7nPjjwDXHxAPa0jVFDgNN4P529rvYFPmYXrV86qxgOxSVVaMwq1E0b",
+	"5+I4EW/MFe4F5Aht2drwxiSJHoono0R0SMmULFbwfvcrOSpXBRuTb+iCzlgOgtG8ghYgAazgZDkpjNjU",
+	"cyrIsAcHCKEzCaqZe1JJQfuGa0o2XYm8e+x9BWPyMYlgJq/yJBonEc4nieIkMk97y0XGvrFiOjFmlfne",
+	"jAmurs8ziW7NdLSUBUGN6e/BZI+2vwnNWPgWH553pOjYCSfR7TH57//n/zUjLRfU3u34195vlukHw6bw",
+	"IzAly2E8z4W6YeWY/Du3R3QbR17ZNTzqnQXeI3DR37BEb+/gvzjd4b9Aix/3j5dNgUlrpFYUR2g/fGvV",
+	"+/8pUsrN29lN0fgk8OWgL2VY99Fs0LN3f3r+Ts/FTaqMAq/TIVQZPDCX/Y7Uqk3iDB1xhlvcehvEeTCW",
+	"+bdo4JsUGDgKjA6jQP+B2ePfa59t0qPv6HFSOWR30+NAjvgDW/ibVOo5Kp3e12192u62bvGcZtPJyTA/",
+	"zYf5+ZT2++wkO8/6FyeD/GTATrIRm04mJxdn+XDEplk2uKDT/GQ6zAf9waif9c4mvU0Xc6/mTbZOo33+",
+	"Y7uugQP5YwQxlT/46iaifQC/t726bZz/fql6Bwr+fg7Dw8j5e9Fr7kDiP7pWa2ZmhB8YwxBNaolSeUe3",
+	"4v9i0XjQq8JQLgoTmWNrh+HRP8zw8HZ6IAq9Fd92zj2a7Y9m+7/dbN+hsWzY7m020b7MgXAHbMb0d+QP",
+	"nI7umT+w+cbhYW8cnt9XRRt+QmZBaw6BmfxvouB9rhyCcBG2KIKP4u9R/P0OxN9BWsTnynV5kA29kevy",
+	"54sXo9dnf/t+8Mv5O3PFSuDPK9GxPw/+crmZBPNomT1aZo+W2aNl9omWmZnn49n+eLb/Ds521OZHkNw5",
+	"pxoPOAig+yS654L4bEy7Ly072aRMrw2EuXKg7Hs9f3vqXO9kPLzo9gfDv0VxSyJpyTIz73AzxOSalROq",
+	"+aK7PUfAelhLRvOfRFEZHPf0f8SRFTb7ZmBGib5/IKk1iy4hBZSLWUu2LKQoPlGkXIkueXltZjsgJetQ",
+	"IeRKZLZgwCcVGvnA4KoemXJW5IkwvAB/wv7i2qw5JWnJlozqdEyu2BKSX20qqNHFzBEtJFGF1N1EQOkD",
+	"Wl5czFKyEoax8C39J4os6bqQNCc3tCoWIFQlIv2Y84WKiZDl4jbFzNFyJeBCIbXjYGCXFO986V6j0uNm",
+	"uuZzklmCEVdEABm2MBIVEymYTSZeoMACpiKOUuA0CngQbwObioucfQDDfcE0NT/e0KJ4Ucjs6rWKxv2z",
+	"i9Ne/2LYG4z6xnCzE0ZGBmusrpQOJ/1pLzvJB+yMXkzOs1F+yvrTHh1MhtkoP2Gn07Peef9iQIeTUXaS",
+	"n7Kz6Xnvou9/35/Jsl9nNWsXaOWVOm1rM3z9xG3s59/fP//BSX3+ni2AdfnCGepmyVGNb7Vpq/H4lIcu",
+	"aPfhcAb7hjO66A3+qMuB7OkcIlsX530cTWW5MFdGUyn1suRCd0snMLrXfbRPcPIbXhYvFWFsarVcylJ3",
+	"RucDc1teyuWS5S/tPujFERP51gTmUfeiNzAyDPZN5beZcsHVvHLlQgb4JdOUC/vsV9Xuoh/c2056vV4c",
+	"melkfEmLaAxKZ+csQ8/0VotL0/KAJGtdrkRmdn8wOX+W3cYRihmWvxQaz7PNo0WxBRWaZySd0kyr1B1u",
+	"7MOSlwzT2JnQkIxPp5qVTpVJxFGqdfFapccxmYMSl9qbnusUChjINcu0LElGF1bDM6KRzpjQT2xy/ELm",
+	"rCBH56TygcXmfL5ibAlX20oJouay1BuyMv0Kh/slDN7olYNTLqAE58tKlI8JdUUSVQp/VnAmdMcwS8FZ",
+	"7sbKNchtpSFJ31wdClOaZUypwN/fUorVG7zrj8a94bjf6w5Oe8BLlfj4tdftD+JOrzvsx71u7zzudUcj",
+	"87l3EkNNUKfX7V/Eve7Z8H1w4zcgc86Db14bykXjiGYL1nEsD792zqEQyS4Fjuys0+t3ev2NkTWi7tUJ",
+	"YdWChZpFcVRQpZ/D1NvnejI+Oeme9WHfBIIQFiVC8ZZTEHG3caTkqsT4ic8GcH+1KRitBA00LOcm/GXO",
+	"BLnhRWGL9yp10RiTX1UeHLMBjWiqKymwRb41m/oNnbG67ue5DNwYwGQFX3D95SAd2yIWqLvRN9IX48TI",
+	"aQtjmGhpjnRWO5VxS2GUKGSq3i41sbLpoo0stupwO2TpWp/YFptvX7kNwXXee372Lgp8/+6vXTpj7eUt",
+	"S/r78Ph5u7vBNPFDrNzdN90fYuUeyALfuWnfx5FgH/SLVanA9GHrP/Xyv/xp9eof8l8/vPjTcrK4LNiL",
+	"V6evv+t1/7y4uP6vD4MS6ve+pZn2J2Kodxt5RXKuNIes98maUKga1iXNtD8Zj7w4WJZyyguWHj+DWxWZ",
+	"02tmLApXWowru+38GN6NYcwrxkDVv/M88swyxUDMHm4Z9Mejs+5F76TBLXYKn8Yw9+CTqYui97oXcXTF",
+	"zAIEczPqoVVQzMobbQHYiedm0yJTdatHWnfFplQ3S61azflK8XFeNlfsMFkTxRe8oCXX6xjEQ86mdFVo",
+	"RabIGVzcz8o/G/cH3V5vVOkErKwifFuMeHeKHmLFHxZ/OHHxB9jtRoeLxoOTi0EP/vNquqPQbrs/nFOD",
+	"+LKcSa2ZePlhWVBBUetsKqHpf758R55e95+Gerx66jSas7Nh/yn4BJ8OnzLzIC6+8vr0l16bThOB6mn6",
+	"zcsfXr57ueeRrY+wTgB7NscOAUCBV8+BIvhKVloywkqqWI5FtOVKJMKbLBYtAJwRUL1pRAJIFkLB6aXI",
+	"kZCajHqjY19zmYi5FEzpNZkWdKaIomtyM6fgy5hJKG5VmtHc2P8Fo9fwHk3kStuC4YLlM1ba96i5vFEk",
+	"tfbczXz9hQVZCDwkbkRElnzGRZwIIW9IOnVLlz5DmS2kHTbUntYgCrCetQ0FQRm9HyaOS6ObNdFG0/av",
+	"GmN5rJEzwyfOxWLfUbBpzamBY4EtbQVVJKRgRgBY4xJEF8JVYGV6ubKlqO67jxHXrKQ+SXXJWVYPPjfq",
+	"zSc9lvem/elwcn4yGPZPe9PTk+mADUf9fHR+fnZydjEc5KPRID81Zng+ZOf52QWbXIwuJqN8kkXOGkY7",
+	"rW4qVxI3MmtcrmztrPu+ZtiCBdW5HtUI/hZ/RPOKhA8h1yPwN2yZ1eiEDmh/dHHRO52eDthgeJ71zwcX",
+	"o/7FkF1MTifsfJqP+iyb9noX59kJm7Iz1qN0eHYxnU7PW+EefME2nchrVoe3aJLBZVWcn+6giZeIATU2",
+	"+LpGjmZ9Vb+lvuocyo0bCQvvwTVTccbgkTP+DZzR/11yxvt4w/u06V0KFaZhZPhpu4vKHEVGF8AoOgoq",
+	"ewTYsnlNubHyf7Ty1volFF0rPBkswAwKRHMUhQ4b85U9o8iNsY93S2AbSZiBNO1YGYuli34YDoLAno0+",
+	"UKeZoAKOlIIDIo+WbmxH1TkaDMf6YXhZG9BxfQz4sg4+sj6UjUWO4cAT8OI5I+hZ4gIPlBjP45tqskip",
+	"DWLg8MwoDBHXW/nJjhEu6iy4UlzMwI+JB6mtUvOP8Pf5EMbWJ28grChNtdEvIz92eNE2p6JaqSXLtD32",
+	"nJZ+G9u8jS0+jucW02LpnWTbXBe1OrzHCBfKz0cLYMMCaLHP538Tl0XGX52+Wvxt/tfh5b9eiV73avin",
+	"/IL++UNU8egPtI1FDZ8YM5ccyRJ0xWPg1kfe3M6b75Gm4JJsdXk4t7hFJ2oCDm24PODr45j8Y6U0MTO7",
+	"m3f887nDBr1xb9jt98//p7rDbuPoks62wVE9d+f2zVwqZo1CzlRqEfLA9DIckM6pyCdSXqUE9w9BBKiT",
+	"OBEhBNTJMYZ49I0kXqlDTKMnW3GaErEbqIkEOE2QYWwH5fCawL52AEgIukSzeYC2RAKwpQrACd9nQZwS",
+	"sQXFqUuea13yyUozAmto9RWV0aUFG6QkK6Q56ROh6cyo0jxn5lsz7ycKcaQ4+ItWimEmgtXY4CfBrllJ",
+	"JiWjVyoRcgXqkxn6pJDZ1WYiwOXz/7SrMAZCW8yoSokWuUcIhLyAydr8D3MEIIN9Q8M+AMdp2B+PRt3e",
+	"Re8AHCevSqNjXXWWsuDZ+oveEwz4zbVeqvHTpzaM183k4qnjsKf2nu4yn7ao4HW8mpLOGgFq95gvmq/e",
+	"BYFx6UeMMkD5lFT8THj+pUtZqp6YRCSX2ZdJdOh0kgiOJpsFabiQi9mXSeQyxrhmC5VEONkvk8hM16fp",
+	"md8g1mHlBLFpVySjgkyYjWHYTcWr3DI5rXI6p7IklExLVg+F4bcr0N8h2czm5eHkHVrJXoSG82FTn9iN",
+	"cNKgZ/9+zDGomOPs9J7McQAWzQ5G6P8GjHB26hjhkoHZDrm6cLk7L5ZzqSWZsKkhRpVsPGfwODKh2dUz",
+	"csMwkrUt+GWZByRFkI98B44YBBxxdrrJEXfA7BjsLZ3LZfZzyY2qfCDloziy5I7GdXI7VmmRG4Hi4J4Z",
+	"xRFomeAIapbmPYqT/eLkwMqx81YQjc+/7P17LPujoNgiKHagP9SlRWup3mGL7eaxsdqvhGYlhplo4afr",
+	"lt19fppBRcaO7X6nYsDRb1wDeLJRAzjqt5YMDfrDaY+d0fNpLzsd9Cf901M67LHTfu98MulnZ6w36ueD",
+	"3vnJKOsNWX9wcjbpD09H54PRZDLKhtlmDWC/UQNIhdhfAXhyu3FOt1N9S/Xfo4TdK2GrgpFHidQikR6w",
+	"cM+7zU5uN31kW0r3HmQfbubdPu9/e/7d8MfTN70/b1boPW6ax03zSfr+bRy9tYDeLW7DdxVkuIP9Dnod",
+	"VM7CCkf8eAwvdl+ggwJLkWhRbPUhHp5S10iUDU7QIFXWnqJ1FA4rAMzn+yfd1cvY7+9qhCBgdEPLRfQJ",
+	"jsdqNHCWzqViaJDDFoHc9soSQ1aLxo1ysSjeLDEDJc5WidWSrsoViNjPUw+HEbAZhnarajyQt/kKw/RQ",
+	"L3E+6kGePi1e/F5SSH0egQLaYe3HQ/qDtbxi4mdlYyVcLFdGURv2zUKtNHw6PzWcJWXxwie+0HIG3WA2",
+	"1jLQeTdr/cxKs7KUZaCyC7pA3mkWFMKj1KrQb0p2zdlNNI7uUyKI8fO6m9tJprZEbbObvzR72WZmN8SU",
+	"wuosiCIZOX38wDnZj2LoUQw9iqH/AWIIAqtvrR3xgmpayJnj+mb8GDTRzF0DlaeK0KIgil0zQczOV4SL",
+	"4BIgyDNIrElEUAF1o0iKoeKUHMnplJV0UjBCxfpmzkp2DHyeojzk/2IppJgmorrSXDUmqc1XSTGPCMEg",
+	"loVcA/fNoWyV/PDD641yq3c30ucW2YgxzCGGvUYUK69Z6RNGf/jhNYFU79mqrHewsgaYE7Z1kn3P2BIH",
+	"BWI6VTAT99r//j//t2p4g4gVjbrs2Cbjy5JMGNVwle+8o7rkOVmuSkawhB+HGZv/ezmtqvRWSH+xMyCT",
+	"FSrnYrWYsBLDnyWfzbXLD4f9CoVqHS07C5bz1QLaqCjIJ8J13BP1b/7kUosgmccvpPMuLWlJF7CH/pfK",
+	"5mxBA+fZP5QUHfy2K8vZ07ykU/100Bv0Ov3BU3t5HNE85+gye1PKJSs1rIrdV8vgKzds8M4oHQ6ypazQ",
+	"bg3gbgD9xjmaxQZamek2b/xO3pAFFWvHW7asyi29LQs0tFzQD3yxWhgTHfJVFlzYz94u50KzGcOKj5L9",
+	"c8VL7MoFk3jvL5MTCAZVFy1subS9xPwZ5mAEKTGClkaqXrPo/Wb064VcLEsGre4gT28KjfNsyFdDbSQm",
+	"kBBNeTG2KWuQVAHZJin+v2J8pemalPQG9jj0GkIWlQUURigyNX9B+cJPP74kGCbHVDgjHXOSzRldYloc",
+	"8q7d1+bem5JrzQSYknAQUqKWFFrewWEDB5FoHIzwxdJ8WpWi6huECXC0wPD5FVvqLnkhlVaE2qQ8M7Yx",
+	"jIqkRbFIyZE51qTRBspAYuDG5crKFSvd4BEpYR+WBc+4Ltbte8sLQaNNFYtoHC3WHfNHHC2sHjZb6s5I",
+	"dgzvoJMFzurTahOGz6j2ITyuvhndbvm37sZwtIdsSKBKk21fQW0BFSC8968JOVKMYakFXdIJL7gZ3bHd",
+	"oj8wMdPzaHw6MrTRmhlFMvr///q88zfa+Vevc/G++rP79877j734dHj7v6LKt6ZLSKv0a9Z2vNpET2Q+",
+	"SwSFW8JW9JgDqUt+hOQLK34wxTMY4yBMe/OvdUwRiK3TNuo2JBVgTYQZYneRV6GoDN/zrSxy3HNUk4IB",
+	"Vo5ZCZCYvkS7ZKSQNGd5lzyfKCZ0TPQNz5gXKDuHM2gdTs25uMExYT65kRP1ZXgGeoFQ3Kgf7pzkiqx8",
+	"TjKFYTaW47zXsh73lORRuO1bxfp7q8+5HeQUu1diKjddX36jVZvqburP40nxeFI8nhSPJ8XjSfEHPCng",
+	"nIDqncuVeFEVG26pai1XQj2FEpSntjLRYqPU6rCcRHQuM5foCj1P5QJDK32s53FATyhrsV2qF5bqmW3w",
+	"mgjFMilyK94NpQupg5vD1+HCx+5g4ELLREjBCFS+eeQqqM0ak37a9Atcmvm54+pGllcsd8AtmLgaDDB2",
+	"zbVxen4IHFu/1lJUHys1Hys1Hys1Hys1f5tKzds4wsyP3ep/A++RHBkRX/lgtyv6j47NR8fmH86xaTZF",
+	"KcXsEqJgvwWSBwJs5Wyp518OjKqRiOcIgdlBEA0rJOulu0ZFMRpLrcV5TNKb+XprF/vY2C0OUTToen8M",
+	"EKTlGtWukopEUAVBL4v6Wa4EOUqN2OinMYE/Bu6PYRpjVVII+wkKWW3AULqjFbwC7VUEPh7A30N8RKUE",
+	"8lLpRFSV1H4oqJuZewFJNBH9LgE01T56Cix8zpzRfAmV5eQIY35fdwaD3tmxDfo9q6D5EkGIxyiBBC2M",
+	"gKLJQLOMLfXOtKwuPOGVbS0P2UGpRR7Baij7WEdw62MwvwDuBy3gAZiDBaKHFSzTpRQ8U8Yi6I8scroY",
+	"2MkOxkZeOiBzBDnHAm9bMOZPMysAu4kY2nuHMRmMbBgYYErcPMaBpuqa5fuJUKSTOYDIEX47SIkRasa2",
+	"0qTXHZxVwC4OPMWemsgPhJBhr5PTtRXZSXTDLK0b1E2iLoFdCCv8DpvzczEmKT43JUeYSBBjtTtCMtti",
+	"f6g8A8UoES1gME7xNivosFcCdT0RR6nD6zQH3a+99134IcWXoA/H0yUmIMrRu2S5NRGpS1u8PHs9+PPF",
+	"X74fvTv92tAwOMZj4o72xh6lIk8E4tQsS2YsQHixd0StnXWEtf7E7ktylEL5fRf2RpwI+xEOfTv41AIv",
+	"/Np7n8b2MYhMCV4jK+nGhpESYZeQ4xEerBxiRMFbPb0xyOuqKhPhQC9DnQ65Q3hIhRsagifwCjvIvCQR",
+	"Dk64bhk6vWPsqaAIfAFIloZYNzXGMTLSIgSYS6t1QxgfQ07gBi6mxQpQPatgbSLAjRDEimGxldnAmIPp",
+	"5CMDnYh9ACROI+hwI9wYs9JCF08LbtSxcHdYJ2R/5EmLYglyFqliBRfMWMZmlXMOexke0yXfIf4oqDTl",
+	"guUpyoMKskmtCkQtsraxmayKyc2cZ3OQa5ksS1a44oFlKT9wWxa7EQTHNMdlKRdcGf3Y8wJs3Wd+yRq4",
+	"p97SbTPt28GNtmbQmBdtJNBspsmMwjwZFPhBnszl3cQ6OTLDQf+AHfVxPSsGJfZGRsxg0O/FTSyMYbSR",
+	"JPNXpsZkmwgMR4J+Z22+N6Iben+AfPjnihZ8uraZNRZE12XKXHaGw4tekFODBGnJj9lA4HAJM2YD4V3h",
+	"gao0GBZkSXlpjhbyjc808gfLTI4hsfmVHanLojEz/SpqmiKB1eSO0K1JNqPz8yrJ5rR/QJKNZYTA1rMM",
+	"dUBiDSSDtefUwG8urQZo7RNnWjG5Prai5w5O3vV7495gPDrpnp/dqQR5j424u49+zQT9rB306wMzx/5P",
+	"ATuSo4qzjn1GlpY5XXeJsSMKKWYkl+QVok1q6fibu44VuA3Hlrs6aMx0UEgp17vijpt/V1cKHDhkUGXm",
+	"pJDQjCKJAq2t1uzhr3IFe8GP2+bxH7bvzW6HmWOzmGGffMMyBobrIZXLp5/UW/4uLR5bsXw+S3PHR476",
+	"bBx1aPHq6Zbe1vvaHiJX3Knh4eCsanh4t9LDwUO3HzRDaSl5yjM2OR0NR9ngNMtHvcFweNIfnWbZ6ekp",
+	"7dOLi3xwOjg5ORv1ztnFsHcx7J2fn7Jh72KQDy96lLH9pYcP1X4Qyf8ZGw8+bs3PuDX/rS35HoTJN+r6",
+	"QgO5TS18VEf+UBzqaioe8Wcfo5qPUc3HqObvHn/2YO9TQ443nFFO8BpVrRK70UO6ow5yPfX755uup36L",
+	"6+kzngGhc6m/w7n0YMduQ2/o38WddNELSraG5w1v0vtHfPVtUuwem7P/cODQTVTmTRjm/phARlete2EQ",
+	"PCR9H6uC6zETWEjIBgQtVaVd8sucagcK6gI9CP8Mib18SqjAbGMAXF6JKyFvxE5M5xpk8h1hjQF7pyJJ",
+	"G/qy4dPfcLPXy3h/i629u3VW/13vYgwturrDfu9v4OJ9EFDq4GjdZ8TUD1IHZm1jeS3H3EE88DGaFnyJ",
+	"/vr9wxdSM9tasxnmWWNYiELmABuTc5ekgQfhEww3c6W5yDS5gdYfMstWVc9zEGxd8hKiXbYlR0t0iwsy",
+	"MM8eNuNkVZTYBblIS4yrTnOUtsOAuCdnNXdIwT7wjBYdec3KApjxmpU5zzT2X8QwGShfn4mOmVRmJr3u",
+	"eZ9MmL5hLCRXMzB+5HxOZE7V3AXmFoyqVckUUXMK7fiwI8jxv53Y5/0asV3uTIcWfCZcB9Y2eoeI7LcI",
+	"XsZKiM+8fEdnbbi9yihPM3JNC55TLUubOc2NGLd7iCLgrWKQUwKlGYCu+2ra+VEK1nlNdTZPa6laURKd",
+	"Zf38ZNJjF3Q4HeWDfhJFYUIRnmAu+epjmHLdH5y3ZVy/ytliKY2QvWTLgq5ZvjmfNzhiXIXUvCONMUxu",
+	"+xNwRapAu60zh7wpCFwDli72+tWuwUzq35utO9+zdTr2WW7msHN5AnhM8QXDeG5FCTOIKJwpE6tFNP4V",
+	"f3hfSzYftc37B5ltyYh6N2fk58sfyJJifgVkZGDQC/qKG82jvixPr/tPXTDiqQcQP2BNBienbWO7ZLpc",
+	"P59qp9GHo3sLCeKQfnZDDd8gwJCxT9ZczGoD6+8ZBiapnZ+OaklrvdaktV9++eX5Ss+Z2TFUbymap9UV",
+	"XAoCL4PDcKUaJPua0RJSa2ix+DKp2scezs9baPeXS/bPFVP6Vd4+xBJ/fqIIzx3aSFHAkZH+pWNv7rzK",
+	"U+Rt21kUNnKcCMjavOEK0xuwlB4KZWZMGLUZ6jIKJc1OhiIuI2UnBVuQiczX2Hi6dANMLRS0vdI+qZAz",
+	"gL5ucjzAfpz9bfh69Jfz7wf/dXF58u70r/1fes+/jnbt+NbCnO7fx533H/txf3DeVo9ze2tzOZm2cm4L",
+	"M/5kZAD2qnb4E0qXjC6wiR6Zwbax9WRmLz8jnT6guSTCZl4eY8RfVSkXCPBd2i69+PgGMUY9c+5FY6ur",
+	"+Yg3pILVyOHzOzv9oFsxF/p0FCZuXvR6Z/2Li8HJ6GzUu7joB9uh057E+SIwAL7lxXby2C5jgQLvz4LQ",
+	"iKhvj0Y35La5NiyQcNL/q2TTaBx98dSYNlKY5bEZturpi/ptzals2zY1nzS0HlvSf64Y4TlBHwOkdLls",
+	"RHJEiWIKHNayRAx6mhOex0TR9XGXvAJrB1DslzRjOdYZYjcasym8LunSqRIBxwbPbYd3fSOri+yT4EvF",
+	"DOfq+ohVczO10dfI+x3k3S6U7kpu21ujjcxp1XwjdWfPsmTXXK4UYB/FZCUwUzLvkp9wDQzBFJ8Jlj8j",
+	"NBEZ3I7ZmkZ2UcOcLI+J+3LCjLUCRwhFiUaAt+ACWIM4EXCQj3o9knIB0q+Dz02bpNzbIWQL+yIVtoiu",
+	"k/4AtqAXZTtVl2z9PWvplP2aXjFUR7QRr3TKuuQXtBMNXa/Y+omxuKfMKBjkaDAic7kqleFkJ5wM61qN",
+	"5Yqtqz7U8A2IdNR1ML3Qdg1AVSgmC1peGcWn0nV0xylZY2LVKPNIudKg8TiAQOy+N6PcNkQwb0uEHwAl",
+	"OQczXmgcA6iV05Xv0DQaDBKR8kDDumLrTsnMFWmX9M3KD05OYANpgJh5/vbFq1ckm9OSZkbmG7MgEbA3",
+	"1TNCyc8/v/oGdbuZlLDlebZxQg2nvexicsE6p/Rk2BnRc9a5yE9OOoNpf3KW9ZjRVx03oA5dsUNDHYy2",
+	"HvonTb4ID7gk+TDod5Lkw9lLc7wNTk5aj7c4ejU1Ojao2C3quyCpUexTl6xJrDfH2z3gecjkYkE7Tt7k",
+	"pODKVX8vjKpQkvT/lx53yS9Wj8AcsoV5J7MFdaHSPJE5B4yrYW/UpOwWvb+dkqH9sFU16A1ateJX2Ia9",
+	"pUyg1pi9UN6/ASnv4J14olw79qOCTaHBZbCVxvZHW8NKyxk7rp95Vb/1dolhW8QffNIBBqabEKj8VGls",
+	"+p+36dVG++q8NZsKXX9g4aCKmPLci2MoAwKlBB1319AyBFLwbe9huP0t2AmVFmlOfyFYppXLnAc9qWRq",
+	"ZY4uqNxx3VC5fmZu0SC/luYtGDCWRj9M4ZoNMdwf9LZxhJl3BwbVefXN1p3V27GxOl/92utcgMZ4sWVH",
+	"/cAXvKWk9g2dMaL4v+rq/8kW/Q0atLfrb+YWr64NDqiyee2dX61V5bY5DeF5nQut+daiEXhv2n11gUvm",
+	"3dZmgG8qf1nbCJnIoQ5ks/1fdX6DIuUkkCI51dR5Qmki8CwfV40FrVGNGhRUCrshwKbERjeKuUsSYdWD",
+	"oNZ8+1iICDSyMXaqTYT1AU3W1sixxg8qIlZrc+fpRm2QXGmoaG7yeuhdbGOjyhN56NJUa4H2t/OObu3I",
+	"ZH32wEAxcYVG1DcKhvz5Omd5FOiLF6PXZ3/7fvDL+bt2TvPe2ftzmn0AzGa1VasvV6JlC3iQyYsXg79c",
+	"bhni6lO0YhySGdw78Ku1jc2cLk+ULW8EEqdLqfQ7iHsERCZHrpAqnMSwddQ+EXqvU2TQH52Nzoeno7M9",
+	"ggayV9VSCoVVic9t+cLPYlnKjCmFBZJBitrHiC6XhfWRPLX+gf/4h0JfVFCXmWHanNO/p5xBuNtHkHwd",
+	"0WKlNLhBzTsoF+THn38IlDlIiDR0GLs4MZLAekn2eBa4tiwpy9xNLuhvORoM4khzDZzzCodK3FAttdwk",
+	"1dP6XG4P355wP5K7zaeDjCxXOpPGSlTkhhVFx9j7LCd/evvTj1Aum1FhqDSpil6eJSJwO44rYwcGaE9v",
+	"T2cLAlknLwqnwCccepG2Tcxe/jTwVsHcvqa5/ebuLKMwIgzjr2zMBgA42oaBWYiFye0GYb0vXo0Zvfnm",
+	"uTF4PHZRty6yCkyGK7UK3R/wji55qylEaA3jOmsodcZmxbr+jYezrmNRwBppsKh/3FYetVeYZbFf/ckS",
+	"vE5TZ4KZKRtW20E1WLEGzdyJGD4Ghwh8e7QS7MMSm8UZlUBOCUT9iTHk15qRERb0PAxV7Pi30gQmEFDk",
+	"jfMSNltUokPBOxEB6xbBsUoq6u0/GzTy99REHWiGVtJNjOFErAhGGw1N2l7vGZlJTU56PYhe8w9WVbQs",
+	"5NTLh6FVONCtBKsuMlSzofVvQfq1M9IcdAkQP6gZgQgkuWTIGuYBLdSzT245JGzEK3W85R4up4S6rICc",
+	"TbmAVPku+YbnEC5fMGPLuHhZ+lVk64xUPY3B1uSvSeJia0mEWQTWxwYoaktplqsEMWgvw3bIuDDuq09d",
+	"mp+RCtvPnzqZQOQ+0AmEmxjwmgo8d9B0bEqHmNC2bZEI2BdGGjtEHoggmhnEfs2q7AxzoWGV+pVBkA3G",
+	"bX1+hwnmBz3IXkgxLXh232MM+fLlB660qm+UFyWj4CgzIiBHO4Kb06xkNLecXAfuszsEH9lh+Mxghzx3",
+	"uyAB4w/Zt/G8LnnzM8Ik1OJ8DlFbWWXfsjPP78fJFxUno/VK/Gg3OLk+ndsK6DqkfAD2BAMFPcfFaWgB",
+	"KIUK9bkmuewvncw9rnFstdFMu+eRIeYVDLrkEhz/7nynIiclM1ywRrRz9GUHtKtG9GkE/C87kmD8GzTc",
+	"mOPDCQRjazP/chsdu7HMin7isW3o6xbRapuZZXBjfYccrukVE+QIAykadnb65ud3KeYaIQI+18cxSZvT",
+	"ShMBTy6bPOCuTP1LhIRMJlYaiQEOZnwhRGDskm+upEZsAzFjxw8qRL6R2QoAUD7RmIKB5Cu8jr1qHL0/",
+	"CUZy+yYgOODp2SDBxHpRt2krm+ete5T6dfi+y3M4d5s9ipIoJgW/YiS4ugdXd8lLms1r41nQNaHLJaNl",
+	"BckJwwp2TeOl9zDwIGDrCf6ra5P0/qFMvVvIQ3r+wrZ3DxfglXk1ZAUJY4E40VLxJCQo4Y13WIktUgof",
+	"5wmMz4UwoydiYCgCWSy6nvXLKu9QA2MT9M+a6wr7SpFv4OgAfERMNCKAZ2OHhFmcvk90uWIuHSBnH/B1",
+	"0G/C6bFVZ3z0WbS10Q3bIfr+9dbFsbXGakdvtMr2csQ/nKtYMzFmK6uZpXk4NnsoAb6DGZ6FqUrdVp8B",
+	"xg3tUm9nOmOKG8lsFDKe212uUAIlIhRBDypXITLyo9TfypWH0Lqfb0pI3ZlKxLUIN17J7GkCkSGSRAs1",
+	"61x0emYLio1duTUh4h4qwKjinR+lJm5wG3xTjfwhOOZHSQp+zex0bZiYgviGVawSsFvnSo64TgT630EZ",
+	"YHlM2Icld3H7GwrgqzOpNRPH8JWQRK0g3dI890H5w/ZkLV4ae+8TfZf4pPus5Und6MYHEYzTERxaqzyw",
+	"b3woQWBtpCl0lcHYHdh00IXFCYKFLJnLcgIME71Szxyiay2tq5FDEGaDOXuuZEo/6Hr+Nlu9sav/aPsX",
+	"NpPL76y2KQbRuuS5dYziZ4A8s5da1LUgVeSGrh96/V7LnE95W3KuoZL71Uar6ynEQRZyLQWhS36UwMrP",
+	"EnHF2JKslEtAyWg2x/ZWQa7yxpRc8vOuqcA1t/EnTf8NXReS5u+k/IGWs08Lppj5drSUHchA2OmLZR8y",
+	"xnJF+r3R+cnZKXhb1f24uj+suPpr82wtJXEj2GDtxhgfSpDVJoUOVdVd0A9mQF+buaUI95428d4xtPZA",
+	"vIyhSXRvfD65lDqtM7VB5gSqIJQxvLBKwStlvjCqvt8dLKZ7EKT3gHxeBHaX+/XX/vtP147/zTLwncdN",
+	"fKLIBgFbzTLrHTPS0sLMOfL9GCTze+i0CjkP6t3Mb+gKeVBpiRz225x5NuaftAb3/3hnYKMgsabHNk5E",
+	"o7KSusaKaIdeTcXbjb0cqrrxloAjPvX4M3DCQziPhPwzVgWGfosfGYehUxvtEpAWCDk7FpwGSeDedwff",
+	"BY6cCJDV9vljrBVK4UOKDkAHgmOsTqlsclptBEaptANA5dXDVQMoJyB2Crl91N4BEUEZac5zcoOwiDnz",
+	"fTFZo+0kgbzvqknlV5XEdIHleyQg0KL4NUzc/v05Dez+2ZZ/gE0aPZa3vXoqy3Eiml4Eqt1KuyIrJ3U8",
+	"17nfge8SkZo1TNsX8UF31UpUgZl7i9ZyJVpjMeVKGHFaS0FKIh+PwVu65Kcl0oQIdgP3YFKbkyYczeaC",
+	"0WsG2LLGvjK8ao6ggumwdGfJsysiRRiECLOb7h+CuFyJHQGcgAAPwX5IuZrErtPMYl/bWMOxJSHXB1Ku",
+	"+6AM9C0XXM1Zfk9xTJdLJhpu/Ofwnd1alEztGwxZWiSvIYW7ZMMKaGdB/0SqSaOT8sm4N+pe9AZ/wzpV",
+	"yNs1FrEsmS2PsuSmnl+xet180qvyvs6uBrMFE2plN/+7WQX88HxGeSOnBdcGQqzEYSPAkKkidEJFLtsD",
+	"rPcgqeNQT1ortPClX+pyBYDggQu2WgSfL1RdD9B4YcqQQ3b4jYn7YMfJClq0+TnjDnYf0+NxlSVe5zaL",
+	"v22LF+vU9c0nSOroAy6CFXvoU+I3UsFbWesPp3k3hfcBDiizJT3if+B6erhFdD1VPqOhruXyKshNqnfq",
+	"aCQjabn8Pv2KfM8d4lBGFetA+zHNr5mD8oAmGb4byGSVz5j2qDDYQM/GvtgHXVKb25BRo5bO15OSQ0eO",
+	"exjzQYfs34dL03e6nCJfIVGh0BAIZbTFxYSVlXPDtjeHq0FVeEBueiflayrWlwDM8CmqI9WsA/6r5kFT",
+	"WadG1e73ej1o6EEQQ8L34KRFIW9Y3iV41BEKe8lW0psbML8Iax/uJUgGweHxTkrsI2Mf064NhnN6qPMj",
+	"oAW1jQSBHEcr4c6EY6xNpirUiIE+0EQiHJbRGS3BANu/nVwPeYa8W5Xi0VP4+/QU2vKMO/sJgXauNqnu",
+	"J7T1SQ/OQp+PedzofU4XznBVCnLmoUPCOG9Swwn7w6kprbM16wxTbsOvdeX6sOhBeZhPDeDQ60SzOHCn",
+	"Ov9j2FcFNVq8BgGFMIPZSO7wuhZFKRyP6wjTUJkemuUewufowJVec7VwhcpBHmzBmdC+qNZWKuPMsRNQ",
+	"EI6W2NqXteVPudd0Fu4923KooJFdEtkymNqbE0AcTyJyNDwfkQqb/NjjbdV9wNi8zkLQPakeVmVUJRHN",
+	"FqzjtguMsnOeRF3yX+GLq0p4mHSYrWOWipbmmH/LRN4+3tDXUXXc2+oqgksCoV7d0vV/voY+tHd3cLri",
+	"tsNcnC8d8lawahvbf3NpoXSjBptwCagALf3SzdZoVOW3ww+0+bVboQeajNV8enIQgkASwWEBaAc2Qwq8",
+	"3h6+oXWQXQITJRRwHLDFk7TIELZd+xrnbNfNInOhi8bc8ykOm/uscEAdeL+n4aY3u53aQZlOS8FJQ36A",
+	"hlMAiEjlJvAQ+3fJfw32RBWdAHXcwQOYzZ/WfxuAVbIGow6y7Dp2MDboYRROPC+WVZwiJqlYFUVqW2fR",
+	"WsxDSPs6H8D49ddetz+IO73usB/3ur3zuNcdjczn3kkMbRE6vW7/Iu51z4bvY/Pk920bPSDKZ2aAu2fY",
+	"2m9QQjZLsrJwxetVJgVW/W9fZrxp3zr/2n+Py3lmy3YVrnVwqQ1ZmIvOXcPGakQUFQlzClhBbRYejzMj",
+	"js1tXCs7XsSjC5q2QRGT64iq2uV0MNbfbAU99bYuob3i4VyHiD26tw7Wqtz1jNZEvJA5U2O3cMEBkgJ4",
+	"l2Ulo/7Xjz3vyMF6AauGNE7/4Lhv5Eb61mvHcRAQw4tTckQbLMwVYYulXse+MFdIdI9qlghXOL5RKIXM",
+	"cxyTbQg5FqBsA6KwOndaj5hjVFEbgbwHVS1/FnSl57Lk/2KfZs2swgcFuxo0JSrI8zev4NChiqTP7ZUW",
+	"+8si9yWrXm+YXbE1/MHSe1oy/bB4rzamltq94PcHS4rC2QCsNlTvYYNjUhXL0arncm5o0nCI/fLLL50m",
+	"MOKuJW3iKH5ibtzPgl5TXnwyyMAqeM69cnWDDLe3rLzmGSM/157Ztp7+5wdL1jWmTq3O32YyQmNsIW9A",
+	"HlBSyOwK8TM1N6JRrnQ3EYC7afvJpvChA8CHKVGIurmxmYOL9q1cAOr5yWseGJcvheZ6fU8Tc0JL9j0X",
+	"beq/cx0jNpXRy664yMHJA81bOPZtwVzfOIHlxY4ttjs1fOseA7+gSz6JbncoGr5OpaWEeV2r/8ZW2b6U",
+	"zYwuxfJvtHlLs42rl3bJ88Y0NoMOmD7rL1C+KWiFP4xvfaJsCA1kvAq6svPAIViFAwhy6oQpQovC+tjB",
+	"A9/dUla9Z6LtJdXYSsGWC+3o6l6vul5HDxDsQPUI/Xzosj2sricYw1blqJrdTovmecW0vlr6QMyBrVXz",
+	"6y72+/fLQW7msnAqZoA9AJ3fkf1C7IENWsPzPpXgT4NFvSfd72BU2CPxsmpIvykugu7CBc2uEA7JXz8m",
+	"PvaGbCwk+eGH18HB2lavja/tBM9pOhBS/9i0WnubMydIWhSL1G7cqtbd2obm9ctSXvOcleEB/9//5/9W",
+	"urBcFbmt5AWZglPukhd+u0vB4ERZKWaEotlzNVFnRCD/lxGMp7cunnDF2FK53CWmtC8nvGblhGq+gDFn",
+	"UmmfLRZUAbZv69PNXd0tisX9GC3M/b4Pj722OlR95TYr2FsW2JaJfivLd3B5k8/MQyosDGw444X2mEAU",
+	"l0gRFl36Xj9Vq2bbp+b7jVjxRli4CgfjTVzMzMDgLnfQRdBDJGcB7TvoeC87MOlafltjXK2TSWEeFU93",
+	"ydvaXYZZ7OU49BhKS2NiB452MQz9mX8YV1WDnsmauNEDxxv2BdL6b6dGAdZ7+a7tOOnCpZ/nTAEX9FbG",
+	"e+tlgMT2IJb8G6zXvk4PWDzq8VQOsMHdqmBg3o4xERpUV2OFG0KkgUaS0aKISWrInlrEbFbkMUmn/AOu",
+	"M+bzJAIxgEGMBS+yuaQA5q8YSwmoEoDfgI/XtJAzyAdyjoDmUZySIzWnS2asaIep4n8zxnsrhVNyhGXP",
+	"tR2IMjqtb7C05gJAUzp4l/+iRYg8tMntcWxes5xTJ5c+wdLyD+wszBM3hAQY4R47xpjgtg1Ox7x8TML3",
+	"mfc4tZd90E+XBeX3zCbsn4S2uB8kgUFu3UpbpvOgRUtWUYeEdUOODQI8WJKKH3YNy28LDmTQocT2HF6y",
+	"Eg7Nca1NevPmX4LGAu4xIGkdPH1ONesYwzSq9bE43YTsNWcVANxuAXj0zWEIz11xaQlpyXjXM/Sg2eCG",
+	"a65iG6At1L7FexX0nrmFsb7C2/q9qosELUu6jqCpL3R8aSUIRmwrSGTrWsurtgDYJIoW3YoLJ1IWjIro",
+	"FvEPdo/VLaYFnqwwIH9FvB5PyGqgcbCK7/1b0R4zLw0e2QYiTe3PdpEtVmgdLh+10jr+Jp3YjkxfD96d",
+	"/TL6y8X3w9d1ThiN6mC9oxpar7m/6vXw/mO/F496bbC9wQywkdzHiOY5x/5AbwJ2dj2nN/jLIS7aVi/I",
+	"XN6Rv7krwj6FG81DcOUrJp1JUEBqsNXmvwffBeSIaxXUvtnv0+P27VFt+X/PJqG6vkuC3hk2nO72Cton",
+	"1vuNnRn+scpnHpy2uY8a+yLYEh441I2vdT/ARW9tz76WCYDWQdgHOKU8Un4Q7+mS1DU7TMfhjLCtcyLc",
+	"r+QILuygG9pcZP3Qx90gtgh5Jnir07dtMgR4+LH/ndHGzPr7wihaupyJLkmFFCxoTmRvV3StEgF4ThVg",
+	"v8OkPZoWdGaInArZsdihtrDNdSkKOjoG8UTzLkPYoE9FcF2wDU7btjLUP1wyBXDZ29F+jZJhfZwVusjm",
+	"8YUt3JuP+U7eYB6hbfoCkzcPxHYtCl2stqMjsYjt9cPtLr1XWloR+f6MOwZnY5uyyJnDalfYl2/CmCD2",
+	"AURJMqXlww4Omtdc2t41AGzUvha1Njn18TY63zzo8HS5Epk50Vx3y30LbIcG6elm+16Bjeqe8hlI2BBB",
+	"yIfVordSeHNebdLpa0gE/8b2x93SfwWzxSvT+4kik5KKbN4l6ZJnVynUXJi/WI54blOuu8bgueLLDpwW",
+	"KLhK7NoZlPtBnZkTcuZqITv2dWMEjyjZgnLIprX9WuERE1bIG2PpANHeySsmjM1kdjB0kwIVwn4NOFZh",
+	"IzUcaV34mO+M4u9H7D74AdWFkL1+nwB6QUXO89beYD/59I0gwz+TQvGcgZh9iTWNqev0nFqIG+f2holS",
+	"UPXJc9cNWgpmDobSpvCwDzRDK8h8XJOlkevCttCRi6VOxFGKf31b0hmYisfOsc9LYiH0BGKK44VvpAJ1",
+	"yMnvhjZjR7L9sDZaPnaeBTwvN5J2HTaX2c8l33zYNx42ar4SV5jrgNnsFUycroLnDZ1p0K4xGfvH/HmH",
+	"t9lboJeJOTAhtbPxtpPWl/F8W48DbZswuPN8CEa9mnWGnZ75c0ozPYZS4r/zPD224bu8NsYnUNtYA9j7",
+	"ooegFcHIhr1dHS5qvdH+9398+fQLaJA27G1RnBdBd4lDez6YF87YoRQ3FDbXd0NZeigsPXBqwOgt9km1",
+	"i1yXk2ADccSSL/lkBVhUOmiZkQi0nf3xTqQIGrdRyCAwOrPU0GbCp+jhFmqwZjt31nffntHHpNcxunlu",
+	"a85rm54c2f/DbwhLWlJxdbyfrq0nKHYYbY6nDwidkE+gdGyMO2wKbwwHcweqjs65GRNWKOZNwOqoQWBf",
+	"M4cjGxtAmqL9gb7X43syhOumv6dfmRPil3j5re+f2pzyC2wVq/iCF7TkGhIqzXwgxesZodAyBIYeBELB",
+	"eskl+nOARIZW/hl1N4hcYeqAn+2WvnwYjQP9Zmc7CdsTrZQ2oAPiJ8b6et/z+u4tIFqcCWGvGMMwcXVW",
+	"tKkmTaq3nCdraNJrL3OqBXFP7ZIU1ISOb8sMioqyNL6hChodEDqR1zh3f2GXpPKalZ0F/dCxkShUcuDW",
+	"nMz5bE6YkKvZPBGQzgdleOQpSRf0w0t7B2qHrp4XsGrdg52OY56Z8xwHMuXWcoLEG7zE3ZDN6cZdxN6U",
+	"CPPWF3NaqrRrYxvMTRbDP3bnsaIIVKe35svUKGqbOW14s00q88eoz6b3TY71nFpgR2DxJ4gaah15nqGN",
+	"spVaQnS8PjM2UonaoEwc9hRbQvcDSzjQWYy6gO9B0fUMm+lAXRHq3MC81xy7Qqm5vFG2S7N5lqI3hOsY",
+	"F4tXEKpOZCK+rZmq0a1dKbXS1SOMjLf4UN4Zklt7fNNLYrvOG63J0Md5vY6fbZIG8yhwTGZfmJeDJYrN",
+	"gYDeiajYXElbXmIUNDTMYQzUHJOg5GFwA2y7Oc0T4RpIcF3XeRu7I4qjJtO7r3y9aJMXXZUoWCFtVRPN",
+	"RQ+dijWFenMwoZ4yaNWtg5Ds+GNDD3WDUW1S2oe2/VXYVHCy4oXucEHSOVXzFDFIFaHFDV1D1zEQ3ysB",
+	"PelyDslG+cFOL1ef8EpMZd3rFXixvdMLmW3fM3/Aq8z1xWL3XLM51R1b3s6lUD7Wr5xLD4S+wEkfPKsf",
+	"fnh92ITATbTvaW/NRfi8puPNL6idq3uiJ1XrKQLZsS99rvMd/bmurqbyFZoxG/3PyEdWTG2OvgMbr9zX",
+	"T5RnLteBwJb2PLM72wpXSKOpanw2socxx/uaJaLK8m4zvBrFNu0d3mz2MauKi7yFRDzmP8Im1fKRuUpE",
+	"rYRt80jAZ2PPTaz0JEfYdHPzdDluU3v3NDcNvIKtc3Pjtd4Zd3Fcr52wGNNVpcUR1ksAHHxLwYRgxzHm",
+	"NxudzGUc2OPeJR7gbPxu8X94rW1aSBrke1S6WbVjzvsXgzgyY8G8VYSobu6h6vqTDUd5HH3ozGTHfvfr",
+	"+1/fw2uHg/CXDjg15BL5v+MT5szrbmOLRLWDvo681gWNIF8QKkCtPMTMCigX+ps5qwuXu1OpTpVWOeH3",
+	"QatQQE/SG86yLY6ZpfnJzNU5najlb6jFzGhZcnNy4wZwF3V8TCURVAi5EhkE3wOH4RNV1Wq6Ug9MzAMt",
+	"0jqJU2gTiJG/4DFLxPx8ohxCgX0ulGhB9uaRYiwR6Yzpy5Wws0yPY39yQUWIg85yz7PTUaCacD13qIUQ",
+	"VwdZQYuVDQFQ5YeUo92YzVnlTWv6yyFC/x1V83aWMocsNG/SHo8trr2i2yIkNsRCu/WJ0GNGi7mmBWhH",
+	"TvXyT4fZtvppd1mKm0aIfa4z/fdNoXUOuPA7fM9GsdU8M3NhnZAtFJoZU1nkDpMflVZgYV9qavj2qFdr",
+	"4F8RQooMO88+nFd9i4VcXxY0S/avi7d6N0SDKuSWyI51cZgLvMtRy5iw7qxLUrVWmi3SgxhMbQ3eWfgQ",
+	"w8MW+Dh0Orp34bGaxiQ1JkW5AhGhzGctZXGXMWzrWYm/YttK8q0sK3hRfDc6q8KQbyKO7LjGGC501jmG",
+	"DL/AL8EZ4L4zggSzNRcArwT15zasunGej9pn4RIXW0kJNpA5r8mNLDENfP/OqSyGdheH+/kTuKxxwLi9",
+	"uuVkCVvbt+TI1LQonjdSH0DHHLtu5KekYBpbj+d8ZqQkVlN1De/83fwzNv/8b/PPf5h/vjT/dFLfBd96",
+	"n1AjfYbpckuasTwRS48GABqmhyFo9pUNi/oaC3JyegfncQebj5+2u47DCNQd1HNoU2NvDXR0LeUVyVdl",
+	"2Ds+du2G1rXEko8RLgCgaYIOb361bgRYP7pWb7nI2Des4NegHQ3iCBySkEeGYJ4gw1dAsG/ogs7QAWzO",
+	"VSPmDIFzvJ3lBIxHACIY9oh5PKEzCW4TZ0WU1GU1CFCoBZwiStMZSICoZEoWK6DB7caha6ezbYfB74dt",
+	"rRoZNh8GwRZHfAjKob9ZkCNzYEFWJ6gOcLI0NdtDNVKkanvovgCXDR7N6BQpEPICmy9BP/6DZupJ2x6W",
+	"Zkunaln+AoctwL3mTshXa9Iq0HeaNg0B40YTu8VskzQuQPK1g8G4w7bxfWYAHqRqrkN9ExajLUCw0UKA",
+	"1ljMt4Fpp5f/+ZntR9do1nSwZ8ENExOx9qUJNYhYDXIX9dpltLu3NTsN623Hvr3mvWT0UyeoXxnVF0Nc",
+	"Rr9O8dzl9WPY5fE0ZXM9vreX63aF9lA8b4vs1VfiHjLaRfMcvzVksIvyRnOtl2r89Kn9rZvJxVPXwemp",
+	"nW53mU+jIFjrJS4yle37tEEbjDMa65F9MKc9cJLNHDNympHcPiejAuskzROsosAraS2nTpi7JLhpyZgT",
+	"3mjwwberovDi+7ZlE7UGtjEjrBbINu9SMfi0hdGOXFN1Ba3Svkw/Mbj9Lghjw2lp7N0qmN3+YnvDxst3",
+	"xboP2uuYD8g0zamm21kND5H6RL4tGYOaAuLud6lpcPSj1w02W5BrUMmE9kA0mBJ0xirScGW1+za6mEs9",
+	"Ue4ajkTO3CVTnygYwzNolzor6XJuU/OY+cKWsUwKY+0WXDDVmiva23cAQbgOBtMmO2tu7A2/e86mtDXb",
+	"zqV/+God2HrgthCyCihB2Y2xWO3R05ISEj72EEPiGfYlggRL5/8AP6QF7irYBzSsA7XLufpaCNjC3xW4",
+	"0+aI8FanQHivqjYGar7K/BpZvjjtWcG9g0/4HVMsrmw58yHBCSh9NltwuxfZxQ2eKOsU43kttF2LpLiF",
+	"PcDKbeNCWzcVEDj2LFZnhV2s6uq563PBIM+4Pl45nUI+s2fII8seMcmZZqVZGaV5dtxNRCqXTFCejo2i",
+	"89OSieevIMBCNZ8UtmlMiKDlCNclqSwKuqDpGDqa/gQfXN57LUZnhhjFEb7I/AGX1kNn9pp9uWjQ4a7d",
+	"3WnFJKaj2bx116gPO/E1u9A1kr6yjCn1Yk9+rOYLpkg6YxqGgog3tnfrwzqf9hWa+EQHiwVdKu2RFu9d",
+	"dOIWendaFwqAZ9YVC8EI6zj80j8hxZhw5a3lCFgqG2Uon+o5Dwb9DV9sUecLL7+qjAC/3cPROWPhbrLs",
+	"8LBVW0LCvoHsdqphN0F1AJvYKzHS4ZK+SKp18drlnToHk+Wj4y55DkOLsSPMvflqv7B/iV46uHh7dvXS",
+	"Jo45dVZXCUDQaNNFAY5sqmEfyib7xzXRznPEkgMMAUvlnTvxoKPHjN+dOwVV+jmIk4P3L0DdgRyZrEPx",
+	"ciRLtxox4VPbmcdceHzv1bhfjuNn0Wc9EZ6R9OPtRkuUuv5UnYmVN3vvmtiqFaOZ8u1gLu6Wd/zAfLNW",
+	"doPMVpvuupPnYuxKaOQ2zbSqsWCrhFkt8zscBsBMn3oW+LL6LeeATR6ICQ3cZDbuDjXEJGdLJgDDzaKb",
+	"jBORiA7kAadjkn5MolIWLIlikrhAWxLdpl24yNDRXgURWrxsygUtXrhrzTdcsxKOdIWfnTvPfEwEIUmk",
+	"pSxe0KJwF6zw+tf2M6Sq/azojJmXQ918MzpsnnPUGhzGqLEABynUPDlAGZ/GtZRKs9w8wfbNwumZhbfT",
+	"u2J2cljdjYNiH7QnzBQfVdFmwqi72V3Y7XZvzZkL22tNzBVkWawU8cVMFkRAlmYsNAfUo47D2rDVDQ4L",
+	"A61ENxe1pHAwTWXh7splZlTGRsY26n33dZParvVtWbggF7wcRPDAkhFGszmoZDb3TF6z0l5FjmBrgWW5",
+	"WipWWsPyiq3vHyW8e5ao1f1xMwVCtJptqOmFG33jGIlrKqoXgq02gz1N26pXq9z8mKwE/+eKudO00gss",
+	"UkmgLoOTD7Z1IjQrCsRrRHQOkH4fzX657Xzkt14I4lfmo+HG2hWJwAqAj1dsfetKAyzvdT4arei281HL",
+	"2/RZg8NcYYgRqHIKCQa8JPJGNP2KViJ/Sq3A7koBpDGqvS0WiWVyyLsEfxu1pLf4tKtSdINEqTQOdMNu",
+	"YDxVKnnNXqq+PtBoajcff8GiUyfRVdcJZ59D1PWSmLoMGF+raWaVCEROshOyYo2SnENTWpbDERc392DX",
+	"CzGaCGF0ec2vWSC8uqFkol4uGcOuyCsR7HXVRBjFqQIO6m6TUVjGjEGCup26UIaaZnZGPiBQjBlKVAV9",
+	"oZinvhJ4V7AG59uW4AeudEuSp01T3WwAHFQKQOmBrUYFmSxszKOpCB8Jqb0ziNvKiePD0zvBvq4ZXYO2",
+	"ambBPugXq1LJlprvNxuJOi69DnyQ2KjsGVlSBS6kCc2uwO2YwfM2nLH9wT4ni6PgVkm4v3IZ2L9WaVVf",
+	"JGwct09fXtlS8MOrFbh+RnqgITqwKCHxIvz9qCH9jvdZKw3SwEha6XJ9z7jby2sXdMNmbeCiBC7bpBrz",
+	"xaiHMd/11kDZvkgZ214eCk/9T7rcXJC3Qa2u8+VCHpIrJLatUCAhPXNoO8b2iklq+CQ1ZEi1TDFvStle",
+	"RXUimAvbmQEVStzHhVQPXRIst/hC6Gd7aWNRYOYwkK3rct9gHKx3xYSNUJzRssz/b2hRvChkdvXacNHZ",
+	"xWmvfzHsDUbDIYRKIHMQr3dJuUPvNI5mS90ZyY6ZL5ATx18Ui66F4NmMh7n3fop57GLxwdgtODPE7Z8o",
+	"kplvY7LgRcEtfilRXNjMbbaU2fx4S3DIz7jFprvGp+MY6skPqP0BwD4W4imsF4co8QIUKAX+41qqJ0e0",
+	"wKWxREI3oPJJm3Madte/YmvlavzgC3yZ9xPAd5jH2SU/XbMyEacj8j3/2pzoMFg0Auql7LF3mUxXyuV4",
+	"brVQonH0DyVF95LevEamuEPisbYQUntl3DtEJWuIagRicou0dcu8w5m1GkrV0Qun2jV6FY1F7kh+Q9FK",
+	"wuJNvsAGLPB1nW6bgsyBj0BP+X1+1hDZJ0j6hWUytiUcG77z/gOmbM7p4OR0y+jkDSszqhiZsw/k7XfP",
+	"O4OT00MG2910lwRGxGkdpefXXueCdqbvP56O2gyHxqrXierHv331LY9tmnV2/2LKM7UZHTHqiqslYJkO",
+	"ztoSPSDFw2V7jF1SR2oTwruYccny1CaFgBiaSqmXJRe623JZyfZlkyvI8rZ1ZyAgMBFKEAhHXa5EevyM",
+	"pDO6BAeuxULIXRGKk/8IttG0/JojalhIg/P9JuD7yhT8e3fcef+xF/cHZ1vswK0ZZrZztCxzF48KSoKN",
+	"GjFG5wwWZVvMBNyO+HUioC03BP5pNq/qRHF57B3gD0jJlxXKgv3mPwBdAYmAX3XJc1uq+ERVHipE2UfB",
+	"XGr1xGzNFP40fMFF0G8Q9LwdiAn7wmfbQBPuUbDtibFFFlW/x1C9jfnzoHMdbA5V0BcbCmmbVVS98oXr",
+	"ULs1hSCtLk5tZzmb3OGrJEMgjW+NJgQFPrbunisM1WQrTY6oq+ap+j3SGpoGFO/rRECbRMsUv0DZeeor",
+	"O5hybfo38xUa3LZjhatpoS4dTOKe6wyW+kvAM9lc6BJ8zj5oEEKzUGgIaQSfG4Oxjp2hhYgTwlYN4kuO",
+	"tyVrVIm9u7ilAUSzJ6ficgM+IIDkqB+ktiw58A7dJz6Jyb53CflsR19z+HIhygS6kHLl+8WFDQPDEuNE",
+	"NGqMY0xAAq3a4Tnc2H1i4WJCQIVEBNXBiuHiL7rkHWg6XJPmz9h9KBG1PQdi1ebdVsXQ5MhVT+MNTSkL",
+	"52VdqJqTSjBq9s9rrlSKCmcigm43ML56gd1ur+RmzG43utzVHfhr7rZqCZhigA8LcuEIhUgdiKLfO4DB",
+	"gum3C2MQwFgpg4nHtvI/Kxgt67gF9XA4VPIuuFJsI8PiHjASQupW7WmNEmMlVmpFiyrrihyBMXYz9/hy",
+	"VUM7w2KNjnTHh2UxwtHaIkLhYLaLBOc91uz7gxrG1TiLD3bsOS2lzkunm6wEwsbVu+165J/9haDTBlti",
+	"x/FgF/6eZ4FitMzmr2W+vwa7uhJy422ngb2V23idC+TvKMzZKb7NWmc6KNyhlvnnFHL7JwwROz6NnzdS",
+	"7n3LhWoNN4/uuKGsNdeuVY2pH8M15avVVPmwLKjYYqT+JKwf1ONFIlAHBlBj11zV4RUB2hmmGaIuHFuf",
+	"QZXv5TMx3W1B+doNfl/t1kQwpemkgDbJdrlWasky217fYVnnbKnnqUVW6R/jGYfYHogwqeqwM+bs8boF",
+	"bN8KD3OzJ+k2+NSde7iiKiJyWs3MpdweeK+tqbU3N0q9dmrD9auNgoD0aNFyW0gY2yi0H4hRFJBQFjLF",
+	"e8cTgVT1tXlGCiKoj4SYur04dq0W4E7U7RMBTOpQz8HdWbBrVmDS+1LPkSmY84LgG9QTo5aYd3TNw9LG",
+	"cX0gbVvshE0JOzcqud5WQVg7WQJWbQBc+Ja9Fin94JPgO3z7twWd7Xezx9ZBoXYB8LIcC3XdJvSwCvUt",
+	"GjvnHvr1EOYFyn7BDw6Z6AfP4icY1kHk9mWB+yHL3YVQ5okyoX3ilioOS2myRkaW0ykr6aQwlJkWK4Tx",
+	"sWI5TsSslKulhWHwfZhEBczvdN9JhRBm43vm6QDbX5YMNW9aGKn4AeiKHs6MrtQGjsPO0w6neBAR94S0",
+	"vKh7CKQteNeGcAqwip3Mq7iz2lTBylXyac8Z9XwHerVNA3LZPcojCH+LuAkuGI5nGBy8MWYEuZbUceVp",
+	"McdLuRL2Zhd2qAEiV5gfVCUiSGKuAI4XcYBuCY+zK2nrKJAnLfpTItIwZwoBOIP3UaW40lRoH/BvOZ98",
+	"TlVLEM0nA1Tole5qxAurRwgPq5oLbOg9kegqm2vv2IzhU8ignhaKbBs42iXDpgdbVLNN9bSyLliVdXNg",
+	"qmu4MjvZL0wxi4MKp+3rfijCepU+dxD9QImvYETUwbSsG5Q1k7JV1b9vkuo2eJ0ALqfiVEtdu7VCuJ07",
+	"MqwLFu2Bt9mNTnMQHs2h63q3jIXDEmprOPAQYnaZk3vzaqsr4T6bkHmQODFXI/gHy++xNO/sy/bKkqY5",
+	"tSO9blOZ3l5e7uQ67BljzGDJ3VFaroSyQMUuDADROdsg4yhFf5lCh0wjHwV/2nztS6OG2Fq+kmWMLzUp",
+	"OCDyWac76s1cQG1n7MDJ7+YXv4QXWEz6/d4pM9MtTnprsBUsnyEYEOhR5Uq0jvp+g12FJs9d6q9h3LEn",
+	"dhsrfFvQ67YkqO/kjVsG7lH3AM/TIqmMCRQOIQoSa2RbJiIt6QyvybhRsJtZkM5IhQrcNMaiTfN/W9Ta",
+	"bEzgu6WVtJFJ6H/Zk8L2rSxnTFd9CIJ8C1ZSZSjWv9hIiXA/bcejt/Y7WAJ4dWxLVWzs4nN0G2imD+Eo",
+	"2xb4O0YLPW9M2PVWiuTVZhaI+3HDzYgIjKm8SsMET3ll3ruT+JvYCuYFraMNjLt2x8vclUiHhnhlc3qD",
+	"MyaK8pwYVYJRCGAWbKqhoW6LeogdrtoLWavmy17U2ebgVChfbBkM567wOTZda1vrg9SjlXV8dkPaVGmC",
+	"vhdG+NhHPmxuwoH6YaOvzNSu5YE2/Qvr8rzL+d/M2zJv9H3L9rDZC5mzHXnFu5kM+rB0/PpgX5dyJRLh",
+	"v0OA3OZRAHVRGAeFn8yacdfd1z3DxaEQIugY4Gl8NUTzPOaK2CZ0IH1bWAayKqrXuSRBo6fVOpIk4iit",
+	"sWR6bAGFnUIX6s9Gc3cunNqLubA4p6z5Zm40Vl4URC6Z0YYQBppOqMilsM1tOnj4dPA2S9i6WlAnD8D1",
+	"bRK6S9Ap1rFjxDrhulMOwCaETIQxrljpkiTN4WV1GlBmUWyZ0adWvkMjAFnOpNZMpESWiXCN/6DfT9Vm",
+	"p7VRD6n16XHmdrMrRshgeJg3V7b2bUV2aNxTp2NkN7GjBl5i/RK1U7Xlzn1YwNDzZFufH9hQiNCXsw9t",
+	"6VmoGOyKzKPmAAetK5LhgtCiuGc0xg6lJQ2NlV5h2Yzt3qHBFjzfwWrcVXtzw4sdadokWfMdrYemfZKf",
+	"0/2JzzWZMHCQHmHat89AwKQ4xKYr2UJe26ag7p337WtwN9iStmqmndSzXs5GE+mGTScXzKZkiBbHqO3s",
+	"bJOtAXxQoFvLo+5C/xv3EG0z5DFAJLR0QdnNspnmrvTf7i+a8VN7G8QONxeXOh/MExVOzaHzV1DLFtbU",
+	"9ZD313aqACLIPFu70ZHXrCyg7kbNKdTLGoUIgdBtV47KJdQlqQP7QJBgaIIzJtlGLwc5TUQF50Dan1aT",
+	"n40BQV/f5qvqVN68Y7/oaxDb4bK07cUNxzo6nbgKu5VLbKDHW7XVA7BXFoyqVclUHKToKRch1B6gBSuJ",
+	"Gj759WFqqztDtuQN+g21OTnfW1qtlstiXYsMpT4Gkd5B0LZs45q0HW3gNGPpoP3ZJkAb9evgd/l9dRtH",
+	"fsy72iPWaQBTN4YjZs0F9GpP4goJun3Zt4giR2E0Wbg23ylCxRoAt2NCNTQklHfwSjwMzRvyGhagXmPQ",
+	"mHlI64oFd8p2t1Dt5WtBa+8tIcLGfgWU5o2gFznK5owuvXfn+O6ErMmOPWku7akT24rIvEW2B2jbKtha",
+	"bvYoG0P+75KVVWImnKv3wbC1MKCpxyBOjytAbDytnyRialtEKVKyyYoXea3Zkx+rOUQna40tjcwfMbbr",
+	"uOGKYfxp6QCv1mTnWNt7qR2MdGXev2RyWdgwmdPIVYVOCdNlOXmCGAtPyBHk9PZje+D2uhf94/QwuKup",
+	"d9ztYi7r3tvS6mwnNYxhduelrTcMtnf7eNoXOO8WlOIge/C8ltBuHxG0DQ6rnCGz/XR4e/TFjj5px1+1",
+	"5r1j7P9gZ4aLcsHOs3x78M2X/o5WDdWuZVPw2RHu3NFbg2/ov8edDFK+S94C3nanlIXLZSUzcxJr6bC4",
+	"38BeB+gjm1IIDcHMBT78tKmQbA9avXZFzloSmlewsA0gq/uHqLZE+8PZtIh1IzOc3w4vrafy7+sDd7tr",
+	"RbbAFoTA3xXsnrJlFRX01zgR9xCo1GhyS+gLtBJX1cviqjNCIkDOP1EkdRFHWGjrDMEUe2cNICYgtk7K",
+	"CRUut8i7Uci0oDPotoQjMbo/sNxUFgX2fXKJMekXVS8Fl2Qdw7fw7KKoxLKDGf2ipWtiEx8B77iZr1Gq",
+	"NICxh2eDek5y7x5i5YvuLgCFlt3d5kloLkmYZ+naRKL4h2PDHAgOt6QGnA6pxm2Ok/beC680trLyPf/u",
+	"iYe5pYcAYObu7LT3yS3z7gAqb2kTV2qEN84DzLaHy1TNsOcRUL5NPLt+TBva5l1RIw9DgLRgjOiXtUSw",
+	"bbMy33vqXuCPrZPzTbFaUUff0Bl7y/+1pZ4shZrNFJvShL2uyIxfs0ajw/2J+wv64WuZr7eUdP5Ayxl2",
+	"rkb33UTma0KzjC01y5+RCZ9B0FbYxiq2xBa101F/uDt60u+dDc9G/fPB6IBB7iZKYcfpiOOGeDdqNFav",
+	"Rpp4Y3Xqw2pb59cYWG3B5vb5JqBU52zKBW8HpcSs6z1WMbghqgAx3ALn8+Xz/2w3hg/BlnSNtDy4JIyz",
+	"mRh1B0CxnZbAtyWzOU2VHfAMfBxQY70smd7Ygls0e+/ku5OkuJ89cIcWwaUMjMjdaaj+Smzak/8kivW2",
+	"lSpXLCaYjo5poDcl17Zrhq/Bcp0moQzf91VxUCeb/HHXeok7w+vpoi1f76XP5a+qx2A6ymYE2F8gBy2E",
+	"P0DwSsgoplV0Yxd65YY4GvZPhqe9jdy0dozrAwr9cfdjpf9h+H2VHMCk9WxOxewT9ts+ODUrBAI4NSm8",
+	"Nw1w4D83TpqFPAgKVzy3u4KT0Lrbh5i2XQjfB2bk+aZ8hlpSePVuSW3Rw7c8doukHpMp4mVN1hhwMuaj",
+	"7wDhkrwna1t80iWGTha83zf1c5vGufVtWbCj8Lby3kfR/Omiedei/45EtcdXepTXW+X1IbJqu7Bp95O7",
+	"lgEHo2FZ9fEPhsXmp7mdPpg82u5Kb7qnoXGsvPGNz6DJSU6obgMbq3A4Dq2EvatkeeikdEABAxbXLLdz",
+	"hoQJ2/jPhkbAIJ9zSDdyl5fKig/XBtCnrx9/HpfgfVTCT9t3AYzqpqbgtQJP3aDZ1y7mwwZpd9UFws44",
+	"m3YbeQs1b5wVRrgB4jHqCTFi8FKRCAcbRVKrx6RktqJl/oykXp2x+AJepUEwHWfOIgAPnwnMgLI91ClJ",
+	"//PluxSNc9v2B/Y8bOaVcGpka3PTP7DOssOGfR4QjFh6PZqtj7rRo270mW3ZB914W+1X7ORd2oaZXFlL",
+	"2XCGa9/YJcBW4BOtYMzB7ZYI1xUGkE+cPmQfGDtQMmhiOaW8sElSo95FIpzo7mRSTAue6ZQcGbm+gHY6",
+	"JJMiW5UlE9k6aJ3hqtATAetfkhsubJnuZzKuD9dV2+HkMHu7VniquiRlS65kzrN07HWNIPEs+Na24K7y",
+	"zKDo1OLPW0Roc6vHfU7HAfKz+QWRptMx9HjtQLqfK7RVcbX1J+v26ImyVTRhQqAdfJC/FsWRHwFgWph3",
+	"NhIGq7v2JQw6ZeruYKauWz8AU0PSdaO7q4tRR68dAid2bPX6MHAoJVlJsyujGmQlMyLjBRXkFZkxjUCc",
+	"ToH5Koqh8UI0jlYKpUBr0/MtjWzsaFuAEbcXI8qCHaiMXppLNwqxZMFc3bfY5uipbm9haGnLWbA5OxdG",
+	"ZuiOTfWGqOLzN69qGaRAmjjy9dGRC4tHWMBYZxR79V4mkTnDasR286fqzw/MUK4q6eVK5SzUAiSn2Rb+",
+	"vIG8ugWO2Zf6bgPMK4onimDMLgQWL1ciRkCHflXgG6I5JgJgvCya9Qxa0LVcVoXtc0iXg9B1a7d/34r7",
+	"rtnOSJyDbWz7wjfmrkMg/pqOAU9Q/+Y21vxRyuXllt77qZAdnxpSAQEAUJCQoZwVsmOYzF0NJRGCWYi4",
+	"BcZpLNYYVAx36zUQgZnUeNJG4ULtx/3JuxaKY0u2bggQ0sQHobXMDSPXlSyuXQEK1YlAQBaSQsQ4jUla",
+	"UnFlrSQfwUYrSXv0N6p8kl0iqI4rurgiGlsBA8Nx9bZc+5LbV3l6/MyrYImoA5I1n5Lz3FXJAFppeLWe",
+	"MzsJWyRDGjUyR0EBTEyC6pcWc4255nf7gVE8jj/b1gkk7OcGdX6uKM8m+mFSiGvNYXsbtaSV7G2wsSVx",
+	"7CDEoUYp3P3cL+35HZBkTcVVk2Osb+kemR6Odw4rnrZ19+3ZIdCyO7M5yC2j+5S8kKo8dT8bvcVrf9/Z",
+	"JCE/1XrvON6Pd1XMhvtlS+v0oK9kle4VQIx5UBgi5A05AvcGlPKBxgW1piwGp8BNVcWFcrF1n+9GBXEI",
+	"CVUeFNVtMCGH6mZ37m63BcFic1w2kcmhmG72vvg8WBbteAyvPbgHWB8xmhqxbSzDLUZuo8w+tiA7WJyV",
+	"rSAjdBD3ej2jP4I1Ux5YpHy3niBB67i7NAa5u9DaF5i28ucBOso1dq1tjLU7eluTQu1mqi2nwwZLjbpU",
+	"7IrA61uum4jU4jGkY+tQstvXF6xCtrndvWMPzFE1F0sEPvqIAjf55kZxmIhTso4tHAxKj7lGuO1EGFnB",
+	"VbtY6FYlsmNSa9f57t0P5tiCOvxEBMoDXhdmBqNK6C7oVsqFm7WQOhFu6iKvSmyxthYwaKw3DgJFkCtQ",
+	"hm3CoPA4ZwXTzgg1P1qObSBQWJpDkB9JG7nupTlyFA60XpZSKabV/fuMrDch4FtL/7McNFxo4Gh0RgG9",
+	"lRxo0Zj0YZOfnLZh5TuY/L97rPz/bf75D/PPlwidT46gppPygtA8L5kyYlmrjQRc0LLPsmFj5wxOTu/a",
+	"omxwctqeYfumlJOCLe7WkuS5IJffviAXo5MzssQHdMnXTPHcVqQiZIkiE1ZAAaS9iCzoGpuzJQJcPTHJ",
+	"ZM46askyPkU//wTIieUcRgC41iaKXTMR4DvDb8cxSV3o4/vgYviRUOh0YGMj6tg1J4CPXMzerZfM3WAu",
+	"tMYn/k4oPOS4PSayH1zW0tVBLeyEvwDE+5sSYce4gm6FYbFLl7w2dEMP5oTpG8YEKVnBqNpofT/aEjko",
+	"S1m2yMdXIufXPF/RAkNT4M50RY0eMh1b71+zkhYHBw4tAb41T31p3n4ACNCUf2jLhcS2oXj8uRZLVcBL",
+	"k3RJ9Rw2VdiRBo67Q/uymCdsgXGcTpkAlAkgkGNNH3qq6sJ+7b/vKugrtz8kjgcdU3qb3WV/tk0YaaGk",
+	"KxZL/9K5xB87r/KUzBnNg56i2FydFHLWbWlqsTEKxbb2PIMehDSHtC8366fX/adBMXK3RS5tvoJrtt2b",
+	"hMtq04LdazCNFN3Pv2Zzqt8f+KotWoB52Xfv3r1x+BJmA9eUoZOLi0ALGvXau2Vx3eY4fDuXpQ6bD9qK",
+	"PhB45ikH9ejW7U1byM+Xrwx1WAn1kYIuHDZP+IaYpE/tZ/X0o5nd7SEEaw8J4DQ9MWMUd22qVyjjtthF",
+	"dFKwmCxoNueCdQw/AfSpxdTHKK8/QV4UHHyA6obrbE6kSISRhy5GLIXhDCNH0y75kd3AMio4U4xAyPMm",
+	"rAcX17TgeecfytZ64UfXm6v6ZklLumAa3LPuuyCPwIK+hF+5PztC6s5Ulh1LPKuWdIKC2uCZIEGCB7rP",
+	"qCp1MNWmymL0ISRwyJn3rFAhFnSl5/L/Y+/dd9tIsvTBVwmwf4DJmiRNUpQtUWg0VC5Xl7osl1tWdU1X",
+	"pbczyAyK2UpGsDOSktmGF/PXAvvv4gfME+y+yLzJPMkizjlxyWRSJG3XracGA7RLzEtkXM/lO99XZP8E",
+	"s2ii0nW3VKoLGHf4Xa+WSKvYXYg04651opyrFNrM81zdw+22cYjnafksc3eR6QXI//mLkEbB/CEVi6Uq",
+	"hZyuu7di3S2EWcCO/MR9SrGS1f+YZRK4iqG2oxRdwOML+qw7nuVUdwz7s6wnWxpGZ1fscfMgaiireJic",
+	"yp7NohD7Jerd8dK8tdqgeVAzQfVlcHy9wruZLc+12+Lv7N67frzvOVNb4rZdDzI3vark86vtf4byrhbC",
+	"RdoeSEmy5EXpE1ReApZwWnqu7rVxSFytKgWza1ywtaQf7A8aDny1kuDRTNVikZX29jCgYbyy2SrPkzGi",
+	"lMFZqW4Knqe2ltrDhxo3Y5XXZl14zy7P4s+hNkItkI/KXePEndYPyo1hZKQUb40V8O31l90TUkNj15bc",
+	"FfXVwVGDLZKIhytOBL10OpscH6VP0qP0ZMYHA3E8PZkOTo+H6fFQHE9HYjaZHJ8+TY9GYjadDk/5LD2e",
+	"HaXDwXA0mPafTmoqyU8HFQ/kadUFoVfukDmLWldARChQEaSJO88cGLjdQgy0tVS6vCmEPpxRD56UgOod",
+	"G/b7Z4AuKpDfnVtXFwyetZ1L7Lh/FGZIsDFvdrIgUmN34UlUITBc1kzdZ5/TtEKvgjDyJgotZPAi+7Hq",
+	"xOKHV2dJMc3/1h/86Ys/nz4bXT79/uvhdyfXNc+iKmk3qEramfuDUs93g3406m8bdWj9B+DtbcE1feNM",
+	"FbgWcKVkmiXwrwR9F0B2RFRePRexpNywXV8QsEqMj+2AkSBr5lmAYWrMgaIH7jwjbh0pMiqtEgGDp61t",
+	"a4+GQ5ZUznxk3yznSSypiVscS8g1AhOuvhILnslm9he4ANkW6SyBtPAj7VLAxrTCpp2xZAKqU0ksA36N",
+	"ZTa9xajSLCs1a5f4TCttxLXZaEWWt30Ukz1mo04SwFYg0bXISjZZlawms14nc97J5kz6StuFpMYBw3oG",
+	"Q+jlNJxaENgaPQYctxmiKitl4WRB10vCow8oCWftkNkpCXIMpo9eKtfda8zNaOKg0BFklTRTBXa3xvQs",
+	"sXKbTT2W0K86QghnOMtAHUFW3GFQsZqDzK1IcYoqHJDFGYkOSAGZVGoO3uY4PAIZrEybVmd5DjJxIHGF",
+	"8TqnL9SsieXo5i10KhQPxCp8+MYsvKnHzuul+lLZXChd5bTaeuxL8BYKUaykFcsPREEilgt+J2KZgDYH",
+	"qXCtzGgw0xtt7EYiR0S9MJ8VoWXTiaUnFkHaxlU5VQvh6FTMD3ZCHiIAUk9TPhwICSsB6hnzfE1T3xlh",
+	"ASgc4keI7XCrFOu1cFiI8VJYRkfKtkuXbE6VMTBe4irhFX0281Ms3SLDmtJRf3RAL9RA764Tnoya+uAh",
+	"SHwliq0Vm/HCE3+fYe2z5Z/A4wGpr+iAcDn4n5i+3WzNlQMsYqAnhoMKoIxHxpi7d1ILiIc2U3HO9dxn",
+	"In6kxNiuFFSmg71opoozWiwAqbRbFWAeLPicdD8wbsGdDo9MtU/vHawFssUk2kaNeR4Wi2TAdwSNHAfM",
+	"RVG40drr7B52FksF8c8cLwuoJlzkDalfqCwDoG/sOoCU2n6hPRzlq6H9Z86gQJnVqvEfgZNlDQfjWSSN",
+	"tsMe9drWNuTygxG3/sO38+HgNRtFKr2D98r9JFW3b5ZgBYRbmEWFNukMQRmF1mIxyeHc2xCgPaAki+qX",
+	"du5xHyqkdziK5ECth4fJffxsD4mOYHNTs8p5E7G/K5A3w/MzbsWxNP/fSiIm3vJpma8tXBCBjXoOtokW",
+	"Dcn/bVxBe2xbrpGU8AyAJzYKo3n2SaSJ3OjUNPaCemQ3YyvrqdbtWxw/2GuBNLoZTleIEgXlgGm6BhOG",
+	"ZHNrfPw0UPpvvYuBFDBujWNST/wbLAsdt6K4Vah7HbfGP7yLW/DXixQuRHQxXIEOK/w1FXl2J8x2Z36A",
+	"BUP36tsVXHF9/nl30O9+/uJruOQfIMfkaZY3NeRHg+Hp6ZFXbW+dTgeDk2N+PD0Wp7Pp8ejJYHjSPzl9",
+	"+lSIk9nx6GQyHB6fpEeDyVPeT4+mA34iTsVwOpj1Z0M+mjz10XbA6PYKJ1FRg8JiXzWx8qCoOJYzEXSw",
+	"jxBbY4On1gjBmAxGRj8tTfxClPywlC3Cskue8pJj7Rfl4oOyGD/P3ORohASSjDw8imv6aNRkgNQpHvsW",
+	"2c9gt9MIk3TGAtcseZdmC228yGLxPmHtlcyF9vz6eKn2D9JknXMJOAuMHFstfrRGcUeAY9TmSXRJYUlw",
+	"q5xeP6rLJ566nRxyucoxAk296BKIrXHr71rJ3hW/v3S4133Ti6hg32yXgLY9hE03FPGrkG0w23mWI7N7",
+	"LNFYaDtjgnoisplcVeC/OmN2a4bFWscRuOtZaZ8gFdO5Kp3/mSz4W2Kl31ZYV1mwD1fSClle49V0oO9T",
+	"TYS3NRZaw6p01Z52om7fLBsDKOcONo/GYLhl6k0NmXoVcTNBLKZt64+SCMvPblZqpZlezWbZWxuBon2k",
+	"bdWVB332X/8Z9n/nELmd4GRosJsa8+20Ie3z6EzefImXozWxhy2xqRqBD8D7I9uRD47dl66JTZ1tBSCE",
+	"vBO5WopHmoqfw7jtTKlyWWSy7LkbeneDaoR/yzW7s0v7spofRGU+9lTmsdzOZc4S/FcXXAzIlcC/yNaF",
+	"GJO9NpZJni/gmo2yFktz1mMJGGGUWEGDLAOoPXp8JQaXIirQUDXkbhsPPKrlNAeCVnQIWnkXxPTH0rM0",
+	"1yBgAf16+HGtqJXni5Zla6tyieMPO/IyQeihkTuyjvSaQjKaoF5PRgGYM8IzxXwOFVUhCiyWqkAcGPiI",
+	"sg4Oi5gFhgHvazepw73MwGy6YHsAvRqZFZtj7yu5bTd0E/8R6nCIHvvG1qMDHjbElzh68Vup7tF1Qjjq",
+	"rVjrJuYb0svYrI6mdLBlZgT/EQCC6RZeso/UI96hBOTUGGiLrsi2oDCGVXUpFbsVYhmWQU3USqIk0aeU",
+	"BEofBt/ajPoZFj0jqML2OGwtH+rsw1fvkmunrkF2Pzz9oDCGSbNhWWMRzm1I0cCpekVXwjCAwAb7N+Zf",
+	"l3zaLnSYg+3Tr+06zHSf1cnpQDl5yW8RXA0MWPi9zZNzy7dtQ8d4L6I23apmBGuLf6w4kIbXVYM+sVth",
+	"DY9teK2l2fPTTJeZnLpFkUkmZjMxLXdoeDaCyz9MefnAaIbZrh9eQ3TJWaUyi2A6EZHoQiKZfgeJ8YZN",
+	"4YOXmrOod25M9NY5T63Fj7hzql4zPhGIqJlWgd3vHv1pJ8uOmItFxENSClK1nyK2ssIKnkB/KcATVbf2",
+	"7auxsrFtdn24Dhpt09V2SU84SoM0LIpWjjELF5TuOiYTKtVVM88hHZbturJEfKw3Tus7ASno92OJAhTB",
+	"ZrIhInbGEqcbxiDRzvxNIIvWJB/md0Ww63JegqC4eTZB8LxG2aYB0CxFej0XNaVg7j7edsiHSO26Euq9",
+	"AsjbrRPPoYoxidmh1sqB1gaO8gM2B8wHSmDQTPiki/ojJAEb1mZ9QW7XSL1aSbjqFdEjNChoOPoDuxQ+",
+	"0Gn/WHe6kWDthi/3imn8kS8tH9v5rBEhaOnY4AQKDA40snNEKHlDa4OWDbhhkh9TCPXBnRENqgNxPWYZ",
+	"2CUG5u4hHsR1sRJBNB88GT6dk+yikGYXhT3uPihW80qIDcu29sHu1Vs+eRuEH2qFsHTaZqJN62CPWxYq",
+	"XU3NRkLgBTipHbkqQCCQzp8K+oAVqE2yAj3ENXSgCL7gWMBmZgC5q4PhiXM+Y+lLk9jOyqS6S1qsZBdg",
+	"YSf986fXDRUFh5UhDYYnW/3SDyNghR5VcE712HPoPAx/Zsb2wMc0zaaPcyL3M5S/uHh9ffHy2bVdwXbV",
+	"9ti5XFsSjUy7WhYQADKj7gGJS6WzMrtD4QLgkgvPaoq0RGzQj/oAagRNHwI7aVYYdxRECe/lGVkIA3Ml",
+	"lKdmmk1zviBXNitrfEOu5nqjPPwDbXbYUp+7aP5u2q+vjXctVwtRZFObRTAfVNhQGahkPA7+SycQgDDn",
+	"hLONuWaaRCadTnE19bBFDeyT+hh29dN1kQsz8TwHzMc0V9PbKiMUcqpbDzpZiJL37nmePzOXXurkw52N",
+	"h013MkYqEBtEfqyk3bn0p0NurGQzHerPS1q6TZL+UoF/PhWyzNfOvTlUbX6nSdEkM990/ryGhO1lYwkO",
+	"ik8WXN6iKi6FaTHHSxXEfFpasDybcplmZh5h0S6AFc1VXErU9OXLZaHeZgtzCYYt2l+9fP1dB0OngPAD",
+	"34Cb2axFYbF8xj9AzFhpy5gxLDxVUmfppiAvtKsVtbiUNbIt+mEHBPv1bbaVTue7+doD27BS3kEMASbe",
+	"NZPKVUC7v/SM11QsVzoZg4/WJKkQNZFd0s1SlV2Im2N4HfkucV0jGiAhQC8qqMMNcxAhVl04/6l+240j",
+	"lAMBIA9SDBb9h9rXUDEiFdael8oyq9Wi7e7jQjJ111D8d6UN1dFwt+zKkgDavVmuZR9uiQAsj1wt+i+Y",
+	"1njYY8NkCORXuLx1UOHJmrIiITEcpFGr+ZRQMLKzh51IdAWV9jUuWfc129TiKAGTye6yUFOhCfPH2q78",
+	"flXcZXdCAx4WjpROjyW2OiIZs1f0Tww0LG/ww8KsGL7JWEa2pqJaSm//ujuzEqrfHlBD7ieyI0fBCQ5l",
+	"3wjgFYFBB6cSL6EsOyL6QLIftF12mWRtzubrSZGloMLla1VZnt2K+0yLDsLyiIkXxG75dA6PBR8LmznB",
+	"RQyzAsoDdYLFWa9hTlpctJOopK0uYk6+17/78Tvz8Pd149rO/dZ9JlN134paGuRrhv0NLMp+iwS7s7Go",
+	"BB6wMRkfhjcEQ7tda9drdNL3f2qh3UqGEdJOEN0MFXf3Y1cJ+n1fcurDu/2XJNn7kUq9n1RwN2JZT/TM",
+	"t8CNHMpPRGHhfvCuKhgpsMRx/R26vYSrtZ0WfFayYX/Y7w6G7E5N+WSV82LdwW0l07D+gR7JbAtj8L2z",
+	"AnkhIuto6YgyfEgE5F+ord4qbV0a2J2MdVMmPXZBxgIOTCB7bwabI1sB2k1y7agzkFUOq3TZXBTizPca",
+	"HGkCPCEOgAcbF6zgdfyJs4ewcWWZ/XQSxx85R2F4tnGQIux3g9gDRtvRNxyG67X8xh+lwEx2woMKzPhh",
+	"ftNyi2B/ceYqY/W2DCRcAsY93snuwZSniez1My1iyXijYR0Zsde7k9ktoR77QuTZRJgL8zWatisJS6KA",
+	"KEgsoRa6xtoB5SqSJXKV50kEDpzQduVARR34ox1bXoBBMkQlPNJM3Ut7lcJ1YmvGqIhbz/lSWNxGKYCY",
+	"4CaWo+EwjA9wdiMkhB3ozcCf0otlLLsseRfDGAKeFc9uxMFm/xQxHN9kv0lxD5JzUKxtzc8ee06EwZHj",
+	"t4+Yq0TubbwBi/fgDQv+ljjD3Xs48YOjR+psXFBkM5sLlPUxfIZ/9eZbiOPMfEEUt/BpcWv8JIpbeb6A",
+	"S0B9G9uhUpHD326WZXekusbnj1umPYCISPD+hN2JYsLLbBGxmSJ1aWOvYv+rCputb9wZ7T9cshcvLjeb",
+	"WqolgofxH+Mj809LLhi3xv3esR0BcEN10C0QAkOc6LSsEEPbB/TYazcqSPcctMeik0jJldwF72GromEA",
+	"yfWCJtO/VQG/ULgUew7S6jlmCjGDKktFyBtVWNrr1/tMmVRM+RreN+f57EU2E5dmxpw8GUEGzLwtF75X",
+	"Zjy1S+JGPDRJ0LAm0LfdAQjg/fCKeGPeCduq9lRCO1dCLBus6QRKEzVzVrvbcljbcyjgwd+JKIi+cQrY",
+	"LDnZkbT96kNM9K1Q4R1g4IrF2Lwvwx7ouNX9XlsVwDezQTQ5HEno6Lmm4yZgvsGudaCpXn4NXwzzEo6l",
+	"KRxjONZVp9A9al+XsDmwF0jpNxBMhP6EmZ1ApGn/SGo31X7YHyW7Xf//6cfJ/7/GOuBGaCGxgWI4zTiV",
+	"oMYqZ/kKqmO9G0z4a0dqEUs8vLBeWKSML5RFteP7tPOKnUHDAmJYHUvOpqooBBas8pwtC/V2zf77P/43",
+	"aCYtVtMAhmD2Zih/ssTccHL+93/871hiuI7DjijGGHblVAaLVbXaFwKib14vloXTGLRyCzBVme8atDkQ",
+	"4Eqcg4S8ASwbpsCg8F7ZVhEygBwmjFSaDYOEH9JsGpI611to83EYK7NFxViMHUug1AQPBrslK201cmqM",
+	"8AnXIs+krSa2PwHXdmeMdr/5SKR1tfFpvAwCdSWb5ajUFHRzJo3PsOB/V3AeGSOkZLngumRD33D6kHZi",
+	"nqAT9l//yYYM69HNqWt+TCLoe/gn++//+/9lww5RN9ZbTq04w9hk0GrTYIhx3nPtv8+00DZpgI+IkGDc",
+	"fk7tNbGsvyczBuA0X+nsTiS+AD1imbS9Y96Nky2WW9u7kqXQpW2qeWdtLKwrVGPNNZ22C4VhpuLm+PQ+",
+	"jGz+w4mspSofZH22Zac02c3o3Ksi1RHTfO2LbYPNAKl03q73C5c0U2KfN+5AYVg6YgNb4jrPbuZQWfcR",
+	"2ug4kR8Ys/rSCKfAh43ZA4Tbwa4NndruQ7od9pMkF2+zKc+76k4UOV8mEesOgp+tidPleXYjjaMHVBpN",
+	"+7NlPKP99uPpvPfTOLqwXxfGwGh+7TxZcTr8ha5+mIA7JFILdd7929zAR7RoaUE8cPb+xTd0S3zDF5/V",
+	"Ti7NzWmmVsZhonltVSfo4UkA4chFB3JBdruM6vun2YArOx2cY/tvWtZyc0+kpEz43+HzIeiAz67nZ/wN",
+	"u0y266wJjYRC5KDlkomC5XwicsYhypdaMR2xVcYqNEPnyozqPS8WkGvKa03Fn3ek9YD35tsPkNDxOEOi",
+	"uXGHv63NrBTJQsBkcDQYRi21KuG/Tp40FIg2BlZeEQEAvOjTovNsYzaMZlfM8yO8dmMlmya4tjQtyGul",
+	"nIDNgTpHpVK5J1pmpOGUrgpbztmgfcQLBJNQebKZtVCcjFrRkANupXzBb0TaVbILgkgISYGojvksao/k",
+	"C1g2UKr9t0AOCR6lV3n5qhB3mbjHquliwaka+uryvHt8PBxQ8MQ08oVZKuj/L3iWizRuvd8sMrZtb0CP",
+	"FTcokWgha9QXYAc3Ud1+qDvqOuGhVCrSlcB3NMfosesaISVKgWYQXzQyoe5QAql1+xaWUVfhy/B6TENt",
+	"qk81siPXJjh8SeO0XhXyeaAg+wEAR5zVXqLWTelH2tqZrE6xiKnfrIwlFRnR9Y5fkYRY3pm/v086USD7",
+	"iSBtjHzi82NJbD+AG3R7uOdgBLvSrELsSc0mYp5JFG4CULmZE8TyBO45SPhtMbg9cWLjyNWYHz8A6f0F",
+	"PWEPiG66QiGmyy3WZK6CLcZ0wS20JxRe3GKIbW6e3vZy+k8P2bAhBL6NcyRXasn8zZ1qy3ZU2jTXa1QO",
+	"zwdlK/2V71HI7Nl2+L752W5OHzCA7qzYAxDVuCI/BDZqThoH5beQN14BvDUgyCvIxQfxolA6GiAd30d7",
+	"S09XNpmDmcBIEdXCgIIVi/hxcxIsLbufByQ1c4V5cjB8bJUazGlkOm4w9guhBqP9ceHUXNykZN9hEEkK",
+	"sMhtSAk5IM0HwR2RU7nItBU0Ye1hv085XqnU0tJFfGLqMMsds5VdIOT21BQ3C7io3Mi78wShfA5ujuXb",
+	"HAhRzbMSugxjHYuKvFmPXZvHZRpj6OLtMs+mWQnaZiA+kvNMXgPZ3kzluboP1OVslE4FzJtvvZAa4I0j",
+	"NiHJCPdBlRAifI3l8+uxq4A6BKg9IWtZpw909GOU148lMd21LUAU/xtKUtHv6sAXOaLBgMoQvlFaV3Gp",
+	"CrTGuLalgaydSNXFLuui5ps5gMF7j2UhOJKcHbIKPGVTULj0pGGqHMzr9hIPpQdrFWAzxNMrYpzNM1n2",
+	"2CVmmSHY1yUQOmSkcnXPBmZ0gcSSazYgbmLgf0Z6TRjCBX/b9k2IXGQoz+4cDyfc9G9s0En2BKJvSMHT",
+	"prDNdnup1LIZDhrUWQRwUJD+zfMm0FIzXTguUWDGtNG4/ejCCwdVfWgwA43ITc4pjhz3D9B6my7Yxo9H",
+	"ar6+DyJ7BkzsabDZDZL6c9dxBv3+PmrR4fMAXCOzSbrKOBC25n6+P1rDvPY1vW6zBHBzMe0AxFOpBhEv",
+	"0mFpozg4V4yH5s4Ke0S0dkU36Y69uyTyhaM+6iIIxnxQ73xHb97dO7WpZpvsx3PbZHu9bbzPKwZGbawx",
+	"K7v+CVbdB0pF7rVWAwD65j7l1AfpWds68LttswOWK8AnAhR7g5jvNjsiS7UF9Nhp5OauKlB6iCTwSHxt",
+	"/xTrc1JU3GfZfcgIbO9N87mbXQkiN9NVkZVrwARg10wEL0RxvmpS/TmX7PzVBbsVa0xX3qyKgOwG+U/a",
+	"yZfffHP96uri5fXfzl9d/O3r5399Da43+PfmyDsniQ6irv4cXoipuumtWBOHNJ6X5lVa5MKSrKCJgscg",
+	"9AEEW+AJ/hicl+Wy9f49JJma0LmO0gh5sC0PK+ivWGiBKO6yqYDxfvHiEq0ADZlZ9EJRiEfH8rPP7G70",
+	"2WesTcJagPzyzEadiC2VQ2ZU/CuiUNC3wM8ENHDAslpWKdoca4iSwlbz0aVTtbBo9ioftVax5JUQB6tG",
+	"OKD2x4aq3/JpaQ0Oa5S6AAclkDMdlnUYj5DNBc+N4VxBSTpUQkQhFIuDfaRjOeVLPsnyrATcBvU3dGfm",
+	"aWMr1SMK5dC8C6pj2TYdCqHPVSHBk4FsBBgnEtLYN6JEJiKb5KjGjdJO5Hq7ofMqvD8aRykwevXYETZV",
+	"nYqwT203Upiy5mqUAQOuP7KMX0m3BVLPlNEMWb0r9oDxUGCMfvc7ZpaXkGWGvHLmj68FcgPatQtYIFw0",
+	"hIJz5bXJ47tBYok/x+Zmxhibroqcdb9icat57f4vv+S/fv7XuMXMChw/fjwYPu31e/3eYHzSP+k/vhs8",
+	"tmNgAQmmOamYOnk8XN9nLCjd4ezbqxcId5iolKSgTdeQ22L9GOJdpAVVd2kK2iidhMWoP3I8q3l2K4IK",
+	"06rL3mPnjqRL2ZChaTe48smoP0hQuQ/gksl3333XDYZA2E5KesyVO9JWCRk2y0kfbKi3Yq1tIZV5bS66",
+	"1lVLCG+dIHKBBPzsgPmnEbyxF8vkMS7RfxLx+2Ook/9nQolUKbDUmq6GGQRaQDBEuNGM3r6Fe4/hfxGT",
+	"oVkCyS6cZVZj69/+rpVMWNtqIHZ67DVIVsVSSZZMVSqSiERxAGsMe655tifVh8KSQEArIaTpmdO4AhYO",
+	"1L7xUoDwlIVTA+yxvzhILOpP8FyjWpzmADwpRCzbic5K4TQoOhGpiXrxgHtV3ApQGs/eJpHF0KHu3lqt",
+	"YDYuuS5FLM3S75CVVpeJY+1EC5F0aktKs+6/s1ffvL7evWJYHOOd7KCVWLnrEekid6/XSzFm4QCagXsU",
+	"Xp2yR+/iVpYSwJUjStOcbpi6IYBiCHlcV1CO7x/hs37HRsMhexeDWhpcUZeqgmeYAUC8bfBXegD8X9ya",
+	"ZW/j1ngnotL8h8A3VcF/cSvq9XrvzRBceYEp1AmYrbRwsQuL0zYTnq4wk8byXJVzLlHUI5akm4eo18RJ",
+	"FyZn7B8r3Jl5ybIUXSKMlCDrodV2ozVnG5Sl2m3ZNT3D9lbWPEta0E3OmGPMHJ7E0lPzASOCBVTA1AUp",
+	"RDIc1KrQZ4HsRbBJLfit2a6NTb1a9thzpGO/52ssMjK2B5x5zRqMhdBLJUHFiadmrwZmUXvaWKU+2Ncx",
+	"9Gb7z/bLK34D+2osn6k8d8zyhWWI147SlhP3ItjQrO2LRyPW6/VgYVrC+EDAM9Mk45j4ouqkx871rcM1",
+	"gN0FxdOTNcDuCapmPjuWK4kbThpWUZ+xBPimEqYFWa7wADNJWZv2cHbcj+xwxXLY73d6DBtAH7jk/1jh",
+	"vqazG2AXMv8G4BwsIA/Ww9MBVFyJHr9CpWHMg82d54N2kUc7N6o/wJf/fuiW/3//X/+PWf7u6G+Nf+j1",
+	"em+iOKhjxz1l/af59/Iqn2YXTy4W38//enT1zwvZ790e/Sk95X9+G7fe/7SfYFyR4RMc09/vat0jmrHP",
+	"bOUEWjjOFvZ6CKEFjKYD+grGsEieX/Ob5My4S6mrz89kLJOLWfelkqJ7ycvpPCErh/npt2HhJEf9EXup",
+	"Snap0myWAbwG8KdSwYqrz4gMjojKa8Ysbj2dDtLjSV+c8qPZKB0O4taj7adVsNlSbxizXZLRHsvrzGwY",
+	"ZnYbE+Ho6OjU7AbfXj/DfShMKbJ2MuwPn3QHg+5R/7r/ZNw/Hh+d9gbDo++TzlksbdYSH0eho+oTqMOz",
+	"goLgAjef5NLxN6NwqfcIvcRka9wamI8DdMlSSL7MWuPWUa/fO2qhKi64y9a6Mv++EY0wZxwNyJLMs1xY",
+	"7QSoXjZGkHE15Q3IsEJF3HQuphB0N46TkMYhWUexBPYAY+FOuBZMrUqzoThT1WzTKOI+nQsYBZC5QgfS",
+	"b+dnsTQHnbcCcQvh5FKrJaVVASxyI8qv4OsQ5AEbOXz0sN93olzIgFk3JbbJ1qlbxBEag25XbIPeDY78",
+	"ZqQm6EGeZ3cQ5MFDBpoYHkPbXkSXP/73K6c4/P59GBZpjX94Y4sC1q1x60V2J6R5qTm4IO7ObzRg4EGe",
+	"oPXG3Exdu+eEsB6BK8hHuaGppVKDvFVmzAw5xQtKfmsclYLPZtkUj4Tj/hFrYwruSpTFugsMWknHETtN",
+	"uZSKVFfgsIX1QBViiKIAwNeWWeDVCD/ZRHhIv3C/6eEb1TBDroAMDCY3dtQnmx5R67h/tO0W1zmPvw0k",
+	"Wx+aUu4rHp5Td4PH4amxdXIRopO2FVsQu5LIH2CLtDRrZ2lEfAFpthBSU6mu8czQ2MsqREqdCB7w4sWl",
+	"48TWEaGbLeb63qGieGkMY/P3CtW2yx86ZRHUcoMyAjlTxZQkPGPpTs1HOqzwZrOc3+CGb3p9VVriP/PJ",
+	"PTh6BbiUVGgBhyl7zGqH55Zp/izsYaorFSXMmB+ax9tf8vhiZl4Az2+9f/Mx6wTucOvBLBo3W6rkFcCr",
+	"vMryspv5AjzTyeybpZDnF0BlzsvMdEilPs+M74sXl+awM46sx3DYb3XsU00F5J/TKyOmZjMoQsCa71IU",
+	"i0xmusymPfYCId9YyW0B3sAcM+d6br5AFbjDOR+Fye5NwRco7ZeZI600ZxnTc16I1GL44bATXGbyBrIZ",
+	"fvq2xkcno6iVmdGco7QM1ajNUR5oF6vWZq+ZdefRLZ4OvvbewfHRE3oxmApZVy94nvsG4F8dSfu4BWoW",
+	"7sndI7rBTBxcEwEH2Ct+I15Dcd1xH1IHn6t0TRowg/7o5PjpE/izv27Y778HWngcTWgYFIYFLQjqU+G1",
+	"TpuVmhzQnFR5ZbBw+33U+qco1DOIWlUn6YXsugI9cK025ij4MCCS+T9vFv4II9wweo7DpnHs9j5jKzvi",
+	"FkMsjO5XXJvakWv24l1HLVzzPvqo4/moP9p9PL9UpfWKzPtG/cFeR7oXlwc7oL/7pgsSa0d9deh5t1C+",
+	"ID6dOltIYAS4czCwA8JEyON3VcLG9zirmvlAnxdcWwoSYkvCfA86AZmuEtu13Z8drWFnHMuAh9NHcqym",
+	"mXi7zDAnKDyMCHFmEq1WqZGFEVyde26O/5mvZZwISNlQytXnUVyr0BHKSgpfA2Ab5E21K53vsUSYL02T",
+	"QETWpnNjWYiFuhPpWZgjqiIcLfyt0kfcm+2kdUxvGbN+ghvCqD/qscuGhFYh2EqWamWs+gBEBYEl+Gyz",
+	"2YoU030WK2b+PsDS1yZ7BVsfEnAebLIEJJQfb7BgZ1RPgnM2U6uii6Cn1XKpirLS0WN24sCI4JhP57xM",
+	"InYC/wF59iRiRw7QjRd5lfzK0UHvH5y+f+/Y2YBQrNaolwEuBce26TH9A3bJL2EoCEG0ZZeszC8UCL1R",
+	"ZpJ/QsfkJ9vFPtQHcmOAPVZbduG2F+5xrTfvD53ZdV7aN3vtnY9pj9jlXQWp5LkiPTFSswqmttnZAMXn",
+	"dp52ZXfEqNVdpo2lCdDIe1e3D2XokzUhBEAyx/Im4uYTFDw4MCp7+c01Sh2g1UOUAIQegMRCO1nom+6g",
+	"3+2D0K95ZYHpDPjhtDtIOj323CJffDIR2qFXxjnk2iJgtFnPOdcID/gyy435NFkzy9UXhYR1SZlBEtSD",
+	"v6EHgP3GvAQ17rA+0Jwav/dEtj32IsNkP1W1cwmZT63BlMMAKCpkJ/h3kkphxmCyCpsUkIe2UJgeE79w",
+	"gsVy6vILTdttnumS+uVj9tloG1bdwY0s65bHFm7IIGXmRtRSdpVZzuDbN3gS4oYaG1VvkBnKanMW+mZL",
+	"a4jIab+2AC7KcvM92BSHfa7UXlYbheWSTY0y1+7dKCj6hPbs8vtxurb2uPSFmYH7XEjcvp/gVIbd5NUD",
+	"lS32YhyFL93lZru2p+7Oe1/TlXjn+4MGHohQGg7NUNmAxr+6R37Sg3OPM/BzntJtrV/VWWs6uHbSPtK2",
+	"S38xZ+7jdwLhke+3nr5mRrgDFSgpAqCn5fitVCrBSbYGUCeQBiIBXUXZHKjkkW858HzQEMWzAs1QVHJR",
+	"5Ry1QfG8POr2qarQHnnIi4wgzB4CDThmpyU125cEVE4xzSpHF7tRQrPVkk3WGI6Fppiz9hyuEul5mTDj",
+	"yGjjJUl174OrBNHRc3WvqVoD3gz6F5gZnqwWyx5r22PVZZGgcb0OO5fOkyPBhRA2ZeFSVF8CjhhApSxZ",
+	"9UZkFcZh89zczk1oHuwl36ENhx+FHg2LAaQPOxoPOtz3PSw+wc7Ot1NPuI35Sz6lvve1YTtvoqIsd589",
+	"B/Y+Btyd5rx29t7uEwiDfyndftgxss3vclPnV3ZUjPaJYsGXv1Tll2olf74D5gqoISX19Y94okTvtg0w",
+	"aMlEDKjd3c4cMSz/PkJVUbNgxuAS/S1Lkw1L1txiN5Qlh5w37Sd0MH3whuJw//seiYhKhizQx53ASGG+",
+	"tTAkZTpL0cCqBPFAAboGQOfkaz7nxgc0N4dwefIxLUpVFYh0N5MCQVmZDNj8QY0FILyhoAsi6lNXIdsh",
+	"gLv2Gb7KKR3LNvfiAra80mOBCUGuOx7e7ZmYXAzOAeMLtDBD2wDo5qDWrgR8DWDF24mNWCEGN5ZweFvk",
+	"eINkhJdyiIKmWKqqWBZc3kYue2plmNJFBq8F2Fo2M10UQfmPsSo++8wMIZx7vc8+Y1gbSWEllsDfiUsH",
+	"6kEjJnICy/qiU+kKC4xZQaW+NhxHA0YfSucxJ/U+KMDAgmEBcMCoktTNLJ6SPO/RcMgSi/kEaGUSyzYi",
+	"bm1jOz322kGHbOE0TAsQKGgj0DMiutYolkDGGDnxhgrZAvYPsZZSeTfQmpq+Ot+U/YC+1sApRWNmbC5L",
+	"T+dHK9Ps/PNv/vIcJ5p9wVm13C0jLlUzLyr10liMbAPA9Umi+VrHMoHK0a57dtJjiRS8ELq8zLRObFZ+",
+	"4sjDqK+yFMkBp7ngQBfOkiWw7bwCmSQl3a0YFKL4EV6DVjDMDNM31IOOdU2bbkt8LTU8CqsqFFuuyurD",
+	"euxLVQRF8FiJ7abzdL6Stxb1Niv4jWV852XE/q5gB6DkfdyKY2n+v5XAdKx/EEn2owIsKf+ZZYClK+tS",
+	"YEWN+Vfk0Z5IMUnfgqa/aZIFjK7HWIiUpViH9Dv8TzoDqDYpogwArPxCGAfmjucJjghyUtIOQ+PYIfEX",
+	"YB2pVk8D92Mh0qwM6nCWHFZeCMmttBuZGM3193Plt+Et32BWV4JwEqRgcpMBeyzGehNbDcF1IHJONPRa",
+	"mLWF1MH4pG5hXkz7gY5l7RR5ZIejMqosHFSaZ1dYlm4mWaWuKdMu9YJqHli9TjJXrhg/lm04yixWEl9j",
+	"mV/pCHn8zl4PNDB+8KCCHlHJCUrHeY4YGRb8ODpRSGaYQcMyAhTtMZ8f1O/32EvcGG0nQ8slDZk9KqC/",
+	"0MtBJBZBd4G/E/Yf3By/4nqesPbrr867w+Mnls7n2+svuycwzXUHCYGpbgg4SvSVWPBMggyYHWtlGQig",
+	"gM3s5qiqI3Hpw3h7gdYzluBmmwQ8u0Czj189I+BOG3V/kU7YTB69WggmFQnuTsRaORSmujeniqPqTjo0",
+	"BSwTKmw0RPpmKdZpDvgg+iHr1EydgAQCoNSWnZEMELHosFL5wjttDlv4FNpU0bWNwnlhKbiIJs9WgQUB",
+	"c8uVB9ACtVjyQgS+OaKc/ETAzd9OJkd7N/a5BrOebM+kCR0hxsSyf7NOfqUOL6hj0UJIXEiBlpVZBlhp",
+	"G0v/dEso4flhH2mmVuVULeieOoFtk9dPRuzH5iTBpPhcpesD3WNLZFjN/V3BcMFYHZmFREnJ7tOnRwM/",
+	"9I59ibYiBzLDlGxlXlRyh9iDvvh2fD9f/w58kEHrTchY80Prfr42f8LQBVrkn3eHw/5TqJRYziFFpEvU",
+	"tl3yrAAVri9Ent3BPjMcsRRUt2/UGGbiBekSY17NGGAy/QN4aiEnjO8KZ0Da/QGsQGMEOhsQxpr6nCT0",
+	"y3vlk19uiF0PhF/oGa4ijNa8CZvyQzCamFcz3XovqBqQSCch+1/w6a1ImZ4WAksV0YRBKrs/GLdMgRNn",
+	"2g5Oon9w/cc3ltBghEniP2P3V6cImq5tFD4IrNbO2Nq7jFPXSUAubO20atc0fvqFJtOES8JkgKl+AWM6",
+	"F/kSqszMQ4Mv5VpnuuSybL0HWMg/mj4DielMA6VnqIEro4Dv0zJrm6k9cirCYcObj5XW+AkUrtsJ/LFD",
+	"uKJdw6qqnj4b/vtVKxiuA3DBcNID+dX7alE88fp9ZOQt3FoeDGjZ/RFbBHrawGB3LtNnZkHsuv9ZeLV/",
+	"SMFvnqG83K4HXPEbe9uB3bcdzPAc9NqrNh55NLZ2GhXaKqcu+toaSdRTa0IuiRBUvCVsujWVvO0H5h5S",
+	"pqO9h2fNv2I0D3se8UNhUG802CM89wpFXa+VesELzN+NBsf7tJTOQJFeijTjVsdnNBzu2+JvJdViYGzw",
+	"Z4tCYik/+aU4/6o1fLCX+PAkHV97AuseQ9H9jxiUewUMEWoPAj7yk5pibxAYgWp6q99BAtkkgwVQvG9e",
+	"PmcBEg/Ywlw9rwyxu+QJOr447kC0LCnV8uuEbVy9IPfdw6YBkZ5QpMbdgaIuuibjEhGzN8/rDeGe1tN+",
+	"MUgUGDeETjUQUvPywCuNdJxEXQdIw0zy3AkfGafPxe1I/JB+QyEV6EMBEc+KKmo7IYRiEtAOSXFvUZGp",
+	"tnXg64BnMJZVEq12QjxBzg+69pRKGHTxzGAJxkXnmSzHlo6gRjsWS+IdY5+adgydHyCdIAK3qcpzc8aD",
+	"HIurYrIEnVpobMNZ4PQ8su42GZxUU6wpUfrZZxaYVyqctBitq0hc+JkYkBTWxpkmvKMqkxXsZshUyNok",
+	"y4Dt6oyhNDLktcKQs/FobSO/A+4Ca+fCIHmV2kJgnBGXDVFOqgpiDAPfKaqqNvJPhnq4nTMqaw4j5SDu",
+	"WQmVG4+N5Gq9dd5EowKvoiG0IFuCmWn6QKToZH75mm/8DvGuXkw8IoUFwJX7sTcTg8pyiCOaVUTIXAGA",
+	"gxabV49dyNrODFKhDRb6I1rlrA3W+WRN24T73k4UBKwxnmKbR48JaS9T8RbVBsxQ2CfW9jZP5XtGqmuW",
+	"2MHGEkHXpBd0zKVKRZ6wxUqXwLPj4ipVT54WmG2fI3qBae22Nh9Hp3AjBNJtF3YXmYbahOTM6W25WQJq",
+	"hBvbA/UDMpjkQAFmLq7E5/FBNjb3IpO3OMkpOIYxGSvZvlFljg2HrIaz2CB9sAdDJ4TgtzFz9tjnqpzD",
+	"9C3qbJe4xCnAAoSVEM3Yj4QTpGptxMtH62OZyZkoCuf6ZwvifyFHwdLMbNBs4hPUzExBM50xJVbh0cTF",
+	"HwYXtXHlteq4kGhpdxfL3ZNcpGKxVKWQ03X3a7FOTOOx6JcVwpw6ms8EBWj5QsTyVqz94WT+hJWfsC7X",
+	"OqAfsr3Rpri7e1PZvYKLIRJVrETSCZUAzf6RVYih77OpOMNJD+9zLeAszSA+KktshJt1wUfdinW3EGa6",
+	"N8aTjNF0jQbcx6AvdwE0fIO+FuuPjUFZN/0bmdfc8++qhxRw6JozqTMOd5dKZOGnCCZU6VCPjWU8rVM2",
+	"N2aT0eJy9iqxL1WtVsemiseAJkPRrEB1Lynf0D6pFKSWCnUTKTViupbpuSpKyr1uOXE38VtEGecGgEqi",
+	"gi2BeF5NU9x+jo2KKgUpYQSMBOJr9Wu2m6rHgunq6UJ0bcwRfu2etCpRsR/6vcEw6vZ7R4Oo3+ufRP3e",
+	"aGT+u38c9XvDp+afg9Oo33t69Cb6od/rn5q/DIdRvzcwVxwP4Apz8wB/Mn99cvLGxxoPecX7atCSQFfQ",
+	"ow+G84xRmOU5bfxOLILpebZ8OGJn9SLgUpwimYROn6w0FkpD3NOeZbwQc7XSgukpl9IMGVDboNJEb59Z",
+	"PkA/EgblmthOwxIWW7jiDdFwurgYfttYszbmGSE8Tinkru9EDCmQ7YkDSQOZNkRQQzb0QCPA9K85MCVE",
+	"1qFDW1XqdNTxAI2OMNjWilqmv15nciooerxujYfRpiYIMCdDX32BkiBMSUaSIFRbaYPPuRkGKBs46rsw",
+	"NDgJ1uoruC0FlxSL7kGxP78RlB3QKl/BBmLGI1QgGJyM+lV1gGGdon+7Dk1Ayf/Dr0v/5M37revpcl2J",
+	"lzqVDDpbqwPeY88gG2DzAK6lD6+7i0cLphVQ0VDYlpc9dvHoTjC1FNIb9LCO3SqF0pegbSDFXYglz1Ja",
+	"g6SMBJl3mPv3fG2WASxT6ICtqzTgfP+hVUzzv0Fk+KT/+dFfnrw8/fPwO7MHbUSOT/rnT69b1TV+dED8",
+	"2Esn/CjRY6kuG/Mx55I0xClK5XYE6ci5keXXky/PuQ6d4h57WfVe77l2Kk5uvkvVddMspJ7+4U1AuvzD",
+	"G8yPfKtFcelho5XWurFCv/PgZoe2DWVXneHjAgGFQNX3vb/NPNV+4MPfd9CE2B4Pf7lJcz32NnFtiMDB",
+	"q317DwQn1DJBLwAoOM6CUAnm162CZK0PAMtl4xPVuHiDGb8rPO5vcXd8ZDH2EKPlh6wPvtgsI4WvtrYe",
+	"HqObJl44+/ywN8zARzoM2jjwO8RZSBvR0S9X0pjBRKMIDYFSP+YFy0LNMmDx3/X482o8ZwVFf7MMEtS2",
+	"PBDh/AR9tGqJLsRTffOcy3Si1G34anxwkCkdhMuGmLN/AMDsAACz+C+f38ZHg6VoGr/n9WhSYjZzqy0G",
+	"klaBNVa1y+eF8GG2nXPhZ+nLo619eeT65mivvnzoeupLfwOioGtX+XkdXFnBSNdusPP0/afbO92REGye",
+	"vWqUuEFmIGIu/E76K1QeKHxq0ooCuBB7tWzXUyfHMgwUI772F7iP/qISlWZQf01pStPeX0ySEghnqim+",
+	"B0omDkhNPkaZu8cWnvAJcpW742WwSW/PaeL3YlYToXK2mhjj/sQETchoFBUHVKEtC49lO4S9VZAFUNeX",
+	"IVgWw8E+zvxIe0Rb0okqcuIlu1FltEFZZn/HUKWOpa8pwCMdJdl5Dl+DOuNLaNXfV+kNHhsuMtDpsXMr",
+	"8g0PD7TQPU6cfX7++vmLi5fPoY69FHmugyb56oSAKhuEd6IqQ4ntLIoek9yvJjRlEAdPhXEcaaMkiKKx",
+	"VUhbOIFoGO6pD+nC99g5a/o0bQ5InseSxpHSkDNXDgIxmwUY+170HaobgWQgWwgLLY9lplXOS0z8Ykvh",
+	"87qhvvB4L+14VpWOjyXbqh5f/Z6MZsmGPrx5BL2sB02qqhyP2f4C8WpmHgZ5c3pi9LAmPb6wIqI8rsZ7",
+	"Q814Ltf+OeYJrM2h+TYDAoIDRKDQOKnQK3GH5AQWJUPAPwxzB1vkNJzHpDUWdGxNyDmWdl/ghWC3Yln6",
+	"uFqlDhdgRUDI4pgsMw3Yd+JOqeWHN0iNMi+4d8bMhyf43Uml8gjJlBFQrQiRzTh7+e2LgBYMUxbATxFW",
+	"smyBvgbo2J8NAmvHve5MVeeVr1GxgxRh59zwO0EVI7TvYd+FpjX9Zdz6q9Bjdi8o1mfDtjY6qGY2eLjG",
+	"QojS/J0NR5CPQNzqP1Y8z2ZrijlB3ZlwMaSr7tHRaRhtQqwsFvFhq9HDp0VCcTtzfLq/VNIvBNS2O1p3",
+	"EIRug+2DuJXHbIBwW6yUOeo39sHzXEzLQslsqj2Tq+kO4TqEHvNAh1joLiWAciVvRMGWSgNNDCZRBt21",
+	"4Mb9Lwouy7WVYkGWcUAKM6CVGzM953nOLiCEh9FAnhUb3fiHajc2g5ddPzr+v/08ALsMDgipDT7JRAeu",
+	"29pUt9tSBd8KMd30vGyNW0g4PewOn1z3T8bD0/HxoNcfnHy/Y54R3R+fYIjy6vP+n4+/Onk2fPnkL62t",
+	"cxDSZnRifVDzjgbj/tPeaDT8/uDx22jw8Prpd6N/P/366LL1AWO7zberFw9k3qD4Vy3JRlm/X4NXZAfv",
+	"F+UZwXlDswUSycy6MziZAleJLNsPc5LszVuZvnh+S8IW4AZAOq8i9FTRzaoqPW2qykpHU0zCMAH6okn7",
+	"KZYOE0RoT+80OBA1PNEVDXlYjExjienGM/+zObcoBwmrEGdNVbAVik7KddKJYonBrpsVcI3U0UBIyhSq",
+	"3pKxP8ZCvQDo49pFGKaNMu7Is0sST5hxVTBQbkvHwReygVWPKzrDYgWboNr5fKrzq79gsg69PIt0gsoO",
+	"6jH6FnAq8eceO89z69AgkZlS5tLVkgX8bFA9VDzSDp2rZL4eb6pTZWkVIRQUeeN0++wz1ra2aycMjQHn",
+	"KgDhLDwWVI3Mto8VceYiKocbW6BsCIONvNZ85DPW8O9bIWO5wvyM6ecsJUZ5XgHfre1MBvVoQJz41hER",
+	"eBqkQOCKAAQLbCtjcIeSCBi+b8x0SaTq2i8O+oNWCHQI/Rt7xOu8AZAE6B3nZmKjow8+Ja4FqtUco1dq",
+	"xxhOqlykN6ZPvO486Ly6/4plWwvBkhtRXq3kM/v+oCDPT5lwFWSSzVZ5HhYOe+SAK44+f/kFKwQFQ1yd",
+	"no4IKYOBZW174xuwy0F2MEEbHSgJCAhX211cjCWTVnoaQ+jQaCyqhYrOILrCqqWWNhb8QMFljR62voB8",
+	"GXjb8SG5P0HDeCyhornraJ1sc0qloqCdZmCzNNASwxH21aMlvwVQKJAnYqP0ajpHp9UxH7ix149iiYNP",
+	"OzFUsDY2HkkwcBvVKr9zsA5HtOQQnlLdI0Id+9rCPiw2HzzNjseQx3JrBXmlkhgaaCuOs6BbszKWvBbb",
+	"Ih05cLKSZSG0kCVsb7BCMjMDE8rtp0mE0EljnRNrivW1ccfMNEsIfZ5gGAhbRKnLWjU0FQ1yr6RIrFTb",
+	"1qrZu1A2HC93hP+sUl8LsFtcBK+pnBdWga3tDZYBLQwszQ/q3QCzJvFMQOHGNc0SpzbAMjnLV1igaytq",
+	"zeqPZZJnurywv3riClLlM6PnfT6zwNBvgzYQFZmV4sqU2YqXhXpLBHco2rDSQtM8a4jTAcxahOC1ipG0",
+	"EbajeKvp3VrlbucMSvsT6sbExfmKVS6oi78Qy3LuUeCp+c+EvUSaCzagLSTUpgylKbmMJQ4Csc4B+pPs",
+	"L2KGoXsTwPu9ZLm4Ezlw/fI878Xy2XqaW8LUhXWFAQKupC6LVVDFghRrXOLEmwhb122GnujPxEYTbZzP",
+	"4Rg0m4gZkmtQmYJvr2kF4olFipFM3FtKsUTSNrOLEd9Ivo4lEPvbfqE8lmVqu+f5LROgVFQ6wueSqnFL",
+	"ocuzWNr+nhiPgmC72T/dDoazF4RpKyNglZ62hMQqIePdQbS2VM5c2NgY0awK/hxKp3aCIoVzNwJVtm0e",
+	"xvSiynZhC1KtjReGoXFPc9R0TgwdA3s3UEmFxkRTkC4IjH9SQtev1D1bcLm2s9iME8q1KjuLxmyAEHAr",
+	"rmJ/0BY0Djha0EgYomal/WZdnbc2KWFOL0eSCSwHihnT14oBHmMPOMKrYTNzHky1CkWqk2AYgAABCrYf",
+	"Pyze/inI7exs2M1wZ6987uH0qB+v5M0VhNJ2PuM7f23lKfsz0FXuauah85f8Twl9/CxxhOe4kshicO56",
+	"Y9wg+qnSoxSgcPZE1zOqbI1AmH2kRkEDhCPGMgRKKrJ1Iku/pOd8aY8F43XVtbjJ3bE/PEIGlMgZowvB",
+	"9aoAb8M6SxSo1RV78vqri9eBWIVVmIJjIpBqipzDL9hKLoR7GhI+Ab8YGZIdm9kj4vKuuhNFzpfJ2H5Y",
+	"4c670HV9pLGKVE4hJQXSLKw95Vp0ZypPybA3d5JyKsKYSTwVAUNeIdU8QhWgBtqhhLDZedV0uvJ8WcZ5",
+	"AHf+bRmxvtnTBz32ZSEEaNVW1GcixvN7DPZTn2CizFaZYf2Z6Q36zqnSmTSn+yLLuc1X1t+Kubt0oy8i",
+	"W1uX+lxaRZmFdnJzv5eK6g7oE14KkaIWPv121iAxlcy5nifhE8J5EyrkIHpToXVRncRkBIdTGF9Vt76d",
+	"DjCaF67wzM1sJSuJbKdN68jaeJOZvR4zTk4gDLJxiBaTnB7uMADEpyYFREaLLMeCQ8DvYfzLB9yqxneT",
+	"lY0sX5ggriW0nWbZuJJ4Qj5CqPzaVxG0VAT6nqg0A4j+UX9EmpPWrAMOP0xqbWO5b/Brfm4xNKmIG7ao",
+	"5zKDfSiYRG56phlEtSsJlXDvbeQg3me/sZsNbiJ2e9m1fVSBLrUNpLp7YHkhbiDurDMed8OMRivdDpt1",
+	"IjFIB7qYtNFi6opsvdpea6aCXXo2RxRu2ICZ3jB2n21sWRNR3gvR9Ll7b1uuWtjqJDfsV4f3Q9OGZoUy",
+	"9tjOqt3ohMpavkM39/Vqn1KmsNapwZMQ/eo5k3fP9mC/RofCfRnKkaxkqTu/zf3f5v6nnPv7z/jGnqxN",
+	"+L19rPqxtFU44nreELnLsOzfW8MIgPhNom6HRB2IR5RbevShZKwvG93i31yH6bHFhmhahANEaPy0V9Hn",
+	"Z6BJB5HskKnXptVANgTY+fQZoEOd2RRI9JNgsq9WJ4GgDpYdccKqNZpIl77K4DC76BetAIOQ7ooETM4P",
+	"uveFvXz/ZU037iECszlHflOAOUABJqiMsYvW/QlCIY0A7i+AaUYzbrvfBmBrmW1McPixAeacuYC6VOOr",
+	"cDbL3oqUYGf+NCx0iSQnPGf3mdTjiov3SLPXX52/eo6gVTUBSi+qekVpsTPG2Xw9KYy/hi4skJ5gJWXi",
+	"t6okss2BjMCq0NmdyNc2PxiArj1Ly/VfXz0HhZYlEVSDBBYYWuYh2Gjvl5ofKS+/XpIyP95t32KveqQZ",
+	"gEc1kubiD1fP//ztxdXzy+cvr18HaaqKMChro3+zdKT8+O2x9N3dwbQctg5j78MhK42nbBzAZaEmuViY",
+	"dlvyDmiLY2TvRIwzMBgp1KyKW83aySx7S+ktHH57jrYTLQSFcL6RTK9AnyZMQVdnBSI6rc1jkyfW1bdm",
+	"D1ViZTKCrJcGwu8BGoYseaFww0sYrmd4OWan/pAW66uV/D3wlXjqE+gcqLsP0dHhsGfIjDUzNm171D+1",
+	"ye8uHiSmXyarMoTvW9RDATGE4k6kY8ZjRAeHH73BPlVWlwqH88lz9cZyYqxIenw7+P4IMPK65IslhLWk",
+	"ugfogeUpJVEeywBjx5qb8yxniCTEFzm6/TVQOgtgIQLCBoAYYdQOeLXMZNZNByE+7tKK7Two7fMX0zpe",
+	"CoK2FwueI6d5vj4jBXmLfAnTFARVbMpUwCg3pyrI0aK0xESpXHBp0xIfDqYuBGjU7SaLtbO5M2acTQDi",
+	"nlEEywkYuikfemdZ6oWN3O/jFmoftNwXWao+2OVxA6g7ingLLRf6AWhXpXBMf8zpJFUbkCt5091ohVOW",
+	"phdGdV+SfnaN1aBTPegbY2fO89mLbCYudWt88mTU7wN1LN0BSg7gYcjXU1Cx7veGEDNv+t4K+WnFN66V",
+	"c5qD6ur8j91Zzu/UqhBNZBtUoEnzDK4sWmPzjpZT8A7LOlMk8iHxl82+KdXyazNO5n/Gx/4LrKMEX4C/",
+	"ho1/bXnH6Ix1KevJOnAvm3TSvcZ45is/H2yaxZOYXj62jTkyzSpzMzzD49NhnwaoqfU0vpX2P6/OKGDs",
+	"sYcLsEoP+w7+FX5FE2B4ikMY4vfuRDHhZbbo2c/cPjlrs2/Yb5xFBxqnPyIZhO/Nh4mA57ykjfbQxjdZ",
+	"1V+YObYijES7emQiAVXtzIZ9DU08ou+ybPWeYD44szyR2j3Xn5Sv9/DaALvadsqkadtf0c80KoH83T3X",
+	"Vg6p0uvNVlXNDbLG0a6+ddf9akqTT3ff9EzJWZ5Ny1829L4CuX8uS7O7/1zOIXp4zsFrdg9rQZ3H7ywW",
+	"9D3u47koRZPzaP6uaxtKj32+duHNsHw/s7gWXfK1g32jddjmFf/fIvlqBIcZCNUQDTFc0DmLZfKH5aq4",
+	"EeQSQD2hvUSze5HnPoUOTKueGbnJ7MWP3c/sPc+1wheyEBYb6Ds7SoPMglQrnHn7GcPweR9gC1eOrtG2",
+	"8UuBe8fsQD+3VP1oz7Dpz4tAwV7bsaCi7RK3G3Eujyce++Q3jbAOPeVlvtKIQ/Y+IzjszmkMThOqUBRp",
+	"RipzDGiGJnx6G8uVpCQxMO28+vY6YW1CWoPOGsU53HM7W3RfL70U60fZSb/KU3zrCf3bwtmuI7pr2RwW",
+	"b7+09DVAUbFqZKgA5Hv9kKLiM4j9AA+olcYU3TuKZaSBYFoslbTxFYgFUJByI+wGeQpide702EWpfXwr",
+	"ll70mTnN59UyxfpPkns+Y4krCU3gqETm7m+WZbbA9OlUyemqKIScrscIGzEf5/eEtVpBhsNLRhP+P5Yz",
+	"nuWEx4EYGN0D5AY5UERkM6bVQkAkIdfu1jSIncYykzYZ2mO21tq/3/mFwNdaQOCXgMhEUcxTr+OW2K3K",
+	"7U8QMdNjlmQpcW2jBiDYC0tezrGiCvqa0kT4qWHPPa50LS8EBWttBR1udClqiAMUJzftcsVOlrrgzJH/",
+	"u735Rt2JQmqnKQYwfanuWbNFQT14GcpWf1iQqhDo91ZL3VOKMFsNzZsVB9wS1b3RsGCvE4b8I7303Z75",
+	"qMkzj1rUFiJlLcx2dF1ky3qs54/Pr3Gm+CkB0wVQD3BwNUV5yBbaLKgedI/61/0n4/7x+Oi0Nxgefd+K",
+	"PuSzXQDJbWFhuMLHj6ghu3vpqLmX3Lx9+AvCzjzwZKNd8ZMHPX7dwzHadziG3f7gun86HgzH/aPe6PhJ",
+	"ZTiGnz5YYDfhzWgBbkwPRwz+ZRDolcL738IFP46RhgTPHxoveOwIFQ+nJ6tac4356guZirciUP+mstKN",
+	"9MBmQIHUD/B3J3iwLY3QY+dyjQIuPmxvzDodinVUuYLGlc0KXTcGECteeOGWCO2PULGFfDyI185FQTQw",
+	"nrcSc/Dd+ywVJD8OvLC+xKqqz17RVXeK2c/mK9DFBiFePp27LgPhHvEWVYP1Ms9KpiQz43JT8OU8llCa",
+	"xsFIak9yLm9ZnkmhO9j3pPgM3FtYjfR/DqJ+vx9A789iyf0DLekNkIdbniZ8r0XYAQLRgtwykFeHOr0e",
+	"g68AZjjTcQkWKadqWitblk4hFkvyLJ1Cn2XSfXgsEa7QTjBprbtLlWfT9e/6ScTqfxskEev1eh2rzgWf",
+	"HUsL5M5KXenQVE2/LTLznCW/Me1IzA4LJa9gqS5EyVNe8iSC5P4mUtDBFDxCEJx4qK9dLc13WHVnV2nu",
+	"y6en1E1OcKRrGU/N8F9Y9tNg3Vidk8xbwnALIirIicrKMVal5U7pGyxrqIQ37kvqXA5zMCkJywXJPCEG",
+	"BglsH4Aj2WzXCGiBnkMRTC74HRDrxlKXPBf2hRMxz2TaY18EWwAREKI+PdSRYtPpp1hW5dBgWQIhAfTP",
+	"tdPZxsgJqWsRRgNxY7q34G+Nyf75uhQ6Ye3R4IgqZLOycxZL8MNyc2g4MaZMWso827bGRDu01X3NRzkI",
+	"Lp1ZZSK6V8z+EhLeIj+dF3XzS1TDGmVCqtXNHDFB93alV3wHv9n/AP/1bZG1xq15WS71+LENwvSmavHY",
+	"NuAxraveMp2RmQK4U6dKkJVioa0xV12EQMmL68a8PVdTDrTyIINQiLsMDbCnEEe4wTpIs7OZg8M8lbDL",
+	"QK/PSBjAU3kFuJVmbjNUW2UAIQnZ8vGvK1gEIIWAFHjIYzy3b7Ixg+VclcoWIOt5tnS5VPPl4O2csXuB",
+	"3Pnb6PapkWYEQ92MHhas7jUO9tUbA0EmBaGP7WV2ROx/P55yyVPecj38uuTmlEiDb1LsGVyEZA3s2Pzl",
+	"aVXo44yJt8aH13TNsHcYAbFdN59jLcqP4c/grB8fRS3aVUiuA/88bJ6poL5Alwy2dB2AIPZFR6fi7cNE",
+	"y94kuhd+BxyzpSjcbxGb2/Jl2k2zMpYTMeULccYU7FX55kXwQMvf/C+rz/rroPVyB8Uvg9cLJuamOU5B",
+	"gIecB7JSH7+zhE/vt2LJzy3djo/IWgpWBN9VtPQzoR85Gxhs7V3SxQ16xYHwJ1JrAPEHlsFW6bjQTOix",
+	"i9KyeyhZmr/BzShqaJ44Jig7aiF+xfU8MU5GjSnKkdEQqHDUH7E8uxVkxoAKt9UbgOj1lszMlQVDfWRm",
+	"5hMoWn8yaeprj46gbvpVJF7ws34p6ZcqcVWTXPKhSRgSZE99IXyxkg8XhvjpvpI6Qq8R43352lGBZIUu",
+	"I6aWaIiYH2S+NmtAabBbsQauRifsyOB67BWYd5hnwNoPUq60FSKwrmxWPs/FVkxAnunyaiUPrwcJGQW+",
+	"zPKSZJk+paLhT1tyAtW6rlDHmN7rP82/l1f5NLt4ciH/NJhk/fvLb5fPv72+uf/zdfrthez3psO/vF0M",
+	"/mxsRZwZoH5lHlc63EOVzdEYSySjNzoZDlpRKy3UcinS53fobfSjlpBpY1h5cDzuj3qnfaRNNdc/Mw4d",
+	"GHCWlt9BQs0cuxIlUP/As+E8g+cv+Fv7tmOAS7qpRQpb3afTI9FqUKg6fTb89yuUQyvKrW0c9kaDp6aN",
+	"ZbGSU15WPg71REao4fWj9dRwPBr0jo/69Z4aDT64qwb9w/rKqnk90FfD8dFp78mTwcN9dXSANX21kvtU",
+	"JJnJ+lsN0gE1SAXuke5EWcmHao++WQpjglXZoCAvDiKixUoCwF4hw3ZpvGE1I2pF0y4yh/SquAPVAw4K",
+	"UrwokbwTS3AgGmTPkDPHMEc0n6iFgEW5oLaLUharZY+Z1iHDvguN2bgYVowAY3z/FClDbRVJSGTJlygf",
+	"bhdHYv6EVuEXF6+vL14+u6YvMb49rKsxcloA62TXcyNyKdVKUrShDeVHlhuzZwuRE5CATqDvZkqVZgWW",
+	"vY2rOiTMvETfxXyEsY3LbMrzKJbQaRDnwH+ZIzUEz90K0ioEKjfTV0g8ODcXIyVHIZaCUygPqfalYjpX",
+	"VEOGgTYYzUy70eUlG/TZf/0n5vinfHnGJmKtZMoEkn7Ahcj4l6dCl7bnbhRVmTmowwpYSZPKNmh1xJr3",
+	"MFBmY1qBpkc4XqGIAGdLpbMyu4Mi76wUluyt3Y+YFDfc/BTBIKCiW4ctBJcOeMJXeRmxQT/q9/tnOM2J",
+	"X89smP1+H0rqcr5YijQ2TpT7ocfO2azA4CXPzSSCOivquVTdk/au/fLgAyhJCLdIJmYzy0ry2WfPKwLw",
+	"L1cLUWRTxouCrzUFkrkMpM9pfgUa8TgZZqZnaDLV5buTd2m2AFL9YvE+ieVKAm0J0ac8Dx5lGlqsLCPh",
+	"a7OKAX4GK8idDcEHYXViQEcLYwv0pBiAX4iS9+55nj/L1fT2UidnNWo8mzQxTt09kYjCrgLRDpo+ETFo",
+	"gh9YrEi4gJohLbdyk81orFgsYfrwcK4FAdbKMTxfNF0g0rOAXQAqvjQVvQXRWihO2RBds8Tcq0KyEQ6n",
+	"1WALLY0q4OJhC+TjLSdr/rw/5Ej/cRQI8EprgllQw+E2WGBe9UPrip7441qiD5qY+/fwVh2AFZSRmCnf",
+	"jFAoVvIsLOvEqtqs/K20IQgTrORzMCJ+xvjjHs28VuqSyzW4wz+XsfkNyZ2ERKSbdmcQjHj8DpbG+weD",
+	"Et4OFfJO5GpJlF2W1RkjBdZUw+MiInPEWE6FJhOneolNkSJXHMYsyuxmpVaa6dVslr0NSf0EX4zD44hV",
+	"TyNfVa+kMMdchgYMrrVYIsv5dkMHzKCaaQTczjbkb44/Wdr0VFYC8yzIy5hucLkyDiYbl2s4pc8CxTvk",
+	"0800S1dIise+IeubQflieFC5SKY5RbGbJkj6cSvWLv+PIgUadKdCW2B7L0llLBX0ehNGVocdSifNZ3f1",
+	"bRFUOrw/LnzqTo5dkVO68MrN54Pipu6eLTotU8/088uPl67kLyZY+vAOc3CkFM7nSpjU7kyPyVN7eIeC",
+	"1W3FSJDOfuz197yMQRTot4EEXSBggoiVNMJV7CjG8dl+prCL0u0qztk0LU4ssX+N9xGAKY6PHJgYUBE+",
+	"JhPZWPavoEkAQbLVUA/4urFsN/q5bF83N5aBn8vZn15/85IRzQj8wYkFmD3Ldx8C9zGAEEtLNU+PQjqj",
+	"CXCizbxnjCaNlbu4SBNwTWKZZGkSsQRIKxPkTYM+TwpRFpm44zlUxQPiiMvb4JJYwl9egdupZNIhJnaC",
+	"vDNPjBS0jnlAUkDQWmQ38xJ4S3rswrr7la52KBrIDrQ9bRI9N2K10EDHMqWnVtvB3E3kbxhnx0iATiyi",
+	"BisRutXXhk9wWLVLNxQwV85rIZCJyJW80VZoB5qcldqPkOn2kvZzsjbJVTSXoW8YXNC2qBLSm7DyOLpU",
+	"S4wrVRqNAzgRiKCieIeF4PEs7/Ri+dLziJDIDi21DHhZTC+C7hAEN/AQG1tN0LB7UKsCJpjCDzXdfsNB",
+	"aShFyrM8Z/0ee4b5zkLEMs906ZR1iJOnnIusINsBpz2mT/FlFij2FUoEmU43Gw5uMXQOz7IcWfuduoO3",
+	"mHKly3EsYTbW7QvQuFd3gvXD+M3UNpcR9VwP9hk8BeEm8IyI37Ssehkgb0GKkUAvzydcpkoSZX/OS+BY",
+	"NW9Y8LUxWeglxFq75bwnvZdPUM9m/a1aZYNkrqHM6atSd1lgnemcwbDvJgV+BpADHuHgK1mtfzAXoOC4",
+	"ndKt8Shq4fZP2RZo+ldczwGHwofHT8bppC/S/mwwO5qcHA+PBk/6syfHs6E4Gg3S0cnJ0+Onp0fDdDQa",
+	"pk/60+M0PRIn6dNTMTkdnU5G6WQK3QQrHPxJnavSPBxS6a2ohRsh4NuciIN2f694zbCbd+9GrfAIfk1R",
+	"CIwGhw9hdyNziL6JNh3zmuM9GPYbvOLPn349eI5cHffqGfbeDvOMGhPMkYNCE/6mbf7zxrn+m6l2iKlW",
+	"euUoMtuMPWKr1sxpEjm1JwJG/Ii2nLizAPgdplzdUySIIPqBCOGivTMBeZMkiiVtEZQet5hrm+EmPCfx",
+	"KYIiR0inCLtmLBfGuat4p5jZ8HmIDVpFfH+PXSu2VCjL4f1CYxVIcU+PjPBuVwaI3wFSsPyeDpo/8iUc",
+	"7d8FTpxFf9O7NmjkqK8ACbPpFkPWDtxDbUVWajfCa8g2ueHLxKoaoUY5FhbAc81pxtqJOaGBdjspVUK8",
+	"Yjq7E51xLCHZtDL2kcoscBkkoe8ylOHyInzWj9W3oNAZS53lgHSgrvgS1GbgFM3uhBfiOYd6xTGAh3BK",
+	"dXFiJBUFbHP6sdfgUHdfmw/Ezc9OImgZCtp4H3glyywHE5G8YW2FtGRqdYmwtzKNRXjmkI0lY4xl6Zgh",
+	"yD6cpoi3xyvgTnuRMTrDH42Z5X6bC3ZF+YLnODgYIgFNVzUDg93eHEuAgSkpHUtg8oLrsgt3di++cDXs",
+	"iCRdFmIqEBev7gTkxmBadWjkNFnFVjeI00RFfr2GsQUcmR1c6BTKPCGxPrTfLD9Iz8H8opIT/OR3cQus",
+	"+tb4v//j/4viVqnwn+8TKwhuXIUee6YWYGRCjQVrJ2PgW+pyMzmSDroj8HaMRw2OmTa9kupNU+kfq0yU",
+	"Pbc32HBLLI39snZKRoIvHkC90Fl66P4IW88nBbCYwcZYVvopiFNveK3uNPkDTIXfj/rJ2G5JIyRlHpxW",
+	"IkyBfBSb5hmqZCwEbJYVGq87h43PMJoPBgm5KdDI4gYrexcc+vzq8rx7fDwcmHOR2D/Kgk9v/6bn2RIY",
+	"mH2JYqlU3kOI3ZvIfo6ZYgjgKFVrPBicggWwJI7XzY/tDsz6Gj6BKfL7IUlV4MQu75Xb0eHEKBWbqoV4",
+	"+BP7CNIH+iuffmuNB09Pn/QHp0f94WiACH3XC43m6dFkMDN251A85aeTk+kofSIGsz4fTo6mo/RYPJk9",
+	"7Z8MTof8aDKaHqdPxNPZSf904H63gHXSOHQqmKiZfATWKwHXxq1iikrJfz59Nrp8+v3Xw+9OAJVSsWl9",
+	"19fjDTB97RDv/v6jo+r3O/K08VHUAmvFuCTLsjtS3UUms+DNeb7oFTYd8SZquVP+sDJgu64dm+/GIVNJ",
+	"gbVoS7/hy1jWt7PRwO5mZrqZjdocEYNhn7KxY+ZmanAznhq4ImL4urg1jv2kjltRbPsobo3fxbAe8JrK",
+	"ioALzTrCq2AlwWV2LcXGCjbNCndS38yBayb2LW4qjS0dhC2tXL3RWJrScOVf1aqoFIyYpmtWqoUqCnXf",
+	"Mw007alR/FQR0NtPeJ/HfqTderUnvA13A5Bpwd++EPKmnLfGp/3+08Hp6fB49HTUPz31Ml+6LLZEkkNo",
+	"lH2NKohn+wFrpUNSnCD7D4fNv2gBwS/BGzILmpXzAgq3VEGWH/pEbnp8Ou9nG7brfLlE3UM24eV0Hk6Z",
+	"TAYIosCJOGOcbsJYIiSzGFo7RQaEslYPFs1pzCFlUpccIBpg9RnnBysleSyHb98GIBxsSZiZCuzcG1Ha",
+	"dPXbkuZpLMkgvA7NbRfmCxQn4dFjXzdD1oMxsBEC1U4gBpp0guKaikWhFZvxwgpxWWlK57oQ4Su6N06u",
+	"G+oSP/uMnZMTiHW39PKlKLBdEZikmi3Mf2TyJpbJ//HDefd73v3nG/rffvf0b71x9827fjQYPn3/vxLW",
+	"HvX7GJ28z7ToeCqZiUrXGFnO5AO1kR2UrLxDn1NpwRLaHxNwWaBSkmqAn4zY19nn1t43Xfzym2vLogMv",
+	"Nv9NPTVGGE8sb8WyZC7QhjK8Ngg+ESigikKd8gaAaLbMDiE8ahZLcwu80mxaVqfXqy7ynOWwXUIbXn91",
+	"3h0eP/EAJ9Bocg1IoioEjSU10IULg1OUG5cI1cn5/Km13YGep1jJrv0habLRcck4E/3DoUblqpAAu6pz",
+	"sVC9gAsU26A7BVVKFGZgL15csjr9bmAb/s+0CH8yO/AAyw/myo9TLYmYNVymG9MI0AOw1fGSHZt9yukN",
+	"2ZNhMOxbY4aCXPZhFfAZYKgQCOVeBn5VBfVwEThcG/AnoB8yG0i1mTZps/21w+CdW97Y9L7+AQOE+8LD",
+	"VVB4lEECB64W6f8Qm2pfJNWXFl/3c2GpfhbjD6eONQDgWCkAxbIbGfUYj5nDSVt2WYKXvLjdBN8AmGcj",
+	"Cm0J2toeV+9Ov06ELgRpcxcaxBAxC6ld+pVcIjqJYylkhQXPpiu9EYhpWLC4lOyxIAOp+RposL2EBKBB",
+	"uGSQqdZMgFhIsRIdq7bvk3ttyEd1zqjmkzuwETwEjE1AVxNGCQwCnLNUc2Aj8hWzoMqGG7SVqkVjWdGg",
+	"wEgvMX0S1UYhSKFd81moGwamHohbrAQBpfezQPDHj0U6u56rMVdYfDbXbLoyjrMqStbmgDpTqzIyPVtw",
+	"PXdy6TdClp3qxl1JEZq5H4KyNt9VCD6dUzpWyLT5WXBWHhRuwdH9cc7cLb33cLrZ5pelYg5UB+rvtlxs",
+	"eyc251lDiDMez3vXkMH9GzDnLYnbbed587CeV5be9tH8rQRxCz78/SdEiNuP30SJFyv5mwnzmwnTwq/e",
+	"YbjsIa9+HSpJOzUrUAnjS5c/HzvS1MkqvRFlRGI62T9FxEq1/DqKpXhbFnxaRgyEbCKS5LLBI4BCUh6Z",
+	"ss6ew1uh2jogyohEDkMxaOmwrPTy7FaL3Rxp96q4BRw67vGY34ZcqHwNa80WQpLM2J767bGsCLizw/Tb",
+	"sX6dEq/mMxLWBuPGCqNxRBhaSTUUE/MvRH7+WFZvquqfUVs7ERM9AIT98fk1q474H8w7fm/pOTF5VXsH",
+	"8jRJp4QUS9TAqgTyditws5oAN1TlfQoF7oeEt+sh93wdCHJSJwfyAmGHV9QEQgLTJk0BCCMcxlOK+8Km",
+	"UG4CnT5GPGqlsY2Dy6S677EEDAm6y5I6ADpZSlX22DkUAhBXG2FaoDv30EvwErXhB25oJEQ/tcy524Z2",
+	"w81oC3nm7tj/FN5HPzfYEDdFcyMKbM9gwW9WDfyyVXR/uTX2zcK7TiekQXXXT5iGo+/xO7OHbi9p+kaG",
+	"Mo54UE3WpHE55Vp0tZBY0TxmiTnskgiKccy/bxMI4MeSKlzxNpSbhC0PIvqwiScEh2c5VMVjec+dkD32",
+	"zDhSZh3GEqhWSlf+7dq1BYv72qvnPSzA4g9b0xY8NliCh3pS3RAd2TNsGUtezv2OAXzQdb8sXHBB5vTJ",
+	"CLTs7H82ZE5/8o3FGS174FjpStvDF3KmDlDT+A4uq9588M5Etz28M+GM/VcX8N7LgbD99rHJ5ZqMjen6",
+	"iSASB7feGvcec6eYrkCm0KzCieCFKM5XZgH8AEhszMY2r1Hg6bT5WqwJcgJRPE0LocF2WRU5cVaOHz8e",
+	"DJ/2+r1+bzA+6Z/0YZFQy+rPf5HdCaCTBIY2YLEUWkdgBKpiOhfwcarACzA9yHMup6LQIH1UqlshQV4Y",
+	"w+hW/d6meOov/M4ZYZvGzdjvf5s7exCWJE5fHbEXLy7xBxTCQnZbwvBeCZ52F0oD5Z1M2dRuqGeMQ7Vo",
+	"qPAKdBqrLC9dTZcWrLyncgf6KD+qm991uSnAzc5rcsnte8vXDDxsaOO/vr46v37+x7+y9lzdO1UMZCEg",
+	"DuoOK9UN+iepmGapQL+HI+8A6IRo8mJ46YiNLVVs+AWOSHDzA86rdGAZGPdYWzA1B5ZkWRphNdASJE2W",
+	"jnkPUcEheZjSJZZbuQgsNBViv0E5sCXpxy8wrce0MhrmMKz2gBJieQaHJEoKE2qdCO2sSFqpmBZmhhDT",
+	"IXUTvQbABGdmatvgd+WLS6tGZqXt7aiHtOQNHYc1ojxlGhjGnR/rZKjNp5OrWvlsxzSuCvPZdInpI4lF",
+	"dpKyxcis6EPxjrLaFi/GcspliiLCUwWM36CbxtNFVpYowwyOAbjdNMW8SDMn6hkkTwQ3KShO1CzP5C0r",
+	"q2uBCO82u+MqrPrUAQlRxOZQH+XIiOz8qoKvYmmTC8jYzQtUYyEx7CpuBZmGMOARUToPqyYtiERiuk+Y",
+	"PQ2jI1l5huNFzmqEuCwL+zEDgWkSMyiQNokqcy6oBn24TKLaX6utk8c0AlB5PfbcdHsmadIgXTi63FHl",
+	"3b5i1Qx9nkOM37RGRo3rwgypvRfAtrCzmA5uW5i1WJZzQpuRzg20gW5G7UHcWF9klrrczJJsanoMQPqx",
+	"zORMFEAo6gI6OMRploJ5DFMpgPebuUdWsnsIlfz12IWc5SuY6FAAqhlQm+uVXoppqUFx3LRiqopC5ES5",
+	"DMLeb0EpgAhF+UoLfRZQ60zwWlYIMyimX2ZZsTBjPM0FL4DWalEZPIHD0nr/5v3/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
