@@ -31,6 +31,8 @@ type Config struct {
 	IdempotencyTTL   time.Duration // FOOTPRINT_IDEMPOTENCY_TTL
 	SweepInterval    time.Duration // FOOTPRINT_SWEEP_INTERVAL
 	MemoryCacheTTL   time.Duration // FOOTPRINT_MEMORY_CACHE_TTL
+	MaxOpenRuns      int           // FOOTPRINT_MAX_OPEN_RUNS
+	RunRetention     time.Duration // FOOTPRINT_RUN_RETENTION
 }
 
 // loadConfig reads and validates the configuration. Every error names the
@@ -67,6 +69,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.LockTimeout = parseDuration(getenv, "FOOTPRINT_DB_LOCK_TIMEOUT", 3*time.Second, &errs)
 	c.IdempotencyTTL = parseDuration(getenv, "FOOTPRINT_IDEMPOTENCY_TTL", 24*time.Hour, &errs)
 	c.SweepInterval = parseDuration(getenv, "FOOTPRINT_SWEEP_INTERVAL", 5*time.Minute, &errs)
+	c.MaxOpenRuns = int(parseInt(getenv, "FOOTPRINT_MAX_OPEN_RUNS", 1000, 1, 1_000_000, &errs))
+	c.RunRetention = parseDuration(getenv, "FOOTPRINT_RUN_RETENTION", 30*24*time.Hour, &errs)
 	c.MemoryCacheTTL = 2 * time.Second
 	if v := strings.TrimSpace(getenv("FOOTPRINT_MEMORY_CACHE_TTL")); v == "0" {
 		c.MemoryCacheTTL = 0

@@ -39,6 +39,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer closeStore()
 
+	if rr, ok := store.(interface{ SetRunRetention(time.Duration) }); ok {
+		rr.SetRunRetention(cfg.RunRetention)
+	}
 	specs, err := embed.ParseSpecs(cfg.Embedders)
 	if err != nil {
 		return err
@@ -67,6 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		RequestTimeout: cfg.RequestTimeout,
 		CursorSecret:   []byte(cfg.CursorSecret),
 		Draining:       draining.Load,
+		MaxOpenRuns:    cfg.MaxOpenRuns,
 		Registerer:     reg,
 		Gatherer:       reg,
 	})
