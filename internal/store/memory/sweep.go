@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
@@ -35,5 +36,42 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 	}
 	s.es.keysMu.Unlock()
 	runs, err := s.sweepRuns(ctx, now)
-	return n + runs, err
+	n += runs
+	if err != nil {
+		return n, err
+	}
+	// Recall receipts and ablations are audit records with the recordings' retention.
+	s.rs.mu.Lock()
+	d := s.rs.retention
+	s.rs.mu.Unlock()
+	if d < 0 {
+		return n, nil
+	}
+	if d == 0 {
+		d = DefaultRunRetention
+	}
+	cutoff := now.Add(-d)
+	s.es.mu.Lock()
+	defer s.es.mu.Unlock()
+	for k, b := range s.es.recalls {
+		var r struct {
+			CreatedAt time.Time `json:"createdAt"`
+		}
+		if json.Unmarshal(b, &r) == nil && r.CreatedAt.Before(cutoff) {
+			delete(s.es.recalls, k)
+			n++
+		}
+	}
+	for k, as := range s.ex.ablations {
+		kept := as[:0]
+		for _, a := range as {
+			if a.CreatedAt.Before(cutoff) {
+				n++
+				continue
+			}
+			kept = append(kept, a)
+		}
+		s.ex.ablations[k] = kept
+	}
+	return n, nil
 }

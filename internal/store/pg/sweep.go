@@ -35,5 +35,34 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 		}
 	}
 	runs, err := s.sweepRuns(ctx, now)
-	return total + runs, err
+	total += runs
+	if err != nil {
+		return total, err
+	}
+	// Recall receipts and ablations are audit records with the recordings' retention.
+	s.runs.mu.Lock()
+	d := s.runs.retention
+	s.runs.mu.Unlock()
+	if d < 0 {
+		return total, nil
+	}
+	if d == 0 {
+		d = DefaultRunRetention
+	}
+	for _, q := range []string{
+		`DELETE FROM recalls WHERE ctid = ANY (ARRAY(SELECT ctid FROM recalls WHERE created_at < $1 LIMIT $2))`,
+		`DELETE FROM ablations WHERE ctid = ANY (ARRAY(SELECT ctid FROM ablations WHERE created_at < $1 LIMIT $2))`,
+	} {
+		for {
+			tag, err := s.pool.Exec(ctx, q, now.Add(-d), sweepBatch)
+			if err != nil {
+				return total, translate(err, "sweep", "", "")
+			}
+			total += tag.RowsAffected()
+			if tag.RowsAffected() < sweepBatch {
+				break
+			}
+		}
+	}
+	return total, nil
 }

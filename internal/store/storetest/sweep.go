@@ -42,4 +42,29 @@ func testSweep(t *testing.T, s core.Store) {
 	if len(after) != 1 || after[0] != "snap-5" || len(before) != 2 {
 		t.Errorf("entries before %v, after %v", before, after)
 	}
+
+	// Recall receipts and ablations are kept for the audit retention (30 days).
+	r := core.RecallResult{RecallID: "rcl_old", Identity: core.Identity{Tenant: "sweep", ConversationID: "c"}, QueryHash: "sha256:0",
+		CreatedAt: t0, Memories: []core.MemoryRecall{}, Injections: []core.Injection{}}
+	if err := s.SaveRecall(t.Context(), "sweep", r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveAblation(t.Context(), "sweep", "ns", 1, core.Ablation{ID: "abl_old", Excluded: []string{}, CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.Sweep(t.Context(), t0.Add(29*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRecall(t.Context(), "sweep", "rcl_old"); err != nil {
+		t.Errorf("a 29-day-old receipt was swept: %v", err)
+	}
+	if _, err := sw.Sweep(t.Context(), t0.Add(31*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRecall(t.Context(), "sweep", "rcl_old"); err == nil {
+		t.Errorf("a 31-day-old receipt survived the sweep")
+	}
+	if as, _ := s.Ablations(t.Context(), "sweep", "ns", 1); len(as) != 0 {
+		t.Errorf("a 31-day-old ablation survived the sweep")
+	}
 }
