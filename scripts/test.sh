@@ -39,3 +39,11 @@ export FOOTPRINT_REQUIRE_PG=1
 
 step "go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
+
+# 5. Each HTTP fuzz target explores for a bounded time (FUZZTIME, default 10s) after the
+#    normal tests; a crasher fails the run and is left under internal/http/testdata/fuzz/.
+step "fuzz (bounded: ${FUZZTIME:-10s} per target)"
+for target in $(go test ./internal/http -list '^Fuzz' | grep '^Fuzz'); do
+  echo "-- $target"
+  go test ./internal/http -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-10s}"
+done

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ type Config struct {
 	MaxBodyBytes     int64         // FOOTPRINT_MAX_BODY_BYTES
 	RequestTimeout   time.Duration // FOOTPRINT_REQUEST_TIMEOUT
 	ShutdownTimeout  time.Duration // FOOTPRINT_SHUTDOWN_TIMEOUT
+	DrainDelay       time.Duration // FOOTPRINT_DRAIN_DELAY; 0: none
 	CursorSecret     string        // FOOTPRINT_CURSOR_SECRET
 	LogLevel         string        // FOOTPRINT_LOG_LEVEL
 	LogFormat        string        // FOOTPRINT_LOG_FORMAT
@@ -33,6 +35,8 @@ type Config struct {
 	MemoryCacheTTL   time.Duration // FOOTPRINT_MEMORY_CACHE_TTL
 	MaxOpenRuns      int           // FOOTPRINT_MAX_OPEN_RUNS
 	RunRetention     time.Duration // FOOTPRINT_RUN_RETENTION
+	RateLimit        float64       // FOOTPRINT_RATE_LIMIT, requests/s per tenant; 0: off
+	RateBurst        int           // FOOTPRINT_RATE_BURST
 }
 
 // loadConfig reads and validates the configuration. Every error names the
@@ -65,12 +69,20 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.MaxBodyBytes = parseInt(getenv, "FOOTPRINT_MAX_BODY_BYTES", 1<<20, 1024, 64<<20, &errs)
 	c.RequestTimeout = parseDuration(getenv, "FOOTPRINT_REQUEST_TIMEOUT", 30*time.Second, &errs)
 	c.ShutdownTimeout = parseDuration(getenv, "FOOTPRINT_SHUTDOWN_TIMEOUT", 15*time.Second, &errs)
+	if v := strings.TrimSpace(getenv("FOOTPRINT_DRAIN_DELAY")); v != "0" {
+		c.DrainDelay = parseDuration(getenv, "FOOTPRINT_DRAIN_DELAY", 0, &errs)
+	}
+	if c.DrainDelay >= c.ShutdownTimeout {
+		errs = append(errs, fmt.Errorf("FOOTPRINT_DRAIN_DELAY=%s: want less than FOOTPRINT_SHUTDOWN_TIMEOUT (%s), which it counts against", c.DrainDelay, c.ShutdownTimeout))
+	}
 	c.StatementTimeout = parseDuration(getenv, "FOOTPRINT_DB_STATEMENT_TIMEOUT", 10*time.Second, &errs)
 	c.LockTimeout = parseDuration(getenv, "FOOTPRINT_DB_LOCK_TIMEOUT", 3*time.Second, &errs)
 	c.IdempotencyTTL = parseDuration(getenv, "FOOTPRINT_IDEMPOTENCY_TTL", 24*time.Hour, &errs)
 	c.SweepInterval = parseDuration(getenv, "FOOTPRINT_SWEEP_INTERVAL", 5*time.Minute, &errs)
 	c.MaxOpenRuns = int(parseInt(getenv, "FOOTPRINT_MAX_OPEN_RUNS", 1000, 1, 1_000_000, &errs))
 	c.RunRetention = parseDuration(getenv, "FOOTPRINT_RUN_RETENTION", 30*24*time.Hour, &errs)
+	c.RateLimit = parseRate(getenv, "FOOTPRINT_RATE_LIMIT", 200, &errs)
+	c.RateBurst = int(parseInt(getenv, "FOOTPRINT_RATE_BURST", int64(max(1, math.Ceil(2*c.RateLimit))), 1, 1_000_000, &errs))
 	c.MemoryCacheTTL = 2 * time.Second
 	if v := strings.TrimSpace(getenv("FOOTPRINT_MEMORY_CACHE_TTL")); v == "0" {
 		c.MemoryCacheTTL = 0
@@ -160,4 +172,18 @@ func parseDuration(getenv func(string) string, name string, def time.Duration, e
 		return def
 	}
 	return d
+}
+
+// parseRate reads a non-negative requests-per-second figure (0 disables).
+func parseRate(getenv func(string) string, name string, def float64, errs *[]error) float64 {
+	s := strings.TrimSpace(getenv(name))
+	if s == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f < 0 || f > 1e6 {
+		*errs = append(*errs, fmt.Errorf("%s=%q: want requests per second from 0 (off) to 1000000, e.g. 200 or 0.5", name, s))
+		return def
+	}
+	return f
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embed"
 	httpapi "github.com/footprint/footprint/internal/http"
+	"github.com/footprint/footprint/internal/llm"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg"
 )
@@ -50,16 +51,44 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	// LLM providers arrive with the summarize/extract-llm work; until then
-	// the deployment honestly has none, so `summarize` is not offerable.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	providerCalls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "footprint_llm_calls_total",
+		Help: "LLM provider calls by provider and outcome (ok, retry, error).",
+	}, []string{"provider", "outcome"})
+	folds := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "footprint_summarize_folds_total",
+		Help: "Summarize fold attempts by provider and outcome (folded, refused, failed).",
+	}, []string{"provider", "outcome"})
+	reg.MustRegister(providerCalls, folds)
+
+	llmSpecs, err := llm.ParseSpecs(cfg.LLMs)
+	if err != nil {
+		return err
+	}
+	llms, err := llm.BuildCounted(llmSpecs, getenv, func(provider, outcome string) {
+		providerCalls.WithLabelValues(provider, outcome).Inc()
+	})
+	if err != nil {
+		return err
+	}
 	caps := core.Capabilities{}
 	for _, e := range embedders {
 		caps.Embedders = append(caps.Embedders, e.Info())
 	}
-	svc := core.NewService(store, caps, core.WithEmbedders(embedders...), core.WithIdempotencyTTL(cfg.IdempotencyTTL), core.WithMemoryCacheTTL(cfg.MemoryCacheTTL))
+	for _, l := range llms {
+		caps.LLMs = append(caps.LLMs, l.Info())
+	}
+	svc := core.NewService(store, caps, core.WithEmbedders(embedders...), core.WithLLMs(llms...),
+		core.WithIdempotencyTTL(cfg.IdempotencyTTL), core.WithMemoryCacheTTL(cfg.MemoryCacheTTL),
+		core.WithFoldObserver(func(provider, outcome string) {
+			folds.WithLabelValues(provider, outcome).Inc()
+			if outcome == "failed" {
+				logger.Warn("summarize fold failed: recall stayed verbatim", "llm", provider)
+			}
+		}))
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var draining atomic.Bool
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Service:        svc,
@@ -71,6 +100,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		CursorSecret:   []byte(cfg.CursorSecret),
 		Draining:       draining.Load,
 		MaxOpenRuns:    cfg.MaxOpenRuns,
+		RateLimit:      cfg.RateLimit,
+		RateBurst:      cfg.RateBurst,
 		Registerer:     reg,
 		Gatherer:       reg,
 	})
@@ -114,12 +145,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// Drain: readiness goes 503 first so a load balancer stops routing here,
-	// then in-flight requests get up to ShutdownTimeout to finish.
+	// Drain: readiness goes 503 first so a load balancer stops routing here
+	// (for DrainDelay the server still serves whatever reaches it), then
+	// in-flight requests get the rest of ShutdownTimeout to finish.
 	draining.Store(true)
-	logger.Info("shutting down", "drainTimeout", cfg.ShutdownTimeout.String())
+	logger.Info("shutting down", "drainTimeout", cfg.ShutdownTimeout.String(), "drainDelay", cfg.DrainDelay.String())
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
+	if cfg.DrainDelay > 0 {
+		select {
+		case <-time.After(cfg.DrainDelay):
+		case <-shutdownCtx.Done():
+		}
+	}
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

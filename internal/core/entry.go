@@ -173,6 +173,9 @@ type EntryStore interface {
 	// GetEntry returns one live entry and, when touch is set, bumps its
 	// AccessCount and LastAccessedAt. ErrNotFound otherwise.
 	GetEntry(ctx context.Context, tenant, namespace, memoryID, id string, touch bool, now time.Time) (Entry, error)
+	// PutEntries inserts entries outside a turn (e.g. summaries); an entry
+	// whose id is already stored and live is left as it is.
+	PutEntries(ctx context.Context, entries []Entry) error
 	// ForgetNamespace erases every entry of the namespace in every memory,
 	// in one transaction, and returns how many were erased.
 	ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error)

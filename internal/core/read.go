@@ -112,9 +112,7 @@ func (r reader) run(s Strategy, skip map[string]bool) readResult {
 	case Decay:
 		return r.decay(s, skip)
 	case Summarize:
-		res := r.recentWindow(s, "recent", skip)
-		res.ev.Note = "summarize: the fold did not run (no LLM provider runs it yet); the newest `recent` messages were recalled verbatim."
-		return res
+		return r.summarize(s, skip)
 	case Extract:
 		return r.extract(s, skip)
 	case TopK:
@@ -605,4 +603,54 @@ func messageContent(e Entry) string {
 		return string(e.Value)
 	}
 	return m.Content
+}
+
+// summarize reads what the fold left: the stored summaries (oldest first),
+// then the messages no summary covers — after a fold, the verbatim tail —
+// at most `size` of them, newest kept. The fold itself (a model call and a
+// write) runs in the service before this pure read; see Service.fold.
+func (r reader) summarize(s Strategy, skip map[string]bool) readResult {
+	var choices []choice
+	var prompt []int
+	sums := summaries(r.in.Entries)
+	for i := len(sums) - 1; i >= 0; i-- { // newest first, like every ranking here
+		if sums[i].v.Refused {
+			continue
+		}
+		c := choice{e: sums[i].e, admit: !skip[sums[i].e.ID]}
+		if !c.admit {
+			c.reason = ReasonAlreadyAdmitted
+		}
+		choices = append(choices, c)
+	}
+	for i := len(choices) - 1; i >= 0; i-- {
+		if choices[i].admit {
+			prompt = append(prompt, i)
+		}
+	}
+	limit, _ := s.Int("size")
+	msgs := uncoveredMessages(r.in.Entries)
+	first := len(choices)
+	admitted := int64(0)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		c := choice{e: msgs[i]}
+		switch {
+		case skip[msgs[i].ID]:
+			c.reason = ReasonAlreadyAdmitted
+		case admitted >= limit:
+			c.reason = ReasonOverMaxEntries
+		default:
+			c.admit = true
+			admitted++
+		}
+		choices = append(choices, c)
+	}
+	for i := len(choices) - 1; i >= first; i-- {
+		if choices[i].admit {
+			prompt = append(prompt, i)
+		}
+	}
+	ev := r.evidence(Summarize)
+	ev.CorpusEmpty = len(choices) == 0
+	return r.finish(ev, choices, prompt, listedRejects)
 }

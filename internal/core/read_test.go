@@ -464,9 +464,10 @@ func TestWindowFormats(t *testing.T) {
 		t.Errorf("first rejected %+v", c)
 	}
 
-	// summarize reads like a window over `recent`, and says the fold did not run.
+	// summarize without any summary stored reads the newest `size` messages
+	// (size defaults to twice `recent`); the fold is the service's.
 	rc = core.ReadMemory(core.ReadInput{Memory: chatMemory(t, `{"kind":"summarize","recent":3,"llm":"x","model":"m"}`), Entries: es, Now: now})
-	if rc.Evidence.AdmittedCount != 3 || !strings.Contains(rc.Evidence.Note, "did not run") {
+	if rc.Evidence.AdmittedCount != 6 || rc.Evidence.Candidates[0].ID != "msg-15-1" {
 		t.Errorf("summarize evidence %+v", rc.Evidence)
 	}
 }

@@ -71,6 +71,8 @@ type Evidence struct {
 	Candidates []Candidate `json:"candidates"`
 	// Parts holds a hybrid's parts' evidence, in strategy order.
 	Parts []Evidence `json:"parts,omitempty"`
+	// Fold is what the summarize strategy folded on this recall.
+	Fold *FoldEvidence `json:"fold,omitempty"`
 	// Excluded lists the entry ids this recall was asked to leave out.
 	Excluded []string `json:"excluded,omitempty"`
 	// Note explains anything unusual (e.g. an embedder mismatch).

@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -127,6 +128,10 @@ func (s *Service) Recall(ctx context.Context, p RecallParams) (RecallResult, err
 				in.Ranked = &RankResult{Mode: "exact"}
 			}
 		}
+		var fold *FoldEvidence
+		if sum, ok := findKind(m.Strategy, Summarize); ok {
+			in.Entries, fold = s.fold(ctx, m, sum, in.Entries, now)
+		}
 		excluded := excludedFor(m.ID, p.Exclude)
 		var dropped []string
 		if len(excluded) > 0 {
@@ -147,6 +152,14 @@ func (s *Service) Recall(ctx context.Context, p RecallParams) (RecallResult, err
 			}
 		}
 		rec := ReadMemory(in)
+		if fold != nil {
+			rec.Evidence.Fold = fold
+			for i := range rec.Evidence.Parts {
+				if rec.Evidence.Parts[i].Strategy == Summarize {
+					rec.Evidence.Parts[i].Fold = fold
+				}
+			}
+		}
 		if len(excluded) > 0 {
 			rec.Evidence.Excluded = sortedKeys(excluded)
 			for _, id := range dropped {
@@ -328,6 +341,12 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 		}
 	}
 	if err := s.store.PutDocuments(ctx, tenant, memoryID, ids, chunks); err != nil {
+		var fm *FingerprintMismatch
+		if errors.As(err, &fm) {
+			return nil, &ValidationError{Code: CodeEmbedderMismatch, Site: fmt.Sprintf("indexDocuments[%s]", memoryID), Path: "documents",
+				Detail: fmt.Sprintf("corpus %q holds %s vectors of %d dimensions; these documents were embedded as %s with %d. Vectors of different spaces are never compared: re-index the corpus into a new memory.",
+					memoryID, fm.HaveModel, fm.HaveDims, fm.GotModel, fm.GotDims)}
+		}
 		return nil, err
 	}
 	return out, nil
@@ -420,4 +439,17 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// findKind returns the first strategy of kind in s (itself or a hybrid part).
+func findKind(s Strategy, kind StrategyKind) (Strategy, bool) {
+	if s.Kind == kind {
+		return s, true
+	}
+	for _, p := range s.Parts {
+		if f, ok := findKind(p, kind); ok {
+			return f, true
+		}
+	}
+	return Strategy{}, false
 }

@@ -18,6 +18,8 @@ type Service struct {
 	embedders map[string]Embedder
 	keyTTL    time.Duration
 	memories  *memoryCache
+	llms      map[string]LLM
+	onFold    func(llm, status string)
 }
 
 // ServiceOption configures a Service.
@@ -46,6 +48,22 @@ func WithMemoryCacheTTL(d time.Duration) ServiceOption {
 	return func(s *Service) { s.memories.ttl = d }
 }
 
+// WithLLMs makes chat providers available by their Info().ID (summarize,
+// LLM extraction). Their Info is published in Capabilities.
+func WithLLMs(ls ...LLM) ServiceOption {
+	return func(s *Service) {
+		for _, l := range ls {
+			s.llms[l.Info().ID] = l
+		}
+	}
+}
+
+// WithFoldObserver is called after every summarize fold attempt with the
+// provider id and the outcome (folded, refused, failed), e.g. for metrics.
+func WithFoldObserver(f func(llm, status string)) ServiceOption {
+	return func(s *Service) { s.onFold = f }
+}
+
 // WithIdempotencyTTL sets how long idempotency keys are kept (default 24h).
 func WithIdempotencyTTL(d time.Duration) ServiceOption {
 	return func(s *Service) { s.keyTTL = d }
@@ -55,10 +73,16 @@ func WithIdempotencyTTL(d time.Duration) ServiceOption {
 // caps.Store is filled from the store itself.
 func NewService(store Store, caps Capabilities, opts ...ServiceOption) *Service {
 	caps.Store = store.Info()
-	s := &Service{store: store, caps: caps, now: time.Now, embedders: map[string]Embedder{}, keyTTL: defaultKeyTTL,
+	s := &Service{store: store, caps: caps, now: time.Now, embedders: map[string]Embedder{}, keyTTL: defaultKeyTTL, llms: map[string]LLM{},
 		memories: &memoryCache{ttl: 2 * time.Second, byTenant: map[string]cachedMemories{}}}
 	for _, o := range opts {
 		o(s)
+	}
+	if len(s.caps.LLMs) == 0 {
+		for _, l := range s.llms {
+			s.caps.LLMs = append(s.caps.LLMs, l.Info())
+		}
+		slices.SortFunc(s.caps.LLMs, func(a, b LLMInfo) int { return strings.Compare(a.ID, b.ID) })
 	}
 	if len(s.caps.Embedders) == 0 {
 		for _, e := range s.embedders {
@@ -159,4 +183,16 @@ func (s *Service) ReplaceMemory(ctx context.Context, tenant, id string, p Memory
 func (s *Service) DeleteMemory(ctx context.Context, tenant, id string, purge bool) error {
 	defer s.memories.invalidate(tenant)
 	return s.store.DeleteMemory(ctx, tenant, id, purge)
+}
+
+func (s *Service) countFold(llm, status string) {
+	if s.onFold != nil {
+		s.onFold(llm, status)
+	}
+}
+
+func isUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+func ctxDone(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -384,7 +384,7 @@ func (v *validator) requirement(r Requirement, s Strategy, path, where, declared
 		id := s.Str("llm")
 		if id == "" {
 			if len(v.caps.LLMs) == 0 {
-				return missing(path+".llm", where+" needs an `llm` and this server has no LLM provider configured — nothing would write the summary. Configure an LLM provider on this server, or use {\"kind\":\"window\",\"size\":20}, which keeps the last N entries verbatim, needs nothing and costs nothing."+declared)
+				return missing(path+".llm", where+" needs an `llm` and this server has no LLM provider configured — nothing would write the summary. Configure one (FOOTPRINT_LLMS), or use {\"kind\":\"window\",\"size\":20}, which keeps the last N entries verbatim, needs nothing and costs nothing."+declared)
 			}
 			return missing(path+".llm", fmt.Sprintf("%s needs an `llm` — the id of a provider configured on this server (%s) — and none was passed.", where, quoteList(v.caps.llmIDs()))+declared)
 		}

@@ -90,6 +90,8 @@ type TurnResult struct {
 	Written []WrittenIDs   `json:"written"`
 	Skipped []SkippedWrite `json:"skipped"`
 	Noop    *TurnNoop      `json:"noop,omitempty"`
+	// Extraction reports each LLM-extracting memory's outcome.
+	Extraction []ExtractionNote `json:"extraction,omitempty"`
 	// Replayed is true when the result was replayed for an idempotency key.
 	Replayed bool `json:"-"`
 }

@@ -172,11 +172,20 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		}
 	}
 
-	// Extraction is pure CPU: run it once per turn, and only when a memory
-	// keeps facts or beats.
+	// Pattern extraction is pure CPU: run it once per turn, and only when a
+	// memory keeps facts or beats. LLM extraction is I/O: it runs here, per
+	// memory, before the transaction.
 	var facts []Fact
 	var beats []Beat
+	llmFacts := map[string][]Fact{}
+	llmBeats := map[string][]Beat{}
 	for _, side := range sides {
+		if (side.facts || side.beats) && side.extractor == "llm" {
+			f, b, note := s.llmExtract(ctx, side, p.Messages)
+			llmFacts[side.mem.ID], llmBeats[side.mem.ID] = f, b
+			result.Extraction = append(result.Extraction, note)
+			continue
+		}
 		if side.facts && facts == nil {
 			facts = ExtractFacts(p.Messages, 0, 100)
 		}
@@ -187,7 +196,11 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 	build := func(turn int) ([]Entry, error) {
 		var out []Entry
 		for _, side := range sides {
-			out = append(out, s.entriesFor(side, p, turn, now, query, vectors[side.embedder], facts, beats)...)
+			f, b := facts, beats
+			if side.extractor == "llm" {
+				f, b = llmFacts[side.mem.ID], llmBeats[side.mem.ID]
+			}
+			out = append(out, s.entriesFor(side, p, turn, now, query, vectors[side.embedder], f, b)...)
 		}
 		return out, nil
 	}

@@ -199,6 +199,14 @@ func turnResultOut(r core.TurnResult) gen.TurnResult {
 	if r.Noop != nil {
 		out.Noop = &gen.TurnNoop{Reason: gen.NoopReason(r.Noop.Reason), Detail: r.Noop.Detail}
 	}
+	for _, n := range r.Extraction {
+		note := gen.ExtractionNote{MemoryID: n.MemoryID, Extractor: gen.ExtractionNoteExtractor(n.Extractor), FallbackReason: optString(n.FallbackReason)}
+		if n.InputTokens > 0 || n.OutputTokens > 0 {
+			in, out := n.InputTokens, n.OutputTokens
+			note.InputTokens, note.OutputTokens = &in, &out
+		}
+		out.Extraction = append(out.Extraction, note)
+	}
 	return out
 }
 

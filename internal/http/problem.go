@@ -166,7 +166,7 @@ func pointerFor(path string) string {
 
 // writeProblem sends p with the request id attached.
 func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
-	cp := *p
+	cp := p.bounded()
 	cp.RequestID = requestIDFrom(r.Context())
 	if cp.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(cp.retryAfter))

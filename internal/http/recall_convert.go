@@ -124,6 +124,17 @@ func evidenceOut(e core.Evidence) gen.Evidence {
 	if len(e.Excluded) > 0 {
 		out.Excluded = e.Excluded
 	}
+	if f := e.Fold; f != nil {
+		gf := &gen.FoldEvidence{Status: gen.FoldEvidenceStatus(f.Status), SummaryID: optString(f.SummaryID), Covers: f.Covers,
+			LLM: optString(f.LLM), Model: optString(f.Model), Reason: optString(f.Reason)}
+		if f.FromTurn > 0 {
+			gf.FromTurn, gf.ToTurn = &f.FromTurn, &f.ToTurn
+		}
+		if f.InputTokens > 0 || f.OutputTokens > 0 {
+			gf.InputTokens, gf.OutputTokens = &f.InputTokens, &f.OutputTokens
+		}
+		out.Fold = gf
+	}
 	for _, p := range e.Parts {
 		out.Parts = append(out.Parts, evidenceOut(p))
 	}

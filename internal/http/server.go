@@ -5,7 +5,8 @@
 //
 // Request path, outermost first: request id → panic recovery → access log
 // and metrics → CORS → (for /v1 only) per-request deadline → body limit and
-// media type → authentication → OpenAPI request validation → handler.
+// media type → authentication → per-tenant rate limit → OpenAPI request
+// validation → handler.
 // Health, readiness, metrics, the spec and the docs sit outside /v1 and
 // skip auth and validation.
 package httpapi
@@ -51,6 +52,11 @@ type Deps struct {
 	// MaxOpenRuns caps each tenant's unfinished run recordings (429 beyond);
 	// 0: core.DefaultMaxOpenRuns.
 	MaxOpenRuns int
+	// RateLimit is each tenant's sustained request rate per second on /v1
+	// (a token bucket of RateBurst; 429 beyond); 0 disables limiting.
+	RateLimit float64
+	// RateBurst is the bucket size; 0: twice RateLimit.
+	RateBurst int
 }
 
 // NewServer returns the service's one http.Handler.
@@ -89,6 +95,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		maxOpenRuns: d.MaxOpenRuns,
 	}
 	keys := newKeyring(d.APIKeys)
+	limiter := newTenantLimiter(d.RateLimit, d.RateBurst)
 	m := newMetrics(d.Registerer)
 
 	r := chi.NewRouter()
@@ -98,7 +105,7 @@ func NewServer(d Deps) (http.Handler, error) {
 			AllowedOrigins:   d.CORSOrigins,
 			AllowedMethods:   []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions},
 			AllowedHeaders:   []string{"Authorization", "Content-Type", "If-None-Match", "If-Match", "Idempotency-Key", "X-Request-Id", "Last-Event-ID"},
-			ExposedHeaders:   []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Idempotent-Replayed"},
+			ExposedHeaders:   []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Idempotent-Replayed", "RateLimit", "RateLimit-Policy"},
 			AllowCredentials: false,
 			MaxAge:           600,
 		}))
@@ -111,7 +118,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	})
 
 	v1 := func(next http.Handler) http.Handler {
-		inner := withDeadline(d.RequestTimeout)(limitBody(d.MaxBodyBytes)(keys.authenticate(keepEventsBody(validate)(next))))
+		inner := withDeadline(d.RequestTimeout)(limitBody(d.MaxBodyBytes)(keys.authenticate(limiter.middleware(keepEventsBody(validate)(next)))))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/v1/") {
 				inner.ServeHTTP(w, r)

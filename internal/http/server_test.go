@@ -35,6 +35,7 @@ type options struct {
 	caps  core.Capabilities
 	cors  []string
 	store core.Store
+	svc   []core.ServiceOption
 }
 
 // setup starts the real handler over an in-memory store.
@@ -54,7 +55,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		t.Fatal(err)
 	}
 	h, err := httpapi.NewServer(httpapi.Deps{
-		Service:      core.NewService(o.store, o.caps, core.WithEmbedders(hash)),
+		Service:      core.NewService(o.store, o.caps, append([]core.ServiceOption{core.WithEmbedders(hash)}, o.svc...)...),
 		APIKeys:      o.keys,
 		CORSOrigins:  o.cors,
 		MaxBodyBytes: 4096,

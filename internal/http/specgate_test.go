@@ -53,7 +53,9 @@ func specGate(t *testing.T, next http.Handler) http.Handler {
 		probe := r.Clone(context.Background())
 		probe.Body = io.NopCloser(bytes.NewReader(body))
 		route, params, err := specRouter.FindRoute(probe)
-		if err == nil && r.Method != http.MethodOptions {
+		// A request whose client went away gets no response at all (the
+		// server writes nothing), so there is nothing to validate.
+		if err == nil && r.Method != http.MethodOptions && r.Context().Err() == nil {
 			input := &openapi3filter.ResponseValidationInput{
 				RequestValidationInput: &openapi3filter.RequestValidationInput{Request: probe, PathParams: params, Route: route},
 				Status:                 rec.Code,

@@ -167,6 +167,24 @@ func (e EntryKind) Valid() bool {
 	}
 }
 
+// Defines values for ExtractionNoteExtractor.
+const (
+	ExtractionNoteExtractorLLM     ExtractionNoteExtractor = "llm"
+	ExtractionNoteExtractorPattern ExtractionNoteExtractor = "pattern"
+)
+
+// Valid indicates whether the value is a known member of the ExtractionNoteExtractor enum.
+func (e ExtractionNoteExtractor) Valid() bool {
+	switch e {
+	case ExtractionNoteExtractorLLM:
+		return true
+	case ExtractionNoteExtractorPattern:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Flavor.
 const (
 	FlavorMemory Flavor = "memory"
@@ -179,6 +197,33 @@ func (e Flavor) Valid() bool {
 	case FlavorMemory:
 		return true
 	case FlavorRag:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FoldEvidenceStatus.
+const (
+	FoldEvidenceStatusFailed  FoldEvidenceStatus = "failed"
+	FoldEvidenceStatusFolded  FoldEvidenceStatus = "folded"
+	FoldEvidenceStatusNone    FoldEvidenceStatus = "none"
+	FoldEvidenceStatusRefused FoldEvidenceStatus = "refused"
+	FoldEvidenceStatusReused  FoldEvidenceStatus = "reused"
+)
+
+// Valid indicates whether the value is a known member of the FoldEvidenceStatus enum.
+func (e FoldEvidenceStatus) Valid() bool {
+	switch e {
+	case FoldEvidenceStatusFailed:
+		return true
+	case FoldEvidenceStatusFolded:
+		return true
+	case FoldEvidenceStatusNone:
+		return true
+	case FoldEvidenceStatusRefused:
+		return true
+	case FoldEvidenceStatusReused:
 		return true
 	default:
 		return false
@@ -1208,6 +1253,20 @@ type Evidence struct {
 	// comes from them.
 	Excluded []string `json:"excluded,omitempty"`
 
+	// Fold What the `summarize` strategy did on this recall. `folded`: ONE model
+	// call summarised the span `fromTurn`..`toTurn` (rounded outward to
+	// whole turns) and the summary `summaryId` was written back (tier
+	// cold), so the span is paid for once; `reused`: stored summaries
+	// cover the old span; `none`: fewer than `size` messages, nothing to
+	// fold; `failed`: the model call failed and recall stayed verbatim (the
+	// request does not fail); `refused`: the summary was not shorter than
+	// what it would replace, so that span stays verbatim and is not asked
+	// again. Tokens are as the provider reported them.
+	//
+	//
+	// Example: {"covers":["msg-1-0","msg-1-1","msg-7-0","msg-7-1"],"fromTurn":1,"inputTokens":812,"llm":"openai","model":"gpt-4o-mini","outputTokens":96,"status":"folded","summaryId":"msg-summary-1-7","toTurn":7}
+	Fold *FoldEvidence `json:"fold,omitempty"`
+
 	// K Ranking strategies only, how many results at most (`topK`).
 	K *int `json:"k,omitempty"`
 
@@ -1369,11 +1428,56 @@ type ExplanationContext struct {
 	Runs []RunContext `json:"runs"`
 }
 
+// ExtractionNote Example: {"extractor":"llm","inputTokens":240,"memoryId":"facts","outputTokens":38}
+type ExtractionNote struct {
+	Extractor      ExtractionNoteExtractor `json:"extractor"`
+	FallbackReason *string                 `json:"fallbackReason,omitempty"`
+	InputTokens    *int64                  `json:"inputTokens,omitempty"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID     ResourceID `json:"memoryId"`
+	OutputTokens *int64     `json:"outputTokens,omitempty"`
+}
+
+// ExtractionNoteExtractor defines model for ExtractionNote.Extractor.
+type ExtractionNoteExtractor string
+
 // Flavor How recall is presented. `memory`: as remembered conversation.
 // `rag`: as cited document chunks (with `docUri`, `page`, `heading`).
 //
 // Example: memory
 type Flavor string
+
+// FoldEvidence What the `summarize` strategy did on this recall. `folded`: ONE model
+// call summarised the span `fromTurn`..`toTurn` (rounded outward to
+// whole turns) and the summary `summaryId` was written back (tier
+// cold), so the span is paid for once; `reused`: stored summaries
+// cover the old span; `none`: fewer than `size` messages, nothing to
+// fold; `failed`: the model call failed and recall stayed verbatim (the
+// request does not fail); `refused`: the summary was not shorter than
+// what it would replace, so that span stays verbatim and is not asked
+// again. Tokens are as the provider reported them.
+//
+// Example: {"covers":["msg-1-0","msg-1-1","msg-7-0","msg-7-1"],"fromTurn":1,"inputTokens":812,"llm":"openai","model":"gpt-4o-mini","outputTokens":96,"status":"folded","summaryId":"msg-summary-1-7","toTurn":7}
+type FoldEvidence struct {
+	Covers       []string           `json:"covers,omitempty"`
+	FromTurn     *int               `json:"fromTurn,omitempty"`
+	InputTokens  *int64             `json:"inputTokens,omitempty"`
+	LLM          *string            `json:"llm,omitempty"`
+	Model        *string            `json:"model,omitempty"`
+	OutputTokens *int64             `json:"outputTokens,omitempty"`
+	Reason       *string            `json:"reason,omitempty"`
+	Status       FoldEvidenceStatus `json:"status"`
+	SummaryID    *string            `json:"summaryId,omitempty"`
+	ToTurn       *int               `json:"toTurn,omitempty"`
+}
+
+// FoldEvidenceStatus defines model for FoldEvidence.Status.
+type FoldEvidenceStatus string
 
 // ForgetResult Example: {"erased":19}
 type ForgetResult struct {
@@ -2727,6 +2831,12 @@ type TurnNoop struct {
 
 // TurnResult What a turn wrote, memory by memory.
 type TurnResult struct {
+	// Extraction For each memory whose `extract` strategy uses `extractor: "llm"`: how
+	// this turn's facts or beats were extracted. When the model's answer
+	// failed the JSON schema, or the call failed, the pattern extractor
+	// was used instead and `fallbackReason` says why.
+	Extraction []ExtractionNote `json:"extraction,omitempty"`
+
 	// Noop Why the turn wrote nothing at all.
 	Noop *TurnNoop `json:"noop,omitempty"`
 
@@ -2861,6 +2971,12 @@ type NotFound = Problem
 // kinds), `acceptedKinds` (the kinds a type accepts) and
 // `acceptingTypes` (the types that accept a kind).
 type PayloadTooLarge = Problem
+
+// RateLimited An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts) and
+// `acceptingTypes` (the types that accept a kind).
+type RateLimited = Problem
 
 // RecallMemoryNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -5105,6 +5221,18 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Headers PayloadTooLargeResponseHeaders
 }
 
+type RateLimitedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+type RateLimitedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RateLimitedResponseHeaders
+}
+
 type RecallMemoryNotFoundResponseHeaders struct {
 	XRequestID *string
 }
@@ -5389,6 +5517,32 @@ func (response GetCapabilities401ApplicationProblemPlusJSONResponse) VisitGetCap
 	return err
 }
 
+type GetCapabilities429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetCapabilities429ApplicationProblemPlusJSONResponse) VisitGetCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetCapabilities500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5457,6 +5611,32 @@ func (response ForgetConversation401ApplicationProblemPlusJSONResponse) VisitFor
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetConversation429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetConversation429ApplicationProblemPlusJSONResponse) VisitForgetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5568,6 +5748,32 @@ func (response ListEntries401ApplicationProblemPlusJSONResponse) VisitListEntrie
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEntries429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEntries429ApplicationProblemPlusJSONResponse) VisitListEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5699,6 +5905,32 @@ func (response GetEntry404ApplicationProblemPlusJSONResponse) VisitGetEntryRespo
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntry429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntry429ApplicationProblemPlusJSONResponse) VisitGetEntryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5887,6 +6119,32 @@ func (response Recall422ApplicationProblemPlusJSONResponse) VisitRecallResponse(
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Recall429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response Recall429ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6111,6 +6369,32 @@ func (response PostTurn422ApplicationProblemPlusJSONResponse) VisitPostTurnRespo
 	return err
 }
 
+type PostTurn429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn429ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PostTurn500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6300,6 +6584,32 @@ func (response RecordAblation422ApplicationProblemPlusJSONResponse) VisitRecordA
 	return err
 }
 
+type RecordAblation429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response RecordAblation429ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordAblation500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6431,6 +6741,32 @@ func (response ExplainTurn404ApplicationProblemPlusJSONResponse) VisitExplainTur
 	return err
 }
 
+type ExplainTurn429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ExplainTurn429ApplicationProblemPlusJSONResponse) VisitExplainTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExplainTurn500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6535,6 +6871,32 @@ func (response ListInfluenceStrategies401ApplicationProblemPlusJSONResponse) Vis
 	return err
 }
 
+type ListInfluenceStrategies429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListInfluenceStrategies429ApplicationProblemPlusJSONResponse) VisitListInfluenceStrategiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListInfluenceStrategies500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6621,6 +6983,32 @@ func (response ListMemories401ApplicationProblemPlusJSONResponse) VisitListMemor
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListMemories429ApplicationProblemPlusJSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6838,6 +7226,32 @@ func (response CreateMemory422ApplicationProblemPlusJSONResponse) VisitCreateMem
 	return err
 }
 
+type CreateMemory429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateMemory429ApplicationProblemPlusJSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateMemory500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6937,6 +7351,32 @@ func (response DeleteMemory404ApplicationProblemPlusJSONResponse) VisitDeleteMem
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteMemory429ApplicationProblemPlusJSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7047,6 +7487,32 @@ func (response GetMemory404ApplicationProblemPlusJSONResponse) VisitGetMemoryRes
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetMemory429ApplicationProblemPlusJSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7257,6 +7723,32 @@ func (response ReplaceMemory422ApplicationProblemPlusJSONResponse) VisitReplaceM
 	return err
 }
 
+type ReplaceMemory429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ReplaceMemory429ApplicationProblemPlusJSONResponse) VisitReplaceMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplaceMemory500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7444,6 +7936,32 @@ func (response IndexDocuments422ApplicationProblemPlusJSONResponse) VisitIndexDo
 	return err
 }
 
+type IndexDocuments429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments429ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type IndexDocuments500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7554,6 +8072,32 @@ func (response GetRecall404ApplicationProblemPlusJSONResponse) VisitGetRecallRes
 	return err
 }
 
+type GetRecall429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecall429ApplicationProblemPlusJSONResponse) VisitGetRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRecall500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7660,6 +8204,32 @@ func (response ListRuns401ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns429ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7962,6 +8532,32 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	return err
 }
 
+type GetRun429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun429ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRun500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8068,6 +8664,32 @@ func (response GetRunContext404ApplicationProblemPlusJSONResponse) VisitGetRunCo
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunContext429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunContext429ApplicationProblemPlusJSONResponse) VisitGetRunContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8245,6 +8867,32 @@ func (response ListRunEvents404ApplicationProblemPlusJSONResponse) VisitListRunE
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents429ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8436,6 +9084,32 @@ func (response AppendEvents415ApplicationProblemPlusJSONResponse) VisitAppendEve
 	return err
 }
 
+type AppendEvents429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response AppendEvents429ApplicationProblemPlusJSONResponse) VisitAppendEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AppendEvents500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8623,6 +9297,32 @@ func (response FinishRun415ApplicationProblemPlusJSONResponse) VisitFinishRunRes
 	return err
 }
 
+type FinishRun429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response FinishRun429ApplicationProblemPlusJSONResponse) VisitFinishRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FinishRun500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8746,6 +9446,32 @@ func (response ListStrategies401ApplicationProblemPlusJSONResponse) VisitListStr
 	return err
 }
 
+type ListStrategies429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListStrategies429ApplicationProblemPlusJSONResponse) VisitListStrategiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListStrategies500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8846,6 +9572,32 @@ func (response GetStrategy404ApplicationProblemPlusJSONResponse) VisitGetStrateg
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetStrategy429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetStrategy429ApplicationProblemPlusJSONResponse) VisitGetStrategyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9770,812 +10522,831 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rkhs3si+KvwqivCPU/V9Fire+UeHwlmV5WWPL1rTk5Zlx6T8FVoEkposApwB2i6PoiP3pPMCJ/YTr",
-	"SU4gE0ChisVLt1oeO1b7g9wk6wIkEom8/vJjlMnFUgomtIrGHyP2gS6WBYO/n08KqrkUlyyjRWG+yZnK",
-	"Sr40X0bj6N2ckZTai1JSsn+umNJjkt7M1+ajuUsRqgifklQJuuz0U5LznAipE8E+cKW79odBSrgiJRVX",
-	"LCdTXipNqMjJgivFFNFzRvS8ZGoui/yZf1YiuCIFV5rl5IbrOSkZVVKQlH3IilXO8jQmK6EyWbIcHmef",
-	"X1ClY/NFIsyT2TXPmcgYEXTBFOGa8PAZXfKjJHpVCiJLUq4EDJRlssxZnggpYHQlyxhf6jGhpGT2IiE1",
-	"3jd8okgmhWYfdDcRURyp1WJBy7UlId4gp/ZimIpcaYKzHJvnzLmYkaxgtGwQI/a/ckW4+AfLNMujOLqm",
-	"xYqZFctKRjXLn+toHA16g9NOf9AZnL7rnY+H/XFv0L3on/wtiiO8lUuhovGv7+NowRay5IYNfv0YOQKZ",
-	"59F8wbVm+Qu5Ejoa9+IooyLnOdX2YndBNJ7SQrE44nk0jnCRI/vg9Svz3c18HcWRWZNo3I8jXLxoHE1Y",
-	"IW86foqGXmYJo3GvOziLI0OlaDy4jXe+q7/9XYPgXW6VI/fc/u37cEovpNkNmkVjXa5YHGVSKJ6z0hNg",
-	"YL4rlyv1crHUaz+QnC+YUEjP4fkojthiwvKclTCaOVXzKK5ePv7VDfp9HCE1BKMlU/o1V8pN/J8rVq6/",
-	"M7eOIzWng5PTcZ6xyeloOMoGp1k+6g2Gw5P+6DTLTk9PaZ9eXOSD08HJydmod84uhr2LYe/8/JQNexeD",
-	"fHjRo4wZmjBkmmo+itEym7+WOQMC0UybJdAl1WxmeFbL5feGXn6Bxr3u2W0cTQt6LctobOnetgALphSd",
-	"Mctk1TM/Rldc5NWzcVC/cJHLm2jc7zXfFuOF4/5tHOn10gw0oytFi8gs3+cilJFnMJkyK/7e6//pm8uv",
-	"+9+ffjP89vy73p8MjdZKs8WbUi6WZrtFt7dx9AKG9VzkL+ZU7xKkmRTXrFQgS0EYzBmRes5K4kRyTKiG",
-	"r5WmpfYCY9Ql7+YsEWzJlcx5RtJsTnVKboB6BPaIkWqKKP6BuBUgR4LdMKWtsJ2sE2F2R0xkkVdfc5Ru",
-	"S5jS8TP4gIQmuLYkzVnGgdHTRByZVSH9uJJPpNc9Owa5WwkuBpJNzaU2U8LhoUgfpokAOQ3iVVVnA8W7",
-	"7aaAY6FLXgkykXpOnKwylyTCyQQyLelsYY61mPxDcuHOCEomBRVXpOCCgaDHyb2RisMxlggj2cuY0JLB",
-	"S3GiT5Q90IgR42Sy1oxMZYl/HJnr5ozmrEyELuk1KxS+zfyApHTDOY6JkoRds3JNsvlKXIHk1orIG5EI",
-	"L4efESmKNbGHF1yoSEZLQ/KS6ZKza1qk5vgMmM4conim6RsZjldtJcHGgQQsZc6x+jrbdcJlMozY6170",
-	"4RBFpphTbTlu9+nT7wx773qn4/6JOX1G/bON06e5OXAaLCdPFmrW6Xd6T8iRYShyehy1CR04A/DT2Azr",
-	"C3ubf48ZWGOrvsZJTku5IIyWBWcl8j5X9Y15ZMmRRObRSXQ8TkSy6vWGmf2hlAX7MolWipVJBBv0yyTq",
-	"JxFZLc2Bkn+ZNAjROxmf9LuD3uhvSQRPYt/xmOSSrOWKqDlfEi3JCypoTr/CNz3FV+HFRsjso1jfUezk",
-	"ThTr76JY26SpUlxpKvR9Z/5XprrkraYip2UOk18a1cYTgGh6xRQ5Md+ckclKccGUIjldq+69aDOouGl0",
-	"B9oMdnPTfoYY7CLL+bh/1j0d9jxZXlBBXpktJmYoknJWcBAgNM9LQwEpCBVELplRUnNWfnVPanhOGd6J",
-	"Gg/BKXcjyV/NcbgSmhdGXzecosY4/5/M/FVMljy7wkPUfAGCKptLqRh5mXPtKHc/thlWbDO4A6GGn8o2",
-	"wx006g/Go373ZDjwNHq9tnN/3un3RkNCy5JfV2dAVtLMWEMqKxkTXYJcNmMabJhlQTNmzquv7kkhz0r9",
-	"O1HoIVjpbmR69WRBlDQHK50Ys0vPqe6SV0+uGTAUy0NqkMvXzzsnJ4M+HP4heZ8RSpYlW1JubgDNrKAT",
-	"VpjjXQo44W/o2kiutVyVhC0oLw7nPjjwDXHxAPa0jVFDgNN4P529rvYFPmYXrV86qxgOxSVVaMwq1E0b",
-	"5+I4EW/MFe4F5Aht2drwxiSJHoono0R0SMmULFbwfvcrOSpXBRuTb+iCzlgOgtG8ghYgAazgZDkpjNjU",
-	"cyrIsAcHCKEzCaqZe1JJQfuGa0o2XYm8e+x9BWPyMYlgJq/yJBonEc4nieIkMk97y0XGvrFiOjFmlfne",
-	"jAmurs8ziW7NdLSUBUGN6e/BZI+2vwnNWPgWH553pOjYCSfR7TH57//n/zUjLRfU3u34195vlukHw6bw",
-	"IzAly2E8z4W6YeWY/Du3R3QbR17ZNTzqnQXeI3DR37BEb+/gvzjd4b9Aix/3j5dNgUlrpFYUR2g/fGvV",
-	"+/8pUsrN29lN0fgk8OWgL2VY99Fs0LN3f3r+Ts/FTaqMAq/TIVQZPDCX/Y7Uqk3iDB1xhlvcehvEeTCW",
-	"+bdo4JsUGDgKjA6jQP+B2ePfa59t0qPv6HFSOWR30+NAjvgDW/ibVOo5Kp3e12192u62bvGcZtPJyTA/",
-	"zYf5+ZT2++wkO8/6FyeD/GTATrIRm04mJxdn+XDEplk2uKDT/GQ6zAf9waif9c4mvU0Xc6/mTbZOo33+",
-	"Y7uugQP5YwQxlT/46iaifQC/t726bZz/fql6Bwr+fg7Dw8j5e9Fr7kDiP7pWa2ZmhB8YwxBNaolSeUe3",
-	"4v9i0XjQq8JQLgoTmWNrh+HRP8zw8HZ6IAq9Fd92zj2a7Y9m+7/dbN+hsWzY7m020b7MgXAHbMb0d+QP",
-	"nI7umT+w+cbhYW8cnt9XRRt+QmZBaw6BmfxvouB9rhyCcBG2KIKP4u9R/P0OxN9BWsTnynV5kA29kevy",
-	"54sXo9dnf/t+8Mv5O3PFSuDPK9GxPw/+crmZBPNomT1aZo+W2aNl9omWmZnn49n+eLb/Ds521OZHkNw5",
-	"pxoPOAig+yS654L4bEy7Ly072aRMrw2EuXKg7Hs9f3vqXO9kPLzo9gfDv0VxSyJpyTIz73AzxOSalROq",
-	"+aK7PUfAelhLRvOfRFEZHPf0f8SRFTb7ZmBGib5/IKk1iy4hBZSLWUu2LKQoPlGkXIkueXltZjsgJetQ",
-	"IeRKZLZgwCcVGvnA4KoemXJW5IkwvAB/wv7i2qw5JWnJlozqdEyu2BKSX20qqNHFzBEtJFGF1N1EQOkD",
-	"Wl5czFKyEoax8C39J4os6bqQNCc3tCoWIFQlIv2Y84WKiZDl4jbFzNFyJeBCIbXjYGCXFO986V6j0uNm",
-	"uuZzklmCEVdEABm2MBIVEymYTSZeoMACpiKOUuA0CngQbwObioucfQDDfcE0NT/e0KJ4Ucjs6rWKxv2z",
-	"i9Ne/2LYG4z6xnCzE0ZGBmusrpQOJ/1pLzvJB+yMXkzOs1F+yvrTHh1MhtkoP2Gn07Peef9iQIeTUXaS",
-	"n7Kz6Xnvou9/35/Jsl9nNWsXaOWVOm1rM3z9xG3s59/fP//BSX3+ni2AdfnCGepmyVGNb7Vpq/H4lIcu",
-	"aPfhcAb7hjO66A3+qMuB7OkcIlsX530cTWW5MFdGUyn1suRCd0snMLrXfbRPcPIbXhYvFWFsarVcylJ3",
-	"RucDc1teyuWS5S/tPujFERP51gTmUfeiNzAyDPZN5beZcsHVvHLlQgb4JdOUC/vsV9Xuoh/c2056vV4c",
-	"melkfEmLaAxKZ+csQ8/0VotL0/KAJGtdrkRmdn8wOX+W3cYRihmWvxQaz7PNo0WxBRWaZySd0kyr1B1u",
-	"7MOSlwzT2JnQkIxPp5qVTpVJxFGqdfFapccxmYMSl9qbnusUChjINcu0LElGF1bDM6KRzpjQT2xy/ELm",
-	"rCBH56TygcXmfL5ibAlX20oJouay1BuyMv0Kh/slDN7olYNTLqAE58tKlI8JdUUSVQp/VnAmdMcwS8FZ",
-	"7sbKNchtpSFJ31wdClOaZUypwN/fUorVG7zrj8a94bjf6w5Oe8BLlfj4tdftD+JOrzvsx71u7zzudUcj",
-	"87l3EkNNUKfX7V/Eve7Z8H1w4zcgc86Db14bykXjiGYL1nEsD792zqEQyS4Fjuys0+t3ev2NkTWi7tUJ",
-	"YdWChZpFcVRQpZ/D1NvnejI+Oeme9WHfBIIQFiVC8ZZTEHG3caTkqsT4ic8GcH+1KRitBA00LOcm/GXO",
-	"BLnhRWGL9yp10RiTX1UeHLMBjWiqKymwRb41m/oNnbG67ue5DNwYwGQFX3D95SAd2yIWqLvRN9IX48TI",
-	"aQtjmGhpjnRWO5VxS2GUKGSq3i41sbLpoo0stupwO2TpWp/YFptvX7kNwXXee372Lgp8/+6vXTpj7eUt",
-	"S/r78Ph5u7vBNPFDrNzdN90fYuUeyALfuWnfx5FgH/SLVanA9GHrP/Xyv/xp9eof8l8/vPjTcrK4LNiL",
-	"V6evv+t1/7y4uP6vD4MS6ve+pZn2J2Kodxt5RXKuNIes98maUKga1iXNtD8Zj7w4WJZyyguWHj+DWxWZ",
-	"02tmLApXWowru+38GN6NYcwrxkDVv/M88swyxUDMHm4Z9Mejs+5F76TBLXYKn8Yw9+CTqYui97oXcXTF",
-	"zAIEczPqoVVQzMobbQHYiedm0yJTdatHWnfFplQ3S61azflK8XFeNlfsMFkTxRe8oCXX6xjEQ86mdFVo",
-	"RabIGVzcz8o/G/cH3V5vVOkErKwifFuMeHeKHmLFHxZ/OHHxB9jtRoeLxoOTi0EP/vNquqPQbrs/nFOD",
-	"+LKcSa2ZePlhWVBBUetsKqHpf758R55e95+Gerx66jSas7Nh/yn4BJ8OnzLzIC6+8vr0l16bThOB6mn6",
-	"zcsfXr57ueeRrY+wTgB7NscOAUCBV8+BIvhKVloywkqqWI5FtOVKJMKbLBYtAJwRUL1pRAJIFkLB6aXI",
-	"kZCajHqjY19zmYi5FEzpNZkWdKaIomtyM6fgy5hJKG5VmtHc2P8Fo9fwHk3kStuC4YLlM1ba96i5vFEk",
-	"tfbczXz9hQVZCDwkbkRElnzGRZwIIW9IOnVLlz5DmS2kHTbUntYgCrCetQ0FQRm9HyaOS6ObNdFG0/av",
-	"GmN5rJEzwyfOxWLfUbBpzamBY4EtbQVVJKRgRgBY4xJEF8JVYGV6ubKlqO67jxHXrKQ+SXXJWVYPPjfq",
-	"zSc9lvem/elwcn4yGPZPe9PTk+mADUf9fHR+fnZydjEc5KPRID81Zng+ZOf52QWbXIwuJqN8kkXOGkY7",
-	"rW4qVxI3MmtcrmztrPu+ZtiCBdW5HtUI/hZ/RPOKhA8h1yPwN2yZ1eiEDmh/dHHRO52eDthgeJ71zwcX",
-	"o/7FkF1MTifsfJqP+iyb9noX59kJm7Iz1qN0eHYxnU7PW+EefME2nchrVoe3aJLBZVWcn+6giZeIATU2",
-	"+LpGjmZ9Vb+lvuocyo0bCQvvwTVTccbgkTP+DZzR/11yxvt4w/u06V0KFaZhZPhpu4vKHEVGF8AoOgoq",
-	"ewTYsnlNubHyf7Ty1volFF0rPBkswAwKRHMUhQ4b85U9o8iNsY93S2AbSZiBNO1YGYuli34YDoLAno0+",
-	"UKeZoAKOlIIDIo+WbmxH1TkaDMf6YXhZG9BxfQz4sg4+sj6UjUWO4cAT8OI5I+hZ4gIPlBjP45tqskip",
-	"DWLg8MwoDBHXW/nJjhEu6iy4UlzMwI+JB6mtUvOP8Pf5EMbWJ28grChNtdEvIz92eNE2p6JaqSXLtD32",
-	"nJZ+G9u8jS0+jucW02LpnWTbXBe1OrzHCBfKz0cLYMMCaLHP538Tl0XGX52+Wvxt/tfh5b9eiV73avin",
-	"/IL++UNU8egPtI1FDZ8YM5ccyRJ0xWPg1kfe3M6b75Gm4JJsdXk4t7hFJ2oCDm24PODr45j8Y6U0MTO7",
-	"m3f887nDBr1xb9jt98//p7rDbuPoks62wVE9d+f2zVwqZo1CzlRqEfLA9DIckM6pyCdSXqUE9w9BBKiT",
-	"OBEhBNTJMYZ49I0kXqlDTKMnW3GaErEbqIkEOE2QYWwH5fCawL52AEgIukSzeYC2RAKwpQrACd9nQZwS",
-	"sQXFqUuea13yyUozAmto9RWV0aUFG6QkK6Q56ROh6cyo0jxn5lsz7ycKcaQ4+ItWimEmgtXY4CfBrllJ",
-	"JiWjVyoRcgXqkxn6pJDZ1WYiwOXz/7SrMAZCW8yoSokWuUcIhLyAydr8D3MEIIN9Q8M+AMdp2B+PRt3e",
-	"Re8AHCevSqNjXXWWsuDZ+oveEwz4zbVeqvHTpzaM183k4qnjsKf2nu4yn7ao4HW8mpLOGgFq95gvmq/e",
-	"BYFx6UeMMkD5lFT8THj+pUtZqp6YRCSX2ZdJdOh0kgiOJpsFabiQi9mXSeQyxrhmC5VEONkvk8hM16fp",
-	"md8g1mHlBLFpVySjgkyYjWHYTcWr3DI5rXI6p7IklExLVg+F4bcr0N8h2czm5eHkHVrJXoSG82FTn9iN",
-	"cNKgZ/9+zDGomOPs9J7McQAWzQ5G6P8GjHB26hjhkoHZDrm6cLk7L5ZzqSWZsKkhRpVsPGfwODKh2dUz",
-	"csMwkrUt+GWZByRFkI98B44YBBxxdrrJEXfA7BjsLZ3LZfZzyY2qfCDloziy5I7GdXI7VmmRG4Hi4J4Z",
-	"xRFomeAIapbmPYqT/eLkwMqx81YQjc+/7P17LPujoNgiKHagP9SlRWup3mGL7eaxsdqvhGYlhplo4afr",
-	"lt19fppBRcaO7X6nYsDRb1wDeLJRAzjqt5YMDfrDaY+d0fNpLzsd9Cf901M67LHTfu98MulnZ6w36ueD",
-	"3vnJKOsNWX9wcjbpD09H54PRZDLKhtlmDWC/UQNIhdhfAXhyu3FOt1N9S/Xfo4TdK2GrgpFHidQikR6w",
-	"cM+7zU5uN31kW0r3HmQfbubdPu9/e/7d8MfTN70/b1boPW6ax03zSfr+bRy9tYDeLW7DdxVkuIP9Dnod",
-	"VM7CCkf8eAwvdl+ggwJLkWhRbPUhHp5S10iUDU7QIFXWnqJ1FA4rAMzn+yfd1cvY7+9qhCBgdEPLRfQJ",
-	"jsdqNHCWzqViaJDDFoHc9soSQ1aLxo1ysSjeLDEDJc5WidWSrsoViNjPUw+HEbAZhnarajyQt/kKw/RQ",
-	"L3E+6kGePi1e/F5SSH0egQLaYe3HQ/qDtbxi4mdlYyVcLFdGURv2zUKtNHw6PzWcJWXxwie+0HIG3WA2",
-	"1jLQeTdr/cxKs7KUZaCyC7pA3mkWFMKj1KrQb0p2zdlNNI7uUyKI8fO6m9tJprZEbbObvzR72WZmN8SU",
-	"wuosiCIZOX38wDnZj2LoUQw9iqH/AWIIAqtvrR3xgmpayJnj+mb8GDTRzF0DlaeK0KIgil0zQczOV4SL",
-	"4BIgyDNIrElEUAF1o0iKoeKUHMnplJV0UjBCxfpmzkp2DHyeojzk/2IppJgmorrSXDUmqc1XSTGPCMEg",
-	"loVcA/fNoWyV/PDD641yq3c30ucW2YgxzCGGvUYUK69Z6RNGf/jhNYFU79mqrHewsgaYE7Z1kn3P2BIH",
-	"BWI6VTAT99r//j//t2p4g4gVjbrs2Cbjy5JMGNVwle+8o7rkOVmuSkawhB+HGZv/ezmtqvRWSH+xMyCT",
-	"FSrnYrWYsBLDnyWfzbXLD4f9CoVqHS07C5bz1QLaqCjIJ8J13BP1b/7kUosgmccvpPMuLWlJF7CH/pfK",
-	"5mxBA+fZP5QUHfy2K8vZ07ykU/100Bv0Ov3BU3t5HNE85+gye1PKJSs1rIrdV8vgKzds8M4oHQ6ypazQ",
-	"bg3gbgD9xjmaxQZamek2b/xO3pAFFWvHW7asyi29LQs0tFzQD3yxWhgTHfJVFlzYz94u50KzGcOKj5L9",
-	"c8VL7MoFk3jvL5MTCAZVFy1subS9xPwZ5mAEKTGClkaqXrPo/Wb064VcLEsGre4gT28KjfNsyFdDbSQm",
-	"kBBNeTG2KWuQVAHZJin+v2J8pemalPQG9jj0GkIWlQUURigyNX9B+cJPP74kGCbHVDgjHXOSzRldYloc",
-	"8q7d1+bem5JrzQSYknAQUqKWFFrewWEDB5FoHIzwxdJ8WpWi6huECXC0wPD5FVvqLnkhlVaE2qQ8M7Yx",
-	"jIqkRbFIyZE51qTRBspAYuDG5crKFSvd4BEpYR+WBc+4Ltbte8sLQaNNFYtoHC3WHfNHHC2sHjZb6s5I",
-	"dgzvoJMFzurTahOGz6j2ITyuvhndbvm37sZwtIdsSKBKk21fQW0BFSC8968JOVKMYakFXdIJL7gZ3bHd",
-	"oj8wMdPzaHw6MrTRmhlFMvr///q88zfa+Vevc/G++rP79877j734dHj7v6LKt6ZLSKv0a9Z2vNpET2Q+",
-	"SwSFW8JW9JgDqUt+hOQLK34wxTMY4yBMe/OvdUwRiK3TNuo2JBVgTYQZYneRV6GoDN/zrSxy3HNUk4IB",
-	"Vo5ZCZCYvkS7ZKSQNGd5lzyfKCZ0TPQNz5gXKDuHM2gdTs25uMExYT65kRP1ZXgGeoFQ3Kgf7pzkiqx8",
-	"TjKFYTaW47zXsh73lORRuO1bxfp7q8+5HeQUu1diKjddX36jVZvqburP40nxeFI8nhSPJ8XjSfEHPCng",
-	"nIDqncuVeFEVG26pai1XQj2FEpSntjLRYqPU6rCcRHQuM5foCj1P5QJDK32s53FATyhrsV2qF5bqmW3w",
-	"mgjFMilyK94NpQupg5vD1+HCx+5g4ELLREjBCFS+eeQqqM0ak37a9Atcmvm54+pGllcsd8AtmLgaDDB2",
-	"zbVxen4IHFu/1lJUHys1Hys1Hys1Hys1f5tKzds4wsyP3ep/A++RHBkRX/lgtyv6j47NR8fmH86xaTZF",
-	"KcXsEqJgvwWSBwJs5Wyp518OjKqRiOcIgdlBEA0rJOulu0ZFMRpLrcV5TNKb+XprF/vY2C0OUTToen8M",
-	"EKTlGtWukopEUAVBL4v6Wa4EOUqN2OinMYE/Bu6PYRpjVVII+wkKWW3AULqjFbwC7VUEPh7A30N8RKUE",
-	"8lLpRFSV1H4oqJuZewFJNBH9LgE01T56Cix8zpzRfAmV5eQIY35fdwaD3tmxDfo9q6D5EkGIxyiBBC2M",
-	"gKLJQLOMLfXOtKwuPOGVbS0P2UGpRR7Baij7WEdw62MwvwDuBy3gAZiDBaKHFSzTpRQ8U8Yi6I8scroY",
-	"2MkOxkZeOiBzBDnHAm9bMOZPMysAu4kY2nuHMRmMbBgYYErcPMaBpuqa5fuJUKSTOYDIEX47SIkRasa2",
-	"0qTXHZxVwC4OPMWemsgPhJBhr5PTtRXZSXTDLK0b1E2iLoFdCCv8DpvzczEmKT43JUeYSBBjtTtCMtti",
-	"f6g8A8UoES1gME7xNivosFcCdT0RR6nD6zQH3a+99134IcWXoA/H0yUmIMrRu2S5NRGpS1u8PHs9+PPF",
-	"X74fvTv92tAwOMZj4o72xh6lIk8E4tQsS2YsQHixd0StnXWEtf7E7ktylEL5fRf2RpwI+xEOfTv41AIv",
-	"/Np7n8b2MYhMCV4jK+nGhpESYZeQ4xEerBxiRMFbPb0xyOuqKhPhQC9DnQ65Q3hIhRsagifwCjvIvCQR",
-	"Dk64bhk6vWPsqaAIfAFIloZYNzXGMTLSIgSYS6t1QxgfQ07gBi6mxQpQPatgbSLAjRDEimGxldnAmIPp",
-	"5CMDnYh9ACROI+hwI9wYs9JCF08LbtSxcHdYJ2R/5EmLYglyFqliBRfMWMZmlXMOexke0yXfIf4oqDTl",
-	"guUpyoMKskmtCkQtsraxmayKyc2cZ3OQa5ksS1a44oFlKT9wWxa7EQTHNMdlKRdcGf3Y8wJs3Wd+yRq4",
-	"p97SbTPt28GNtmbQmBdtJNBspsmMwjwZFPhBnszl3cQ6OTLDQf+AHfVxPSsGJfZGRsxg0O/FTSyMYbSR",
-	"JPNXpsZkmwgMR4J+Z22+N6Iben+AfPjnihZ8uraZNRZE12XKXHaGw4tekFODBGnJj9lA4HAJM2YD4V3h",
-	"gao0GBZkSXlpjhbyjc808gfLTI4hsfmVHanLojEz/SpqmiKB1eSO0K1JNqPz8yrJ5rR/QJKNZYTA1rMM",
-	"dUBiDSSDtefUwG8urQZo7RNnWjG5Prai5w5O3vV7495gPDrpnp/dqQR5j424u49+zQT9rB306wMzx/5P",
-	"ATuSo4qzjn1GlpY5XXeJsSMKKWYkl+QVok1q6fibu44VuA3Hlrs6aMx0UEgp17vijpt/V1cKHDhkUGXm",
-	"pJDQjCKJAq2t1uzhr3IFe8GP2+bxH7bvzW6HmWOzmGGffMMyBobrIZXLp5/UW/4uLR5bsXw+S3PHR476",
-	"bBx1aPHq6Zbe1vvaHiJX3Knh4eCsanh4t9LDwUO3HzRDaSl5yjM2OR0NR9ngNMtHvcFweNIfnWbZ6ekp",
-	"7dOLi3xwOjg5ORv1ztnFsHcx7J2fn7Jh72KQDy96lLH9pYcP1X4Qyf8ZGw8+bs3PuDX/rS35HoTJN+r6",
-	"QgO5TS18VEf+UBzqaioe8Wcfo5qPUc3HqObvHn/2YO9TQ443nFFO8BpVrRK70UO6ow5yPfX755uup36L",
-	"6+kzngGhc6m/w7n0YMduQ2/o38WddNELSraG5w1v0vtHfPVtUuwem7P/cODQTVTmTRjm/phARlete2EQ",
-	"PCR9H6uC6zETWEjIBgQtVaVd8sucagcK6gI9CP8Mib18SqjAbGMAXF6JKyFvxE5M5xpk8h1hjQF7pyJJ",
-	"G/qy4dPfcLPXy3h/i629u3VW/13vYgwturrDfu9v4OJ9EFDq4GjdZ8TUD1IHZm1jeS3H3EE88DGaFnyJ",
-	"/vr9wxdSM9tasxnmWWNYiELmABuTc5ekgQfhEww3c6W5yDS5gdYfMstWVc9zEGxd8hKiXbYlR0t0iwsy",
-	"MM8eNuNkVZTYBblIS4yrTnOUtsOAuCdnNXdIwT7wjBYdec3KApjxmpU5zzT2X8QwGShfn4mOmVRmJr3u",
-	"eZ9MmL5hLCRXMzB+5HxOZE7V3AXmFoyqVckUUXMK7fiwI8jxv53Y5/0asV3uTIcWfCZcB9Y2eoeI7LcI",
-	"XsZKiM+8fEdnbbi9yihPM3JNC55TLUubOc2NGLd7iCLgrWKQUwKlGYCu+2ra+VEK1nlNdTZPa6laURKd",
-	"Zf38ZNJjF3Q4HeWDfhJFYUIRnmAu+epjmHLdH5y3ZVy/ytliKY2QvWTLgq5ZvjmfNzhiXIXUvCONMUxu",
-	"+xNwRapAu60zh7wpCFwDli72+tWuwUzq35utO9+zdTr2WW7msHN5AnhM8QXDeG5FCTOIKJwpE6tFNP4V",
-	"f3hfSzYftc37B5ltyYh6N2fk58sfyJJifgVkZGDQC/qKG82jvixPr/tPXTDiqQcQP2BNBienbWO7ZLpc",
-	"P59qp9GHo3sLCeKQfnZDDd8gwJCxT9ZczGoD6+8ZBiapnZ+OaklrvdaktV9++eX5Ss+Z2TFUbymap9UV",
-	"XAoCL4PDcKUaJPua0RJSa2ix+DKp2scezs9baPeXS/bPFVP6Vd4+xBJ/fqIIzx3aSFHAkZH+pWNv7rzK",
-	"U+Rt21kUNnKcCMjavOEK0xuwlB4KZWZMGLUZ6jIKJc1OhiIuI2UnBVuQiczX2Hi6dANMLRS0vdI+qZAz",
-	"gL5ucjzAfpz9bfh69Jfz7wf/dXF58u70r/1fes+/jnbt+NbCnO7fx533H/txf3DeVo9ze2tzOZm2cm4L",
-	"M/5kZAD2qnb4E0qXjC6wiR6Zwbax9WRmLz8jnT6guSTCZl4eY8RfVSkXCPBd2i69+PgGMUY9c+5FY6ur",
-	"+Yg3pILVyOHzOzv9oFsxF/p0FCZuXvR6Z/2Li8HJ6GzUu7joB9uh057E+SIwAL7lxXby2C5jgQLvz4LQ",
-	"iKhvj0Y35La5NiyQcNL/q2TTaBx98dSYNlKY5bEZturpi/ptzals2zY1nzS0HlvSf64Y4TlBHwOkdLls",
-	"RHJEiWIKHNayRAx6mhOex0TR9XGXvAJrB1DslzRjOdYZYjcasym8LunSqRIBxwbPbYd3fSOri+yT4EvF",
-	"DOfq+ohVczO10dfI+x3k3S6U7kpu21ujjcxp1XwjdWfPsmTXXK4UYB/FZCUwUzLvkp9wDQzBFJ8Jlj8j",
-	"NBEZ3I7ZmkZ2UcOcLI+J+3LCjLUCRwhFiUaAt+ACWIM4EXCQj3o9knIB0q+Dz02bpNzbIWQL+yIVtoiu",
-	"k/4AtqAXZTtVl2z9PWvplP2aXjFUR7QRr3TKuuQXtBMNXa/Y+omxuKfMKBjkaDAic7kqleFkJ5wM61qN",
-	"5Yqtqz7U8A2IdNR1ML3Qdg1AVSgmC1peGcWn0nV0xylZY2LVKPNIudKg8TiAQOy+N6PcNkQwb0uEHwAl",
-	"OQczXmgcA6iV05Xv0DQaDBKR8kDDumLrTsnMFWmX9M3KD05OYANpgJh5/vbFq1ckm9OSZkbmG7MgEbA3",
-	"1TNCyc8/v/oGdbuZlLDlebZxQg2nvexicsE6p/Rk2BnRc9a5yE9OOoNpf3KW9ZjRVx03oA5dsUNDHYy2",
-	"HvonTb4ID7gk+TDod5Lkw9lLc7wNTk5aj7c4ejU1Ojao2C3quyCpUexTl6xJrDfH2z3gecjkYkE7Tt7k",
-	"pODKVX8vjKpQkvT/lx53yS9Wj8AcsoV5J7MFdaHSPJE5B4yrYW/UpOwWvb+dkqH9sFU16A1ateJX2Ia9",
-	"pUyg1pi9UN6/ASnv4J14olw79qOCTaHBZbCVxvZHW8NKyxk7rp95Vb/1dolhW8QffNIBBqabEKj8VGls",
-	"+p+36dVG++q8NZsKXX9g4aCKmPLci2MoAwKlBB1319AyBFLwbe9huP0t2AmVFmlOfyFYppXLnAc9qWRq",
-	"ZY4uqNxx3VC5fmZu0SC/luYtGDCWRj9M4ZoNMdwf9LZxhJl3BwbVefXN1p3V27GxOl/92utcgMZ4sWVH",
-	"/cAXvKWk9g2dMaL4v+rq/8kW/Q0atLfrb+YWr64NDqiyee2dX61V5bY5DeF5nQut+daiEXhv2n11gUvm",
-	"3dZmgG8qf1nbCJnIoQ5ks/1fdX6DIuUkkCI51dR5Qmki8CwfV40FrVGNGhRUCrshwKbERjeKuUsSYdWD",
-	"oNZ8+1iICDSyMXaqTYT1AU3W1sixxg8qIlZrc+fpRm2QXGmoaG7yeuhdbGOjyhN56NJUa4H2t/OObu3I",
-	"ZH32wEAxcYVG1DcKhvz5Omd5FOiLF6PXZ3/7fvDL+bt2TvPe2ftzmn0AzGa1VasvV6JlC3iQyYsXg79c",
-	"bhni6lO0YhySGdw78Ku1jc2cLk+ULW8EEqdLqfQ7iHsERCZHrpAqnMSwddQ+EXqvU2TQH52Nzoeno7M9",
-	"ggayV9VSCoVVic9t+cLPYlnKjCmFBZJBitrHiC6XhfWRPLX+gf/4h0JfVFCXmWHanNO/p5xBuNtHkHwd",
-	"0WKlNLhBzTsoF+THn38IlDlIiDR0GLs4MZLAekn2eBa4tiwpy9xNLuhvORoM4khzDZzzCodK3FAttdwk",
-	"1dP6XG4P355wP5K7zaeDjCxXOpPGSlTkhhVFx9j7LCd/evvTj1Aum1FhqDSpil6eJSJwO44rYwcGaE9v",
-	"T2cLAlknLwqnwCccepG2Tcxe/jTwVsHcvqa5/ebuLKMwIgzjr2zMBgA42oaBWYiFye0GYb0vXo0Zvfnm",
-	"uTF4PHZRty6yCkyGK7UK3R/wji55qylEaA3jOmsodcZmxbr+jYezrmNRwBppsKh/3FYetVeYZbFf/ckS",
-	"vE5TZ4KZKRtW20E1WLEGzdyJGD4Ghwh8e7QS7MMSm8UZlUBOCUT9iTHk15qRERb0PAxV7Pi30gQmEFDk",
-	"jfMSNltUokPBOxEB6xbBsUoq6u0/GzTy99REHWiGVtJNjOFErAhGGw1N2l7vGZlJTU56PYhe8w9WVbQs",
-	"5NTLh6FVONCtBKsuMlSzofVvQfq1M9IcdAkQP6gZgQgkuWTIGuYBLdSzT245JGzEK3W85R4up4S6rICc",
-	"TbmAVPku+YbnEC5fMGPLuHhZ+lVk64xUPY3B1uSvSeJia0mEWQTWxwYoaktplqsEMWgvw3bIuDDuq09d",
-	"mp+RCtvPnzqZQOQ+0AmEmxjwmgo8d9B0bEqHmNC2bZEI2BdGGjtEHoggmhnEfs2q7AxzoWGV+pVBkA3G",
-	"bX1+hwnmBz3IXkgxLXh232MM+fLlB660qm+UFyWj4CgzIiBHO4Kb06xkNLecXAfuszsEH9lh+Mxghzx3",
-	"uyAB4w/Zt/G8LnnzM8Ik1OJ8DlFbWWXfsjPP78fJFxUno/VK/Gg3OLk+ndsK6DqkfAD2BAMFPcfFaWgB",
-	"KIUK9bkmuewvncw9rnFstdFMu+eRIeYVDLrkEhz/7nynIiclM1ywRrRz9GUHtKtG9GkE/C87kmD8GzTc",
-	"mOPDCQRjazP/chsdu7HMin7isW3o6xbRapuZZXBjfYccrukVE+QIAykadnb65ud3KeYaIQI+18cxSZvT",
-	"ShMBTy6bPOCuTP1LhIRMJlYaiQEOZnwhRGDskm+upEZsAzFjxw8qRL6R2QoAUD7RmIKB5Cu8jr1qHL0/",
-	"CUZy+yYgOODp2SDBxHpRt2krm+ete5T6dfi+y3M4d5s9ipIoJgW/YiS4ugdXd8lLms1r41nQNaHLJaNl",
-	"BckJwwp2TeOl9zDwIGDrCf6ra5P0/qFMvVvIQ3r+wrZ3DxfglXk1ZAUJY4E40VLxJCQo4Y13WIktUgof",
-	"5wmMz4UwoydiYCgCWSy6nvXLKu9QA2MT9M+a6wr7SpFv4OgAfERMNCKAZ2OHhFmcvk90uWIuHSBnH/B1",
-	"0G/C6bFVZ3z0WbS10Q3bIfr+9dbFsbXGakdvtMr2csQ/nKtYMzFmK6uZpXk4NnsoAb6DGZ6FqUrdVp8B",
-	"xg3tUm9nOmOKG8lsFDKe212uUAIlIhRBDypXITLyo9TfypWH0Lqfb0pI3ZlKxLUIN17J7GkCkSGSRAs1",
-	"61x0emYLio1duTUh4h4qwKjinR+lJm5wG3xTjfwhOOZHSQp+zex0bZiYgviGVawSsFvnSo64TgT630EZ",
-	"YHlM2Icld3H7GwrgqzOpNRPH8JWQRK0g3dI890H5w/ZkLV4ae+8TfZf4pPus5Und6MYHEYzTERxaqzyw",
-	"b3woQWBtpCl0lcHYHdh00IXFCYKFLJnLcgIME71Szxyiay2tq5FDEGaDOXuuZEo/6Hr+Nlu9sav/aPsX",
-	"NpPL76y2KQbRuuS5dYziZ4A8s5da1LUgVeSGrh96/V7LnE95W3KuoZL71Uar6ynEQRZyLQWhS36UwMrP",
-	"EnHF2JKslEtAyWg2x/ZWQa7yxpRc8vOuqcA1t/EnTf8NXReS5u+k/IGWs08Lppj5drSUHchA2OmLZR8y",
-	"xnJF+r3R+cnZKXhb1f24uj+suPpr82wtJXEj2GDtxhgfSpDVJoUOVdVd0A9mQF+buaUI95428d4xtPZA",
-	"vIyhSXRvfD65lDqtM7VB5gSqIJQxvLBKwStlvjCqvt8dLKZ7EKT3gHxeBHaX+/XX/vtP147/zTLwncdN",
-	"fKLIBgFbzTLrHTPS0sLMOfL9GCTze+i0CjkP6t3Mb+gKeVBpiRz225x5NuaftAb3/3hnYKMgsabHNk5E",
-	"o7KSusaKaIdeTcXbjb0cqrrxloAjPvX4M3DCQziPhPwzVgWGfosfGYehUxvtEpAWCDk7FpwGSeDedwff",
-	"BY6cCJDV9vljrBVK4UOKDkAHgmOsTqlsclptBEaptANA5dXDVQMoJyB2Crl91N4BEUEZac5zcoOwiDnz",
-	"fTFZo+0kgbzvqknlV5XEdIHleyQg0KL4NUzc/v05Dez+2ZZ/gE0aPZa3vXoqy3Eiml4Eqt1KuyIrJ3U8",
-	"17nfge8SkZo1TNsX8UF31UpUgZl7i9ZyJVpjMeVKGHFaS0FKIh+PwVu65Kcl0oQIdgP3YFKbkyYczeaC",
-	"0WsG2LLGvjK8ao6ggumwdGfJsysiRRiECLOb7h+CuFyJHQGcgAAPwX5IuZrErtPMYl/bWMOxJSHXB1Ku",
-	"+6AM9C0XXM1Zfk9xTJdLJhpu/Ofwnd1alEztGwxZWiSvIYW7ZMMKaGdB/0SqSaOT8sm4N+pe9AZ/wzpV",
-	"yNs1FrEsmS2PsuSmnl+xet180qvyvs6uBrMFE2plN/+7WQX88HxGeSOnBdcGQqzEYSPAkKkidEJFLtsD",
-	"rPcgqeNQT1ortPClX+pyBYDggQu2WgSfL1RdD9B4YcqQQ3b4jYn7YMfJClq0+TnjDnYf0+NxlSVe5zaL",
-	"v22LF+vU9c0nSOroAy6CFXvoU+I3UsFbWesPp3k3hfcBDiizJT3if+B6erhFdD1VPqOhruXyKshNqnfq",
-	"aCQjabn8Pv2KfM8d4lBGFetA+zHNr5mD8oAmGb4byGSVz5j2qDDYQM/GvtgHXVKb25BRo5bO15OSQ0eO",
-	"exjzQYfs34dL03e6nCJfIVGh0BAIZbTFxYSVlXPDtjeHq0FVeEBueiflayrWlwDM8CmqI9WsA/6r5kFT",
-	"WadG1e73ej1o6EEQQ8L34KRFIW9Y3iV41BEKe8lW0psbML8Iax/uJUgGweHxTkrsI2Mf064NhnN6qPMj",
-	"oAW1jQSBHEcr4c6EY6xNpirUiIE+0EQiHJbRGS3BANu/nVwPeYa8W5Xi0VP4+/QU2vKMO/sJgXauNqnu",
-	"J7T1SQ/OQp+PedzofU4XznBVCnLmoUPCOG9Swwn7w6kprbM16wxTbsOvdeX6sOhBeZhPDeDQ60SzOHCn",
-	"Ov9j2FcFNVq8BgGFMIPZSO7wuhZFKRyP6wjTUJkemuUewufowJVec7VwhcpBHmzBmdC+qNZWKuPMsRNQ",
-	"EI6W2NqXteVPudd0Fu4923KooJFdEtkymNqbE0AcTyJyNDwfkQqb/NjjbdV9wNi8zkLQPakeVmVUJRHN",
-	"FqzjtguMsnOeRF3yX+GLq0p4mHSYrWOWipbmmH/LRN4+3tDXUXXc2+oqgksCoV7d0vV/voY+tHd3cLri",
-	"tsNcnC8d8lawahvbf3NpoXSjBptwCagALf3SzdZoVOW3ww+0+bVboQeajNV8enIQgkASwWEBaAc2Qwq8",
-	"3h6+oXWQXQITJRRwHLDFk7TIELZd+xrnbNfNInOhi8bc8ykOm/uscEAdeL+n4aY3u53aQZlOS8FJQ36A",
-	"hlMAiEjlJvAQ+3fJfw32RBWdAHXcwQOYzZ/WfxuAVbIGow6y7Dp2MDboYRROPC+WVZwiJqlYFUVqW2fR",
-	"WsxDSPs6H8D49ddetz+IO73usB/3ur3zuNcdjczn3kkMbRE6vW7/Iu51z4bvY/Pk920bPSDKZ2aAu2fY",
-	"2m9QQjZLsrJwxetVJgVW/W9fZrxp3zr/2n+Py3lmy3YVrnVwqQ1ZmIvOXcPGakQUFQlzClhBbRYejzMj",
-	"js1tXCs7XsSjC5q2QRGT64iq2uV0MNbfbAU99bYuob3i4VyHiD26tw7Wqtz1jNZEvJA5U2O3cMEBkgJ4",
-	"l2Ulo/7Xjz3vyMF6AauGNE7/4Lhv5Eb61mvHcRAQw4tTckQbLMwVYYulXse+MFdIdI9qlghXOL5RKIXM",
-	"cxyTbQg5FqBsA6KwOndaj5hjVFEbgbwHVS1/FnSl57Lk/2KfZs2swgcFuxo0JSrI8zev4NChiqTP7ZUW",
-	"+8si9yWrXm+YXbE1/MHSe1oy/bB4rzamltq94PcHS4rC2QCsNlTvYYNjUhXL0arncm5o0nCI/fLLL50m",
-	"MOKuJW3iKH5ibtzPgl5TXnwyyMAqeM69cnWDDLe3rLzmGSM/157Ztp7+5wdL1jWmTq3O32YyQmNsIW9A",
-	"HlBSyOwK8TM1N6JRrnQ3EYC7afvJpvChA8CHKVGIurmxmYOL9q1cAOr5yWseGJcvheZ6fU8Tc0JL9j0X",
-	"beq/cx0jNpXRy664yMHJA81bOPZtwVzfOIHlxY4ttjs1fOseA7+gSz6JbncoGr5OpaWEeV2r/8ZW2b6U",
-	"zYwuxfJvtHlLs42rl3bJ88Y0NoMOmD7rL1C+KWiFP4xvfaJsCA1kvAq6svPAIViFAwhy6oQpQovC+tjB",
-	"A9/dUla9Z6LtJdXYSsGWC+3o6l6vul5HDxDsQPUI/Xzosj2sricYw1blqJrdTovmecW0vlr6QMyBrVXz",
-	"6y72+/fLQW7msnAqZoA9AJ3fkf1C7IENWsPzPpXgT4NFvSfd72BU2CPxsmpIvykugu7CBc2uEA7JXz8m",
-	"PvaGbCwk+eGH18HB2lavja/tBM9pOhBS/9i0WnubMydIWhSL1G7cqtbd2obm9ctSXvOcleEB/9//5/9W",
-	"urBcFbmt5AWZglPukhd+u0vB4ERZKWaEotlzNVFnRCD/lxGMp7cunnDF2FK53CWmtC8nvGblhGq+gDFn",
-	"UmmfLRZUAbZv69PNXd0tisX9GC3M/b4Pj722OlR95TYr2FsW2JaJfivLd3B5k8/MQyosDGw444X2mEAU",
-	"l0gRFl36Xj9Vq2bbp+b7jVjxRli4CgfjTVzMzMDgLnfQRdBDJGcB7TvoeC87MOlafltjXK2TSWEeFU93",
-	"ydvaXYZZ7OU49BhKS2NiB452MQz9mX8YV1WDnsmauNEDxxv2BdL6b6dGAdZ7+a7tOOnCpZ/nTAEX9FbG",
-	"e+tlgMT2IJb8G6zXvk4PWDzq8VQOsMHdqmBg3o4xERpUV2OFG0KkgUaS0aKISWrInlrEbFbkMUmn/AOu",
-	"M+bzJAIxgEGMBS+yuaQA5q8YSwmoEoDfgI/XtJAzyAdyjoDmUZySIzWnS2asaIep4n8zxnsrhVNyhGXP",
-	"tR2IMjqtb7C05gJAUzp4l/+iRYg8tMntcWxes5xTJ5c+wdLyD+wszBM3hAQY4R47xpjgtg1Ox7x8TML3",
-	"mfc4tZd90E+XBeX3zCbsn4S2uB8kgUFu3UpbpvOgRUtWUYeEdUOODQI8WJKKH3YNy28LDmTQocT2HF6y",
-	"Eg7Nca1NevPmX4LGAu4xIGkdPH1ONesYwzSq9bE43YTsNWcVANxuAXj0zWEIz11xaQlpyXjXM/Sg2eCG",
-	"a65iG6At1L7FexX0nrmFsb7C2/q9qosELUu6jqCpL3R8aSUIRmwrSGTrWsurtgDYJIoW3YoLJ1IWjIro",
-	"FvEPdo/VLaYFnqwwIH9FvB5PyGqgcbCK7/1b0R4zLw0e2QYiTe3PdpEtVmgdLh+10jr+Jp3YjkxfD96d",
-	"/TL6y8X3w9d1ThiN6mC9oxpar7m/6vXw/mO/F496bbC9wQywkdzHiOY5x/5AbwJ2dj2nN/jLIS7aVi/I",
-	"XN6Rv7krwj6FG81DcOUrJp1JUEBqsNXmvwffBeSIaxXUvtnv0+P27VFt+X/PJqG6vkuC3hk2nO72Cton",
-	"1vuNnRn+scpnHpy2uY8a+yLYEh441I2vdT/ARW9tz76WCYDWQdgHOKU8Un4Q7+mS1DU7TMfhjLCtcyLc",
-	"r+QILuygG9pcZP3Qx90gtgh5Jnir07dtMgR4+LH/ndHGzPr7wihaupyJLkmFFCxoTmRvV3StEgF4ThVg",
-	"v8OkPZoWdGaInArZsdihtrDNdSkKOjoG8UTzLkPYoE9FcF2wDU7btjLUP1wyBXDZ29F+jZJhfZwVusjm",
-	"8YUt3JuP+U7eYB6hbfoCkzcPxHYtCl2stqMjsYjt9cPtLr1XWloR+f6MOwZnY5uyyJnDalfYl2/CmCD2",
-	"AURJMqXlww4Omtdc2t41AGzUvha1Njn18TY63zzo8HS5Epk50Vx3y30LbIcG6elm+16Bjeqe8hlI2BBB",
-	"yIfVordSeHNebdLpa0gE/8b2x93SfwWzxSvT+4kik5KKbN4l6ZJnVynUXJi/WI54blOuu8bgueLLDpwW",
-	"KLhK7NoZlPtBnZkTcuZqITv2dWMEjyjZgnLIprX9WuERE1bIG2PpANHeySsmjM1kdjB0kwIVwn4NOFZh",
-	"IzUcaV34mO+M4u9H7D74AdWFkL1+nwB6QUXO89beYD/59I0gwz+TQvGcgZh9iTWNqev0nFqIG+f2holS",
-	"UPXJc9cNWgpmDobSpvCwDzRDK8h8XJOlkevCttCRi6VOxFGKf31b0hmYisfOsc9LYiH0BGKK44VvpAJ1",
-	"yMnvhjZjR7L9sDZaPnaeBTwvN5J2HTaX2c8l33zYNx42ar4SV5jrgNnsFUycroLnDZ1p0K4xGfvH/HmH",
-	"t9lboJeJOTAhtbPxtpPWl/F8W48DbZswuPN8CEa9mnWGnZ75c0ozPYZS4r/zPD224bu8NsYnUNtYA9j7",
-	"ooegFcHIhr1dHS5qvdH+9398+fQLaJA27G1RnBdBd4lDez6YF87YoRQ3FDbXd0NZeigsPXBqwOgt9km1",
-	"i1yXk2ADccSSL/lkBVhUOmiZkQi0nf3xTqQIGrdRyCAwOrPU0GbCp+jhFmqwZjt31nffntHHpNcxunlu",
-	"a85rm54c2f/DbwhLWlJxdbyfrq0nKHYYbY6nDwidkE+gdGyMO2wKbwwHcweqjs65GRNWKOZNwOqoQWBf",
-	"M4cjGxtAmqL9gb7X43syhOumv6dfmRPil3j5re+f2pzyC2wVq/iCF7TkGhIqzXwgxesZodAyBIYeBELB",
-	"eskl+nOARIZW/hl1N4hcYeqAn+2WvnwYjQP9Zmc7CdsTrZQ2oAPiJ8b6et/z+u4tIFqcCWGvGMMwcXVW",
-	"tKkmTaq3nCdraNJrL3OqBXFP7ZIU1ISOb8sMioqyNL6hChodEDqR1zh3f2GXpPKalZ0F/dCxkShUcuDW",
-	"nMz5bE6YkKvZPBGQzgdleOQpSRf0w0t7B2qHrp4XsGrdg52OY56Z8xwHMuXWcoLEG7zE3ZDN6cZdxN6U",
-	"CPPWF3NaqrRrYxvMTRbDP3bnsaIIVKe35svUKGqbOW14s00q88eoz6b3TY71nFpgR2DxJ4gaah15nqGN",
-	"spVaQnS8PjM2UonaoEwc9hRbQvcDSzjQWYy6gO9B0fUMm+lAXRHq3MC81xy7Qqm5vFG2S7N5lqI3hOsY",
-	"F4tXEKpOZCK+rZmq0a1dKbXS1SOMjLf4UN4Zklt7fNNLYrvOG63J0Md5vY6fbZIG8yhwTGZfmJeDJYrN",
-	"gYDeiajYXElbXmIUNDTMYQzUHJOg5GFwA2y7Oc0T4RpIcF3XeRu7I4qjJtO7r3y9aJMXXZUoWCFtVRPN",
-	"RQ+dijWFenMwoZ4yaNWtg5Ds+GNDD3WDUW1S2oe2/VXYVHCy4oXucEHSOVXzFDFIFaHFDV1D1zEQ3ysB",
-	"PelyDslG+cFOL1ef8EpMZd3rFXixvdMLmW3fM3/Aq8z1xWL3XLM51R1b3s6lUD7Wr5xLD4S+wEkfPKsf",
-	"fnh92ITATbTvaW/NRfi8puPNL6idq3uiJ1XrKQLZsS99rvMd/bmurqbyFZoxG/3PyEdWTG2OvgMbr9zX",
-	"T5RnLteBwJb2PLM72wpXSKOpanw2socxx/uaJaLK8m4zvBrFNu0d3mz2MauKi7yFRDzmP8Im1fKRuUpE",
-	"rYRt80jAZ2PPTaz0JEfYdHPzdDluU3v3NDcNvIKtc3Pjtd4Zd3Fcr52wGNNVpcUR1ksAHHxLwYRgxzHm",
-	"NxudzGUc2OPeJR7gbPxu8X94rW1aSBrke1S6WbVjzvsXgzgyY8G8VYSobu6h6vqTDUd5HH3ozGTHfvfr",
-	"+1/fw2uHg/CXDjg15BL5v+MT5szrbmOLRLWDvo681gWNIF8QKkCtPMTMCigX+ps5qwuXu1OpTpVWOeH3",
-	"QatQQE/SG86yLY6ZpfnJzNU5najlb6jFzGhZcnNy4wZwF3V8TCURVAi5EhkE3wOH4RNV1Wq6Ug9MzAMt",
-	"0jqJU2gTiJG/4DFLxPx8ohxCgX0ulGhB9uaRYiwR6Yzpy5Wws0yPY39yQUWIg85yz7PTUaCacD13qIUQ",
-	"VwdZQYuVDQFQ5YeUo92YzVnlTWv6yyFC/x1V83aWMocsNG/SHo8trr2i2yIkNsRCu/WJ0GNGi7mmBWhH",
-	"TvXyT4fZtvppd1mKm0aIfa4z/fdNoXUOuPA7fM9GsdU8M3NhnZAtFJoZU1nkDpMflVZgYV9qavj2qFdr",
-	"4F8RQooMO88+nFd9i4VcXxY0S/avi7d6N0SDKuSWyI51cZgLvMtRy5iw7qxLUrVWmi3SgxhMbQ3eWfgQ",
-	"w8MW+Dh0Orp34bGaxiQ1JkW5AhGhzGctZXGXMWzrWYm/YttK8q0sK3hRfDc6q8KQbyKO7LjGGC501jmG",
-	"DL/AL8EZ4L4zggSzNRcArwT15zasunGej9pn4RIXW0kJNpA5r8mNLDENfP/OqSyGdheH+/kTuKxxwLi9",
-	"uuVkCVvbt+TI1LQonjdSH0DHHLtu5KekYBpbj+d8ZqQkVlN1De/83fwzNv/8b/PPf5h/vjT/dFLfBd96",
-	"n1AjfYbpckuasTwRS48GABqmhyFo9pUNi/oaC3JyegfncQebj5+2u47DCNQd1HNoU2NvDXR0LeUVyVdl",
-	"2Ds+du2G1rXEko8RLgCgaYIOb361bgRYP7pWb7nI2Des4NegHQ3iCBySkEeGYJ4gw1dAsG/ogs7QAWzO",
-	"VSPmDIFzvJ3lBIxHACIY9oh5PKEzCW4TZ0WU1GU1CFCoBZwiStMZSICoZEoWK6DB7caha6ezbYfB74dt",
-	"rRoZNh8GwRZHfAjKob9ZkCNzYEFWJ6gOcLI0NdtDNVKkanvovgCXDR7N6BQpEPICmy9BP/6DZupJ2x6W",
-	"Zkunaln+AoctwL3mTshXa9Iq0HeaNg0B40YTu8VskzQuQPK1g8G4w7bxfWYAHqRqrkN9ExajLUCw0UKA",
-	"1ljMt4Fpp5f/+ZntR9do1nSwZ8ENExOx9qUJNYhYDXIX9dpltLu3NTsN623Hvr3mvWT0UyeoXxnVF0Nc",
-	"Rr9O8dzl9WPY5fE0ZXM9vreX63aF9lA8b4vs1VfiHjLaRfMcvzVksIvyRnOtl2r89Kn9rZvJxVPXwemp",
-	"nW53mU+jIFjrJS4yle37tEEbjDMa65F9MKc9cJLNHDNympHcPiejAuskzROsosAraS2nTpi7JLhpyZgT",
-	"3mjwwberovDi+7ZlE7UGtjEjrBbINu9SMfi0hdGOXFN1Ba3Svkw/Mbj9Lghjw2lp7N0qmN3+YnvDxst3",
-	"xboP2uuYD8g0zamm21kND5H6RL4tGYOaAuLud6lpcPSj1w02W5BrUMmE9kA0mBJ0xirScGW1+za6mEs9",
-	"Ue4ajkTO3CVTnygYwzNolzor6XJuU/OY+cKWsUwKY+0WXDDVmiva23cAQbgOBtMmO2tu7A2/e86mtDXb",
-	"zqV/+God2HrgthCyCihB2Y2xWO3R05ISEj72EEPiGfYlggRL5/8AP6QF7irYBzSsA7XLufpaCNjC3xW4",
-	"0+aI8FanQHivqjYGar7K/BpZvjjtWcG9g0/4HVMsrmw58yHBCSh9NltwuxfZxQ2eKOsU43kttF2LpLiF",
-	"PcDKbeNCWzcVEDj2LFZnhV2s6uq563PBIM+4Pl45nUI+s2fII8seMcmZZqVZGaV5dtxNRCqXTFCejo2i",
-	"89OSieevIMBCNZ8UtmlMiKDlCNclqSwKuqDpGDqa/gQfXN57LUZnhhjFEb7I/AGX1kNn9pp9uWjQ4a7d",
-	"3WnFJKaj2bx116gPO/E1u9A1kr6yjCn1Yk9+rOYLpkg6YxqGgog3tnfrwzqf9hWa+EQHiwVdKu2RFu9d",
-	"dOIWendaFwqAZ9YVC8EI6zj80j8hxZhw5a3lCFgqG2Uon+o5Dwb9DV9sUecLL7+qjAC/3cPROWPhbrLs",
-	"8LBVW0LCvoHsdqphN0F1AJvYKzHS4ZK+SKp18drlnToHk+Wj4y55DkOLsSPMvflqv7B/iV46uHh7dvXS",
-	"Jo45dVZXCUDQaNNFAY5sqmEfyib7xzXRznPEkgMMAUvlnTvxoKPHjN+dOwVV+jmIk4P3L0DdgRyZrEPx",
-	"ciRLtxox4VPbmcdceHzv1bhfjuNn0Wc9EZ6R9OPtRkuUuv5UnYmVN3vvmtiqFaOZ8u1gLu6Wd/zAfLNW",
-	"doPMVpvuupPnYuxKaOQ2zbSqsWCrhFkt8zscBsBMn3oW+LL6LeeATR6ICQ3cZDbuDjXEJGdLJgDDzaKb",
-	"jBORiA7kAadjkn5MolIWLIlikrhAWxLdpl24yNDRXgURWrxsygUtXrhrzTdcsxKOdIWfnTvPfEwEIUmk",
-	"pSxe0KJwF6zw+tf2M6Sq/azojJmXQ918MzpsnnPUGhzGqLEABynUPDlAGZ/GtZRKs9w8wfbNwumZhbfT",
-	"u2J2cljdjYNiH7QnzBQfVdFmwqi72V3Y7XZvzZkL22tNzBVkWawU8cVMFkRAlmYsNAfUo47D2rDVDQ4L",
-	"A61ENxe1pHAwTWXh7splZlTGRsY26n33dZParvVtWbggF7wcRPDAkhFGszmoZDb3TF6z0l5FjmBrgWW5",
-	"WipWWsPyiq3vHyW8e5ao1f1xMwVCtJptqOmFG33jGIlrKqoXgq02gz1N26pXq9z8mKwE/+eKudO00gss",
-	"UkmgLoOTD7Z1IjQrCsRrRHQOkH4fzX657Xzkt14I4lfmo+HG2hWJwAqAj1dsfetKAyzvdT4arei281HL",
-	"2/RZg8NcYYgRqHIKCQa8JPJGNP2KViJ/Sq3A7koBpDGqvS0WiWVyyLsEfxu1pLf4tKtSdINEqTQOdMNu",
-	"YDxVKnnNXqq+PtBoajcff8GiUyfRVdcJZ59D1PWSmLoMGF+raWaVCEROshOyYo2SnENTWpbDERc392DX",
-	"CzGaCGF0ec2vWSC8uqFkol4uGcOuyCsR7HXVRBjFqQIO6m6TUVjGjEGCup26UIaaZnZGPiBQjBlKVAV9",
-	"oZinvhJ4V7AG59uW4AeudEuSp01T3WwAHFQKQOmBrUYFmSxszKOpCB8Jqb0ziNvKiePD0zvBvq4ZXYO2",
-	"ambBPugXq1LJlprvNxuJOi69DnyQ2KjsGVlSBS6kCc2uwO2YwfM2nLH9wT4ni6PgVkm4v3IZ2L9WaVVf",
-	"JGwct09fXtlS8MOrFbh+RnqgITqwKCHxIvz9qCH9jvdZKw3SwEha6XJ9z7jby2sXdMNmbeCiBC7bpBrz",
-	"xaiHMd/11kDZvkgZ214eCk/9T7rcXJC3Qa2u8+VCHpIrJLatUCAhPXNoO8b2iklq+CQ1ZEi1TDFvStle",
-	"RXUimAvbmQEVStzHhVQPXRIst/hC6Gd7aWNRYOYwkK3rct9gHKx3xYSNUJzRssz/b2hRvChkdvXacNHZ",
-	"xWmvfzHsDUbDIYRKIHMQr3dJuUPvNI5mS90ZyY6ZL5ATx18Ui66F4NmMh7n3fop57GLxwdgtODPE7Z8o",
-	"kplvY7LgRcEtfilRXNjMbbaU2fx4S3DIz7jFprvGp+MY6skPqP0BwD4W4imsF4co8QIUKAX+41qqJ0e0",
-	"wKWxREI3oPJJm3Madte/YmvlavzgC3yZ9xPAd5jH2SU/XbMyEacj8j3/2pzoMFg0Auql7LF3mUxXyuV4",
-	"brVQonH0DyVF95LevEamuEPisbYQUntl3DtEJWuIagRicou0dcu8w5m1GkrV0Qun2jV6FY1F7kh+Q9FK",
-	"wuJNvsAGLPB1nW6bgsyBj0BP+X1+1hDZJ0j6hWUytiUcG77z/gOmbM7p4OR0y+jkDSszqhiZsw/k7XfP",
-	"O4OT00MG2910lwRGxGkdpefXXueCdqbvP56O2gyHxqrXierHv331LY9tmnV2/2LKM7UZHTHqiqslYJkO",
-	"ztoSPSDFw2V7jF1SR2oTwruYccny1CaFgBiaSqmXJRe623JZyfZlkyvI8rZ1ZyAgMBFKEAhHXa5EevyM",
-	"pDO6BAeuxULIXRGKk/8IttG0/JojalhIg/P9JuD7yhT8e3fcef+xF/cHZ1vswK0ZZrZztCxzF48KSoKN",
-	"GjFG5wwWZVvMBNyO+HUioC03BP5pNq/qRHF57B3gD0jJlxXKgv3mPwBdAYmAX3XJc1uq+ERVHipE2UfB",
-	"XGr1xGzNFP40fMFF0G8Q9LwdiAn7wmfbQBPuUbDtibFFFlW/x1C9jfnzoHMdbA5V0BcbCmmbVVS98oXr",
-	"ULs1hSCtLk5tZzmb3OGrJEMgjW+NJgQFPrbunisM1WQrTY6oq+ap+j3SGpoGFO/rRECbRMsUv0DZeeor",
-	"O5hybfo38xUa3LZjhatpoS4dTOKe6wyW+kvAM9lc6BJ8zj5oEEKzUGgIaQSfG4Oxjp2hhYgTwlYN4kuO",
-	"tyVrVIm9u7ilAUSzJ6ficgM+IIDkqB+ktiw58A7dJz6Jyb53CflsR19z+HIhygS6kHLl+8WFDQPDEuNE",
-	"NGqMY0xAAq3a4Tnc2H1i4WJCQIVEBNXBiuHiL7rkHWg6XJPmz9h9KBG1PQdi1ebdVsXQ5MhVT+MNTSkL",
-	"52VdqJqTSjBq9s9rrlSKCmcigm43ML56gd1ur+RmzG43utzVHfhr7rZqCZhigA8LcuEIhUgdiKLfO4DB",
-	"gum3C2MQwFgpg4nHtvI/Kxgt67gF9XA4VPIuuFJsI8PiHjASQupW7WmNEmMlVmpFiyrrihyBMXYz9/hy",
-	"VUM7w2KNjnTHh2UxwtHaIkLhYLaLBOc91uz7gxrG1TiLD3bsOS2lzkunm6wEwsbVu+165J/9haDTBlti",
-	"x/FgF/6eZ4FitMzmr2W+vwa7uhJy422ngb2V23idC+TvKMzZKb7NWmc6KNyhlvnnFHL7JwwROz6NnzdS",
-	"7n3LhWoNN4/uuKGsNdeuVY2pH8M15avVVPmwLKjYYqT+JKwf1ONFIlAHBlBj11zV4RUB2hmmGaIuHFuf",
-	"QZXv5TMx3W1B+doNfl/t1kQwpemkgDbJdrlWasky217fYVnnbKnnqUVW6R/jGYfYHogwqeqwM+bs8boF",
-	"bN8KD3OzJ+k2+NSde7iiKiJyWs3MpdweeK+tqbU3N0q9dmrD9auNgoD0aNFyW0gY2yi0H4hRFJBQFjLF",
-	"e8cTgVT1tXlGCiKoj4SYur04dq0W4E7U7RMBTOpQz8HdWbBrVmDS+1LPkSmY84LgG9QTo5aYd3TNw9LG",
-	"cX0gbVvshE0JOzcqud5WQVg7WQJWbQBc+Ja9Fin94JPgO3z7twWd7Xezx9ZBoXYB8LIcC3XdJvSwCvUt",
-	"GjvnHvr1EOYFyn7BDw6Z6AfP4icY1kHk9mWB+yHL3YVQ5okyoX3ilioOS2myRkaW0ykr6aQwlJkWK4Tx",
-	"sWI5TsSslKulhWHwfZhEBczvdN9JhRBm43vm6QDbX5YMNW9aGKn4AeiKHs6MrtQGjsPO0w6neBAR94S0",
-	"vKh7CKQteNeGcAqwip3Mq7iz2lTBylXyac8Z9XwHerVNA3LZPcojCH+LuAkuGI5nGBy8MWYEuZbUceVp",
-	"McdLuRL2Zhd2qAEiV5gfVCUiSGKuAI4XcYBuCY+zK2nrKJAnLfpTItIwZwoBOIP3UaW40lRoH/BvOZ98",
-	"TlVLEM0nA1Tole5qxAurRwgPq5oLbOg9kegqm2vv2IzhU8ignhaKbBs42iXDpgdbVLNN9bSyLliVdXNg",
-	"qmu4MjvZL0wxi4MKp+3rfijCepU+dxD9QImvYETUwbSsG5Q1k7JV1b9vkuo2eJ0ALqfiVEtdu7VCuJ07",
-	"MqwLFu2Bt9mNTnMQHs2h63q3jIXDEmprOPAQYnaZk3vzaqsr4T6bkHmQODFXI/gHy++xNO/sy/bKkqY5",
-	"tSO9blOZ3l5e7uQ67BljzGDJ3VFaroSyQMUuDADROdsg4yhFf5lCh0wjHwV/2nztS6OG2Fq+kmWMLzUp",
-	"OCDyWac76s1cQG1n7MDJ7+YXv4QXWEz6/d4pM9MtTnprsBUsnyEYEOhR5Uq0jvp+g12FJs9d6q9h3LEn",
-	"dhsrfFvQ67YkqO/kjVsG7lH3AM/TIqmMCRQOIQoSa2RbJiIt6QyvybhRsJtZkM5IhQrcNMaiTfN/W9Ta",
-	"bEzgu6WVtJFJ6H/Zk8L2rSxnTFd9CIJ8C1ZSZSjWv9hIiXA/bcejt/Y7WAJ4dWxLVWzs4nN0G2imD+Eo",
-	"2xb4O0YLPW9M2PVWiuTVZhaI+3HDzYgIjKm8SsMET3ll3ruT+JvYCuYFraMNjLt2x8vclUiHhnhlc3qD",
-	"MyaK8pwYVYJRCGAWbKqhoW6LeogdrtoLWavmy17U2ebgVChfbBkM567wOTZda1vrg9SjlXV8dkPaVGmC",
-	"vhdG+NhHPmxuwoH6YaOvzNSu5YE2/Qvr8rzL+d/M2zJv9H3L9rDZC5mzHXnFu5kM+rB0/PpgX5dyJRLh",
-	"v0OA3OZRAHVRGAeFn8yacdfd1z3DxaEQIugY4Gl8NUTzPOaK2CZ0IH1bWAayKqrXuSRBo6fVOpIk4iit",
-	"sWR6bAGFnUIX6s9Gc3cunNqLubA4p6z5Zm40Vl4URC6Z0YYQBppOqMilsM1tOnj4dPA2S9i6WlAnD8D1",
-	"bRK6S9Ap1rFjxDrhulMOwCaETIQxrljpkiTN4WV1GlBmUWyZ0adWvkMjAFnOpNZMpESWiXCN/6DfT9Vm",
-	"p7VRD6n16XHmdrMrRshgeJg3V7b2bUV2aNxTp2NkN7GjBl5i/RK1U7Xlzn1YwNDzZFufH9hQiNCXsw9t",
-	"6VmoGOyKzKPmAAetK5LhgtCiuGc0xg6lJQ2NlV5h2Yzt3qHBFjzfwWrcVXtzw4sdadokWfMdrYemfZKf",
-	"0/2JzzWZMHCQHmHat89AwKQ4xKYr2UJe26ag7p337WtwN9iStmqmndSzXs5GE+mGTScXzKZkiBbHqO3s",
-	"bJOtAXxQoFvLo+5C/xv3EG0z5DFAJLR0QdnNspnmrvTf7i+a8VN7G8QONxeXOh/MExVOzaHzV1DLFtbU",
-	"9ZD313aqACLIPFu70ZHXrCyg7kbNKdTLGoUIgdBtV47KJdQlqQP7QJBgaIIzJtlGLwc5TUQF50Dan1aT",
-	"n40BQV/f5qvqVN68Y7/oaxDb4bK07cUNxzo6nbgKu5VLbKDHW7XVA7BXFoyqVclUHKToKRch1B6gBSuJ",
-	"Gj759WFqqztDtuQN+g21OTnfW1qtlstiXYsMpT4Gkd5B0LZs45q0HW3gNGPpoP3ZJkAb9evgd/l9dRtH",
-	"fsy72iPWaQBTN4YjZs0F9GpP4goJun3Zt4giR2E0Wbg23ylCxRoAt2NCNTQklHfwSjwMzRvyGhagXmPQ",
-	"mHlI64oFd8p2t1Dt5WtBa+8tIcLGfgWU5o2gFznK5owuvXfn+O6ErMmOPWku7akT24rIvEW2B2jbKtha",
-	"bvYoG0P+75KVVWImnKv3wbC1MKCpxyBOjytAbDytnyRialtEKVKyyYoXea3Zkx+rOUQna40tjcwfMbbr",
-	"uOGKYfxp6QCv1mTnWNt7qR2MdGXev2RyWdgwmdPIVYVOCdNlOXmCGAtPyBHk9PZje+D2uhf94/QwuKup",
-	"d9ztYi7r3tvS6mwnNYxhduelrTcMtnf7eNoXOO8WlOIge/C8ltBuHxG0DQ6rnCGz/XR4e/TFjj5px1+1",
-	"5r1j7P9gZ4aLcsHOs3x78M2X/o5WDdWuZVPw2RHu3NFbg2/ov8edDFK+S94C3nanlIXLZSUzcxJr6bC4",
-	"38BeB+gjm1IIDcHMBT78tKmQbA9avXZFzloSmlewsA0gq/uHqLZE+8PZtIh1IzOc3w4vrafy7+sDd7tr",
-	"RbbAFoTA3xXsnrJlFRX01zgR9xCo1GhyS+gLtBJX1cviqjNCIkDOP1EkdRFHWGjrDMEUe2cNICYgtk7K",
-	"CRUut8i7Uci0oDPotoQjMbo/sNxUFgX2fXKJMekXVS8Fl2Qdw7fw7KKoxLKDGf2ipWtiEx8B77iZr1Gq",
-	"NICxh2eDek5y7x5i5YvuLgCFlt3d5kloLkmYZ+naRKL4h2PDHAgOt6QGnA6pxm2Ok/beC680trLyPf/u",
-	"iYe5pYcAYObu7LT3yS3z7gAqb2kTV2qEN84DzLaHy1TNsOcRUL5NPLt+TBva5l1RIw9DgLRgjOiXtUSw",
-	"bbMy33vqXuCPrZPzTbFaUUff0Bl7y/+1pZ4shZrNFJvShL2uyIxfs0ajw/2J+wv64WuZr7eUdP5Ayxl2",
-	"rkb33UTma0KzjC01y5+RCZ9B0FbYxiq2xBa101F/uDt60u+dDc9G/fPB6IBB7iZKYcfpiOOGeDdqNFav",
-	"Rpp4Y3Xqw2pb59cYWG3B5vb5JqBU52zKBW8HpcSs6z1WMbghqgAx3ALn8+Xz/2w3hg/BlnSNtDy4JIyz",
-	"mRh1B0CxnZbAtyWzOU2VHfAMfBxQY70smd7Ygls0e+/ku5OkuJ89cIcWwaUMjMjdaaj+Smzak/8kivW2",
-	"lSpXLCaYjo5poDcl17Zrhq/Bcp0moQzf91VxUCeb/HHXeok7w+vpoi1f76XP5a+qx2A6ymYE2F8gBy2E",
-	"P0DwSsgoplV0Yxd65YY4GvZPhqe9jdy0dozrAwr9cfdjpf9h+H2VHMCk9WxOxewT9ts+ODUrBAI4NSm8",
-	"Nw1w4D83TpqFPAgKVzy3u4KT0Lrbh5i2XQjfB2bk+aZ8hlpSePVuSW3Rw7c8doukHpMp4mVN1hhwMuaj",
-	"7wDhkrwna1t80iWGTha83zf1c5vGufVtWbCj8Lby3kfR/Omiedei/45EtcdXepTXW+X1IbJqu7Bp95O7",
-	"lgEHo2FZ9fEPhsXmp7mdPpg82u5Kb7qnoXGsvPGNz6DJSU6obgMbq3A4Dq2EvatkeeikdEABAxbXLLdz",
-	"hoQJ2/jPhkbAIJ9zSDdyl5fKig/XBtCnrx9/HpfgfVTCT9t3AYzqpqbgtQJP3aDZ1y7mwwZpd9UFws44",
-	"m3YbeQs1b5wVRrgB4jHqCTFi8FKRCAcbRVKrx6RktqJl/oykXp2x+AJepUEwHWfOIgAPnwnMgLI91ClJ",
-	"//PluxSNc9v2B/Y8bOaVcGpka3PTP7DOssOGfR4QjFh6PZqtj7rRo270mW3ZB914W+1X7ORd2oaZXFlL",
-	"2XCGa9/YJcBW4BOtYMzB7ZYI1xUGkE+cPmQfGDtQMmhiOaW8sElSo95FIpzo7mRSTAue6ZQcGbm+gHY6",
-	"JJMiW5UlE9k6aJ3hqtATAetfkhsubJnuZzKuD9dV2+HkMHu7VniquiRlS65kzrN07HWNIPEs+Na24K7y",
-	"zKDo1OLPW0Roc6vHfU7HAfKz+QWRptMx9HjtQLqfK7RVcbX1J+v26ImyVTRhQqAdfJC/FsWRHwFgWph3",
-	"NhIGq7v2JQw6ZeruYKauWz8AU0PSdaO7q4tRR68dAid2bPX6MHAoJVlJsyujGmQlMyLjBRXkFZkxjUCc",
-	"ToH5Koqh8UI0jlYKpUBr0/MtjWzsaFuAEbcXI8qCHaiMXppLNwqxZMFc3bfY5uipbm9haGnLWbA5OxdG",
-	"ZuiOTfWGqOLzN69qGaRAmjjy9dGRC4tHWMBYZxR79V4mkTnDasR286fqzw/MUK4q6eVK5SzUAiSn2Rb+",
-	"vIG8ugWO2Zf6bgPMK4onimDMLgQWL1ciRkCHflXgG6I5JgJgvCya9Qxa0LVcVoXtc0iXg9B1a7d/34r7",
-	"rtnOSJyDbWz7wjfmrkMg/pqOAU9Q/+Y21vxRyuXllt77qZAdnxpSAQEAUJCQoZwVsmOYzF0NJRGCWYi4",
-	"BcZpLNYYVAx36zUQgZnUeNJG4ULtx/3JuxaKY0u2bggQ0sQHobXMDSPXlSyuXQEK1YlAQBaSQsQ4jUla",
-	"UnFlrSQfwUYrSXv0N6p8kl0iqI4rurgiGlsBA8Nx9bZc+5LbV3l6/MyrYImoA5I1n5Lz3FXJAFppeLWe",
-	"MzsJWyRDGjUyR0EBTEyC6pcWc4255nf7gVE8jj/b1gkk7OcGdX6uKM8m+mFSiGvNYXsbtaSV7G2wsSVx",
-	"7CDEoUYp3P3cL+35HZBkTcVVk2Osb+kemR6Odw4rnrZ19+3ZIdCyO7M5yC2j+5S8kKo8dT8bvcVrf9/Z",
-	"JCE/1XrvON6Pd1XMhvtlS+v0oK9kle4VQIx5UBgi5A05AvcGlPKBxgW1piwGp8BNVcWFcrF1n+9GBXEI",
-	"CVUeFNVtMCGH6mZ37m63BcFic1w2kcmhmG72vvg8WBbteAyvPbgHWB8xmhqxbSzDLUZuo8w+tiA7WJyV",
-	"rSAjdBD3ej2jP4I1Ux5YpHy3niBB67i7NAa5u9DaF5i28ucBOso1dq1tjLU7eluTQu1mqi2nwwZLjbpU",
-	"7IrA61uum4jU4jGkY+tQstvXF6xCtrndvWMPzFE1F0sEPvqIAjf55kZxmIhTso4tHAxKj7lGuO1EGFnB",
-	"VbtY6FYlsmNSa9f57t0P5tiCOvxEBMoDXhdmBqNK6C7oVsqFm7WQOhFu6iKvSmyxthYwaKw3DgJFkCtQ",
-	"hm3CoPA4ZwXTzgg1P1qObSBQWJpDkB9JG7nupTlyFA60XpZSKabV/fuMrDch4FtL/7McNFxo4Gh0RgG9",
-	"lRxo0Zj0YZOfnLZh5TuY/L97rPz/bf75D/PPlwidT46gppPygtA8L5kyYlmrjQRc0LLPsmFj5wxOTu/a",
-	"omxwctqeYfumlJOCLe7WkuS5IJffviAXo5MzssQHdMnXTPHcVqQiZIkiE1ZAAaS9iCzoGpuzJQJcPTHJ",
-	"ZM46askyPkU//wTIieUcRgC41iaKXTMR4DvDb8cxSV3o4/vgYviRUOh0YGMj6tg1J4CPXMzerZfM3WAu",
-	"tMYn/k4oPOS4PSayH1zW0tVBLeyEvwDE+5sSYce4gm6FYbFLl7w2dEMP5oTpG8YEKVnBqNpofT/aEjko",
-	"S1m2yMdXIufXPF/RAkNT4M50RY0eMh1b71+zkhYHBw4tAb41T31p3n4ACNCUf2jLhcS2oXj8uRZLVcBL",
-	"k3RJ9Rw2VdiRBo67Q/uymCdsgXGcTpkAlAkgkGNNH3qq6sJ+7b/vKugrtz8kjgcdU3qb3WV/tk0YaaGk",
-	"KxZL/9K5xB87r/KUzBnNg56i2FydFHLWbWlqsTEKxbb2PIMehDSHtC8366fX/adBMXK3RS5tvoJrtt2b",
-	"hMtq04LdazCNFN3Pv2Zzqt8f+KotWoB52Xfv3r1x+BJmA9eUoZOLi0ALGvXau2Vx3eY4fDuXpQ6bD9qK",
-	"PhB45ikH9ejW7U1byM+Xrwx1WAn1kYIuHDZP+IaYpE/tZ/X0o5nd7SEEaw8J4DQ9MWMUd22qVyjjtthF",
-	"dFKwmCxoNueCdQw/AfSpxdTHKK8/QV4UHHyA6obrbE6kSISRhy5GLIXhDCNH0y75kd3AMio4U4xAyPMm",
-	"rAcX17TgeecfytZ64UfXm6v6ZklLumAa3LPuuyCPwIK+hF+5PztC6s5Ulh1LPKuWdIKC2uCZIEGCB7rP",
-	"qCp1MNWmymL0ISRwyJn3rFAhFnSl5/L/Y+/dd9tIsvTBVwmwf4DJmiRNUpQtUWg0VC5Xl7osl1tWdU1X",
-	"pbczyAyK2UpGsDOSktmGF/PXAvvv4gfME+y+yLzJPMkizjlxyWRSJG3XracGA7RLzEtkXM/lO99XZP8E",
-	"s2ii0nW3VKoLGHf4Xa+WSKvYXYg04651opyrFNrM81zdw+22cYjnafksc3eR6QXI//mLkEbB/CEVi6Uq",
-	"hZyuu7di3S2EWcCO/MR9SrGS1f+YZRK4iqG2oxRdwOML+qw7nuVUdwz7s6wnWxpGZ1fscfMgaiireJic",
-	"yp7NohD7Jerd8dK8tdqgeVAzQfVlcHy9wruZLc+12+Lv7N67frzvOVNb4rZdDzI3vark86vtf4byrhbC",
-	"RdoeSEmy5EXpE1ReApZwWnqu7rVxSFytKgWza1ywtaQf7A8aDny1kuDRTNVikZX29jCgYbyy2SrPkzGi",
-	"lMFZqW4Knqe2ltrDhxo3Y5XXZl14zy7P4s+hNkItkI/KXePEndYPyo1hZKQUb40V8O31l90TUkNj15bc",
-	"FfXVwVGDLZKIhytOBL10OpscH6VP0qP0ZMYHA3E8PZkOTo+H6fFQHE9HYjaZHJ8+TY9GYjadDk/5LD2e",
-	"HaXDwXA0mPafTmoqyU8HFQ/kadUFoVfukDmLWldARChQEaSJO88cGLjdQgy0tVS6vCmEPpxRD56UgOod",
-	"G/b7Z4AuKpDfnVtXFwyetZ1L7Lh/FGZIsDFvdrIgUmN34UlUITBc1kzdZ5/TtEKvgjDyJgotZPAi+7Hq",
-	"xOKHV2dJMc3/1h/86Ys/nz4bXT79/uvhdyfXNc+iKmk3qEramfuDUs93g3406m8bdWj9B+DtbcE1feNM",
-	"FbgWcKVkmiXwrwR9F0B2RFRePRexpNywXV8QsEqMj+2AkSBr5lmAYWrMgaIH7jwjbh0pMiqtEgGDp61t",
-	"a4+GQ5ZUznxk3yznSSypiVscS8g1AhOuvhILnslm9he4ANkW6SyBtPAj7VLAxrTCpp2xZAKqU0ksA36N",
-	"ZTa9xajSLCs1a5f4TCttxLXZaEWWt30Ukz1mo04SwFYg0bXISjZZlawms14nc97J5kz6StuFpMYBw3oG",
-	"Q+jlNJxaENgaPQYctxmiKitl4WRB10vCow8oCWftkNkpCXIMpo9eKtfda8zNaOKg0BFklTRTBXa3xvQs",
-	"sXKbTT2W0K86QghnOMtAHUFW3GFQsZqDzK1IcYoqHJDFGYkOSAGZVGoO3uY4PAIZrEybVmd5DjJxIHGF",
-	"8TqnL9SsieXo5i10KhQPxCp8+MYsvKnHzuul+lLZXChd5bTaeuxL8BYKUaykFcsPREEilgt+J2KZgDYH",
-	"qXCtzGgw0xtt7EYiR0S9MJ8VoWXTiaUnFkHaxlU5VQvh6FTMD3ZCHiIAUk9TPhwICSsB6hnzfE1T3xlh",
-	"ASgc4keI7XCrFOu1cFiI8VJYRkfKtkuXbE6VMTBe4irhFX0281Ms3SLDmtJRf3RAL9RA764Tnoya+uAh",
-	"SHwliq0Vm/HCE3+fYe2z5Z/A4wGpr+iAcDn4n5i+3WzNlQMsYqAnhoMKoIxHxpi7d1ILiIc2U3HO9dxn",
-	"In6kxNiuFFSmg71opoozWiwAqbRbFWAeLPicdD8wbsGdDo9MtU/vHawFssUk2kaNeR4Wi2TAdwSNHAfM",
-	"RVG40drr7B52FksF8c8cLwuoJlzkDalfqCwDoG/sOoCU2n6hPRzlq6H9Z86gQJnVqvEfgZNlDQfjWSSN",
-	"tsMe9drWNuTygxG3/sO38+HgNRtFKr2D98r9JFW3b5ZgBYRbmEWFNukMQRmF1mIxyeHc2xCgPaAki+qX",
-	"du5xHyqkdziK5ECth4fJffxsD4mOYHNTs8p5E7G/K5A3w/MzbsWxNP/fSiIm3vJpma8tXBCBjXoOtokW",
-	"Dcn/bVxBe2xbrpGU8AyAJzYKo3n2SaSJ3OjUNPaCemQ3YyvrqdbtWxw/2GuBNLoZTleIEgXlgGm6BhOG",
-	"ZHNrfPw0UPpvvYuBFDBujWNST/wbLAsdt6K4Vah7HbfGP7yLW/DXixQuRHQxXIEOK/w1FXl2J8x2Z36A",
-	"BUP36tsVXHF9/nl30O9+/uJruOQfIMfkaZY3NeRHg+Hp6ZFXbW+dTgeDk2N+PD0Wp7Pp8ejJYHjSPzl9",
-	"+lSIk9nx6GQyHB6fpEeDyVPeT4+mA34iTsVwOpj1Z0M+mjz10XbA6PYKJ1FRg8JiXzWx8qCoOJYzEXSw",
-	"jxBbY4On1gjBmAxGRj8tTfxClPywlC3Cskue8pJj7Rfl4oOyGD/P3ORohASSjDw8imv6aNRkgNQpHvsW",
-	"2c9gt9MIk3TGAtcseZdmC228yGLxPmHtlcyF9vz6eKn2D9JknXMJOAuMHFstfrRGcUeAY9TmSXRJYUlw",
-	"q5xeP6rLJ566nRxyucoxAk296BKIrXHr71rJ3hW/v3S4133Ti6hg32yXgLY9hE03FPGrkG0w23mWI7N7",
-	"LNFYaDtjgnoisplcVeC/OmN2a4bFWscRuOtZaZ8gFdO5Kp3/mSz4W2Kl31ZYV1mwD1fSClle49V0oO9T",
-	"TYS3NRZaw6p01Z52om7fLBsDKOcONo/GYLhl6k0NmXoVcTNBLKZt64+SCMvPblZqpZlezWbZWxuBon2k",
-	"bdWVB332X/8Z9n/nELmd4GRosJsa8+20Ie3z6EzefImXozWxhy2xqRqBD8D7I9uRD47dl66JTZ1tBSCE",
-	"vBO5WopHmoqfw7jtTKlyWWSy7LkbeneDaoR/yzW7s0v7spofRGU+9lTmsdzOZc4S/FcXXAzIlcC/yNaF",
-	"GJO9NpZJni/gmo2yFktz1mMJGGGUWEGDLAOoPXp8JQaXIirQUDXkbhsPPKrlNAeCVnQIWnkXxPTH0rM0",
-	"1yBgAf16+HGtqJXni5Zla6tyieMPO/IyQeihkTuyjvSaQjKaoF5PRgGYM8IzxXwOFVUhCiyWqkAcGPiI",
-	"sg4Oi5gFhgHvazepw73MwGy6YHsAvRqZFZtj7yu5bTd0E/8R6nCIHvvG1qMDHjbElzh68Vup7tF1Qjjq",
-	"rVjrJuYb0svYrI6mdLBlZgT/EQCC6RZeso/UI96hBOTUGGiLrsi2oDCGVXUpFbsVYhmWQU3USqIk0aeU",
-	"BEofBt/ajPoZFj0jqML2OGwtH+rsw1fvkmunrkF2Pzz9oDCGSbNhWWMRzm1I0cCpekVXwjCAwAb7N+Zf",
-	"l3zaLnSYg+3Tr+06zHSf1cnpQDl5yW8RXA0MWPi9zZNzy7dtQ8d4L6I23apmBGuLf6w4kIbXVYM+sVth",
-	"DY9teK2l2fPTTJeZnLpFkUkmZjMxLXdoeDaCyz9MefnAaIbZrh9eQ3TJWaUyi2A6EZHoQiKZfgeJ8YZN",
-	"4YOXmrOod25M9NY5T63Fj7hzql4zPhGIqJlWgd3vHv1pJ8uOmItFxENSClK1nyK2ssIKnkB/KcATVbf2",
-	"7auxsrFtdn24Dhpt09V2SU84SoM0LIpWjjELF5TuOiYTKtVVM88hHZbturJEfKw3Tus7ASno92OJAhTB",
-	"ZrIhInbGEqcbxiDRzvxNIIvWJB/md0Ww63JegqC4eTZB8LxG2aYB0CxFej0XNaVg7j7edsiHSO26Euq9",
-	"AsjbrRPPoYoxidmh1sqB1gaO8gM2B8wHSmDQTPiki/ojJAEb1mZ9QW7XSL1aSbjqFdEjNChoOPoDuxQ+",
-	"0Gn/WHe6kWDthi/3imn8kS8tH9v5rBEhaOnY4AQKDA40snNEKHlDa4OWDbhhkh9TCPXBnRENqgNxPWYZ",
-	"2CUG5u4hHsR1sRJBNB88GT6dk+yikGYXhT3uPihW80qIDcu29sHu1Vs+eRuEH2qFsHTaZqJN62CPWxYq",
-	"XU3NRkLgBTipHbkqQCCQzp8K+oAVqE2yAj3ENXSgCL7gWMBmZgC5q4PhiXM+Y+lLk9jOyqS6S1qsZBdg",
-	"YSf986fXDRUFh5UhDYYnW/3SDyNghR5VcE712HPoPAx/Zsb2wMc0zaaPcyL3M5S/uHh9ffHy2bVdwXbV",
-	"9ti5XFsSjUy7WhYQADKj7gGJS6WzMrtD4QLgkgvPaoq0RGzQj/oAagRNHwI7aVYYdxRECe/lGVkIA3Ml",
-	"lKdmmk1zviBXNitrfEOu5nqjPPwDbXbYUp+7aP5u2q+vjXctVwtRZFObRTAfVNhQGahkPA7+SycQgDDn",
-	"hLONuWaaRCadTnE19bBFDeyT+hh29dN1kQsz8TwHzMc0V9PbKiMUcqpbDzpZiJL37nmePzOXXurkw52N",
-	"h013MkYqEBtEfqyk3bn0p0NurGQzHerPS1q6TZL+UoF/PhWyzNfOvTlUbX6nSdEkM990/ryGhO1lYwkO",
-	"ik8WXN6iKi6FaTHHSxXEfFpasDybcplmZh5h0S6AFc1VXErU9OXLZaHeZgtzCYYt2l+9fP1dB0OngPAD",
-	"34Cb2axFYbF8xj9AzFhpy5gxLDxVUmfppiAvtKsVtbiUNbIt+mEHBPv1bbaVTue7+doD27BS3kEMASbe",
-	"NZPKVUC7v/SM11QsVzoZg4/WJKkQNZFd0s1SlV2Im2N4HfkucV0jGiAhQC8qqMMNcxAhVl04/6l+240j",
-	"lAMBIA9SDBb9h9rXUDEiFdael8oyq9Wi7e7jQjJ111D8d6UN1dFwt+zKkgDavVmuZR9uiQAsj1wt+i+Y",
-	"1njYY8NkCORXuLx1UOHJmrIiITEcpFGr+ZRQMLKzh51IdAWV9jUuWfc129TiKAGTye6yUFOhCfPH2q78",
-	"flXcZXdCAx4WjpROjyW2OiIZs1f0Tww0LG/ww8KsGL7JWEa2pqJaSm//ujuzEqrfHlBD7ieyI0fBCQ5l",
-	"3wjgFYFBB6cSL6EsOyL6QLIftF12mWRtzubrSZGloMLla1VZnt2K+0yLDsLyiIkXxG75dA6PBR8LmznB",
-	"RQyzAsoDdYLFWa9hTlpctJOopK0uYk6+17/78Tvz8Pd149rO/dZ9JlN134paGuRrhv0NLMp+iwS7s7Go",
-	"BB6wMRkfhjcEQ7tda9drdNL3f2qh3UqGEdJOEN0MFXf3Y1cJ+n1fcurDu/2XJNn7kUq9n1RwN2JZT/TM",
-	"t8CNHMpPRGHhfvCuKhgpsMRx/R26vYSrtZ0WfFayYX/Y7w6G7E5N+WSV82LdwW0l07D+gR7JbAtj8L2z",
-	"AnkhIuto6YgyfEgE5F+ord4qbV0a2J2MdVMmPXZBxgIOTCB7bwabI1sB2k1y7agzkFUOq3TZXBTizPca",
-	"HGkCPCEOgAcbF6zgdfyJs4ewcWWZ/XQSxx85R2F4tnGQIux3g9gDRtvRNxyG67X8xh+lwEx2woMKzPhh",
-	"ftNyi2B/ceYqY/W2DCRcAsY93snuwZSniez1My1iyXijYR0Zsde7k9ktoR77QuTZRJgL8zWatisJS6KA",
-	"KEgsoRa6xtoB5SqSJXKV50kEDpzQduVARR34ox1bXoBBMkQlPNJM3Ut7lcJ1YmvGqIhbz/lSWNxGKYCY",
-	"4CaWo+EwjA9wdiMkhB3ozcCf0otlLLsseRfDGAKeFc9uxMFm/xQxHN9kv0lxD5JzUKxtzc8ee06EwZHj",
-	"t4+Yq0TubbwBi/fgDQv+ljjD3Xs48YOjR+psXFBkM5sLlPUxfIZ/9eZbiOPMfEEUt/BpcWv8JIpbeb6A",
-	"S0B9G9uhUpHD326WZXekusbnj1umPYCISPD+hN2JYsLLbBGxmSJ1aWOvYv+rCputb9wZ7T9cshcvLjeb",
-	"WqolgofxH+Mj809LLhi3xv3esR0BcEN10C0QAkOc6LSsEEPbB/TYazcqSPcctMeik0jJldwF72GromEA",
-	"yfWCJtO/VQG/ULgUew7S6jlmCjGDKktFyBtVWNrr1/tMmVRM+RreN+f57EU2E5dmxpw8GUEGzLwtF75X",
-	"Zjy1S+JGPDRJ0LAm0LfdAQjg/fCKeGPeCduq9lRCO1dCLBus6QRKEzVzVrvbcljbcyjgwd+JKIi+cQrY",
-	"LDnZkbT96kNM9K1Q4R1g4IrF2Lwvwx7ouNX9XlsVwDezQTQ5HEno6Lmm4yZgvsGudaCpXn4NXwzzEo6l",
-	"KRxjONZVp9A9al+XsDmwF0jpNxBMhP6EmZ1ApGn/SGo31X7YHyW7Xf//6cfJ/7/GOuBGaCGxgWI4zTiV",
-	"oMYqZ/kKqmO9G0z4a0dqEUs8vLBeWKSML5RFteP7tPOKnUHDAmJYHUvOpqooBBas8pwtC/V2zf77P/43",
-	"aCYtVtMAhmD2Zih/ssTccHL+93/871hiuI7DjijGGHblVAaLVbXaFwKib14vloXTGLRyCzBVme8atDkQ",
-	"4Eqcg4S8ASwbpsCg8F7ZVhEygBwmjFSaDYOEH9JsGpI611to83EYK7NFxViMHUug1AQPBrslK201cmqM",
-	"8AnXIs+krSa2PwHXdmeMdr/5SKR1tfFpvAwCdSWb5ajUFHRzJo3PsOB/V3AeGSOkZLngumRD33D6kHZi",
-	"nqAT9l//yYYM69HNqWt+TCLoe/gn++//+/9lww5RN9ZbTq04w9hk0GrTYIhx3nPtv8+00DZpgI+IkGDc",
-	"fk7tNbGsvyczBuA0X+nsTiS+AD1imbS9Y96Nky2WW9u7kqXQpW2qeWdtLKwrVGPNNZ22C4VhpuLm+PQ+",
-	"jGz+w4mspSofZH22Zac02c3o3Ksi1RHTfO2LbYPNAKl03q73C5c0U2KfN+5AYVg6YgNb4jrPbuZQWfcR",
-	"2ug4kR8Ys/rSCKfAh43ZA4Tbwa4NndruQ7od9pMkF2+zKc+76k4UOV8mEesOgp+tidPleXYjjaMHVBpN",
-	"+7NlPKP99uPpvPfTOLqwXxfGwGh+7TxZcTr8ha5+mIA7JFILdd7929zAR7RoaUE8cPb+xTd0S3zDF5/V",
-	"Ti7NzWmmVsZhonltVSfo4UkA4chFB3JBdruM6vun2YArOx2cY/tvWtZyc0+kpEz43+HzIeiAz67nZ/wN",
-	"u0y266wJjYRC5KDlkomC5XwicsYhypdaMR2xVcYqNEPnyozqPS8WkGvKa03Fn3ek9YD35tsPkNDxOEOi",
-	"uXGHv63NrBTJQsBkcDQYRi21KuG/Tp40FIg2BlZeEQEAvOjTovNsYzaMZlfM8yO8dmMlmya4tjQtyGul",
-	"nIDNgTpHpVK5J1pmpOGUrgpbztmgfcQLBJNQebKZtVCcjFrRkANupXzBb0TaVbILgkgISYGojvksao/k",
-	"C1g2UKr9t0AOCR6lV3n5qhB3mbjHquliwaka+uryvHt8PBxQ8MQ08oVZKuj/L3iWizRuvd8sMrZtb0CP",
-	"FTcokWgha9QXYAc3Ud1+qDvqOuGhVCrSlcB3NMfosesaISVKgWYQXzQyoe5QAql1+xaWUVfhy/B6TENt",
-	"qk81siPXJjh8SeO0XhXyeaAg+wEAR5zVXqLWTelH2tqZrE6xiKnfrIwlFRnR9Y5fkYRY3pm/v086USD7",
-	"iSBtjHzi82NJbD+AG3R7uOdgBLvSrELsSc0mYp5JFG4CULmZE8TyBO45SPhtMbg9cWLjyNWYHz8A6f0F",
-	"PWEPiG66QiGmyy3WZK6CLcZ0wS20JxRe3GKIbW6e3vZy+k8P2bAhBL6NcyRXasn8zZ1qy3ZU2jTXa1QO",
-	"zwdlK/2V71HI7Nl2+L752W5OHzCA7qzYAxDVuCI/BDZqThoH5beQN14BvDUgyCvIxQfxolA6GiAd30d7",
-	"S09XNpmDmcBIEdXCgIIVi/hxcxIsLbufByQ1c4V5cjB8bJUazGlkOm4w9guhBqP9ceHUXNykZN9hEEkK",
-	"sMhtSAk5IM0HwR2RU7nItBU0Ye1hv085XqnU0tJFfGLqMMsds5VdIOT21BQ3C7io3Mi78wShfA5ujuXb",
-	"HAhRzbMSugxjHYuKvFmPXZvHZRpj6OLtMs+mWQnaZiA+kvNMXgPZ3kzluboP1OVslE4FzJtvvZAa4I0j",
-	"NiHJCPdBlRAifI3l8+uxq4A6BKg9IWtZpw909GOU148lMd21LUAU/xtKUtHv6sAXOaLBgMoQvlFaV3Gp",
-	"CrTGuLalgaydSNXFLuui5ps5gMF7j2UhOJKcHbIKPGVTULj0pGGqHMzr9hIPpQdrFWAzxNMrYpzNM1n2",
-	"2CVmmSHY1yUQOmSkcnXPBmZ0gcSSazYgbmLgf0Z6TRjCBX/b9k2IXGQoz+4cDyfc9G9s0En2BKJvSMHT",
-	"prDNdnup1LIZDhrUWQRwUJD+zfMm0FIzXTguUWDGtNG4/ejCCwdVfWgwA43ITc4pjhz3D9B6my7Yxo9H",
-	"ar6+DyJ7BkzsabDZDZL6c9dxBv3+PmrR4fMAXCOzSbrKOBC25n6+P1rDvPY1vW6zBHBzMe0AxFOpBhEv",
-	"0mFpozg4V4yH5s4Ke0S0dkU36Y69uyTyhaM+6iIIxnxQ73xHb97dO7WpZpvsx3PbZHu9bbzPKwZGbawx",
-	"K7v+CVbdB0pF7rVWAwD65j7l1AfpWds68LttswOWK8AnAhR7g5jvNjsiS7UF9Nhp5OauKlB6iCTwSHxt",
-	"/xTrc1JU3GfZfcgIbO9N87mbXQkiN9NVkZVrwARg10wEL0RxvmpS/TmX7PzVBbsVa0xX3qyKgOwG+U/a",
-	"yZfffHP96uri5fXfzl9d/O3r5399Da43+PfmyDsniQ6irv4cXoipuumtWBOHNJ6X5lVa5MKSrKCJgscg",
-	"9AEEW+AJ/hicl+Wy9f49JJma0LmO0gh5sC0PK+ivWGiBKO6yqYDxfvHiEq0ADZlZ9EJRiEfH8rPP7G70",
-	"2WesTcJagPzyzEadiC2VQ2ZU/CuiUNC3wM8ENHDAslpWKdoca4iSwlbz0aVTtbBo9ioftVax5JUQB6tG",
-	"OKD2x4aq3/JpaQ0Oa5S6AAclkDMdlnUYj5DNBc+N4VxBSTpUQkQhFIuDfaRjOeVLPsnyrATcBvU3dGfm",
-	"aWMr1SMK5dC8C6pj2TYdCqHPVSHBk4FsBBgnEtLYN6JEJiKb5KjGjdJO5Hq7ofMqvD8aRykwevXYETZV",
-	"nYqwT203Upiy5mqUAQOuP7KMX0m3BVLPlNEMWb0r9oDxUGCMfvc7ZpaXkGWGvHLmj68FcgPatQtYIFw0",
-	"hIJz5bXJ47tBYok/x+Zmxhibroqcdb9icat57f4vv+S/fv7XuMXMChw/fjwYPu31e/3eYHzSP+k/vhs8",
-	"tmNgAQmmOamYOnk8XN9nLCjd4ezbqxcId5iolKSgTdeQ22L9GOJdpAVVd2kK2iidhMWoP3I8q3l2K4IK",
-	"06rL3mPnjqRL2ZChaTe48smoP0hQuQ/gksl3333XDYZA2E5KesyVO9JWCRk2y0kfbKi3Yq1tIZV5bS66",
-	"1lVLCG+dIHKBBPzsgPmnEbyxF8vkMS7RfxLx+2Ook/9nQolUKbDUmq6GGQRaQDBEuNGM3r6Fe4/hfxGT",
-	"oVkCyS6cZVZj69/+rpVMWNtqIHZ67DVIVsVSSZZMVSqSiERxAGsMe655tifVh8KSQEArIaTpmdO4AhYO",
-	"1L7xUoDwlIVTA+yxvzhILOpP8FyjWpzmADwpRCzbic5K4TQoOhGpiXrxgHtV3ApQGs/eJpHF0KHu3lqt",
-	"YDYuuS5FLM3S75CVVpeJY+1EC5F0aktKs+6/s1ffvL7evWJYHOOd7KCVWLnrEekid6/XSzFm4QCagXsU",
-	"Xp2yR+/iVpYSwJUjStOcbpi6IYBiCHlcV1CO7x/hs37HRsMhexeDWhpcUZeqgmeYAUC8bfBXegD8X9ya",
-	"ZW/j1ngnotL8h8A3VcF/cSvq9XrvzRBceYEp1AmYrbRwsQuL0zYTnq4wk8byXJVzLlHUI5akm4eo18RJ",
-	"FyZn7B8r3Jl5ybIUXSKMlCDrodV2ozVnG5Sl2m3ZNT3D9lbWPEta0E3OmGPMHJ7E0lPzASOCBVTA1AUp",
-	"RDIc1KrQZ4HsRbBJLfit2a6NTb1a9thzpGO/52ssMjK2B5x5zRqMhdBLJUHFiadmrwZmUXvaWKU+2Ncx",
-	"9Gb7z/bLK34D+2osn6k8d8zyhWWI147SlhP3ItjQrO2LRyPW6/VgYVrC+EDAM9Mk45j4ouqkx871rcM1",
-	"gN0FxdOTNcDuCapmPjuWK4kbThpWUZ+xBPimEqYFWa7wADNJWZv2cHbcj+xwxXLY73d6DBtAH7jk/1jh",
-	"vqazG2AXMv8G4BwsIA/Ww9MBVFyJHr9CpWHMg82d54N2kUc7N6o/wJf/fuiW/3//X/+PWf7u6G+Nf+j1",
-	"em+iOKhjxz1l/af59/Iqn2YXTy4W38//enT1zwvZ790e/Sk95X9+G7fe/7SfYFyR4RMc09/vat0jmrHP",
-	"bOUEWjjOFvZ6CKEFjKYD+grGsEieX/Ob5My4S6mrz89kLJOLWfelkqJ7ycvpPCErh/npt2HhJEf9EXup",
-	"Snap0myWAbwG8KdSwYqrz4gMjojKa8Ysbj2dDtLjSV+c8qPZKB0O4taj7adVsNlSbxizXZLRHsvrzGwY",
-	"ZnYbE+Ho6OjU7AbfXj/DfShMKbJ2MuwPn3QHg+5R/7r/ZNw/Hh+d9gbDo++TzlksbdYSH0eho+oTqMOz",
-	"goLgAjef5NLxN6NwqfcIvcRka9wamI8DdMlSSL7MWuPWUa/fO2qhKi64y9a6Mv++EY0wZxwNyJLMs1xY",
-	"7QSoXjZGkHE15Q3IsEJF3HQuphB0N46TkMYhWUexBPYAY+FOuBZMrUqzoThT1WzTKOI+nQsYBZC5QgfS",
-	"b+dnsTQHnbcCcQvh5FKrJaVVASxyI8qv4OsQ5AEbOXz0sN93olzIgFk3JbbJ1qlbxBEag25XbIPeDY78",
-	"ZqQm6EGeZ3cQ5MFDBpoYHkPbXkSXP/73K6c4/P59GBZpjX94Y4sC1q1x60V2J6R5qTm4IO7ObzRg4EGe",
-	"oPXG3Exdu+eEsB6BK8hHuaGppVKDvFVmzAw5xQtKfmsclYLPZtkUj4Tj/hFrYwruSpTFugsMWknHETtN",
-	"uZSKVFfgsIX1QBViiKIAwNeWWeDVCD/ZRHhIv3C/6eEb1TBDroAMDCY3dtQnmx5R67h/tO0W1zmPvw0k",
-	"Wx+aUu4rHp5Td4PH4amxdXIRopO2FVsQu5LIH2CLtDRrZ2lEfAFpthBSU6mu8czQ2MsqREqdCB7w4sWl",
-	"48TWEaGbLeb63qGieGkMY/P3CtW2yx86ZRHUcoMyAjlTxZQkPGPpTs1HOqzwZrOc3+CGb3p9VVriP/PJ",
-	"PTh6BbiUVGgBhyl7zGqH55Zp/izsYaorFSXMmB+ax9tf8vhiZl4Az2+9f/Mx6wTucOvBLBo3W6rkFcCr",
-	"vMryspv5AjzTyeybpZDnF0BlzsvMdEilPs+M74sXl+awM46sx3DYb3XsU00F5J/TKyOmZjMoQsCa71IU",
-	"i0xmusymPfYCId9YyW0B3sAcM+d6br5AFbjDOR+Fye5NwRco7ZeZI600ZxnTc16I1GL44bATXGbyBrIZ",
-	"fvq2xkcno6iVmdGco7QM1ajNUR5oF6vWZq+ZdefRLZ4OvvbewfHRE3oxmApZVy94nvsG4F8dSfu4BWoW",
-	"7sndI7rBTBxcEwEH2Ct+I15Dcd1xH1IHn6t0TRowg/7o5PjpE/izv27Y778HWngcTWgYFIYFLQjqU+G1",
-	"TpuVmhzQnFR5ZbBw+33U+qco1DOIWlUn6YXsugI9cK025ij4MCCS+T9vFv4II9wweo7DpnHs9j5jKzvi",
-	"FkMsjO5XXJvakWv24l1HLVzzPvqo4/moP9p9PL9UpfWKzPtG/cFeR7oXlwc7oL/7pgsSa0d9deh5t1C+",
-	"ID6dOltIYAS4czCwA8JEyON3VcLG9zirmvlAnxdcWwoSYkvCfA86AZmuEtu13Z8drWFnHMuAh9NHcqym",
-	"mXi7zDAnKDyMCHFmEq1WqZGFEVyde26O/5mvZZwISNlQytXnUVyr0BHKSgpfA2Ab5E21K53vsUSYL02T",
-	"QETWpnNjWYiFuhPpWZgjqiIcLfyt0kfcm+2kdUxvGbN+ghvCqD/qscuGhFYh2EqWamWs+gBEBYEl+Gyz",
-	"2YoU030WK2b+PsDS1yZ7BVsfEnAebLIEJJQfb7BgZ1RPgnM2U6uii6Cn1XKpirLS0WN24sCI4JhP57xM",
-	"InYC/wF59iRiRw7QjRd5lfzK0UHvH5y+f+/Y2YBQrNaolwEuBce26TH9A3bJL2EoCEG0ZZeszC8UCL1R",
-	"ZpJ/QsfkJ9vFPtQHcmOAPVZbduG2F+5xrTfvD53ZdV7aN3vtnY9pj9jlXQWp5LkiPTFSswqmttnZAMXn",
-	"dp52ZXfEqNVdpo2lCdDIe1e3D2XokzUhBEAyx/Im4uYTFDw4MCp7+c01Sh2g1UOUAIQegMRCO1nom+6g",
-	"3+2D0K95ZYHpDPjhtDtIOj323CJffDIR2qFXxjnk2iJgtFnPOdcID/gyy435NFkzy9UXhYR1SZlBEtSD",
-	"v6EHgP3GvAQ17rA+0Jwav/dEtj32IsNkP1W1cwmZT63BlMMAKCpkJ/h3kkphxmCyCpsUkIe2UJgeE79w",
-	"gsVy6vILTdttnumS+uVj9tloG1bdwY0s65bHFm7IIGXmRtRSdpVZzuDbN3gS4oYaG1VvkBnKanMW+mZL",
-	"a4jIab+2AC7KcvM92BSHfa7UXlYbheWSTY0y1+7dKCj6hPbs8vtxurb2uPSFmYH7XEjcvp/gVIbd5NUD",
-	"lS32YhyFL93lZru2p+7Oe1/TlXjn+4MGHohQGg7NUNmAxr+6R37Sg3OPM/BzntJtrV/VWWs6uHbSPtK2",
-	"S38xZ+7jdwLhke+3nr5mRrgDFSgpAqCn5fitVCrBSbYGUCeQBiIBXUXZHKjkkW858HzQEMWzAs1QVHJR",
-	"5Ry1QfG8POr2qarQHnnIi4wgzB4CDThmpyU125cEVE4xzSpHF7tRQrPVkk3WGI6Fppiz9hyuEul5mTDj",
-	"yGjjJUl174OrBNHRc3WvqVoD3gz6F5gZnqwWyx5r22PVZZGgcb0OO5fOkyPBhRA2ZeFSVF8CjhhApSxZ",
-	"9UZkFcZh89zczk1oHuwl36ENhx+FHg2LAaQPOxoPOtz3PSw+wc7Ot1NPuI35Sz6lvve1YTtvoqIsd589",
-	"B/Y+Btyd5rx29t7uEwiDfyndftgxss3vclPnV3ZUjPaJYsGXv1Tll2olf74D5gqoISX19Y94okTvtg0w",
-	"aMlEDKjd3c4cMSz/PkJVUbNgxuAS/S1Lkw1L1txiN5Qlh5w37Sd0MH3whuJw//seiYhKhizQx53ASGG+",
-	"tTAkZTpL0cCqBPFAAboGQOfkaz7nxgc0N4dwefIxLUpVFYh0N5MCQVmZDNj8QY0FILyhoAsi6lNXIdsh",
-	"gLv2Gb7KKR3LNvfiAra80mOBCUGuOx7e7ZmYXAzOAeMLtDBD2wDo5qDWrgR8DWDF24mNWCEGN5ZweFvk",
-	"eINkhJdyiIKmWKqqWBZc3kYue2plmNJFBq8F2Fo2M10UQfmPsSo++8wMIZx7vc8+Y1gbSWEllsDfiUsH",
-	"6kEjJnICy/qiU+kKC4xZQaW+NhxHA0YfSucxJ/U+KMDAgmEBcMCoktTNLJ6SPO/RcMgSi/kEaGUSyzYi",
-	"bm1jOz322kGHbOE0TAsQKGgj0DMiutYolkDGGDnxhgrZAvYPsZZSeTfQmpq+Ot+U/YC+1sApRWNmbC5L",
-	"T+dHK9Ps/PNv/vIcJ5p9wVm13C0jLlUzLyr10liMbAPA9Umi+VrHMoHK0a57dtJjiRS8ELq8zLRObFZ+",
-	"4sjDqK+yFMkBp7ngQBfOkiWw7bwCmSQl3a0YFKL4EV6DVjDMDNM31IOOdU2bbkt8LTU8CqsqFFuuyurD",
-	"euxLVQRF8FiJ7abzdL6Stxb1Niv4jWV852XE/q5gB6DkfdyKY2n+v5XAdKx/EEn2owIsKf+ZZYClK+tS",
-	"YEWN+Vfk0Z5IMUnfgqa/aZIFjK7HWIiUpViH9Dv8TzoDqDYpogwArPxCGAfmjucJjghyUtIOQ+PYIfEX",
-	"YB2pVk8D92Mh0qwM6nCWHFZeCMmttBuZGM3193Plt+Et32BWV4JwEqRgcpMBeyzGehNbDcF1IHJONPRa",
-	"mLWF1MH4pG5hXkz7gY5l7RR5ZIejMqosHFSaZ1dYlm4mWaWuKdMu9YJqHli9TjJXrhg/lm04yixWEl9j",
-	"mV/pCHn8zl4PNDB+8KCCHlHJCUrHeY4YGRb8ODpRSGaYQcMyAhTtMZ8f1O/32EvcGG0nQ8slDZk9KqC/",
-	"0MtBJBZBd4G/E/Yf3By/4nqesPbrr867w+Mnls7n2+svuycwzXUHCYGpbgg4SvSVWPBMggyYHWtlGQig",
-	"gM3s5qiqI3Hpw3h7gdYzluBmmwQ8u0Czj189I+BOG3V/kU7YTB69WggmFQnuTsRaORSmujeniqPqTjo0",
-	"BSwTKmw0RPpmKdZpDvgg+iHr1EydgAQCoNSWnZEMELHosFL5wjttDlv4FNpU0bWNwnlhKbiIJs9WgQUB",
-	"c8uVB9ACtVjyQgS+OaKc/ETAzd9OJkd7N/a5BrOebM+kCR0hxsSyf7NOfqUOL6hj0UJIXEiBlpVZBlhp",
-	"G0v/dEso4flhH2mmVuVULeieOoFtk9dPRuzH5iTBpPhcpesD3WNLZFjN/V3BcMFYHZmFREnJ7tOnRwM/",
-	"9I59ibYiBzLDlGxlXlRyh9iDvvh2fD9f/w58kEHrTchY80Prfr42f8LQBVrkn3eHw/5TqJRYziFFpEvU",
-	"tl3yrAAVri9Ent3BPjMcsRRUt2/UGGbiBekSY17NGGAy/QN4aiEnjO8KZ0Da/QGsQGMEOhsQxpr6nCT0",
-	"y3vlk19uiF0PhF/oGa4ijNa8CZvyQzCamFcz3XovqBqQSCch+1/w6a1ImZ4WAksV0YRBKrs/GLdMgRNn",
-	"2g5Oon9w/cc3ltBghEniP2P3V6cImq5tFD4IrNbO2Nq7jFPXSUAubO20atc0fvqFJtOES8JkgKl+AWM6",
-	"F/kSqszMQ4Mv5VpnuuSybL0HWMg/mj4DielMA6VnqIEro4Dv0zJrm6k9cirCYcObj5XW+AkUrtsJ/LFD",
-	"uKJdw6qqnj4b/vtVKxiuA3DBcNID+dX7alE88fp9ZOQt3FoeDGjZ/RFbBHrawGB3LtNnZkHsuv9ZeLV/",
-	"SMFvnqG83K4HXPEbe9uB3bcdzPAc9NqrNh55NLZ2GhXaKqcu+toaSdRTa0IuiRBUvCVsujWVvO0H5h5S",
-	"pqO9h2fNv2I0D3se8UNhUG802CM89wpFXa+VesELzN+NBsf7tJTOQJFeijTjVsdnNBzu2+JvJdViYGzw",
-	"Z4tCYik/+aU4/6o1fLCX+PAkHV97AuseQ9H9jxiUewUMEWoPAj7yk5pibxAYgWp6q99BAtkkgwVQvG9e",
-	"PmcBEg/Ywlw9rwyxu+QJOr447kC0LCnV8uuEbVy9IPfdw6YBkZ5QpMbdgaIuuibjEhGzN8/rDeGe1tN+",
-	"MUgUGDeETjUQUvPywCuNdJxEXQdIw0zy3AkfGafPxe1I/JB+QyEV6EMBEc+KKmo7IYRiEtAOSXFvUZGp",
-	"tnXg64BnMJZVEq12QjxBzg+69pRKGHTxzGAJxkXnmSzHlo6gRjsWS+IdY5+adgydHyCdIAK3qcpzc8aD",
-	"HIurYrIEnVpobMNZ4PQ8su42GZxUU6wpUfrZZxaYVyqctBitq0hc+JkYkBTWxpkmvKMqkxXsZshUyNok",
-	"y4Dt6oyhNDLktcKQs/FobSO/A+4Ca+fCIHmV2kJgnBGXDVFOqgpiDAPfKaqqNvJPhnq4nTMqaw4j5SDu",
-	"WQmVG4+N5Gq9dd5EowKvoiG0IFuCmWn6QKToZH75mm/8DvGuXkw8IoUFwJX7sTcTg8pyiCOaVUTIXAGA",
-	"gxabV49dyNrODFKhDRb6I1rlrA3W+WRN24T73k4UBKwxnmKbR48JaS9T8RbVBsxQ2CfW9jZP5XtGqmuW",
-	"2MHGEkHXpBd0zKVKRZ6wxUqXwLPj4ipVT54WmG2fI3qBae22Nh9Hp3AjBNJtF3YXmYbahOTM6W25WQJq",
-	"hBvbA/UDMpjkQAFmLq7E5/FBNjb3IpO3OMkpOIYxGSvZvlFljg2HrIaz2CB9sAdDJ4TgtzFz9tjnqpzD",
-	"9C3qbJe4xCnAAoSVEM3Yj4QTpGptxMtH62OZyZkoCuf6ZwvifyFHwdLMbNBs4hPUzExBM50xJVbh0cTF",
-	"HwYXtXHlteq4kGhpdxfL3ZNcpGKxVKWQ03X3a7FOTOOx6JcVwpw6ms8EBWj5QsTyVqz94WT+hJWfsC7X",
-	"OqAfsr3Rpri7e1PZvYKLIRJVrETSCZUAzf6RVYih77OpOMNJD+9zLeAszSA+KktshJt1wUfdinW3EGa6",
-	"N8aTjNF0jQbcx6AvdwE0fIO+FuuPjUFZN/0bmdfc8++qhxRw6JozqTMOd5dKZOGnCCZU6VCPjWU8rVM2",
-	"N2aT0eJy9iqxL1WtVsemiseAJkPRrEB1Lynf0D6pFKSWCnUTKTViupbpuSpKyr1uOXE38VtEGecGgEqi",
-	"gi2BeF5NU9x+jo2KKgUpYQSMBOJr9Wu2m6rHgunq6UJ0bcwRfu2etCpRsR/6vcEw6vZ7R4Oo3+ufRP3e",
-	"aGT+u38c9XvDp+afg9Oo33t69Cb6od/rn5q/DIdRvzcwVxwP4Apz8wB/Mn99cvLGxxoPecX7atCSQFfQ",
-	"ow+G84xRmOU5bfxOLILpebZ8OGJn9SLgUpwimYROn6w0FkpD3NOeZbwQc7XSgukpl9IMGVDboNJEb59Z",
-	"PkA/EgblmthOwxIWW7jiDdFwurgYfttYszbmGSE8Tinkru9EDCmQ7YkDSQOZNkRQQzb0QCPA9K85MCVE",
-	"1qFDW1XqdNTxAI2OMNjWilqmv15nciooerxujYfRpiYIMCdDX32BkiBMSUaSIFRbaYPPuRkGKBs46rsw",
-	"NDgJ1uoruC0FlxSL7kGxP78RlB3QKl/BBmLGI1QgGJyM+lV1gGGdon+7Dk1Ayf/Dr0v/5M37revpcl2J",
-	"lzqVDDpbqwPeY88gG2DzAK6lD6+7i0cLphVQ0VDYlpc9dvHoTjC1FNIb9LCO3SqF0pegbSDFXYglz1Ja",
-	"g6SMBJl3mPv3fG2WASxT6ICtqzTgfP+hVUzzv0Fk+KT/+dFfnrw8/fPwO7MHbUSOT/rnT69b1TV+dED8",
-	"2Esn/CjRY6kuG/Mx55I0xClK5XYE6ci5keXXky/PuQ6d4h57WfVe77l2Kk5uvkvVddMspJ7+4U1AuvzD",
-	"G8yPfKtFcelho5XWurFCv/PgZoe2DWVXneHjAgGFQNX3vb/NPNV+4MPfd9CE2B4Pf7lJcz32NnFtiMDB",
-	"q317DwQn1DJBLwAoOM6CUAnm162CZK0PAMtl4xPVuHiDGb8rPO5vcXd8ZDH2EKPlh6wPvtgsI4WvtrYe",
-	"HqObJl44+/ywN8zARzoM2jjwO8RZSBvR0S9X0pjBRKMIDYFSP+YFy0LNMmDx3/X482o8ZwVFf7MMEtS2",
-	"PBDh/AR9tGqJLsRTffOcy3Si1G34anxwkCkdhMuGmLN/AMDsAACz+C+f38ZHg6VoGr/n9WhSYjZzqy0G",
-	"klaBNVa1y+eF8GG2nXPhZ+nLo619eeT65mivvnzoeupLfwOioGtX+XkdXFnBSNdusPP0/afbO92REGye",
-	"vWqUuEFmIGIu/E76K1QeKHxq0ooCuBB7tWzXUyfHMgwUI772F7iP/qISlWZQf01pStPeX0ySEghnqim+",
-	"B0omDkhNPkaZu8cWnvAJcpW742WwSW/PaeL3YlYToXK2mhjj/sQETchoFBUHVKEtC49lO4S9VZAFUNeX",
-	"IVgWw8E+zvxIe0Rb0okqcuIlu1FltEFZZn/HUKWOpa8pwCMdJdl5Dl+DOuNLaNXfV+kNHhsuMtDpsXMr",
-	"8g0PD7TQPU6cfX7++vmLi5fPoY69FHmugyb56oSAKhuEd6IqQ4ntLIoek9yvJjRlEAdPhXEcaaMkiKKx",
-	"VUhbOIFoGO6pD+nC99g5a/o0bQ5InseSxpHSkDNXDgIxmwUY+170HaobgWQgWwgLLY9lplXOS0z8Ykvh",
-	"87qhvvB4L+14VpWOjyXbqh5f/Z6MZsmGPrx5BL2sB02qqhyP2f4C8WpmHgZ5c3pi9LAmPb6wIqI8rsZ7",
-	"Q814Ltf+OeYJrM2h+TYDAoIDRKDQOKnQK3GH5AQWJUPAPwxzB1vkNJzHpDUWdGxNyDmWdl/ghWC3Yln6",
-	"uFqlDhdgRUDI4pgsMw3Yd+JOqeWHN0iNMi+4d8bMhyf43Uml8gjJlBFQrQiRzTh7+e2LgBYMUxbATxFW",
-	"smyBvgbo2J8NAmvHve5MVeeVr1GxgxRh59zwO0EVI7TvYd+FpjX9Zdz6q9Bjdi8o1mfDtjY6qGY2eLjG",
-	"QojS/J0NR5CPQNzqP1Y8z2ZrijlB3ZlwMaSr7tHRaRhtQqwsFvFhq9HDp0VCcTtzfLq/VNIvBNS2O1p3",
-	"EIRug+2DuJXHbIBwW6yUOeo39sHzXEzLQslsqj2Tq+kO4TqEHvNAh1joLiWAciVvRMGWSgNNDCZRBt21",
-	"4Mb9Lwouy7WVYkGWcUAKM6CVGzM953nOLiCEh9FAnhUb3fiHajc2g5ddPzr+v/08ALsMDgipDT7JRAeu",
-	"29pUt9tSBd8KMd30vGyNW0g4PewOn1z3T8bD0/HxoNcfnHy/Y54R3R+fYIjy6vP+n4+/Onk2fPnkL62t",
-	"cxDSZnRifVDzjgbj/tPeaDT8/uDx22jw8Prpd6N/P/366LL1AWO7zberFw9k3qD4Vy3JRlm/X4NXZAfv",
-	"F+UZwXlDswUSycy6MziZAleJLNsPc5LszVuZvnh+S8IW4AZAOq8i9FTRzaoqPW2qykpHU0zCMAH6okn7",
-	"KZYOE0RoT+80OBA1PNEVDXlYjExjienGM/+zObcoBwmrEGdNVbAVik7KddKJYonBrpsVcI3U0UBIyhSq",
-	"3pKxP8ZCvQDo49pFGKaNMu7Is0sST5hxVTBQbkvHwReygVWPKzrDYgWboNr5fKrzq79gsg69PIt0gsoO",
-	"6jH6FnAq8eceO89z69AgkZlS5tLVkgX8bFA9VDzSDp2rZL4eb6pTZWkVIRQUeeN0++wz1ra2aycMjQHn",
-	"KgDhLDwWVI3Mto8VceYiKocbW6BsCIONvNZ85DPW8O9bIWO5wvyM6ecsJUZ5XgHfre1MBvVoQJz41hER",
-	"eBqkQOCKAAQLbCtjcIeSCBi+b8x0SaTq2i8O+oNWCHQI/Rt7xOu8AZAE6B3nZmKjow8+Ja4FqtUco1dq",
-	"xxhOqlykN6ZPvO486Ly6/4plWwvBkhtRXq3kM/v+oCDPT5lwFWSSzVZ5HhYOe+SAK44+f/kFKwQFQ1yd",
-	"no4IKYOBZW174xuwy0F2MEEbHSgJCAhX211cjCWTVnoaQ+jQaCyqhYrOILrCqqWWNhb8QMFljR62voB8",
-	"GXjb8SG5P0HDeCyhornraJ1sc0qloqCdZmCzNNASwxH21aMlvwVQKJAnYqP0ajpHp9UxH7ix149iiYNP",
-	"OzFUsDY2HkkwcBvVKr9zsA5HtOQQnlLdI0Id+9rCPiw2HzzNjseQx3JrBXmlkhgaaCuOs6BbszKWvBbb",
-	"Ih05cLKSZSG0kCVsb7BCMjMDE8rtp0mE0EljnRNrivW1ccfMNEsIfZ5gGAhbRKnLWjU0FQ1yr6RIrFTb",
-	"1qrZu1A2HC93hP+sUl8LsFtcBK+pnBdWga3tDZYBLQwszQ/q3QCzJvFMQOHGNc0SpzbAMjnLV1igaytq",
-	"zeqPZZJnurywv3riClLlM6PnfT6zwNBvgzYQFZmV4sqU2YqXhXpLBHco2rDSQtM8a4jTAcxahOC1ipG0",
-	"EbajeKvp3VrlbucMSvsT6sbExfmKVS6oi78Qy3LuUeCp+c+EvUSaCzagLSTUpgylKbmMJQ4Csc4B+pPs",
-	"L2KGoXsTwPu9ZLm4Ezlw/fI878Xy2XqaW8LUhXWFAQKupC6LVVDFghRrXOLEmwhb122GnujPxEYTbZzP",
-	"4Rg0m4gZkmtQmYJvr2kF4olFipFM3FtKsUTSNrOLEd9Ivo4lEPvbfqE8lmVqu+f5LROgVFQ6wueSqnFL",
-	"ocuzWNr+nhiPgmC72T/dDoazF4RpKyNglZ62hMQqIePdQbS2VM5c2NgY0awK/hxKp3aCIoVzNwJVtm0e",
-	"xvSiynZhC1KtjReGoXFPc9R0TgwdA3s3UEmFxkRTkC4IjH9SQtev1D1bcLm2s9iME8q1KjuLxmyAEHAr",
-	"rmJ/0BY0Djha0EgYomal/WZdnbc2KWFOL0eSCSwHihnT14oBHmMPOMKrYTNzHky1CkWqk2AYgAABCrYf",
-	"Pyze/inI7exs2M1wZ6987uH0qB+v5M0VhNJ2PuM7f23lKfsz0FXuauah85f8Twl9/CxxhOe4kshicO56",
-	"Y9wg+qnSoxSgcPZE1zOqbI1AmH2kRkEDhCPGMgRKKrJ1Iku/pOd8aY8F43XVtbjJ3bE/PEIGlMgZowvB",
-	"9aoAb8M6SxSo1RV78vqri9eBWIVVmIJjIpBqipzDL9hKLoR7GhI+Ab8YGZIdm9kj4vKuuhNFzpfJ2H5Y",
-	"4c670HV9pLGKVE4hJQXSLKw95Vp0ZypPybA3d5JyKsKYSTwVAUNeIdU8QhWgBtqhhLDZedV0uvJ8WcZ5",
-	"AHf+bRmxvtnTBz32ZSEEaNVW1GcixvN7DPZTn2CizFaZYf2Z6Q36zqnSmTSn+yLLuc1X1t+Kubt0oy8i",
-	"W1uX+lxaRZmFdnJzv5eK6g7oE14KkaIWPv121iAxlcy5nifhE8J5EyrkIHpToXVRncRkBIdTGF9Vt76d",
-	"DjCaF67wzM1sJSuJbKdN68jaeJOZvR4zTk4gDLJxiBaTnB7uMADEpyYFREaLLMeCQ8DvYfzLB9yqxneT",
-	"lY0sX5ggriW0nWbZuJJ4Qj5CqPzaVxG0VAT6nqg0A4j+UX9EmpPWrAMOP0xqbWO5b/Brfm4xNKmIG7ao",
-	"5zKDfSiYRG56phlEtSsJlXDvbeQg3me/sZsNbiJ2e9m1fVSBLrUNpLp7YHkhbiDurDMed8OMRivdDpt1",
-	"IjFIB7qYtNFi6opsvdpea6aCXXo2RxRu2ICZ3jB2n21sWRNR3gvR9Ll7b1uuWtjqJDfsV4f3Q9OGZoUy",
-	"9tjOqt3ohMpavkM39/Vqn1KmsNapwZMQ/eo5k3fP9mC/RofCfRnKkaxkqTu/zf3f5v6nnPv7z/jGnqxN",
-	"+L19rPqxtFU44nreELnLsOzfW8MIgPhNom6HRB2IR5RbevShZKwvG93i31yH6bHFhmhahANEaPy0V9Hn",
-	"Z6BJB5HskKnXptVANgTY+fQZoEOd2RRI9JNgsq9WJ4GgDpYdccKqNZpIl77K4DC76BetAIOQ7ooETM4P",
-	"uveFvXz/ZU037iECszlHflOAOUABJqiMsYvW/QlCIY0A7i+AaUYzbrvfBmBrmW1McPixAeacuYC6VOOr",
-	"cDbL3oqUYGf+NCx0iSQnPGf3mdTjiov3SLPXX52/eo6gVTUBSi+qekVpsTPG2Xw9KYy/hi4skJ5gJWXi",
-	"t6okss2BjMCq0NmdyNc2PxiArj1Ly/VfXz0HhZYlEVSDBBYYWuYh2Gjvl5ofKS+/XpIyP95t32KveqQZ",
-	"gEc1kubiD1fP//ztxdXzy+cvr18HaaqKMChro3+zdKT8+O2x9N3dwbQctg5j78MhK42nbBzAZaEmuViY",
-	"dlvyDmiLY2TvRIwzMBgp1KyKW83aySx7S+ktHH57jrYTLQSFcL6RTK9AnyZMQVdnBSI6rc1jkyfW1bdm",
-	"D1ViZTKCrJcGwu8BGoYseaFww0sYrmd4OWan/pAW66uV/D3wlXjqE+gcqLsP0dHhsGfIjDUzNm171D+1",
-	"ye8uHiSmXyarMoTvW9RDATGE4k6kY8ZjRAeHH73BPlVWlwqH88lz9cZyYqxIenw7+P4IMPK65IslhLWk",
-	"ugfogeUpJVEeywBjx5qb8yxniCTEFzm6/TVQOgtgIQLCBoAYYdQOeLXMZNZNByE+7tKK7Two7fMX0zpe",
-	"CoK2FwueI6d5vj4jBXmLfAnTFARVbMpUwCg3pyrI0aK0xESpXHBp0xIfDqYuBGjU7SaLtbO5M2acTQDi",
-	"nlEEywkYuikfemdZ6oWN3O/jFmoftNwXWao+2OVxA6g7ingLLRf6AWhXpXBMf8zpJFUbkCt5091ohVOW",
-	"phdGdV+SfnaN1aBTPegbY2fO89mLbCYudWt88mTU7wN1LN0BSg7gYcjXU1Cx7veGEDNv+t4K+WnFN66V",
-	"c5qD6ur8j91Zzu/UqhBNZBtUoEnzDK4sWmPzjpZT8A7LOlMk8iHxl82+KdXyazNO5n/Gx/4LrKMEX4C/",
-	"ho1/bXnH6Ix1KevJOnAvm3TSvcZ45is/H2yaxZOYXj62jTkyzSpzMzzD49NhnwaoqfU0vpX2P6/OKGDs",
-	"sYcLsEoP+w7+FX5FE2B4ikMY4vfuRDHhZbbo2c/cPjlrs2/Yb5xFBxqnPyIZhO/Nh4mA57ykjfbQxjdZ",
-	"1V+YObYijES7emQiAVXtzIZ9DU08ou+ybPWeYD44szyR2j3Xn5Sv9/DaALvadsqkadtf0c80KoH83T3X",
-	"Vg6p0uvNVlXNDbLG0a6+ddf9akqTT3ff9EzJWZ5Ny1829L4CuX8uS7O7/1zOIXp4zsFrdg9rQZ3H7ywW",
-	"9D3u47koRZPzaP6uaxtKj32+duHNsHw/s7gWXfK1g32jddjmFf/fIvlqBIcZCNUQDTFc0DmLZfKH5aq4",
-	"EeQSQD2hvUSze5HnPoUOTKueGbnJ7MWP3c/sPc+1wheyEBYb6Ds7SoPMglQrnHn7GcPweR9gC1eOrtG2",
-	"8UuBe8fsQD+3VP1oz7Dpz4tAwV7bsaCi7RK3G3Eujyce++Q3jbAOPeVlvtKIQ/Y+IzjszmkMThOqUBRp",
-	"RipzDGiGJnx6G8uVpCQxMO28+vY6YW1CWoPOGsU53HM7W3RfL70U60fZSb/KU3zrCf3bwtmuI7pr2RwW",
-	"b7+09DVAUbFqZKgA5Hv9kKLiM4j9AA+olcYU3TuKZaSBYFoslbTxFYgFUJByI+wGeQpide702EWpfXwr",
-	"ll70mTnN59UyxfpPkns+Y4krCU3gqETm7m+WZbbA9OlUyemqKIScrscIGzEf5/eEtVpBhsNLRhP+P5Yz",
-	"nuWEx4EYGN0D5AY5UERkM6bVQkAkIdfu1jSIncYykzYZ2mO21tq/3/mFwNdaQOCXgMhEUcxTr+OW2K3K",
-	"7U8QMdNjlmQpcW2jBiDYC0tezrGiCvqa0kT4qWHPPa50LS8EBWttBR1udClqiAMUJzftcsVOlrrgzJH/",
-	"u735Rt2JQmqnKQYwfanuWbNFQT14GcpWf1iQqhDo91ZL3VOKMFsNzZsVB9wS1b3RsGCvE4b8I7303Z75",
-	"qMkzj1rUFiJlLcx2dF1ky3qs54/Pr3Gm+CkB0wVQD3BwNUV5yBbaLKgedI/61/0n4/7x+Oi0Nxgefd+K",
-	"PuSzXQDJbWFhuMLHj6ghu3vpqLmX3Lx9+AvCzjzwZKNd8ZMHPX7dwzHadziG3f7gun86HgzH/aPe6PhJ",
-	"ZTiGnz5YYDfhzWgBbkwPRwz+ZRDolcL738IFP46RhgTPHxoveOwIFQ+nJ6tac4356guZirciUP+mstKN",
-	"9MBmQIHUD/B3J3iwLY3QY+dyjQIuPmxvzDodinVUuYLGlc0KXTcGECteeOGWCO2PULGFfDyI185FQTQw",
-	"nrcSc/Dd+ywVJD8OvLC+xKqqz17RVXeK2c/mK9DFBiFePp27LgPhHvEWVYP1Ms9KpiQz43JT8OU8llCa",
-	"xsFIak9yLm9ZnkmhO9j3pPgM3FtYjfR/DqJ+vx9A789iyf0DLekNkIdbniZ8r0XYAQLRgtwykFeHOr0e",
-	"g68AZjjTcQkWKadqWitblk4hFkvyLJ1Cn2XSfXgsEa7QTjBprbtLlWfT9e/6ScTqfxskEev1eh2rzgWf",
-	"HUsL5M5KXenQVE2/LTLznCW/Me1IzA4LJa9gqS5EyVNe8iSC5P4mUtDBFDxCEJx4qK9dLc13WHVnV2nu",
-	"y6en1E1OcKRrGU/N8F9Y9tNg3Vidk8xbwnALIirIicrKMVal5U7pGyxrqIQ37kvqXA5zMCkJywXJPCEG",
-	"BglsH4Aj2WzXCGiBnkMRTC74HRDrxlKXPBf2hRMxz2TaY18EWwAREKI+PdSRYtPpp1hW5dBgWQIhAfTP",
-	"tdPZxsgJqWsRRgNxY7q34G+Nyf75uhQ6Ye3R4IgqZLOycxZL8MNyc2g4MaZMWso827bGRDu01X3NRzkI",
-	"Lp1ZZSK6V8z+EhLeIj+dF3XzS1TDGmVCqtXNHDFB93alV3wHv9n/AP/1bZG1xq15WS71+LENwvSmavHY",
-	"NuAxraveMp2RmQK4U6dKkJVioa0xV12EQMmL68a8PVdTDrTyIINQiLsMDbCnEEe4wTpIs7OZg8M8lbDL",
-	"QK/PSBjAU3kFuJVmbjNUW2UAIQnZ8vGvK1gEIIWAFHjIYzy3b7Ixg+VclcoWIOt5tnS5VPPl4O2csXuB",
-	"3Pnb6PapkWYEQ92MHhas7jUO9tUbA0EmBaGP7WV2ROx/P55yyVPecj38uuTmlEiDb1LsGVyEZA3s2Pzl",
-	"aVXo44yJt8aH13TNsHcYAbFdN59jLcqP4c/grB8fRS3aVUiuA/88bJ6poL5Alwy2dB2AIPZFR6fi7cNE",
-	"y94kuhd+BxyzpSjcbxGb2/Jl2k2zMpYTMeULccYU7FX55kXwQMvf/C+rz/rroPVyB8Uvg9cLJuamOU5B",
-	"gIecB7JSH7+zhE/vt2LJzy3djo/IWgpWBN9VtPQzoR85Gxhs7V3SxQ16xYHwJ1JrAPEHlsFW6bjQTOix",
-	"i9KyeyhZmr/BzShqaJ44Jig7aiF+xfU8MU5GjSnKkdEQqHDUH7E8uxVkxoAKt9UbgOj1lszMlQVDfWRm",
-	"5hMoWn8yaeprj46gbvpVJF7ws34p6ZcqcVWTXPKhSRgSZE99IXyxkg8XhvjpvpI6Qq8R43352lGBZIUu",
-	"I6aWaIiYH2S+NmtAabBbsQauRifsyOB67BWYd5hnwNoPUq60FSKwrmxWPs/FVkxAnunyaiUPrwcJGQW+",
-	"zPKSZJk+paLhT1tyAtW6rlDHmN7rP82/l1f5NLt4ciH/NJhk/fvLb5fPv72+uf/zdfrthez3psO/vF0M",
-	"/mxsRZwZoH5lHlc63EOVzdEYSySjNzoZDlpRKy3UcinS53fobfSjlpBpY1h5cDzuj3qnfaRNNdc/Mw4d",
-	"GHCWlt9BQs0cuxIlUP/As+E8g+cv+Fv7tmOAS7qpRQpb3afTI9FqUKg6fTb89yuUQyvKrW0c9kaDp6aN",
-	"ZbGSU15WPg71REao4fWj9dRwPBr0jo/69Z4aDT64qwb9w/rKqnk90FfD8dFp78mTwcN9dXSANX21kvtU",
-	"JJnJ+lsN0gE1SAXuke5EWcmHao++WQpjglXZoCAvDiKixUoCwF4hw3ZpvGE1I2pF0y4yh/SquAPVAw4K",
-	"UrwokbwTS3AgGmTPkDPHMEc0n6iFgEW5oLaLUharZY+Z1iHDvguN2bgYVowAY3z/FClDbRVJSGTJlygf",
-	"bhdHYv6EVuEXF6+vL14+u6YvMb49rKsxcloA62TXcyNyKdVKUrShDeVHlhuzZwuRE5CATqDvZkqVZgWW",
-	"vY2rOiTMvETfxXyEsY3LbMrzKJbQaRDnwH+ZIzUEz90K0ioEKjfTV0g8ODcXIyVHIZaCUygPqfalYjpX",
-	"VEOGgTYYzUy70eUlG/TZf/0n5vinfHnGJmKtZMoEkn7Ahcj4l6dCl7bnbhRVmTmowwpYSZPKNmh1xJr3",
-	"MFBmY1qBpkc4XqGIAGdLpbMyu4Mi76wUluyt3Y+YFDfc/BTBIKCiW4ctBJcOeMJXeRmxQT/q9/tnOM2J",
-	"X89smP1+H0rqcr5YijQ2TpT7ocfO2azA4CXPzSSCOivquVTdk/au/fLgAyhJCLdIJmYzy0ry2WfPKwLw",
-	"L1cLUWRTxouCrzUFkrkMpM9pfgUa8TgZZqZnaDLV5buTd2m2AFL9YvE+ieVKAm0J0ac8Dx5lGlqsLCPh",
-	"a7OKAX4GK8idDcEHYXViQEcLYwv0pBiAX4iS9+55nj/L1fT2UidnNWo8mzQxTt09kYjCrgLRDpo+ETFo",
-	"gh9YrEi4gJohLbdyk81orFgsYfrwcK4FAdbKMTxfNF0g0rOAXQAqvjQVvQXRWihO2RBds8Tcq0KyEQ6n",
-	"1WALLY0q4OJhC+TjLSdr/rw/5Ej/cRQI8EprgllQw+E2WGBe9UPrip7441qiD5qY+/fwVh2AFZSRmCnf",
-	"jFAoVvIsLOvEqtqs/K20IQgTrORzMCJ+xvjjHs28VuqSyzW4wz+XsfkNyZ2ERKSbdmcQjHj8DpbG+weD",
-	"Et4OFfJO5GpJlF2W1RkjBdZUw+MiInPEWE6FJhOneolNkSJXHMYsyuxmpVaa6dVslr0NSf0EX4zD44hV",
-	"TyNfVa+kMMdchgYMrrVYIsv5dkMHzKCaaQTczjbkb44/Wdr0VFYC8yzIy5hucLkyDiYbl2s4pc8CxTvk",
-	"0800S1dIise+IeubQflieFC5SKY5RbGbJkj6cSvWLv+PIgUadKdCW2B7L0llLBX0ehNGVocdSifNZ3f1",
-	"bRFUOrw/LnzqTo5dkVO68MrN54Pipu6eLTotU8/088uPl67kLyZY+vAOc3CkFM7nSpjU7kyPyVN7eIeC",
-	"1W3FSJDOfuz197yMQRTot4EEXSBggoiVNMJV7CjG8dl+prCL0u0qztk0LU4ssX+N9xGAKY6PHJgYUBE+",
-	"JhPZWPavoEkAQbLVUA/4urFsN/q5bF83N5aBn8vZn15/85IRzQj8wYkFmD3Ldx8C9zGAEEtLNU+PQjqj",
-	"CXCizbxnjCaNlbu4SBNwTWKZZGkSsQRIKxPkTYM+TwpRFpm44zlUxQPiiMvb4JJYwl9egdupZNIhJnaC",
-	"vDNPjBS0jnlAUkDQWmQ38xJ4S3rswrr7la52KBrIDrQ9bRI9N2K10EDHMqWnVtvB3E3kbxhnx0iATiyi",
-	"BisRutXXhk9wWLVLNxQwV85rIZCJyJW80VZoB5qcldqPkOn2kvZzsjbJVTSXoW8YXNC2qBLSm7DyOLpU",
-	"S4wrVRqNAzgRiKCieIeF4PEs7/Ri+dLziJDIDi21DHhZTC+C7hAEN/AQG1tN0LB7UKsCJpjCDzXdfsNB",
-	"aShFyrM8Z/0ee4b5zkLEMs906ZR1iJOnnIusINsBpz2mT/FlFij2FUoEmU43Gw5uMXQOz7IcWfuduoO3",
-	"mHKly3EsYTbW7QvQuFd3gvXD+M3UNpcR9VwP9hk8BeEm8IyI37Ssehkgb0GKkUAvzydcpkoSZX/OS+BY",
-	"NW9Y8LUxWeglxFq75bwnvZdPUM9m/a1aZYNkrqHM6atSd1lgnemcwbDvJgV+BpADHuHgK1mtfzAXoOC4",
-	"ndKt8Shq4fZP2RZo+ldczwGHwofHT8bppC/S/mwwO5qcHA+PBk/6syfHs6E4Gg3S0cnJ0+Onp0fDdDQa",
-	"pk/60+M0PRIn6dNTMTkdnU5G6WQK3QQrHPxJnavSPBxS6a2ohRsh4NuciIN2f694zbCbd+9GrfAIfk1R",
-	"CIwGhw9hdyNziL6JNh3zmuM9GPYbvOLPn349eI5cHffqGfbeDvOMGhPMkYNCE/6mbf7zxrn+m6l2iKlW",
-	"euUoMtuMPWKr1sxpEjm1JwJG/Ii2nLizAPgdplzdUySIIPqBCOGivTMBeZMkiiVtEZQet5hrm+EmPCfx",
-	"KYIiR0inCLtmLBfGuat4p5jZ8HmIDVpFfH+PXSu2VCjL4f1CYxVIcU+PjPBuVwaI3wFSsPyeDpo/8iUc",
-	"7d8FTpxFf9O7NmjkqK8ACbPpFkPWDtxDbUVWajfCa8g2ueHLxKoaoUY5FhbAc81pxtqJOaGBdjspVUK8",
-	"Yjq7E51xLCHZtDL2kcoscBkkoe8ylOHyInzWj9W3oNAZS53lgHSgrvgS1GbgFM3uhBfiOYd6xTGAh3BK",
-	"dXFiJBUFbHP6sdfgUHdfmw/Ezc9OImgZCtp4H3glyywHE5G8YW2FtGRqdYmwtzKNRXjmkI0lY4xl6Zgh",
-	"yD6cpoi3xyvgTnuRMTrDH42Z5X6bC3ZF+YLnODgYIgFNVzUDg93eHEuAgSkpHUtg8oLrsgt3di++cDXs",
-	"iCRdFmIqEBev7gTkxmBadWjkNFnFVjeI00RFfr2GsQUcmR1c6BTKPCGxPrTfLD9Iz8H8opIT/OR3cQus",
-	"+tb4v//j/4viVqnwn+8TKwhuXIUee6YWYGRCjQVrJ2PgW+pyMzmSDroj8HaMRw2OmTa9kupNU+kfq0yU",
-	"Pbc32HBLLI39snZKRoIvHkC90Fl66P4IW88nBbCYwcZYVvopiFNveK3uNPkDTIXfj/rJ2G5JIyRlHpxW",
-	"IkyBfBSb5hmqZCwEbJYVGq87h43PMJoPBgm5KdDI4gYrexcc+vzq8rx7fDwcmHOR2D/Kgk9v/6bn2RIY",
-	"mH2JYqlU3kOI3ZvIfo6ZYgjgKFVrPBicggWwJI7XzY/tDsz6Gj6BKfL7IUlV4MQu75Xb0eHEKBWbqoV4",
-	"+BP7CNIH+iuffmuNB09Pn/QHp0f94WiACH3XC43m6dFkMDN251A85aeTk+kofSIGsz4fTo6mo/RYPJk9",
-	"7Z8MTof8aDKaHqdPxNPZSf904H63gHXSOHQqmKiZfATWKwHXxq1iikrJfz59Nrp8+v3Xw+9OAJVSsWl9",
-	"19fjDTB97RDv/v6jo+r3O/K08VHUAmvFuCTLsjtS3UUms+DNeb7oFTYd8SZquVP+sDJgu64dm+/GIVNJ",
-	"gbVoS7/hy1jWt7PRwO5mZrqZjdocEYNhn7KxY+ZmanAznhq4ImL4urg1jv2kjltRbPsobo3fxbAe8JrK",
-	"ioALzTrCq2AlwWV2LcXGCjbNCndS38yBayb2LW4qjS0dhC2tXL3RWJrScOVf1aqoFIyYpmtWqoUqCnXf",
-	"Mw007alR/FQR0NtPeJ/HfqTderUnvA13A5Bpwd++EPKmnLfGp/3+08Hp6fB49HTUPz31Ml+6LLZEkkNo",
-	"lH2NKohn+wFrpUNSnCD7D4fNv2gBwS/BGzILmpXzAgq3VEGWH/pEbnp8Ou9nG7brfLlE3UM24eV0Hk6Z",
-	"TAYIosCJOGOcbsJYIiSzGFo7RQaEslYPFs1pzCFlUpccIBpg9RnnBysleSyHb98GIBxsSZiZCuzcG1Ha",
-	"dPXbkuZpLMkgvA7NbRfmCxQn4dFjXzdD1oMxsBEC1U4gBpp0guKaikWhFZvxwgpxWWlK57oQ4Su6N06u",
-	"G+oSP/uMnZMTiHW39PKlKLBdEZikmi3Mf2TyJpbJ//HDefd73v3nG/rffvf0b71x9827fjQYPn3/vxLW",
-	"HvX7GJ28z7ToeCqZiUrXGFnO5AO1kR2UrLxDn1NpwRLaHxNwWaBSkmqAn4zY19nn1t43Xfzym2vLogMv",
-	"Nv9NPTVGGE8sb8WyZC7QhjK8Ngg+ESigikKd8gaAaLbMDiE8ahZLcwu80mxaVqfXqy7ynOWwXUIbXn91",
-	"3h0eP/EAJ9Bocg1IoioEjSU10IULg1OUG5cI1cn5/Km13YGep1jJrv0habLRcck4E/3DoUblqpAAu6pz",
-	"sVC9gAsU26A7BVVKFGZgL15csjr9bmAb/s+0CH8yO/AAyw/myo9TLYmYNVymG9MI0AOw1fGSHZt9yukN",
-	"2ZNhMOxbY4aCXPZhFfAZYKgQCOVeBn5VBfVwEThcG/AnoB8yG0i1mTZps/21w+CdW97Y9L7+AQOE+8LD",
-	"VVB4lEECB64W6f8Qm2pfJNWXFl/3c2GpfhbjD6eONQDgWCkAxbIbGfUYj5nDSVt2WYKXvLjdBN8AmGcj",
-	"Cm0J2toeV+9Ov06ELgRpcxcaxBAxC6ld+pVcIjqJYylkhQXPpiu9EYhpWLC4lOyxIAOp+RposL2EBKBB",
-	"uGSQqdZMgFhIsRIdq7bvk3ttyEd1zqjmkzuwETwEjE1AVxNGCQwCnLNUc2Aj8hWzoMqGG7SVqkVjWdGg",
-	"wEgvMX0S1UYhSKFd81moGwamHohbrAQBpfezQPDHj0U6u56rMVdYfDbXbLoyjrMqStbmgDpTqzIyPVtw",
-	"PXdy6TdClp3qxl1JEZq5H4KyNt9VCD6dUzpWyLT5WXBWHhRuwdH9cc7cLb33cLrZ5pelYg5UB+rvtlxs",
-	"eyc251lDiDMez3vXkMH9GzDnLYnbbed587CeV5be9tH8rQRxCz78/SdEiNuP30SJFyv5mwnzmwnTwq/e",
-	"YbjsIa9+HSpJOzUrUAnjS5c/HzvS1MkqvRFlRGI62T9FxEq1/DqKpXhbFnxaRgyEbCKS5LLBI4BCUh6Z",
-	"ss6ew1uh2jogyohEDkMxaOmwrPTy7FaL3Rxp96q4BRw67vGY34ZcqHwNa80WQpLM2J767bGsCLizw/Tb",
-	"sX6dEq/mMxLWBuPGCqNxRBhaSTUUE/MvRH7+WFZvquqfUVs7ERM9AIT98fk1q474H8w7fm/pOTF5VXsH",
-	"8jRJp4QUS9TAqgTyditws5oAN1TlfQoF7oeEt+sh93wdCHJSJwfyAmGHV9QEQgLTJk0BCCMcxlOK+8Km",
-	"UG4CnT5GPGqlsY2Dy6S677EEDAm6y5I6ADpZSlX22DkUAhBXG2FaoDv30EvwErXhB25oJEQ/tcy524Z2",
-	"w81oC3nm7tj/FN5HPzfYEDdFcyMKbM9gwW9WDfyyVXR/uTX2zcK7TiekQXXXT5iGo+/xO7OHbi9p+kaG",
-	"Mo54UE3WpHE55Vp0tZBY0TxmiTnskgiKccy/bxMI4MeSKlzxNpSbhC0PIvqwiScEh2c5VMVjec+dkD32",
-	"zDhSZh3GEqhWSlf+7dq1BYv72qvnPSzA4g9b0xY8NliCh3pS3RAd2TNsGUtezv2OAXzQdb8sXHBB5vTJ",
-	"CLTs7H82ZE5/8o3FGS174FjpStvDF3KmDlDT+A4uq9588M5Etz28M+GM/VcX8N7LgbD99rHJ5ZqMjen6",
-	"iSASB7feGvcec6eYrkCm0KzCieCFKM5XZgH8AEhszMY2r1Hg6bT5WqwJcgJRPE0LocF2WRU5cVaOHz8e",
-	"DJ/2+r1+bzA+6Z/0YZFQy+rPf5HdCaCTBIY2YLEUWkdgBKpiOhfwcarACzA9yHMup6LQIH1UqlshQV4Y",
-	"w+hW/d6meOov/M4ZYZvGzdjvf5s7exCWJE5fHbEXLy7xBxTCQnZbwvBeCZ52F0oD5Z1M2dRuqGeMQ7Vo",
-	"qPAKdBqrLC9dTZcWrLyncgf6KD+qm991uSnAzc5rcsnte8vXDDxsaOO/vr46v37+x7+y9lzdO1UMZCEg",
-	"DuoOK9UN+iepmGapQL+HI+8A6IRo8mJ46YiNLVVs+AWOSHDzA86rdGAZGPdYWzA1B5ZkWRphNdASJE2W",
-	"jnkPUcEheZjSJZZbuQgsNBViv0E5sCXpxy8wrce0MhrmMKz2gBJieQaHJEoKE2qdCO2sSFqpmBZmhhDT",
-	"IXUTvQbABGdmatvgd+WLS6tGZqXt7aiHtOQNHYc1ojxlGhjGnR/rZKjNp5OrWvlsxzSuCvPZdInpI4lF",
-	"dpKyxcis6EPxjrLaFi/GcspliiLCUwWM36CbxtNFVpYowwyOAbjdNMW8SDMn6hkkTwQ3KShO1CzP5C0r",
-	"q2uBCO82u+MqrPrUAQlRxOZQH+XIiOz8qoKvYmmTC8jYzQtUYyEx7CpuBZmGMOARUToPqyYtiERiuk+Y",
-	"PQ2jI1l5huNFzmqEuCwL+zEDgWkSMyiQNokqcy6oBn24TKLaX6utk8c0AlB5PfbcdHsmadIgXTi63FHl",
-	"3b5i1Qx9nkOM37RGRo3rwgypvRfAtrCzmA5uW5i1WJZzQpuRzg20gW5G7UHcWF9klrrczJJsanoMQPqx",
-	"zORMFEAo6gI6OMRploJ5DFMpgPebuUdWsnsIlfz12IWc5SuY6FAAqhlQm+uVXoppqUFx3LRiqopC5ES5",
-	"DMLeb0EpgAhF+UoLfRZQ60zwWlYIMyimX2ZZsTBjPM0FL4DWalEZPIHD0nr/5v3/HwAA//8=",
+	"7L37ctw2tjf6KihmV1k6m91mX3RrVSqf4jgTTezEYys7MxP6DNEkupsjNtBDoCX3uFT1/XUe4NT3hPtJ",
+	"vsJaAAiy2RfJci61NX9MLDYvwMLCwrr+1scgFfOF4IwrGYw+BuwDnS8KBv++GBdU5YK/ZSktCn0lYzIt",
+	"84W+GIyCqxkjCTU3JaRk/1oyqUYkuZ2t9J/6KUmoJPmEJJLTRaeXkCzPCBcq5uxDLlXX/NBPSC5JSfk1",
+	"y8gkL6UilGdknkvJJFEzRtSsZHImiuzcvSvmuSRFLhXLyG2uZqRkVApOEvYhLZYZy5KQLLlMRckyeJ15",
+	"f0GlCvWFmOs3s5s8YzxlhNM5kyRXJPff0SU/CKKWJSeiJOWSw0BZKsqMZTEXHEZXspTlCzUilJTM3MSF",
+	"wucGzyRJBVfsg+rGPAgDuZzPabkyJMQHxMTcDFMRS0VwliP9nlnOpyQtGC0bxAjdr7kkOf8nSxXLgjC4",
+	"ocWS6RVLS0YVyy5UMAr6Uf+40+t3+sdX0elo0BtF/e5Z7+jvQRjgo7ngMhj98j4M5mwuylyzwS8fA0sg",
+	"/T6azXOlWPZCLLkKRlEYpJRneUaVudneEIwmtJAsDPIsGAW4yIF58epSX7udrYIw0GsSjHphgIsXjIIx",
+	"K8Rtx01R00svYTCKuv2TMNBUCkb9u3Drt3qbv9X3vmVXObDv7d2996f0QujdoFgwUuWShUEquMwzVjoC",
+	"9PW1crGUL+cLtXIDyfI54xLpOTgdhgGbj1mWsRJGM6NyFoTVx0e/2EG/DwOkBme0ZFK9zqW0E//XkpWr",
+	"7/Sjo0DOaP/oeJSlbHw8HAzT/nGaDaP+YHDUGx6n6fHxMe3Rs7Osf9w/OjoZRqfsbBCdDaLT02M2iM76",
+	"2eAsooxpmjBkmmo+ktEynb0WGQMC0VTpJVAlVWyqeVaJxfeaXm6BRlH35C4MJgW9EWUwMnRvW4A5k5JO",
+	"mWGy6p0fg+ucZ9W7cVA/5zwTt8GoFzW/FuKNo95dGKjVQg80pUtJi0Av3+cilJZnMJkyLf4R9f78zduv",
+	"e98ffzP49vS76M+aRiup2PxNKeYLvd2Cu7sweAHDuuDZixlV2wRpKvgNKyXIUhAGM0aEmrGSWJEcEqrg",
+	"slS0VE5gDLvkasZizha5FFmekiSdUZWQW6AegT2ipZokMv9A7AqQA85umVRG2I5XMde7IySiyKrLOUq3",
+	"BUzp8Bz+QEITXFuSZCzNgdGTmB/oVSG9sJJPJOqeHILcrQQXA8kmZ0LpKeHwUKQPkpiDnAbxKquzgeLT",
+	"ZlPAsdAll5yMhZoRK6v0LTG3MoFMSjqd62MtJP8UObdnBCXjgvJrUuScgaDHyb0RModjLOZaspchoSWD",
+	"j+JEn0lzoBEtxsl4pRiZiBL/caDvmzGasTLmqqQ3rJD4Nf0DktIO5zAkUhB2w8oVSWdLfg2SW0kibnnM",
+	"nRw+J4IXK2IOL7hRkpSWmuQlU2XObmiR6OPTYzp9iOKZpm6FP165kQRrBxKwlD7H6uts1gmXSTNi1D3r",
+	"wSGKTDGjynDc9tOn1xlEV9HxqHekT59h72Tt9GluDpwGy8izuZx2ep3oGTnQDEWOD4M2oQNnAP410sP6",
+	"wjzmvqMH1tiqr3GSk1LMCaNlkbMSeT+X9Y15YMgRB/rVcXA4inm8jKJBan4oRcG+jIOlZGUcwAb9Mg56",
+	"cUCWC32gZF/GDUJER6OjXrcfDf8eB/Am9l0ekkyQlVgSOcsXRAnygnKa0a/wS8/xU3izFjK7KNazFDu6",
+	"F8V62yjWNmkqZS4V5eqhM/8bk13yTlGe0TKDyS+0auMIQBS9ZpIc6SsnZLyUOWdSkoyuZPdBtOlX3DS8",
+	"B23627lpN0P0t5HldNQ76R4PIkeWF5STS73F+BRFUsaKHAQIzbJSU0BwQjkRC6aV1IyVXz2QGo5TBvei",
+	"xmNwyv1I8jd9HC65ygutr2tOkSOc/496/jIkizy9xkNUXwBBlc6EkIy8zHJlKfcwthlUbNO/B6EGn8o2",
+	"gy006vVHw173aNB3NHq9MnO/6PSi4YDQssxvqjMgLWmqrSGZlozxLkEumzIFNsyioCnT59VXD6SQY6Xe",
+	"vSj0GKx0PzJdPpsTKfTBSsfa7FIzqrrk8tkNA4ZimU8N8vb1RefoqN+Dw98n7zmhZFGyBc31A6CZFXTM",
+	"Cn28Cw4n/C1dacm1EsuSsDnNi/25Dw58TVw8gB1tQ9QQ4DTeTWenq32Br9lG65fWKoZDcUElGrMSddPG",
+	"uTiK+Rt9h/0AOUBbtja8EYmDx+LJIOYdUjIpiiV83/5KDsplwUbkGzqnU5aBYNSfoAVIACM4WUYKLTbV",
+	"jHIyiOAAIXQqQDWzbyopaN9wT8kmS551D52vYEQ+xgHM5DKLg1Ec4HziIIwD/bZ3OU/ZN0ZMx9qs0tf1",
+	"mODu+jzj4E5PRwlRENSY/uFN9mDzl9CMhav48qwjeMdMOA7uDsl//3//vx5pOafmacu/5nm9TK80m8KP",
+	"wJQsg/FccHnLyhH5LbdHcBcGTtnVPOqcBc4jcNZbs0Tv7uG/ON7iv0CLH/ePk02eSaulVhAGaD98a9T7",
+	"/ylSys7b2k3B6Mjz5aAvZVD30azRM3o4PX+n5+I6VYae12kfqvQfmct+R2rVOnEGljiDDW69NeI8Gsv8",
+	"Jhr4OgX6lgLD/SjQe2T2+G3ts3V69Cw9jiqH7HZ67MkRf2ALf51KkaXS8UPd1sftbusWz2k6GR8NsuNs",
+	"kJ1OaK/HjtLTtHd21M+O+uwoHbLJeHx0dpINhmySpv0zOsmOJoOs3+sPe2l0Mo7WXcxRzZtsnEa7/Mdm",
+	"XT0H8scAYip/8NWNefsAfm97ddM4f3upeg8K/n4Ow/3I+XvRa+5B4j+6VqtnpoUfGMMQTWqJUjlHt8z/",
+	"zYJRP6rCUDYKE+hja4vh0dvP8HB2uicKnRXfds49me1PZvtvbrZv0VjWbPc2m2hX5oC/A9Zj+lvyB46H",
+	"D8wfWP/iYL8vDk4fqqINPiGzoDWHQE/+V1HwPlcOgb8IGxTBJ/H3JP5+B+JvLy3ic+W6PMqGXst1+cvZ",
+	"i+Hrk79/3//59ErfseT485J3zM/9v75dT4J5ssyeLLMny+zJMvtEy0zP8+lsfzrbfwdnO2rzQ0junFGF",
+	"BxwE0F0S3QUnLhvT7EvDTiYp02kDfq4cKPtOz9+cOhcdjQZn3V5/8PcgbEkkLVmq5+1vhpDcsHJMVT7v",
+	"bs4RMB7WktHsR15UBscD/R9hYITNrhnoUaLvH0hqzKK3kAKa82lLtiykKD6TpFzyLnl5o2fbJyXrUM7F",
+	"kqemYMAlFWr5wOCuiExyVmQx17wA/4T9lSu95pQkJVswqpIRuWYLSH41qaBaF9NHNBdEFkJ1Yw6lD2h5",
+	"5XyakCXXjIVf6T2TZEFXhaAZuaVVsQChMubJxyyfy5BwUc7vEswcLZccbuRCWQ4GdknwyZf2MzI5bKZr",
+	"XpDUEIzYIgLIsIWRyJAIzkwy8RwFFjAVsZQCp5HHg/gY2FQ5z9gHMNznTFH94y0tiheFSK9fy2DUOzk7",
+	"jnpng6g/7GnDzUwYGRmssbpSOhj3JlF6lPXZCT0bn6bD7Jj1JhHtjwfpMDtix5OT6LR31qeD8TA9yo7Z",
+	"yeQ0Ouu533dnsuzWWfXaeVp5pU6b2gxXP3EXuvn3ds+/f1Sfv2MLYN18bg11veSoxrfatNV4XMpDF7R7",
+	"fzj9XcMZnkX9P+pyIHtah8jGxXkfBhNRzvWdwUQItShzrrqlFRjdmx7aJzj5NS+Lk4owNrlcLESpOsPT",
+	"vn4sK8ViwbKXZh9EYcB4tjGBedg9i/pahsG+qfw2k5zncla5ciED/C1TNOfm3ZfV7qIf7NeOoigKAz2d",
+	"NF/QIhiB0tk5SdEzvdHiUrTcI8lalUue6t3vTc6dZXdhgGKGZS+5wvNs/WiRbE65ylOSTGiqZGIPN/Zh",
+	"kZcM09gZV5CMTyeKlVaViflBolTxWiaHIZmBEpeYhy5UAgUM5IalSpQkpXOj4WnRSKeMq2cmOX4uMlaQ",
+	"g1NS+cBCfT5fM7aAu02lBJEzUao1WZl8hcP9Egav9cr+cc6hBOfLSpSPCLVFElUKf1rkjKuOZpYiZ5kd",
+	"a65AbksFSfr6bl+Y0jRlUnr+/pZSrKh/1RuOosGoF3X7xxHwUiU+fom6vX7YibqDXhh1o9Mw6g6H+u/o",
+	"KISaoE7U7Z2FUfdk8N578BuQOafeldeacsEooOmcdSzLw6+dUyhEMkuBIzvpRL1O1FsbWSPqXp0QRi2Y",
+	"y2kQBgWV6gKm3j7Xo9HRUfekB/vGE4SwKAGKt4yCiLsLAymWJcZPXDaA/VebgtFKUE/Dsm7Cn2eMk9u8",
+	"KEzxXqUuamPyq8qDozegFk11JQW2yLd6U7+hU1bX/RyXgRsDmKzI57n6sp+MTBEL1N2oW+GKcULktLk2",
+	"TJTQRzqrncq4pTBK5DNVtE1NrGy6YC2LrTrc9lm61je2xebbV25NcJ1GFydXgef7t//apjPWPt6ypL8P",
+	"j5+zuxtMEz7Gyt1/0/0hVu6RLPCtm/Z9GHD2Qb1YlhJMH7b6c5T99c/Ly3+Kf7968efFeP62YC8uj19/",
+	"F3X/Mj+7+a8P/RLq976lqXInoq93a3lFslyqHLLexytCoWpYlTRV7mQ8cOJgUYpJXrDk8BwelWRGb5i2",
+	"KGxpMa7spvNjcD+G0Z8YAVX/kWeBY5YJBmJ2cEu/NxqedM+iowa3mCl8GsM8gE8mNooedc/C4JrpBfDm",
+	"ptVDo6DoldfaArBTnulNi0zVrV5p3BXrUl0vtWw15yvFx3rZbLHDeEVkPs8LWuZqFYJ4yNiELgslyQQ5",
+	"I+cPs/JPRr1+N4qGlU7AyirCt8GIt6foPlb8fvGHIxt/gN2udbhg1D8660fwP6emWwptt/v9OTWIL8qp",
+	"UIrxlx8WBeUUtc6mEpr86eUVeX7Te+7r8fK51WhOTga95+ATfD54zvSLcv6V06e/dNp0EnNUT5NvXr56",
+	"efVyxytbX2GcAOZsDi0CgASvngVFcJWstGSElVSyDItoyyWPuTNZDFoAOCOgelOLBJAshILTS5IDLhQZ",
+	"RsNDV3MZ85ngTKoVmRR0KomkK3I7o+DLmAoobpWK0Uzb/wWjN/AdRcRSmYLhgmVTVprvyJm4lSQx9tzt",
+	"bPWFAVnwPCR2RESU+TTnYcy5uCXJxC5dco4ymwszbKg9rUEUYD1rGwqC1Ho/TByXRjVrorWm7T41wvJY",
+	"LWcGz6yLxXyjYJOaUwPHAlvaCKqAC860ADDGJYguhKvAyvRyaUpR7bWPQa5YSV2S6iJnaT343Kg3H0cs",
+	"iya9yWB8etQf9I6jyfHRpM8Gw142PD09OTo5G/Sz4bCfHWszPBuw0+zkjI3PhmfjYTZOA2sNo51WN5Ur",
+	"iRvoNS6XpnbWXq8ZtmBBdW6GNYK/wx/RvCL+S8jNEPwNG2Y1PKJ92huenUXHk+M+6w9O095p/2zYOxuw",
+	"s/HxmJ1OsmGPpZMoOjtNj9iEnbCI0sHJ2WQyOW2Fe3AF23Qsblgd3qJJBptVcXq8hSZOInrUWOPrGjma",
+	"9VW9lvqqUyg3biQsvAfXTMUZ/SfO+A04o/e75Iz34Zr3ad275CtMg0Dz02YXlT6KtC6AUXQUVOYIMGXz",
+	"iubayv/ByFvjl5B0JfFkMAAzKBD1UeQ7bPQlc0aRW20fb5fAJpIwBWnaMTIWSxfdMCwEgTkbXaBOMU45",
+	"HClFDog8StixHVTnqDcc44fJy9qADutjwI918JX1oawtcggHHocPzxhBz1LO8UAJ8Ty+rSaLlFojBg5P",
+	"j0ITcbWRn8wY4abOPJcy51PwY+JBaqrU3Cvccy6EsfHNawgrUlGl9cvAjR0+tMmpKJdywVJljj2rpd+F",
+	"Jm9jg4/jwmBaLJyTbJProlaH9xThQvn5ZAGsWQAt9vns7/xtkeaXx5fzv8/+Nnj770seda8Hf87O6F8+",
+	"BBWPvqJtLKr5RJu55ECUoCseArc+8eZm3nyPNAWXZKvLw7rFDTpRE3BozeUBlw9D8s+lVETP7H7e8c/n",
+	"DutHo2jQ7fVO/6e6w+7C4C2dboKjurDn9u1MSGaMwpzJxCDkgemlOSCZUZ6NhbhOCO4fgghQR2HMfQio",
+	"o0MM8ahbQZxSh5hGzzbiNMV8O1AT8XCaIMPYDMriNYF9bQGQEHSJpjMPbYl4YEsVgBN+z4A4xXwDilOX",
+	"XChV5uOlYgTW0OgrMqULAzZISVoIfdLHXNGpVqXzjOmret7PJOJI5eAvWkqGmQhGY4OfOLthJRmXjF7L",
+	"mIslqE966ONCpNfriQBvL/5kVmEEhDaYUZUSzTOHEAh5AeOV/g/mCEAG+5qGvQeO06A3Gg670Vm0B46T",
+	"U6XRsS47C1Hk6eqL6BkG/GZKLeTo+XMTxuumYv7ccthz80x3kU1aVPA6Xk1Jp40AtX3NF81Pb4PAeOtG",
+	"jDJAupRU/Jvk2Zc2Zal6YxyQTKRfxsG+04kDOJpMFqTmwpxPv4wDmzGWKzaXcYCT/TIO9HRdmp7+DWId",
+	"Rk4Qk3ZFUsrJmJkYhtlUeZVbJiZVTudElISSScnqoTC8ugT9HZLNTF4eTt6ilexEaDgdNPWJ7QgnDXr2",
+	"HsYc/Yo5To4fyBx7YNFsYYTer8AIJ8eWEd4yMNshVxdut+fFYiaUIGM20cSoko1nDF5HxjS9Pie3DCNZ",
+	"m4JfhnlAUnj5yPfgiL7HESfH6xxxD8yO/s7SuUykP5W5VpX3pHwQBobcwahObssqLXLDUxzsO4MwAC0T",
+	"HEHN0rwncbJbnOxZOXbaCqLx+Ze994BlfxIUGwTFFvSHurRoLdXbb7HtPNZW+5IrVmKYiRZuunbZ7d/P",
+	"U6jI2LLd71UMOPyVawCP1moAh73WkqF+bzCJ2Ak9nUTpcb837h0f00HEjnvR6XjcS09YNOxl/ej0aJhG",
+	"A9brH52Me4Pj4Wl/OB4P00G6XgPYa9QAUs53VwAe3a2d0+1U31D99yRhd0rYqmDkSSK1SKRHLNxzbrOj",
+	"u3Uf2YbSvUfZh+t5txe9b0+/G/xw/Cb6y3qF3tOmedo0n6Tv34XBOwPo3eI2vKogwy3st9froHIWVjji",
+	"hyP4sL2ADgosRaJFsdGHuH9KXSNR1jtBvVRZc4rWUTiMANB/Pzzprl7G/nBXIwQBg1tazoNPcDxWo4Gz",
+	"dCYkQ4MctgjktleWGLJaMGqUiwXheokZKHGmSqyWdFUuQcR+nno4jIBNMbRbVeOBvM2WGKaHeonTYQR5",
+	"+rR48XtJIXV5BBJoh7Ufj+kPVuKa8Z+kiZXkfLHUitqgpxdqqeCv02PNWUIUL1ziCy2n0A1mbS09nXe9",
+	"1k+vNCtLUXoqO6dz5J1mQSG8Si4L9aZkNzm7DUbBQ0oEMX5ed3NbydSWqK1385d6L5vM7IaYklidBVEk",
+	"LacPHzkn+0kMPYmhJzH0P0AMQWD1nbEjXlBFCzG1XN+MH4Mmmtp7oPJUEloURLIbxone+ZLk3LsFCHIO",
+	"iTUx9yqgbiVJMFSckAMxmbCSjgtGKF/dzljJDoHPE5SH+b9ZAimmMa/u1HeNSGLyVRLMI0IwiEUhVsB9",
+	"MyhbJa9evV4rt7q6FS63yESMYQ4h7DUiWXnDSpcw+urVawKp3tNlWe9gZQwwK2zrJPuesQUOCsR0ImEm",
+	"9rP//b//T9XwBhErGnXZoUnGFyUZM6rgLtd5R3bJBVksS0awhB+HGer/Ojktq/RWSH8xMyDjJSrnfDkf",
+	"sxLDn2U+nSmbHw77FQrVOkp05izLl3NooyIhnwjXcUfUv/mTTS2CZB63kNa7tKAlncMe+g+Zztices6z",
+	"f0rBO3i1K8rp86ykE/W8H/WjTq//3NweBjTLcnSZvSnFgpUKVsXsq4V3yQ4bvDNS+YNsKSs0WwO4G0C/",
+	"cY56sYFWerrNB78Tt2RO+crylimrsktvygI1Lef0Qz5fzrWJDvkq85ybv51dnnPFpgwrPkr2r2VeYlcu",
+	"mMR7d5sYQzCoumluyqXNLfqffg6GlxLDaaml6g0L3q9Hv16I+aJk0OoO8vQm0DjPhHwV1EZiAglRNC9G",
+	"JmUNkiog2yTB/1aMLxVdkZLewh6HXkPIoqKAwghJJvpfUL7w4w8vCYbJMRVOS8eMpDNGF5gWh7xr9rV+",
+	"9rbMlWIcTEk4CCmRCwot7+CwgYOINw5GuLDQfy1LXvUNwgQ4WmD4/JotVJe8EFJJQk1Snh7bCEZFkqKY",
+	"J+RAH2tCawOlJzFw4+bSyBUj3eAVCWEfFkWe5qpYte8tJwS1NlXMg1EwX3X0P8JgbvSw6UJ1hqKjeQed",
+	"LHBWH1eb0H9HtQ/hdfXNaHfLb7ob/dHusyGBKk22vYTaAspBeO9eE3IgGcNSC7qg47zI9egOzRZ9xfhU",
+	"zYLR8VDTRimmFcng//3lovN32vl31Dl7X/2z+4/O+49ReDy4+4+g8q2pEtIq3Zq1Ha8m0ROZzxBB4pYw",
+	"FT36QOqSHyD5wogfTPH0xtj3097cZy1TeGLruI26DUkFWBN+hth95JUvKv3vfCuKDPccVaRggJWjVwIk",
+	"pivRLhkpBM1Y1iUXY8m4Com6zVPmBMrW4fRbh1NzLq5xjJ9PruVEfRnOQS/gMtfqhz0nc0mWLieZwjAb",
+	"y3EatazHAyV54G/7VrH+3uhzdgdZxe6ST8S668tttGpT3U/9eTopnk6Kp5Pi6aR4Oin+gCcFnBNQvfN2",
+	"yV9UxYYbqlrLJZfPoQTlualMNNgotTosKxGty8wmukLPUzHH0EoP63ks0BPKWmyX6oSlPDcNXmMuWSp4",
+	"ZsS7pnQhlPew/zlc+NAeDDlXIuaCMwKVbw65CmqzRqSXNP0Cb/X87HF1K8prllngFkxc9QYY2ubaOD03",
+	"hBxbv9ZSVJ8qNZ8qNZ8qNZ8qNX+dSs27MMDMj+3qfwPvkRxoEV/5YDcr+k+OzSfH5h/Osak3RSn49C1E",
+	"wX4NJA8E2MrYQs2+7GtVI+YXCIHZQRANIyTrpbtaRdEaS63FeUiS29lqYxf7UNstFlHU63p/CBCk5QrV",
+	"rpLymFMJQS+D+lkuOTlItNjoJSGBf/TtPwZJiFVJPuwnKGS1AUPpjpLwCbRXEfi4D/8e4CsqJTAvpYp5",
+	"VUnthoK6mX4WkERj3usSQFPtoafAwOfMGM0WUFlODjDm93Wn349ODk3Q77yC5os5IQ6jBBK0MAKKJgNN",
+	"U7ZQW9OyuvCGS9NaHrKDEoM8gtVQ5rWW4MbHoH8B3A9awAswBwtEDytYqkrB81Rqi6A3NMjpvG8m2x9p",
+	"eWmBzBHkHAu8TcGYO82MAOzGfGCeHYSkPzRhYIApsfMYeZqqbZbvJkKRTvoAIgd4tZ8QLdS0baVI1O2f",
+	"VMAuFjzFnJrID4SQQdTJ6MqI7Di4ZYbWDerGQZfALoQVvsLm/DkfkQTfm5ADTCQIsdodIZlNsT9UnoFi",
+	"FPMWMBireOsVtNgrnroe84PE4nXqg+6X6H0XfkjwI+jDcXQJCYhy9C4Zbo15YtMW35687v/l7K/fD6+O",
+	"v9Y09I7xkNijvbFHKc9ijjg1i5JpCxA+7BxRK2sdYa0/MfuSHCRQft+FvRHG3PwJh74ZfGKAF36J3ieh",
+	"eQ0iU4LXyEi6kWakmJslzPEI91YOMaLgq47eGOS1VZUxt6CXvk6H3MEdpMIt9cET8go7SH8k5hZOuG4Z",
+	"Wr1j5KggCVwAJEtNrNsa42gZaRAC9K3VuiGMjyYncEPOJ8USUD2rYG3MwY3gxYphsaXewJiDaeUjA52I",
+	"fQAkTi3ocCPcarPSQBdPilyrY/7uME7I3tCRFsUS5CxSyYqcM20Z61XOctjL8Jou+Q7xR0GlKecsS1Ae",
+	"VJBNclkgapGxjfVkZUhuZ3k6A7mWirJkhS0eWJTiQ27KYteC4JjmuCjFPJdaP3a8AFv33C1ZA/fUWbpt",
+	"pn07uNHGDBr9obUEmvU0maGfJ4MC38uTeXs/sU4O9HDQP2BGfVjPikGJvZYR0+/3orCJhTEI1pJk/sbk",
+	"iGwSgf5I0O+s9HUtuqH3B8iHfy1pkU9WJrPGgOjaTJm3ncHgLPJyapAgLfkxawgcNmFGbyB8yj9QpQLD",
+	"gixoXuqjhXzjMo3cwTIVI0hsvjQjtVk0eqZfBU1TxLOa7BG6MclmeHpaJdkc9/ZIsjGM4Nl6hqH2SKyB",
+	"ZLD2nBr4zabVAK1d4kwrJtfHVvTc/tFVLxpF/dHwqHt6cq8S5B024vY++jUT9LN20K8PTB/7P3rsSA4q",
+	"zjp0GVlKZHTVJdqOKASfkkyQS0SbVMLyd247VuA2HBnu6qAx00EhJW3vintu/m1dKXDgkEGV6pNCQDOK",
+	"OPC0tlqzh7+JJewFN26Tx7/fvte7HWaOzWIGPfINSxkYrvtULh9/Um/5+7R4bMXy+SzNHZ846rNx1L7F",
+	"q8cbelvvanuIXHGvhof9k6rh4f1KD/uP3X5QD6Wl5ClL2fh4OBim/eM0G0b9weCoNzxO0+PjY9qjZ2dZ",
+	"/7h/dHQyjE7Z2SA6G0Snp8dsEJ31s8FZRBnbXXr4WO0HkfyfsfHg09b8jFvzN23J9yhMvlbX5xvIbWrh",
+	"kzryh+JQW1PxhD/7FNV8imo+RTV/9/ize3ufGnK84YyyglerapXYDR7THbWX66nXO113PfVaXE+f8Qzw",
+	"nUu9Lc6lRzt2G3pD7z7upLPIK9kanDa8Se+f8NU3SbEHbM7e44FDN1GZ12GYeyMCGV217oVe8JD0XKwK",
+	"7sdMYC4gGxC0VJl0yc8zqiwoqA30IPwzJPbmE0I5ZhsD4PKSX3Nxy7diOtcgk+8JawzYOxVJ2tCXNZ/+",
+	"ipu9Xsb7a2zt7a2zelfR2QhadHUHvejv4OJ9FFBq72jdZcTUD1ILZm1ieS3H3F488DGYFPkC/fW7h8+F",
+	"Yqa1ZjPMs8KwEIXMATYipzZJAw/CZxhuzqXKearILbT+EGm6rHqeg2DrkpcQ7TItOVqiWzknff3uQTNO",
+	"VkWJbZCLtMS46jRHaTvwiHt0UnOHFOxDntKiI25YWQAz3rAyy1OF/RcxTAbK12eiYyqknknUPe2RMVO3",
+	"jPnkagbGD6zPicyonNnA3JxRuSyZJHJGoR0fdgQ5/M2JfdqrEdvmznRokU+57cDaRm8fkf0OwctYCfGZ",
+	"l1d02obbK7XyNCU3tMgzqkRpMqdzLcbNHqIIeCsZ5JRAaQag615OOj8IzjqvqUpnSS1VK4iDk7SXHY0j",
+	"dkYHk2HW78VB4CcU4Qlmk68++inXvf5pW8b1ZcbmC6GF7Fu2KOiKZevzeYMjxlVI9DeSEMPkpj9BLkkV",
+	"aDd15pA3BYFrwNLFXr/KNphJ3HfTVed7tkpGLstNH3Y2TwCPqXzOMJ5bUUIPIvBnyvhyHox+wR/e15LN",
+	"h23zfiXSDRlRVzNGfnr7iiwo5ldARgYGvaCvuNY86svy/Kb33AYjnjsA8T3WpH903Da2t1SxV/k8V+2D",
+	"g0B0CVk3c5pzTbN/LYWi5ODy5dW3BDLrOjlTk85MqQVd5B3N89D8sGN493AU8yQOsP9DHJyXXyKikB41",
+	"kwp79yCu0Lkyv2FqujRHKGzGZXrNINMoLwqJtyfNlap9ZXDWP1df9oNN9GivCnD0eIMGQytVkATWb+VP",
+	"7l9mAuNlKe2kbhuTggNbT4PkavdE/vXlMIrOb+8/EabK1cVEWVPNn8O7aiS3VAsERI7Shucq59Max/V2",
+	"8BdmH54eD2vZiFFrNuLPP/98sVQzpkUhVRvQEGh1Ry44gY+BlrOUjb3wNaMl5EzRYv5lXPUF3l9QbdgU",
+	"f32LvHmZtQ/RsO4zSfLMwsiYfZL8tWMe7lxmCQot0zIWJHQYc0jHvc0l5q0gRgJUQE0Z1/YQFNwUUmgR",
+	"DdV5+vgcF2xOxiJbYUfx0g4wMRjf5k7zpkJMAdO8yVeA53Ly98Hr4V9Pv+//19nbo6vjv/V+ji6+DraJ",
+	"8taKq+4/Rp33H3thr3/aVmh1d2eSdJkyB9gGZvxRC3dsQm6BRaQqGZ1jd0QyBXloCgW1kD4nnR7A9MTc",
+	"pNQeYiqHrHJpELm9NO2X8fUNYgwjrdAEI6OEu1QGyPGrkcMl7nZ6XhvqnKvjoZ+RexZFJ72zs/7R8GQY",
+	"nZ31vO3Qac/OfeFZdt/mxWbymPZxnmXmDnnfOqxvj0ab67a5NkxLf9L/UbJJMAq+eK5tVsH18pjUafn8",
+	"Rf2x5lQ2bZtasAF6yi3ov5aM5BlB5xHk6tk0U3JAiWQSIhGixOYCNCN5FhJJV4ddcglmLLQnWNCUZVhA",
+	"im2G9KZwRoLNk4s56AN5Zlr3q1tR3WTeBBcl05yr6iOWzc3URl99kG8h72ahdF9ym6YpbWROqq4qiVUq",
+	"FiW7ycVSAqhVSJYcU2CzLvkR10ATTOZTzrJzQmOewuOYhqtlF9XMybKQ2Itjps1QOEIoSjQCvAU3wBqE",
+	"MQcNbRhFJMk5SL8OvnftvNvZ+mUD+yIVNoiuo14ftqATZVt10nT1PWs57l/Ta4Z6ptLilU5Yl/yMDgBN",
+	"12u2eiZJkU+Y1hzJQX9IZmJZSs3JVjhp1jWq6DVbVQ3G4QqIdFRiMW/UtINAHTckc1pea422UmJVx2rP",
+	"I2L0Y/1KsVSgylrkR2yrOKW56XShvxZzNwBKshz8M1zhGMBemCxd661hvx/zJPdU52u26pRM35F0SU+v",
+	"fP/oCDaQAuygi3cvLi9JOqMlTbXM1/ZezGFvynNCyU8/XX6DSvtUCNjyebp2Qg0mUXo2PmOdY3o06Azp",
+	"KeucZUdHnf6kNz5JI6YNEcsNqGBW7NDQ8zcqTEdHTb7wD7g4/tDvdeL4w8lLfbz1j45aj7cwuJxo4wls",
+	"pxa7jJNEW2yJzcIlxk3nDFpwKaViPqcdK28yUuTSlvXPtapQkuT/SQ675GejR2By4Fx/k5lKSd8aGoss",
+	"B/CyQTRc1ylbDbp2SvqG4UbVIOq3mjuX2F+/pf6j1nG/kM5xBbUM4HZ6Jm2f/QNtFgDKQbWVRuZHU5xM",
+	"yyk7rJ95VSP9dolhev/vfdIBuKmdENhyVCpw17Ydcu9A++q805sKfbpguqKKmOSZE8dQ3wVKCXpkb6AX",
+	"DNRWmKbS8Pg7MAArLVKf/pyzVElbEgF6UsnkUh9dUJJl29zm6lw/okB+LfRXMBNAaP0wgXvWxHCvH23i",
+	"CD3vDgyqc/nNZlNky8bqfPVL1DkDjfFsw47aYIi+oVNGZP7vuvp/tEF/A+OzXX/Tjzh1rb9H+dRr59Vs",
+	"hQswXYdIntW50NjlLRqBc5M+VBd4y1w8Qg/wTeUIbRsh4xkU+Kz3dazOb1CkrASSJKOKWhc3jTme5aOq",
+	"Y6TxlqAGBSXgdgiwKbGDkWT2lpgb9cADEdg8FsI9jWyELYhjbpx745Uxcozxg4qI0drsebpW9CWWCkrV",
+	"m7zuu43b2KhyMe+7NNVaoP1t3d4bW22ZYAwwUEhsBRl1HaChMKLOWQ7e++zF8PXJ37/v/3x61c5pzu3+",
+	"cE4zL4DZLDdq9eWSt2wBhx569qL/17cbhrj8FK0Yh6QHdwUO07ax6dPlmTR1q0DiZCGkuoKAlkdkcmAr",
+	"5PxJDFpH7TLcdzpF+r3hyfB0cDw82SFoIC1ZLgSXWG56YepSfuKLUqRMSqx89XIPPwZ0sSiMj+S58Q/8",
+	"5z8lOhm9gtsU8yGt/j3JGeQxuNCgKxCbL6UC/7b+Bs05+eGnV54yB5mumg4jmwCAJDBekh2ehVwZlhRl",
+	"ZifnNS4d9vthoHIFnHOJQyV2qIZadpLyeX0ud/tvT3geyd3m00FGFkuVCm0lSnLLiqKj7X2WkT+/+/EH",
+	"qINOKddUGlfVTOcx9/zJo8rYgQGa09vR2aB71smLwslz9vtepE0TM7c/97xVMLevaWau3J9lJIb6YfyV",
+	"jdlAdkfb0DMLseK83SCsNzysMaMz3xw3eq/H9vjGRVahBOVSLn33B3yjS94pCqF3zbjWGkqssVmxrvvi",
+	"/qxrWRS8rA0Wda/byKPmDr0s5tKfDcHrNLUmmJ6yZrUtVIMVa9DMnoj+a3CIwLcHS84+LLALoFYJxIRA",
+	"OgfRhvxKMTLESq3HoYoZ/0aawAQ8iryxXsJm71F0KDgnIoAYI+pZSXm9r2uDRu6ZmqgDzdBIurE2nIgR",
+	"wWijoUkbRedkKhQ5iiJIS8g/GFXRsJBVLx+HVv5ANxKsuklTzeRMfAvSr52RZqBLgPhBzQhEIMkEQ9bQ",
+	"L2ihnnlzyyFhQpmJ5S37cjEh1KZ7ZGySc6iB6JJv8gzyIOZM2zI2EJp8FZgCMlnPTzFgCysS26BpHGB6",
+	"iPGxATzeQujlKkEMmtuwzzUujL30qUvzE1Jh8/lTJxOI3Ec6gXATAxBXgecOmo5N6RAS2rYtYg77Qktj",
+	"C7UEoWE9g9CtWZV2o2/UrFK/04uewriNz28/wfyoB9kLwSdFnj70GEO+fPkhl0rWN8qLklFwlGkRkKEd",
+	"kevTrGQ0M5xcR2Q0OwRf2WH4Tm+HXNhdEIPxh+zbeF+XvPkJ8S9qAVwLlS6Nsm/YOc8exslnFSej9Urc",
+	"aNc4uT6duwrB3Ke8h+IFAwU9x8ZpaAHwkxL1uSa5zC+d1L6ucWy10UzZ95EBJoz0u+QtOP7t+U55Rkqm",
+	"uWCFMPboy/ZoV43o0wj4X2Yk3vjXaLg2x8cTCNrWZu7jJjp2a5gV/cQj06nZLqLRNlPD4Nr69jlc0WvG",
+	"yQEGUhTs7OTNT1cJxqSxtUGuDkOSNKeVxBzeXDZ5wN6ZuI9wASlqrNQSAxzM+EGIwJglX19JhaAVfMoO",
+	"H1WIfCPSJSDbfKIxBQPJlngfu2wcvT9yRjLzJSA4ACWaIMHYeFE3aSvr5619lfxl8L6bZ3DuNptPxUFI",
+	"ivyaEe/uCO7ukpc0ndXGM6crQhcLRssKaxWG5e2axkcfYOBBwNYR/Bfb/+r9Y5l6d5BgdvHC9O33F+BS",
+	"fxrSvbi2QKxoqXgSMs/wwXusxAYpha9zBMb3QpjREdEzFIEsBjbR+GWlc6iBsQn6Z811hQ3DyDdwdADw",
+	"JWaQEQAqMkPC9FzXALxcMpsOkLEP+DloJGL12I+mvNP6LNr6I/t9LhnNfuTFyrk4NhbPbWl6V9lelvj7",
+	"cxVrZjxtZDW9NI/HZo8lwLcww7mfg9Zt9Rlg3NAs9Wam06a4lsxaIcszs8slSqCY+yLoUeUqREZ+EOpb",
+	"sXTYaA/zTXGhOhOBgCX+xiuZOU0gMkTiYC6nnbNOpLcgX9uVGxMiHqACDCve+UEoYge3xjfVyB+DY34Q",
+	"pMhvmJmuCRNTEN+wilVmfetcyUGuYo7+d1AGWBYS9mGR27j9LQVU3alQivFDuMQFkUvIo9XvfVT+MM12",
+	"i5fa3vtE3yW+6SFreVQ3uvFFBON0BIfWKg/MFx9LEBgbaQLtgjB2BzYdtNexgmAuSmaznACcRi3luYXq",
+	"raV1NXII/Gwwa8+VTKpHXc9fZ6s3dvUfbf/CZrKJu9U2xSBal1wYxyj+DVm15lYDp+elitzS1WOv32uR",
+	"5ZO8LetaU8n+aqLV9dxwL728loLQJT8IYOXzmF8ztiBLaRNQUprOsG+Zl4S+NiWb1b5tKnDPXfhJ039D",
+	"V4Wg2ZUQr2g5/bRgip5vRwnRgQyErb5Y9iFlLJOkFw1Pj06OwdsqH8bVvUHF1V/rdyshiB3BGms3xvhY",
+	"gqw2KXSoyu6cftAD+lrPLUEc/6QJ5I+htUfiZZekzT5NHGl1tlOYF9WW0W1a8K6Bf0tJAjmBcD8RE9KP",
+	"IuKS2BcQ9U4Fz85NrljOSc9cetiC9z1PxJUQCBBrP9i25rXpPNaKGzIArOIcs8TNlOGoapCFFoW4BUzI",
+	"b3/88erN28sfrv7x9uLq5T9eXb6+vEo8MoUEcuShfq5589c/vX13BXClkMVuYDcT+KMDacSJeYtcEyi1",
+	"goZtTFXd6HNUp8r73+thc7tNuO+4JOetT1e5+Z8o1jBIj46+z3dCJ9b+Sky6RQyFXjIObCGWM09c7Wf9",
+	"5LPIv/ZFkOgGmsrc80DYX3/pvf90O/E31gauHDTsM0nWCNjqoDB+Yq03GCRNS74fvHolhw5ZgYNCSa/+",
+	"DZ2Cj6o3IIf9OtqfyX6JW9Nc/njaYKPmumbRNXRDbbyRuu2GgK7OYMPHtbj1jb5wQ+gd33r4GTjhMdyo",
+	"XPwFC599D94PLIehUxP35ZAgC9lrBn8LSWC/dw8vHo6ccNBazPtHWA6ZwB8JusItzldCbmdCmjTN2gi0",
+	"eWUGgGacQ+SHAxJAibnYPGrnigugUj7LM3KLyK8Zc61/WaOzLoEKiKoP71eVxLQpFg9IxaFF8YtfwvD7",
+	"c5+Z/bMpEwf70Lp2BebuiShHMW/606iyK23rSK3UcVxnfwe+i3mi1zBpX8RH3VVLXoUoH67JLnlrVLJc",
+	"ci1Oa8l4ceAik/hIl/y4QJoQzm7hGUzvtNIkRwdSwegNA/jsyyyBmLM+ggqm/CK2RZ5eE8H9cJyf5/fw",
+	"YNzbJd8SyvQI8Bjsh5SrSew6zQy8v4m6HRoS5mpPynUflYG+zXkuZw8xhqS5j/FGQOsCrpmtRcnEfEGT",
+	"pUXyalLYW9bs4XYWdG+kijSaxR+NomH3LOr/HUvxIYOdC7Q+sFDQkJs6fkWADv2XWpYPdfs2mM2bUCu7",
+	"ud/1KuAfF1OaN7K7cG0g2YBY+BcYMpWEjinPRHuqwQNIajnUkdYILfzol6pcQs8DLxhRLYLLnKvuB/RP",
+	"P3nOgtf8ysR9tONkCV0o3ZxxB9s/k8NRVS9R5zbTYsCU8dap6/rrkMTSB5xlS/bYp8SvpIK3stYfTvNu",
+	"Cu89XLF6S7qmJp4T9vEW0baN+oyGuhKLay9Lr96MqJGWp8Ti++Qr8n1uQdVSKlkHOiyq/IZZtCLoA+Qa",
+	"Ho2X2ZQpB3yFPUJNFJh9UCU1WT4p1WrpbDUuc2g69ABjvuor8Ttx7rtmvhPkKyQqlNwCobS2OB+zsnJu",
+	"EKklCN4NqsIjctOVEK8pX70F7JnP7ATVqnYviiLoWUQQJse1GQafH8u6BI86QmEvGUwJ/QBm2mEV0B/f",
+	"EwrJtaZXKpDjYMntmXCIVfpU+hpx5RP1h6V1RkMwaF/STq7HPEOuliV/8hT+Pj2FplDp3n5CoJ2t0qv7",
+	"CU2l3qOz0OdjHjt6l92IM1yWnJw4dCQ/4yGuQSH+4dSU1tnqdYYpt0F0W+AKWHSvUNIlyeTQzkmx0HOn",
+	"Wv+j3zoKNVq8BzHTMJdfS27/vhZFyR+PbXrVUJkem+Uew+do8eNe53JuS/a9jPAiZ1y58nJTs48zx2Zn",
+	"XmKGwO7lrC2T0H6mM7ff2ZRNCL0648AUhNW+HENThTggB4PTIanaLxw6SMG6Dxj7cxqUzWfVy6rcwjig",
+	"6Zx17HaBUXZO46BL/sv/cIUJAZP289b0UtFSH/PvGM/ax+v7OqqmohtdRXCLJ9SrR7run6+h1fb9HZy2",
+	"zHM/F+dLCy7ordra9l9fWihiqgGIvAV8jPWyHNgaDXyKdiCONr92KwhHk7Gab4/3wtKIAzgsAPfD5AqC",
+	"19sBmbQOsktgooQCogl2sRMm7q1fgVhUes5m3Qz4ILpo9DOf4rB5yAp71IHvOxque7Pbqe0VrLWUXjXk",
+	"B2g4BcDpVG4C10XkPpng3p6oohOgjlugDL35k/pvfbBKVmDUQb5pxwzGBD20wonnxaKKU4Qk4cuiSEx3",
+	"QFqLeXBhPucCGL/8EnV7/bATdQe9MOpGp2HUHQ7139FRCJ1fOlG3dxZG3ZPB+1C/+X3bRveI8pkZ4P65",
+	"5uYKSshmcWLqr3i93qpA/IvNy4wP7VrnX3rvcTlPTAG7xLX2bjUhC33Tqe1JW42IoiKhTwEjqPXC43Gm",
+	"xbF+LAcARj1ehNz0+lJCOZ9t+izb5bQ31l9tBR31Ni6huePxXIcIr7yzItyo3PXc7pi/EBmTI7tw3gGS",
+	"AIydYSWt/tePPefIwcoZo4Y0Tn/vuG9kCbvukoehFxDDmxNyQBssnEvC5gu1Cl2JOhfoHlUs5hZCYa1k",
+	"EJnnMCSbsKIMVN8aCmt17rQeMYeoojYCeY+qWv7E6VLNRJn/+xPzyJb+i7xdDZoS5eTizSUcOlSS5MLc",
+	"aVDwDIYlIoRes5UFBH2YJdPzy1hrY2qpYvV+f7T0QJwNdA6AOlbs4U6qslFatZXPNE0aDrGff/6504QI",
+	"3bakTUTRT0yn+onTG5oXnwy3sfTe86CsdS/X8x0rb/KUkZ9q72xbT/fzo6Wta1Onhnhhcnqh9z8XtyAP",
+	"KClEeo1IsirXolEs1cNy936LFLqacfmSq1ytHmhijmnJvs95m/pvXceI0qb1suucZ+Dkgf5UObamwqz3",
+	"MIblxaZUpgE/XLWvgV/QJR8Hd1sUDVex1VLMv6ohIYjxP1mqXFGnHl2CQAho85Z6G1cf7ZKLxjTWgw6Y",
+	"SO5ukK7vcQWxjl99Jk0IDWS8rCQEOCCsQ7AKBxDk1DGThBaF8bGDB767AWBgx0TbwQWwW4wpnDP1bi4O",
+	"IvN/s2DUj+6a+AOr4BGCHageoZ8PXbb7Vbh5Y9ioHFWz22rRXFRM63AD9kTf2Igfsepqsnl8R25norAq",
+	"pofC0Ysii8Pho3Cs0Rre96kEf+4t6gPpfg+jwhyJbxE+am5ETF1ceA3UC5peIzCYu39EXOwN2ZgL8urV",
+	"a+9gbUMuwM92vPc0HQiJe21Srb3JmeMkKYp5YjZuhfpgbEP9+UUpbvKMlf4B/9//+/9UurBYFpmpaQeZ",
+	"glPukhduuwvO4ERZSqaFot5zNVGnRWD+by0Yj+9sPOGasYW0uUtMKldYe8PKMVX5HMacCqlctphXD9u+",
+	"rY/Xd3W3KOYPYzS/CuIhPPba6FD1lVvHcmhZYFMw/a0or+D2Jp/pl1SoMNhTywntEYEoLhHcLz927cyq",
+	"bvSmFdf3a7HitbBwFQ7Gh3I+1QODp+xBF0CbpIx5tO+g473swKRr+W2NcbVOJoF5VDzdJe9qT2lmMbfj",
+	"0EMosg6JGTjaxTD0c/eyXFY9yMYrYkcPHK/ZF0jrrk60Aqx28l3bcdKFWz/PmQIu6I2M987JAIEdkAz5",
+	"11ivfZ0esYzaIQvtYYPbVcHAvBljzBWortoK14RIPI0kpUURkkSTPTHY8azIQpJM8g+4zpjPE3NEwwYx",
+	"5n3I5JJCvxLJWEJAlQAkE3y9ooWYQj6QdQQ0j+KEHMgZXTBtRVt0IfebNt5bKZyQAwQAqO1AlNFJfYMl",
+	"NRcAmtLet9yFFiHy2Ca3Q3R6zbKcWrn0CZaWe2Fnrt+4JiTACHcoStoEN52+OvrjI+J/T3/Hqr3sg3q+",
+	"KGj+wGzC3pFvi7tBEhjkxq20YTqPWr5nFHVIWNfkWCPAoyWpuGHXUC03IKJ6TZhMW/UFK+HQ1KuNTXEu",
+	"WtCBf/ZabNjXgKS1jRoyqlhHG6ZBrVXP8Tp4tT6rAOp5A9Sp639F8syWWZeQloxPnaMHzQQ3bP8o0+Nx",
+	"Lnct3qXXXusOxnqJj/W8Fi+0LCnUm5mmVq0EwYhtBQ5uXGtZ1SAD++DRoltx4ViIglEe3CESyPax2sU0",
+	"EKwVGuoviFzlCFkNNPRW8b37Ktpj+qPeK9vg1Kn52SyyQc2tN45ArbSOREvHpunc1/2rk5+Hfz37fvC6",
+	"zgnDYR22eljDrdbPV11P3n/sReEwagOw9maAvTI/BjTLcmyB9sZjZ9tWf42/LPao6WaFzOUc+eu7wm/F",
+	"utZGB1e+YtKpAAWkBuCu//fou4AcQFGoq30z15PD9u1RbfnfZpNQVd8lXhcZE063ewXtE+P9xh4l/1xm",
+	"UwfT3NxHjX3hbQkHoWvH17of4KZ3pi1pywRA6yDsA5xSrmeEF+/pksT2c01G/oywc33M7a/kAG7soBta",
+	"32T80IddL7YIeSb4qNW3TTIEePixxafWxvT6u8IoWtqciS5JuODM679mHpd0JWMOyGZV6wqLznwwKehU",
+	"EznhomNQdE1hm23E5jWt9eKJ+luasF7HFu8+bxsct21lqH94yyQAx2/GvdZKhvFxVjg768eXWPKW13wn",
+	"bjGP0LQ/gsnrF2LjIokuVtO0lpjeBfXD7T5diFqacrkWtFsGZ2KbosiY7VogsfXomDFOzAuIFGRCy8cd",
+	"HLRxemu6OAHEV/ta1BpG1cfb6AH1qMNT5ZKn+kSzDXx3LbAZGqSn6+17DTaqfctnIGFDBCEfVoveSuH1",
+	"ebVJp68hEfwb0wJ8QycizBavTO9nkoxLytNZlySLPL1OoOZC/4tliGw4yVVXGzzX+aIDpwUKrhIbE3vl",
+	"flBnZoWcvpuLjvncCGFUqpaFpiU1vGLMCnGrLR0g2pW4ZlzbTHoHQ181UCHMZUB083tF4kjrwkdf04q/",
+	"G7H9ww2oLoTM/bsE0AvKszxr7ZL3o0vf8DL8U8FlnjEQsy+xpjGxzewTA/Zk3d4wUQqqPrmwDe8FZ/pg",
+	"KE0KD/tAU7SC9J8rstBynZtmUmK+UDE/SPBf35Z0CqbioXXs5yUxYJIc0fXxxjdCgjpk5XdDmzEj2XxY",
+	"ay0fm2sDsp0dSbsOm4n0pzJff9k3DkBttuTXmOuA2ewVYKKqgucNnanfrjFp+0f/8x5fM49AVx99YEJq",
+	"Z+NrR60fy7NN3T6UaUdiz/MBGPVy2hl0Iv3PCU3VCEqJ/5FnyaEJ32W1MT6D2sYa1OQXEcK3eCMbRNt6",
+	"vdS6BP6v//zy+RfQKnAQbVCc516flX27n+gPTtm+FNcU1vd3fVm6b4MG4FSP0Vvsk2oX2X4/3gbKsatC",
+	"mY+XgMqmvOYxMUfb2R3vRHCvhSGFDAKtMwsFDVdcih5uoQZrtnNnffftGH1Ioo7WzTNTc17b9OTA/Bd+",
+	"Q4DekvLrw910bT1BsYlyczw9wKqFfAKpQm3cQWNlMBz0E6g6WudmSFghmTMBq6MGIa71HA5MbABpivYH",
+	"+l4PH8gQKD93du6zQvwt3n7nWkQ3p/wCu2HLfJ4XtMwVJFQq6DXLytU5odA8B4buBULBeskE+nOARJpW",
+	"7h11N4hYYuqAm+2GDpUYjQP9ZmtjFdMdsBQmoAPiJ8T6etfW//7NUFqcCX7XJM0wYXVWtKkmTaq3nCcr",
+	"6ENubrOqBbFv7ZIE1ISO6zwPioo0NL6lElp+EDoWNzh3d2OXJOKGlZ05/dAxkShUcuDRjMzy6YwwLpbT",
+	"WcwhnQ/K8Mhzkszph5fmCdQObT0voDbbF1sdR78zyzMcyCQ3lhMk3uAt9oF0RteeIuahmOuvvpjRUiZd",
+	"E9tgdrIY/jE7jxWFpzq90xcTrait57ThwyapzB2jLpve9XFXM2ogToHFnyF+rnHkOYbWylZiCNFx+sxI",
+	"SyVqgjKh311vAX1ADOFAZ9HqAn4HRdc5tpWCuiLUuYF5b3LsjyZn4laaRvT6XZLeklyFuFh5BSZsRSYi",
+	"Peupat3allJLVb1Cy3iDlOacIZmxx9e9JBCZwJ5Emj7W63V4vk4azKPAMel9oT8Olii2yQJ6x7xicylM",
+	"eYlW0NAwhzFQfUyCkofBDbDtZjSLuW2lkqu6ztvYHUEYNJneXnL1ok1etFWiYIW0VU00F913KtYU6vXB",
+	"+HpKv1W39kKyo48NPdQORrZJaRfadnedm/7keaE6OSfJjMpZgmi8ktDilq6g/x6I7yWH7oxZDslG2d5O",
+	"L1ufcMknou718rzYzumFzLbrna/wLn1/Md8+13RGVceUt+eCSxfrl9alB0Kf46T3ntWrV6/3mxC4iXa9",
+	"7Z2+Cd/XdLy5BTVztW90pGo9RSA79qXLdb6nP9fW1VS+Qj1mrf9p+ciKicnRt7D7lfv6mXTMZXtxmNKe",
+	"c7OzjXCFNJqqxmctexhzvG9YzKss7zbDq1Fs097r0GQfs6q4yFlIxHW/QNikWj5yLmNeK2FbPxLw3dh9",
+	"Fis9yQG2n10/XQ7b1N4dbX49r2Dr3Ox4jXfG3hzWaycM2npVaXGA9RLQGKGlYIKzwxDzm7VOZjMOzHFv",
+	"Ew9wNm63uH84rW1SCOrle1S6WbVjTntn/TDQY8G8VQRrb+6h6v6jNUd5GHzoTEXHXPvl/S/v4bODvv9L",
+	"B5waYoH833EJc/pzd6FBotpCX0te44JGkC8IFaBW7mNmeZTz/c05qwuX+1OpTpVWOeH2QatQQE/Sm5yl",
+	"GxwzC/2Tnqt1OlHD31CLmdKyzPXJjRvA3tRxMZWYU87FkqcQfPcchs9kVatpSz0wMQ+0SOMkTqBhJkb+",
+	"vNcsEP32mbQIBea9UKIF2ZsHkrGYJ1Om3i65mWVyGLqTCypCLHSWfZ+ZjgTVJFczi1oIcXWQFbRYmhAA",
+	"lW5IGdqN6YxV3rSmvxwi9N9ROWtnKX3IQhsz5fDYwtonui1CYk0stFufCD2mtZgbWoB2ZFUv93aYbauf",
+	"dpuluG6EmPda03/XFFrngAu/xfesFVuVp3ourOOzhUQzYyKKzHanQKUVWNiVmmq+PYhcE+I6IQRPsQfz",
+	"43nVN1jI9WVBs2T3ujird000yEJsiOwYF4e+wbkclQgJ6067JJErqdg82YvB5MbgnYEP0TxsIMB9p6P9",
+	"Fh6rSUgSbVKUSxARUv+thCjuM4ZN3VvxV2zgSr4VZQUvit9GZ5Uf8o35gRnXCMOF1jrHkOEXeBGcAfaa",
+	"FiSYrTkHeCWoPzdh1bXzfNg+C5u42EpKsIH0eU1uRYlp4Lt3TmUxtLs47M+fwGWNA8bu1Q0ni9OR2rsG",
+	"17SoPGukPoCOObJ9+Y9JwRQ24c/yqZaSWE3V1bzzD/1/I/1//0v/33/q//tS/18n6ZIfF/RfS2a9T6iR",
+	"nmO63IKmLIv5wqEBgIbpYAiaHZb9or7Gghwd38N53ME2/MftrmM/AnUP9RwaNplHPR1dCXFNsmVpQewx",
+	"pm0ab61qiSUfA1wAQNMEHV7/atwIsH50Jd/lPGXfsCK/Ae2oHwbgkIQ8MgTzBBm+BIJ9Q+d0ig5gfa5q",
+	"MacJnOHjLCNgPAIQwSAi+vWETgW4TawVUVKb1cBBoUbscanoFCRAUDIpiiXQ4G7t0DXT2bTD4Pf9tlaN",
+	"DOsvg2CLJT4E5dDfzMmBPrAgqxNUBzhZmprtvhopUrU9dF+AywaPZnSKFAh5gW3IRJ7uOVNH2vawNFtY",
+	"VcvwFzhsAe41s0K+WpNWgb7VtGkIGDua0C5mm6SxAZKvLQzGPbaN67gE8CBVmynq2hFpbQGCjQYCtMZi",
+	"riFSO73cz+emM2OjbdnengU7TEzE2pUm1CBiNcht1GuX0fbZ1uw0rLcduUazD5LRz62gvtSqL4a4tH6d",
+	"4Lmb149hm8fTlM31+N5OrtsW2kPxvCmyV1+JB8hoG82z/NaQwTbKG8yUWsjR8+fmt24q5s9tL7PnZrrd",
+	"RTYJvGCtk7jIVKYD2hptMM6orUf2QZ/2wEkmc0zLaUYy856UcqyT1G8wikJeSWsxscLcJsFNSsas8EaD",
+	"D64ui8KJ77uWTdQa2MaMsFogW39LhuDT5lo7MohAVELTwC+TTwxuX3lhbDgttb1bBbPbP2weWPv4tlj3",
+	"Xnsd8wGZohlVdDOr4SFSn8i3JWNQU0Ds8zY1DY5+9LrBZvNyDSqZ0B6IBlOCTllFmlwa7b6NLvpWR5T7",
+	"hiORM7fJ1GcSxnAOjYOnJV3MTGoe0xdMGcu40NZukXMmW3NFo10HEITrYDBtsrPmxl7zu2dsQluz7Wz6",
+	"h6vWga0HbgsuqoASlN1oi9UcPS0pIf5r9zEkzrFDFyRYWv8H+CENcFfBPqBh7ald1tXXQsAW/q7AndZH",
+	"hI9aBcJ5VZU2ULNl6tbI8MVxZAT3Fj7J75licW3KmfcJTkDps96Cm73INm7wTBqnWJ7VQtu1SIpd2D2s",
+	"3DYuNHVTHoFDx2J1VtjGqraeuz4XDPKM6uMVkwnkMzuGPDDsEZKMKVbqlZEqTw+7MU/EgnGaJyOt6Py4",
+	"YPziEgIsVOXjwrRP8hG0LOG6JBFFQec0GUFv3x/hD5v3XovR6SEGYYAf0v+AW+uhM3PPrlw06PXY7u40",
+	"YhLT0Uzeum1ZiT0pm/0YG0lfacqkfLEjP1blcyZJMmUKhoKIN6aL8eM6n3YVmrhEB4MFXUrlkBYfXHRi",
+	"F3p7WhcKgHPjioVghHEcfunekGBMuPLW5ghYKhplKJ/qOfcG/U0+36DOF05+VRkBbrv7o7PGwv1k2f5h",
+	"q7aEhF0D2e5Uw76acg82MXdipMMmfZFEqeK1zTu1DibDR4ddcgFDC7EjzIP5arewf4leOrh5c3b1wiSO",
+	"WXVWVQlA0HLWRgEOTKphD8ome4c10Z5niCUHGAKGylt34l5Hjx6/PXcKKtUFiJO99y9A3YEcGa988XIg",
+	"SrsaIcknpjOPvvHwwavxsBzHz6LPOiKck+Tj3VpLlLr+VJ2JlTd755qYqhWtmeabwVzsI1f5nvlmrewG",
+	"ma0m3XUrz4XYn1PLbZoqWWPBVgmzXGT3OAyAmT71LHBl9RvOAZM8EBLquclM3B1qiEnGFowDhptBNxnF",
+	"POYdyANORiT5GAelKFgchCS2gbY4uEu6cJOmo7kLIrR42yTntHhh79VXcsVKONIl/m3defrPmBMSB0qI",
+	"4gUtCnvDEu9/bf6GVLWfJJ0y/XGom29Gh/V7DlqDwxg15uAghZonCyjj0rgWQiqW6TeYvlk4Pb3wZnrX",
+	"zEwOq7txUOyDcoSZ4Ksq2owZtQ/bG7vd7p0+c2F7rYi+gyyKpSSumMmACIhSj4VmgHrUsVgbprrBYmGg",
+	"lWjnIhfQXxHic+apTKRaZWxkbKPe91A3qVbOWg2iHsoFJwcRPLBkhNF0BiqZyT0TN6w0d5ED2FpgWS4X",
+	"kpXGsLxmq4dHCe+fJWp0f9xMnhCtZutrev5GXztGwpqK6oRgq81gTtO26tUqNz8kS57/a8nsaVrpBQap",
+	"xFOXwckH2zrmihUF4jUiOgdIv496v9x1PuZ3TgjiJf2n5sbaHTHHCoCP12x1Z0sDDO91Pmqt6K7zUYm7",
+	"5LzBYbYwRAtUMYEEg7wk4pY3/YpGIn9KrcD2SgGkMaq9LRaJYXLIuwR/GzWkN/i0y5J3vUSpJPR0w65n",
+	"PFUqec1eqi7vaTS1m48/Y9Gpleiya4WzyyHqOklMbQaMq9XUs4o5IieZCRmxRkmWQ3tmlsERFzb3YNcJ",
+	"MRpzrnV5ld8wT3h1fclEnVzShl2RVSLY6aox14pTBRzU3SSjsIwZgwR1O3UuNTX17LR8QKAYPZSgCvpC",
+	"MU99JfApbw1ONy3Bq1yqliRPk6a63grbqxSA0gNTjQoymZuYR1MRPuBCOWdQbionDvdP7wT7umZ09duq",
+	"mTn7oF4sSylaar7frCXq2PQ68EFio7JzsqASXEhjml6D2zGF9605Y3v9XU4WS8GNknB35TKwf63Sqr5I",
+	"2Dhul768NKXg+1cr5OqcRKAhWrAoLvAm/P2gIf0Od1krDdLASFrpcvPAuNvLGxt0w2Zt4KIELlunGnPF",
+	"qPsx383GQNmuSBnbXB4Kb/0TXawvyDuvVtf6ciEPyRYSm1YokJCeWrQdbXuFJNF8kmgyJEokmDclTa+i",
+	"OhH0je3MgAol7uNCyMcuCRYbfCH0s320sSgwcxjIxnV5aDAO1rtiwkYoTmtZ+r+3tCheFCK9fq256OTs",
+	"OOqdDaL+cDCAUAlkDuL9Nil34JzGwXShOkPR0fMFcuL4i2LeNRA86/Ew+91PMY9tLN4buwFnhrj9M0lS",
+	"fTUk87wocoNfSmTOTeY2W4h0drghOORm3GLT3eDbcQz15AfU/gBgHwvxJNaLQ5R4DgqUBP9xLdUzR7TA",
+	"hbZEfDegdEmbM2pSRCH785qtpK3xgwv4MecngGuYx9klP96wMubHQ/J9/rU+0WGwaATUS9lD5zKZLKXN",
+	"8dxooQSj4J9S8O5bevsameIeicfKQEjtlHFXiErWENUIxGQXaeOWucKZtRpK1dELp9oNehW1RW5JfkvR",
+	"SsLiTeyUz/FynW7rgsyCj3y9Umynn9VH9vGSfmGZtG0Jx8ZYv+mRUzZntH90vGF04paVKZWMzNgH8u67",
+	"i07/6HifwXbX3SWeEXFcR+n5Jeqc0c7k/cfjYZvh0Fj1OlHd+DevvuGxdbPO7F9MeaYmoyNEXXG5ACzT",
+	"/klbogekeNhsj5FN6khMQngXMy5ZlpikEBBDEyHUosy56rbcVrJd2eQSsrxN3RkICEyE4gTCUW+XPDk8",
+	"J8mULsCBa7AQMluEYuU/gm00Lb/miBoWUv90twn4vjIF/9Eddd5/jMJe/2SDHbgxw8x0jhZlZuNRXkmw",
+	"ViNG6JzBomyDmYDbES/HHNpyQ+CfprOqThSXxzwB/oCEfFmhLJgr/wnoCkgEvNQlF6ZU8ZmsPFSIso+C",
+	"uVTymd6aCfxT80XOvX6DoOdtQUzYFT7bBJrwgIJtR4wNsqj6PYTqbcyfB51rb3Oogr5YU0jbrKLqky9s",
+	"h9qNKQRJdXNiOsuZ5A5XJekDaXyrNSEo8DF197nEUE26VOSA2mqeqt8jraFpQPG+ijm0STRM8TOUnSeu",
+	"soNJ26Z/PV+hwW1bVriaFurS3iQeuM5gqb8EPJP1hS7B5+yCBj40C4WGkFrw2TFo69gaWog4wU3VIH7k",
+	"cFOyRpXYu41bGkA0O3Iq3q7BB3iQHPWD1JQle96hh8QnMdn3PiGfzehrFl/OR5lAF1ImXb84v2GgX2Ic",
+	"80aNcYgJSKBVWzyHW7NPDFyMD6gQc686WDJc/HmXXIGmkyvS/Bm7D8W8tudArJq826oYmhzY6ml8oCll",
+	"4bysC1V9UnFG9f55nUuZoMIZc6/bDYyvXmC33Su5HrPbgS5nige2re23osjcYXUXBtf34MmZ3d4l4JAB",
+	"pizIkgMUPHXwil60B1N6JGsX4CC0sboGk5UNWkBaMFrWsQ7qIXSo/p3nUrK1rIwHQE9woVo1rhVKmSVf",
+	"yiUtqkwtcgAG3O3MYdJVTfA0Wza62B3ul/kIx3GL2IXD3CwS6AhY5+8OdxhX4/ze2xnoMYvHf8fr7AcC",
+	"ytbIbXvlX9yNoAd722jLkWIW/oHnh2S0TGevRba7bru6E/LpTXeCndXeeJ8N/m8p5tkq8vVap8or9qGG",
+	"+WcU6gHGDFE+Po2f19L0XZuGag3Xj/uwoeA1165V9akf3TWFrdW8+bAoKN9g2P7Ije/UYUwiuAcGXUPb",
+	"kNViHAFCGqYmov4cGj9DlSPmsjftY17J2y1er3ZrzJlUdFxAa2WzXEu5YKlpyW/xrzO2ULPEoLH0DvFc",
+	"RDwQRKWUdagafV45fQS2b4Whud7HdBPk6tY9XFEVUTyNNmfTdPd81tThmocb5WFbNej63VqpQHq0aMYt",
+	"JAxN5NoNRCsXSCgDs+I86jFHqrp6Pi0FEQhIQBze3Bza9gzwJNoDMQcmtUjp4CIt2A0rMFF+oWbIFMx6",
+	"TvAL8plWZfQ3uvplSeOI35O2LbbFuoSdaTVebao6rJ0sHqs2QDFcm1+Drr73SfAdfv3bgk53u+ZD49SQ",
+	"20B7WYbFvXYTOiiG+hYNrUMQfYEIDQOlwuA7h+z1vWfxIwxrL3K7UsLdMOf2RigNRZnQPnFDFYu/NF4h",
+	"I4vJhJV0XGjKTIolQv8YsRzGfFqK5cJAN7jeTbwC87f68rhCFTMxQf12gPovS4baOi20VPwAdEWvaEqX",
+	"cg37Yetph1Pci4g7wmBO1D0GOhd8a004efjGVuZV3FltKm/lKvm044y62IJ4bVKHbEaQdKjD3yLWgg2g",
+	"4xkGB2+IWUS2jXVYeWf08VIuuXnYhipqIMoVTgiVMfcSnytQ5HnoIWLC68xKmtoL5EmDGBXzxM+zQtBO",
+	"73tUylwqypVLEmg5n1weVkvgzSUQVIiX9m7EGKtHFfertPPs7h3R6yoDbOfYtOFTCK8GFwpzG9jbJcNG",
+	"CRtUs3X1tLIuWJWps2d6rL8yW9nPT0sLvaqozeu+Lyp7lXK3F/1Aia+gR+TetKwblDWTslXVf2hi6yZI",
+	"Hg9ip+JUQ12ztXyInnsyrA0w7YDE2Y5osxeGzb7rer8sh/2ScGvY8RCWttmWO3NxqzvhOZPEuZc40Xcj",
+	"YAjLHrA0V+ZjO2VJ05zakpK3rkxvLkm3ch32jDZmsEzvICmXXBpwYxs6gIieaapxkKCPTaJDppHDgj+t",
+	"f/alVkNM/V/JUpYvFClyQPEzjnrUm3MO9aChBTS/ny/9LXzA4Njv9mjpmW5w7BuDrWDZFAGEQI8ql7x1",
+	"1A8b7NI3ee5Tsw3jDh2x21kBEnFzwX8wviUvd8Fl6WKygR4wXywV4oAHo/4w8uUcpKkBxOFSeXcNTtdy",
+	"E7z3fnQZb/gBG/96vzuVcEKLYkzT6wrPdHdhYW38H1tivZ9BptfJcc+PNlbUy+atiNi2rt8W9KYtIe47",
+	"cWu3V+4QGAHb1aDqjAgUkSEiFmtk3sY8KekU70lzbTg1M2Kt8wGqsZMQC3j1f02Bc7NJheucV9JGVqn7",
+	"ZUc6Y82VvFmMtfZxzHIDLJ3b1ixdkiDyUzIiP/7wEsVezIFg5g2SeZnokHt1BQZ3N1EC/kUOSrHkGbb8",
+	"vaWlFgJ+aqo8rLLZTSqpzS+9zBK/6AkTEg9Ujj78IjsMLTQr5sFLsqB5Bkl7gqfsnCSmv/jIdRHBQTMA",
+	"HHQugyKDF5y73iMTdmtLdRPTjtRpE1V/gZhPwMOdTGheOLhWD8kNr6OdgFwmFV2B39n0ncS+5zbA4joT",
+	"6gcPYfgTM36fPA7hdab1MYuS604d8DgYvIDQAboChfTnG10vLVatvGZZzEHd7BLcnhaTTXlVuU4L9CIn",
+	"tY5rNwCKCim7nR5mecO/euZfJ+7aSaenedyyDNiSNYl02usDGKfeyrZCtS0HrClUzo6rHmsB8m+VKAyy",
+	"2c9p73VOIBUOx3CyDnljpvRxc4Roe0yoLSjk5vxxVzH2J4loIN7H3WVntjhyZ03jJ0lvH+du9+FkV7A6",
+	"E91S4q627Xv02af3GfwA+2Wf89JjhzUCeWknPqf8EnXO3v+n+U9rxonloo/3cZCYibaeW6KcMlV1GPK1",
+	"kZLqmY56Z+sKhflpc6cZ42UHfx3eHZoiVJOV8Dn6CDUTg3GUbdP+jtFCzRoTdjtaXK/nd1bM0ggGIrZy",
+	"Iq4Tv3RDXDdY5HQP1KRNi+S7YNvDIzMLfuK7yyvPsHMLh0Tq80sb/IxCalLBJgpa5bc4cbB3ZTtEhXMk",
+	"VwYJnAJzRrl0MArecO4LjGcSsTc1NUocDmnH5S0mTceD19FKmwjmlY+bdbinF6fRMW5i1nJPz/sLE5i8",
+	"j5XezMjWX3QdSXew2QuRsS0VQ9uZDDqsddz6YMe2csm1GmKuIfR902CDimfMcIKf9Jrltm+/fYfNMEHw",
+	"P1TQXJ1j02rOJTHtZUGXbmEZyJesPmfT/3Ml673GYn6Q1FgyOTStAqzbxfdyab3GBlpqH865QTBnzS/n",
+	"kkDVFNGaCBElNnigY8ozwU3bug4qeR18zBC2brzXyQNAvOuE7hIMXXXMGBEBpB46AxgpLmJeCK5tbVP+",
+	"oNU143kAlxOKLT36xMh3aPEjyqnQGnVCRBlz29IXOvlVDfRaW/CRWgc+6xRv9rvyGQxN7ubK1q5WZIcz",
+	"vU7HwGxiSw28xUQPajZSy5O7UP6hm9mmDn6woRB7N2Mf2hKv0czblnOHdiActNaKyTnRptXDcibMUFoS",
+	"zFnpzM/1rK17tM6E91vArPv6WOzwQkuaNknW/EbroWne5Ob0cOLniowZhDEPsKDL5RZiujuizpZsLm5M",
+	"u2/7zYd2LLofIFlbnfJW6plY5Fuvi/+651XMmUm25C3hS8IZy6QtowJYYY7BJ4enD53t7EuUqX3DNA6u",
+	"hE2dWi+Ibe5Kd3W3Tu6m9s7L8FlfXGojJc+kPzXbd6dqomAAy//08oo8v+k9d/d2qjQfkHmmKrOjLb0C",
+	"KmrljAIShlaIsMWJ6bdVBW66JLEwXgj/D+3tRiRd69IkJjGvgJpI+9tq8rMxIOjY3/xUncrrT+wWfQ1i",
+	"W8S1tr24Fv5Gv0AuScYWhVgZIHpojZu3aqt7oKrNGZXLksnQS76XNo9HOeg1rBFuRM5X+6mt9gzZUBHg",
+	"NtT65JxvRi4Xi2JVy99IXKZAcg9B27KNa9J2uNaBAUEBzM+mtEmrX3t/y+0rbcrbMW9rfFynAUxdG46Y",
+	"D+/Rqz092yfo5mXfIIoshdFkyZW+JgnlK2ilERKqoNWwuEfs4HFo3pDXsAD16sHGzH1aVyy4VbbbhWov",
+	"TK/E16ZEnsZ+hf4La6kp5CCdMbpwMZjD+xOyJjt2JKO2JzhuKg93FtmOFhpGwVZivfvoCCp7FqysSi7g",
+	"XH0IOr0B+E5cd4HksGp1gaf1s5hPTPNHSUo2XuZFVmvj6MaqD9HxSmGzQv2PEBtx3eaSYZbIwkJZrsjW",
+	"sbZ3Sd0bw1J/f8HEomDWSY0auaxwp2G6LCPPED3pGTmAap1eaA7cqHvWO0z2A7KcuDDM1mx4vGtDE9Ot",
+	"1NCG2b2XthusB1pGLuvlC5x3S/8Bry7gtO4zxFdUlWrvffwSqFk7HtwdfLGlA+rhV63+RczQ29uZYXNR",
+	"YOcZvt374bfuiVYN1axlU/CZEW7d0RtTZDA8hTsZpHyXvINOGp1SFLZKhUz1SayE7bLxBvY6gBqaxH9o",
+	"9alvcEki6wrJ5tSS1xa+RAlCswrwvQFR+fBEkg05ef5sWsS6lhnWb4e31ov0dnV4vdu2IhsAifyWHhWg",
+	"rjQFkxWo5yjmDxCoVGtyC+j4t+TX1cfCqudRzEHOP5MksTFkWGjjDMHiOWsNINovNkXMCOU2A9i5Ucik",
+	"oFPoo4gj0bo/sNxEFAV2dLTpq8kXVZckWz4VwlV4d1FUYtkCiH/R0g+5iXyET9zOVihVGi0vBif9erVR",
+	"9ACx8kV3GzRSy+5u8yQ0l8SvhrANoFH8w7GhDwQbw621RIGCoDbHSXtXpUuFTSpdN98HIl1v6A4EaPhb",
+	"e+h+cjPce7SLMbQJKzXCGeceGuvj1ZOk2M0QKN8mnm2nxTVt87540PthOxuYZfTLGiKYhpip6yr5IFjn",
+	"1sm5dpeteOJv6JS9y/+9oVI8ATSGBNvN+V0syTS/YY0WxrvL6+b0w9ciW20Aa3hFyynURBv33VhkK0LT",
+	"lC0Uy87JOJ9CahU3LdNMxBO102FvsD160otOBifD3ml/uMcgtxOlMOO0xLFDvB81mgk9PmnCtdWpD6tt",
+	"nV9jmkxL1w2XFQpKdcYmOc/b4aaxNmqHVQxuiCrdBx6B8/ntxZ/ajeF9UKNti0wHGw3jbKYv3wMqdKsl",
+	"8G3JTOZxZQecg48D0FMWJVNrW3CDZu+cfPeSFA+zB+7R/L8UnhG5vVjE3YlpCtmPvFhtWqlyyULMXTLF",
+	"Grdlrkw/LFddbXtIA8CO65hmQczW+eO+VY33Bs5VRVtW/UtXcVfVhcN0pMkIML9AprgPbISw1FD3Q6vo",
+	"xjZc6jVxNOgdDY6jtQzy9u4Ve0D44O5HDJ/9kHkrOYClZemM8ukn7LddQKlGCHhAqYI7bxpkbH1uBFQD",
+	"ZuSVlzput2WhvnW3Cwt1sxB+CIDYxbp8BpQI+PR2SW36gmx47QZJPSITRMIcrzDgpM1H19vJlmKNV6ZE",
+	"tEs0nUxbHteu124a69Y3gB+WwpuAO55E86eL5m2L/jsS1Q458Uleb5TX+8iqzcKm3U9umwHtjXNp1Mc/",
+	"GMqqm+Zm+mCJR7srvemehpbw4ta1NIX2ZRmhqg1GtMo03xev4r6S5bFLxwDfE1hcMZuXDQkTpqWvCY2A",
+	"QT7LId3I3l5KIz5sg1+XFn74eVyCD1EJP23feSUV65qC0wocdb02ntuYD1uf3lcX8Hverdtt5B1Upues",
+	"0MINehmgnhAiuj7lMbeAkCQxekxCpktaZuckceqMQQ5yKg3C5FlzFqH18inHDCiTTE9J8qeXVwka56ah",
+	"H+x52MxLbtXI1rblf2CdZYsNe+ERjBh6PZmtT7rRk270mW3ZR914G+3XK+guWJpW2Lk0lrLmDNuYuUuA",
+	"rcAnWpV0gdst5rbfG+CTWX3IvDC0cKPQnnpC88IkSQ2js5hb0d1JBZ8UeaoScqDl+hwa5ZFU8HRZloyn",
+	"K68plsWKiTmsf0luc27AND6Tcb2/rtoOFIvZ2zV4CNklCVvkUmR5moycruElnnlXgWJ+nhlAQ5iySNPr",
+	"QT/qOjqYojjs6aB/wR4SyQi6t3cg3c/CYciw2vrjVXv0RJqaSD8h0Azey18LwsCNAJCn9DcbCYPVU7sS",
+	"Bq0ydX+YckM2bDkBSdfNQjYTow5eW2xt7MXu9GHgUErSkqbXWjVIS6ZFxgvKySWZMoUQ21aB+SoIoaVS",
+	"MAqWEqVAUy/YghthR9sCebwZMkAUbE9l9K2+da1cWhTMorPwTY6e6vEWhhamnEVBrDfnWmaojkn1hqji",
+	"xZvLWgYpkCYMHIpJYMPiAcIM1BnF3L2TSUTGEDOg3fyp6jWBGcplJb1sQbsBRILktLLMDXJBDVN9Q6MF",
+	"B8ixCQq3KJ5JgjE7v2VIueQhwi71KhgOH6c55gDQafpUTKG5bMttVdg+g3Q5CF1jWuyUqaqY3garH5Dt",
+	"jMTZ28Y2H3yjn9oHvLfpGHAEdV9uY80fhFhUpfCNFCIuOi41pILrATg/Lnw5y0VHM5m9G0oiODPgr3OM",
+	"0xgUUcD16NZrIDwzqfGmtcKF2o+7k3cNYNaGbF0fxquJ4kVrmRtarktR3NgCFKpijrBpJIGIcRKSpKT8",
+	"2lhJLoKNVpJyuK5UuiS7mFMVVnSxRTSmAgaGY1ExcuWAMS6z5PDcqWAxr8OGNt+S5ZmtkgEccv9uKKn2",
+	"i2RIo0bmwCuACYlX/dJirjHb1nY3fJnr0MM29fjyO7VCnZ8tyjOJfpgUYptuma6FLWklO1tnbUgc2wsX",
+	"sFEK9zD3S3t+ByRZU37d5BjjW3pApoflnf0gTgw6Tnt2iB4c5rS0j+5T8kKq8tTdbPQO7/19Z5P4/FTr",
+	"qmd5P9xWMevvl/Z18DtGV+leHhCog24jXNySA3BvQCkfaFxQa8oAqwFrCbCKC+Vi6z7fjt1lcYyqPCiq",
+	"2sC89tXN7t23dgPO1Pq4TCKTxSdf72r1eRCn2lGTXjvQDLA+QjQ1wgqFAw6VBmhKaKDwsDgrXUJGaD+M",
+	"okjrj2DNlHsWKd+v25fXFPY+Lb/uL7R2BaaN/HmEXrGNXWtaXm6P3takULuZasrpsHVioy4V+x3l9S3X",
+	"jXli0HWSkXEome3rClYh29zs3pGDz6rahsYcX31AgZtc28LQT8QpWccUDnqlx7nCRhox17LCAJ6siYVu",
+	"VSI7IrVG3FdXr/SxBXX4MfeUB7zPzwxGldDe0K2UCztrLlTM7dR59n/Z+/vdNpJrbRS/lQLzAiZnN2mS",
+	"oiyJQpCfxuPJKGN7HFmTSTLtX7rILoodNauYrm7JjOGD/dcBzr8HL7Cv4Jwb2XeSKzmotVZ9dLMpUbYn",
+	"GWfPixc7HrE/qutzfTzreXyJLdbWAlMcReMgUQRYgSIUAIXC41TkorROqPmRZmyDT4j6HJL82LUdq0ue",
+	"4ozChtbLUrxh6u+/z8l6FdKytiibpmDhgjSzsRklqCZaasEpG8EiP3zSpoJjBXD+4lRw/n/m//yH+T+/",
+	"RlEc1oWaTp7ljKdpIbTZlku9BcAFK/toftBYOePDJw8VHx0fPmlH2L4q1CwXq4eJjZ1JdvH1U3YyOTxi",
+	"a3zAgH0pdJZSRSoSUGk2EzkUQNJFbMU3KLsaSwj1RGyuUtHXazHPFhjnn0F3YjmH2QCsaJkWN0IGyg3w",
+	"Wy9iiU19fBtcDD8yDhpGlBtB3qZY0vWZvLrcrIW9wVxIzif+zjg8pNeeE7mfAp761VIt3El/AVo2twWS",
+	"g2YadIjDYpcBe2H6DSOYM1HeCiFZIXLBtWgeLZMdmYOiUEXL/ngu0+wmSyueY2oKwpm2qNGJoQDBp1nk",
+	"PN87cUgd8LV56jPz9n3EJ7K3bVhIFATH48+KJ/qEV8mSNS+XsKhCrTk47vZVXDNP2EG2vFgICSwT0EF2",
+	"arrUk68L+3H0ZgDsW3ukxPGgE7rc5XfRzySvzHOtbLFY8sf+Bf7YP08TthQ8DdTCQd+qYLm6GrTIVW3T",
+	"ComdaqagLsxTgH3Zr358M3ocFCMPWval7VdkpdgdTcJhJViwfQ3CSDH8/ON8ycs3e75qhxVgXvbN5eUr",
+	"yy9hFnDNGDo8OQmsoMmwXQczK9sCh6+XqihDWWGq6IMNzzxlD1S4z7E05/73F+emd0QB9ZGSryw3T/iG",
+	"iCWP6b/143fm697v02HtKQH8TNeZEW53baZXuMft8Iv4LBcRW/H5MpOib+YTEJSTWg5med0J8jTPIAao",
+	"b7NyvmRKxtLshzZHrKSZGWYfTQbspbiFYdRwppgNIU2btB6ZvOF5lvb/qqnWC//Tqm76v6x5wVeihPCs",
+	"/VuAIyDSl/BP9p99qcr+QhV96jwyS/pBQW3wTNhBggfa/0ZTqY9QG49idCkkCMiZ91RoEEtelUtVZH8H",
+	"s2im0k2/VKoPGHf4XVdrpL3rr0Sacdc6US5VCm3mea5u4XbbOMTzdHyWub/K9AqEff1FSKNg/pCK1VqV",
+	"Qs43/Wux6TuOM6xhcp9SVLL+H4tMgqIA1HaUog94fEGfdcOznOqOYX+WzWRLy+jcF3vcPohayiruJqey",
+	"Z7MoxH6Jene8tG+tNmge1ExQfRkcX6/wbmbLc+22+Cu7924e73vONJa4bdedzE2vavn8evufonC7hXCR",
+	"ahdSkqx5UfoElRd3t1ySS3WrjUPialUpmN1gbG8k/WB/0HDgq0qCRzNXq1VW2tvDgIbxyhZVnidTRCmD",
+	"s1LfFDybfCO1hw81bkaVN2ZdeM99nsXvQwWjRiAfNTmniTut7xQSxchIKd4aK+D7y6/7x6Rzyi4tBXtW",
+	"apEvwFGDLZLkAWpOBL10vpgdHqRP0oP0eMFHI3E4P56PTg7H6eFYHM4nYjGbHZ4cpQcTsZjPxyd8kR4u",
+	"DtLxaDwZzYdHs2H9049GNQ/kqO6C0CvvETCNOhdAKyu03sWdZw4M3G4hBtpZK11eFUI/nFEPnpSAni0b",
+	"D4engC4qkFKVW1cXDJ6NnUvscHgQZkiwMW/u5bSlxt6HJ1GFwHBZO3WffU7bCr0IwsjbKLSQwYvsx7oT",
+	"ix9enyXFPP/LcPS7r35/8nTy4ujP345/OL5seBZ1sdpRnXjS3B+Uer4bDaPJcNeoQ+s/AG9vC67pGxeq",
+	"wLWAKyXTLIF/Jei7ALIjovLqpYgl5Ybt+oKAVWJ8bAeMBMFSz9UPU2MJFD1w5ylx60iRUWmVCPiYbW1b",
+	"dzIes6R25iOXcrlMYklN3OFYQq4R+UovxIpnsp39BflugW2RzhJICz/SLgVsTCts2ilLZqAnmcQy4NdY",
+	"Z/NrjCotslKzbonPtKKFXJuNVmR510cx2WM26SUBbAUSXausZLOqpDAokuO1SC7cq7lAyom7JSKngQ5K",
+	"BkPoRa+cph/YGgMGTPQZoiprZeFkQTdLwqMPKAln3ZDZKQlyDKaPXirX3RvMzWjioNARZJU0UwV2t8b0",
+	"LGlnmE09ltCv2hFG+1kGDNCy5g6DPuUSBOxFilNU4YCsTkkaSArIpFJz8DbH4REIXGbatDrLcxCABfFK",
+	"jNc5FcB2tUsnCmOhU6EsMFbhwzdm4U0DdtYs1ZfK5kLpKqfCOmBfg7dQiKKSFMsNpbsilgt+I2KZgIIW",
+	"6WtWZjSY6Y0udiORI6ISqM+K0LLpxdITiyBtY1XO1Uo4OhXzg52QD5HpaqYp7w6EhJUAzYx5vqGp74yw",
+	"ABQO8SPEdrhVivVaOCzEeCksoyNl26VLNqfKGBgvcZXwmvKq+SmWbpFhTelkOHlALzRA764Tnkza+uAu",
+	"SHwtiq0VW/DCy3OcYu2z5Z/A4wGpr+iAcDn4f7LIitmaawdYxED1EwcVQBmPjDF36wSREA9tpuKS66XP",
+	"RPxEibH7UlCOa9+0ZKGKU1osgrj4hcM8WPA5qXNh3II7tTyZap/ee7Bi1w6TaBc15llYLJIB3xE0chow",
+	"F0XhRmuvs3vYaSwVxD9zvCygmnCRN6R+obIMgL6xywBSavuF9nBQZMT2nzqDAgXU68Z/BE6WNRyMZ5G0",
+	"2g571Gtb25DLD0bc+g/fzYeD12wVqQwevFfuJ5a+e7MEKyDcwiwqtE0NENUDtFjNcjj3tqTlH1CSRfVL",
+	"9+5xHyp3+3AUyQMVme4m9/GzPSQ6gs1NLWrnTcT+qkCEFM/PuBPH0vz/ThIx8ZbPy3xj4YIIbNRLsE20",
+	"aEn+7+IK2mPbco2khGcAPLFRGM2zTyIg6EanoYQb1CO7GVtbT41u3+H4wV4LpNHtcLpClCj7CkzTDZgw",
+	"JJs708Mj47ttcsXTzrTzLgZSwLgzjUnj+C+wLHTcieJOoW513Jn++C7uwF/PU7gQ0cVwBTqs8NdU5NmN",
+	"MNud+QEWDN2rryu44vLsy/5o2P/y+bdwyd9ANNHTLE/fkaoiz4lwZDIan5wcRBTG6Ew7J/PR6PiQH84P",
+	"xclifjh5MhofD49Pjo6EOF4cTo5n4/HhcXowmh3xYXowH/FjcSLG89FiuBjzyezIR9sBozsonJBUAwqL",
+	"fdXGyqPLQvAVljMRdHCIEFtjg6fWCMGYDEZGPy1N/EqU/GEpW4RllzzlJcfaL8rFB2Uxfp65ydEKCTQT",
+	"65Fm8Ciu6aNRkwFSp3jsW2Q/g91OI0zSGQtcs+Rdmq1AoaZYvU9Yt5K50J5fHy/V/kGarHMuAWeBkWNG",
+	"TUVrFHcEOEZtnkSXFJYEtwriq7BRdc0Wk3jqdnLIZZVjBJp60SUQO9POX7WSgwt++8LhXvdNLxZiLfgO",
+	"u8T8gmFTckL63mGtQbbBbOdZjszusURjoeuMCeqJyGZyVYH/6k3ZtRkWax1H4K5npX2CVEznqnT+Z7Li",
+	"b4mVfldhXW3B3l1JK2R5iVfTgb5PNRHe1lpoDavSVXvaibp7s2wNoJw52Dwag+GWqbeV3ppVxO0EsZi2",
+	"bT5KIiw/u6pUpZmuFovsrY1A0T7S5SVbKV2y0ZD993+F/d97iChecDK02E2t+XbakPZ5dCavvsbL0ZrY",
+	"w5bYVo3AB+D9ke3IO8fua9fEts62AhBC3ohcrcUjTcXPYdx2oVS5LjJZDtwNg5tRPcK/45r7s0v7spo/",
+	"iMp86qnMY7mby5wl+K8+uBiQK4F/ka0LMSZ7bSyTPF/BNVtlLZbmbMASMMJqymAZQO3R4ysxuBRRgYZq",
+	"IHe7eOBRLac5ELSiQ9DKuyCmP5aepbkBAQvo18OP60QkMYhsbXUucfzhnrxMEHpo5Y5sIr3mkIwmqNeT",
+	"SQDmjPBMMZ9DRVWIAoulKhAHBj6ibILDImaBYcD72k+acC8zMNsu2B5Ar1ZmxfbYeyV37YZu4j9CHQ4x",
+	"YN/ZenTAw4b4Ekcvfi3VLbpOCEe9FhvdxnxDehnb1dGUDrbMjOA/AkAw3cFLVhfmvr96J7z6fiUgp8ZA",
+	"W3RNtgWFMayqS6nYtRDrsAxqpiqJkkSfUhIovRt8azPqp1j0jKAK2+OwtXyosw9f/VRVbXvbNw1ZJGT3",
+	"w9MPCmOYNBuWNRbh3IYUDZyqF3QlDAMIbLD/YP51yaftQoc52D39uq7DTPdZnZwelJOX/BrB1cCAhd/b",
+	"Pjl3fNsudIz3IhrTrW5GsK74W8WBNLypGvSJ3QpreOzCa63Nnp9muszk3C2KTDKxWIh5eY/Sdiu4fB0C",
+	"ce/GE9oLHx7NMNv13WuILjmtVWYRTCciEl1IJNPvSs5F26bwwUvNWdT3bkz01iVPrcWPuHOqXjM+EYio",
+	"mVaB3e8e/Wknyz0xF4uIh6QUpGo/RWylwgqeQH8pwBPVt/bdq7G2sW13fbgOWm3TarfwNhylQRoWpaWn",
+	"mIULSncdkwmV6qqF55AOy3ZdWSI+1hunzZ2A8Zm6EWwYSxSgCDaTLRGxU5Y43TAGiXbmbwJZtDb5ML8r",
+	"gl2X81IU9GyC4HmNsm0DoF0w/LImQKttOgo+3nbIhwjiuxLqvQLIu60Tz6GKMYnFQ62VB1obOMp32Bww",
+	"HyiBQTPhky7qj5AEbFmbzQW5W8n8opJw1SuiR2hR0HD0B3YpfKDT/rHudCvB2hVf7xXT+C1fWz62s0Ur",
+	"QtDSscEJFBgcaGTniFDyhtYWLRtwwyQ/pRDqnTsjGlQPxPWYZWCXGJi7D/EgLotKBNF88GT4fEmyi0Ka",
+	"XRT2uNugWM0rIbYs28YHu1fv+ORdEH6oFcLSaZuJNq2DPW5dqLSam42EwAtwUjtyVYBAIJ0/FfQBK1CX",
+	"ZAUGiGvoQRF8wbGAzcwAcldH42PnfMbSlyaxeyuTmi5pUck+wMKOh2dHly0VBQ8rQxqNj3f6pR9GwAo9",
+	"quCcGrBn0HkY/syM7YGPaZtNH+dE7mcof3X++vL85dNLu4Ltqh2wM7mxJBqZdrUsIABkRt0DEtdKZ2V2",
+	"g8IFwCUXntUUaYnYaBgNAdQImj4EdtLMKtmn6laekoUwMldCeWqm2TznK3Jls7LBN+RqrrfKwz/QZoct",
+	"9ZmL5t9P+/Wt8a5ltRJFNrdZBPNBhQ2VgUrG4+C/dAIBCHNOONuYa6ZJZNLpFNdTDzvUwD6pj2FXP10X",
+	"uTATz3PAfMxzNb+uM0Ihp7r1oJOVKPngluf5U3PpC518uLNxt+lOxkgNYoPIj0ranUt/OuRGJdvpUP+1",
+	"pKUwAdr0dhT453Mhy3zj3BtrdOxnXFTyXpNi27hqP3JfQ8L2RWsJDopPFlxeoyouhWkxx0sVxHxeWrA8",
+	"m3OZZmYeYdEugBXNVVxK1PTl63Wh3mYrcwmGLbrfvHz9Qw9Dp4DwA9+Am9msRWGxfMY/QMxYacuYMSw8",
+	"V1Jn6bYgL7SrE3W4lA2yLfrhHgj26+tsJ53OD8uNB7ZhpbyDGAJMvG8mlauAdn8ZGK+pWFc6mYKP1iap",
+	"ELWRXdLNUpV9iJtjeB35LnFdIxogIUAvKqjDDUsQIVZ9OP+pftuNI5QDASAPUgwW/Yfa11AxIhXWnpfK",
+	"Mqs1ou3u40IydddQ/HetDfXRcLfclyUBtHu7XMs+3BIBWB65WvQfMK1xt8eGyRDIr3B57aDCsw1lRUJi",
+	"OEij1vMpoWBkbw87kegKau1rXbLua3apxVECJpP9daHmQhPmj3Vd+X1V3GQ3QgMeFo6U3oAltjoimbJX",
+	"9E8MNKyv8MPCrBi+yVhGtqaiXkpv/3p/ZiVUv31ADbmfyI4cBSc4lH0jgFcEBh2cSryEsuyI6APJftB2",
+	"2WWSdTlbbmZFloIKl69VZXl2LW4zLXoIyyMmXhC75fMlPBZ8LGzmDBcxzAooD9QJFme9hjlpcdFOopK2",
+	"uog5+V7/7sfvzMPfN41rO/c7t5lM1W0n6miQrxkPt7Ao+y0S7M7WohJ4wNZkvBveEAztbq1dr9FJ3/+p",
+	"hXZrGUZIO0F0M1Tc3Y9dJej3fcmpH97tPyfJ3o9U6v2kgrsRywZiYL4FbuRQfiIKC/eDd9XBSIEljuvv",
+	"odtLuFq7acEXJRsPx8P+aMxu1JzPqpwXmx5uK5mG9Q/0SGZbmILvnRXICxFZR0tHlOFDIiD/Qm31Vmnr",
+	"0sDuZKybMhmwczIWcGAC2Xsz2BzZCtBukhtHnYGsclily5aiEKe+1+BIE+AJcQA82LhgDa/jT5w9hI1r",
+	"y+yfJ3H8kXMUhmcXBynCfreIPWC0HX3Dw3C9lt/4oxSYyU64U4EZP8xvWm4R7C/OXGes3pWBhEvAuMc7",
+	"2S2Y8jSRvX6mRSwZbzSsIyP2encyuyU0YF+JPJsJc2G+QdO2krAkCoiCxBJqoRusHVCuIlkiqzxPInDg",
+	"hLYrByrqwB/t2fICDJIhKuGRZupW2qsUrhNbM0ZF3HrJ18LiNkoBxARXsZyMx2F8gLMrISHsQG8G/pRB",
+	"LGPZZ8m7GMYQ8Kx4diMONvu7iOH4JvtNiluQnINibWt+DtgzIgyOHL99xFwl8mDrDVi8B29Y8bfEGe7e",
+	"w4kfHD1SZ+OCIpvZXKCsj+Ez/Ku330IcZ+YLoriDT4s70ydR3MnzFVwC6tvYDpWKHP52tS77E9U3Pn/c",
+	"Me0BRESC9yfsRhQzXmariC0UqUsbexX7X9XYbH3jTmn/4ZI9f/5iu6mlWiN4GP8xPTD/tOSCcWc6HBza",
+	"EQA3VAfdAiEwxInOyxoxtH3AgL12o4J0z0F7LDqJlFzJXfAetipaBpBcL2gy/VsV8AuFS7HnIK2eY6YQ",
+	"M6iyVIS8UYWlvX69z5RJxZxv4H1Lni+eZwvxwsyY4ycTyICZt+XC98qCp3ZJXIm7Jgka1gT6tjsAAbzv",
+	"XhFvzDthW9WeSujelRDLFms6gdJEzZzV7rYc1vUcCnjw9yIKom+dAjZLTnYkbb/6ISb6TqjwPWDgmsXY",
+	"vi/DHui41f1eWxfAN7NBtDkcSejouabjJmC+wa51oKlefwtfDPMSjqU5HGM41nWn0D1qX5ewPbAXSOm3",
+	"EEyE/oSZnUCkaf9Iajf1ftgfJbtb///o4+T/X2MdcCu0kNhAMZxmnEpQY5WLvILqWO8GE/7akVrEEg8v",
+	"rBcWKeMrZVHt+D7tvGJn0LCAGFbHkrO5KgqBBas8Z+tCvd2wf/zn/wbNpFU1D2AIZm+G8idLzA0n5z/+",
+	"83/HEsN1HHZEMcWwK6cyWKyq1b4QEH3zZrEsnMaglVuAqcp816DNgQBX4hwk5A1g2TAFBoX3yraKkAHk",
+	"MGGk0mwYJPyQZvOQ1LnZQpuPw1iZLSrGYuxYAqUmeDDYLVlpq5FTY4TPuBZ5Jm01sf0JuLZ7U7T7zUci",
+	"rauNT+NlEKgr2SJHpaagmzNpfIYV/6uC88gYISXLBdclG/uG04d0E/MEnbD//i82ZliPbk5d82MSQd/D",
+	"P9k//q//h417RN3YbDm14hRjk0GrTYMhxnnLtf8+00LbpBE+IkKCcfs5jdfEsvmezBiA87zS2Y1IfAF6",
+	"xDJpe8e8GydbLHe2t5Kl0KVtqnlnYyysK9RgzTWddh8Kw0zF7fEZfBjZ/IcTWUtV3sn6bMtOabKb0blV",
+	"RaojpvnGF9sGmwFS6bzd7BcuaafEPmvdgcKwdMRGtsR1mV0tobLuI7TRcSLfMWbNpRFOgQ8bszsIt4Nd",
+	"Gzq1O4R0O+wnSS7eZnOe99WNKHK+TiLWHwU/WxOnz/PsShpHD6g02vZny3hG++3H03nvp3F0br8ujIHR",
+	"/Lr3ZMXp8Ae6+m4C7pBILdR5929zAx/RoqUFccfZ+wff0B3xDV981ji5NDenmaqMw0Tz2qpO0MOTAMKR",
+	"ix7kgux2GTX3T7MB13Y6OMf237Ss5eaeSEmZ8L/D50PQAZ/dzM/4G+4z2S6zNjQSCpGDlksmCpbzmcgZ",
+	"hyhfasV0xE4Zq9AMXSozqre8WEGuKW80FX++J60HvDfff4CEjscZEs2NO/xtbWatSBYCJqOD0TjqqKqE",
+	"/zp+0lIg2hpYeUUEAPCiT4vOs43ZMppdMc9P8NqtlWya4NrStiAvlXICNg/UOSqVyj3RMiMNp7QqbDln",
+	"i/YRLxBMQuXJZtZCcTJqRUMOuJPyFb8SaV/JPggiISQFojrms6g9kq9g2UCp9l8COSR4lK7y8lUhbjJx",
+	"i1XTxYpTNfTFi7P+4eF4RMET08jnZqmg/7/iWS7SuPN+u8jYtr0FPVZcoUSihaxRX4Ad3EZ1+6HuqOuE",
+	"u1KpSFcC39Eeo8eua4WUKAWaQXzVyoR6jxJIo9t3sIy6Cl+G12Maalt9qpUduTHB4Utap3VVyGeBguwH",
+	"ABxxVnuJWjelH2lrZ7ImxSKmfrMyllRkRNc7fkUSYnln/v4+6UWB7CeCtDHyic+PJbH9AG7Q7eGegxHs",
+	"SrMKsSc1m4llJlG4CUDlZk4QyxO45yDht8Pg9sSJrSPXYH78AKT3V/SEPSC6aYVCTC92WJO5CrYY0wXX",
+	"0J5QeHGHIba9eXrby+k/3WXDhhD4Ls6RXKk18zf36i27p9KmvV6jdnjeKVvpr3yPQmZPd8P3zc92c/qA",
+	"AXRnxR6AqNYV+SGwUXPSOCi/hbzxGuCtBUFeQy7eiReF0tEA6fg+2lt6urbJPJgJjBRRLQwoWLGIHzcn",
+	"wdqy+3lAUjtXmCcHw8fWqcGcRqbjBmM/E2ow2h9XTs3FTUr2AwaRpACL3IaUkAPSfBDcETmVi0xbQRPW",
+	"HQ+HlOOVSq0tXcQnpg6z3DE72QVCbk9NcbOAi8qNvDtPEMrn4OZYvs2BENU8K6HLMNaxqsmbDdileVym",
+	"MYYu3q7zbJ6VoG0G4iM5z+QlkO0tVJ6r20BdzkbpVMC8+dYLqQHeOGIzkoxwH1QLIcLXWD6/AbsIqEOA",
+	"2hOylk36QEc/Rnn9WBLTXdcCRPG/oSQV/a4efJEjGgyoDOEbpXUV16pAa4xrWxrIuolUfeyyPmq+mQMY",
+	"vPdYFoIjydlDVoGnbAoKl560TJUH87q9xEPpzloF2Azx9IoYZ8tMlgP2ArPMEOzrEwgdMlK5umUjM7pA",
+	"Ysk1GxE3MfA/I70mDOGKv+36JkQuMpRnN46HE276DzbqJXsC0bek4GlT2GW7vVRq3Q4HDeosAjgoSP/m",
+	"eRtoqZ0uHJcoMGPaaNx+dOGFg6reNZiBRuQ25xRHjvs7aL1NF+zixyM1X98HkT0DZvY0aDkQMWfULnqu",
+	"Cqp5pHgAogroFq/cbvxv7f6uiimjfHMyZUt1iwIATrqslgvFwjinGExyziEXrrV40W+Bn8Bnwg6FI6Dh",
+	"2yDuntKyzCdrpXHAgFPSggSgmmbB83zG59c4KolTRXrAgn/mOvGlKhtHRKjZ4Na9pFl8nxEBs/191KEj",
+	"/w6QTGZTo7XZT4gm8zV723JVIV/T67YLL7c/5Z4yBCqQIbpLMlFs7AxXqBkWd0Lbg7lzX0yZ7ti7SyJf",
+	"rutjXYLA4w/qnR/ozff3TmOB2yb78dy1xF/vGu+zmlnXGGvMhW/+CXvdBwp07rVDBrD/7dPBaT7Ss3Z1",
+	"4A+7ZgdskgBaCWoHWiSUd1lvWaotjMpOIzd3VYGCTyQ8SJJ3+ye2n5GO5T7L7kNGYHdvms/d7kqQFppX",
+	"RVZuAImBXTMTvBDFWdWmtXQm2dmrc3YtNpgkvqqKgGIIWWe6ydfffXf56uL85eVfzl6d/+XbZ396DQEP",
+	"iKoYQ+OMhFGIMPxLeCEmSOfXYkPM3WilmFdpkQtLbYOGIe7d0AcQ4oIneONjWZbrzvv3kNprw0Q7Iilk",
+	"H7fst6B6YwEdorjJ5gLG+/nzF2h7aciHo++P8kc6ll98YXejL75gXZIzA7yd55PqRWytHB6m5tUScYW+",
+	"BlYsIN8DbtuyToznuFqUFLaGki6dq5WtIaizgGsVS14LLLF6XAkqrmyC4C2fl9bMs66ACytR2j7TYTGN",
+	"8cPZUvDcuCs1bKrDgkQUuLLo40c6lnO+5rMsz0pAy1B/Q3dmnqy3VrOjUITOO/46ll3ToRBwrgoJ/iPk",
+	"gMAklAAeuBIl8j/Z1FI9Wpf2ItfbLZ1XY1vSOEqBq6Gnjiar7sqFfWq7kYLDDQevDHiH/ZFlvHm6LRDY",
+	"pjxyyKVesweMXwhj9KtfMbO8hCwzZPMzf3wtkJHRrl1AYOGiIeyhK2pOHt+MEku3OjU3M8bYvCpy1v+G",
+	"xZ32tfu//JL/9tmf4g4zK3D6+PFofDQYDoaD0fR4eDx8fDN6bMfAwkBMc1Ixd6KEuL5PWVAwxdn3F88R",
+	"ZDJTKQlwm64hZ9F6j8R2SQuq6UgWtFE64ZDJcOLYbfPsWgR1vfVAyYCdOWo0ZQO1pt0QQEkmw1GCeokA",
+	"Uk1++OGHfjAEwnZSEhi/tFVCXtMqAQQb6rXYaFu+Zl6bi751kBNCuSeIFyHZRDtg/mkEKh3EMnmMS/Tv",
+	"RLf/GNgJ/p5Q+loKLHCnq2EGgQITDBFuNJO3b+HeQ/hfRMJolkCKEWeZVTb7j7+Cjd21ypO9AXsNQmGx",
+	"VJIlc5WKJCIpIkB4w55rnu2lDKCcJ5AtS8gXOHXKYsB9gopDXoARnrJyGowD9gcHREbVD55r1OjTHOA+",
+	"hYhlN9FZKZzyRy8iDVcv2XCrimsB+u7Z2ySyyEVUO9yoCmbjmutSxNIs/R5ZaU1xPtZNtBBJr7GkNOv/",
+	"kb367vXl/SuGxTHeyR60Emt3PSI16v7lZi2mLBxAM3CPwqtT9uhd3MlSghVzxMaa0w0TZgQLDYGmmxq2",
+	"9P0jfNav2GQ8Zu9i0KiDK5oCYfAMMwCIcg7+Sg+A/xd3FtnbuDO9F8dq/kPgm+qQy7gTDQaD92YILrys",
+	"F6ozLCotXMTIouPNhKcrzKSx7GLlkkuUUoklqRUi1jhxgpHJKftbhTszL1mWokuE8SnkmrSKerTmbIOy",
+	"VLstu6Ei2d3JVWipIvrJKXM8pePjWHpCROChsDAWmLogQEmGg6oKfRqIjQSb1Ipfm+3a2NTVesCeIQn+",
+	"Ld9gaZexPeDMa1e+LIReKwnaWTw1ezXwudrTxuojwr6OAU/bf7ZfXvEr2Fdj+VTluePzLywvv3ZEwpwY",
+	"L8GGZl1fshuxwWAAC9PS9AeyqZkm8czEl7InA3amrx2aBOwuKFmfbaDYgQCC5rNjWUnccNKwdv2UJcDy",
+	"lTAtyHKFB5hJyrq0h7PDYWSHK5bj4bA3YNgA+sA1/1uF+5rOroDTyfwb4IqwgDxEEk8H0M4lUYIagYkx",
+	"D7Z3ng/aRR7du1H9Br7812O3/P/xf/7fZvm7o78z/XEwGLyJ4oA9APeUze+Wf5YX+Tw7f3K++vPyTwcX",
+	"fz+Xw8H1we/SE/77t3Hn/T/3E4wrMn6CY/rr+1r3iGbsU1uvghaOs4W9CkVoAaPpgL6CMSySZ5f8Kjk1",
+	"7lLqWBEyGcvkfNF/qaTov+DlfJmQlcP89NuycJKD4YS9VCV7odJskQGoCVC/UsGKa86IDI6I2mumLO4c",
+	"zUfp4WwoTvjBYpKOR3Hn0e7TKthsqTeM2S7JaI/lZWY2DDO7jYlwcHBwYnaD7y+f4j4UJnJZNxkPx0/6",
+	"o1H/YHg5fDIdHk4PTgaj8cGfk95pLG2uGB9HoaP6E6jDs4JSDwI3n+SFY81GuVjvEXphz860MzIfB5ie",
+	"tZB8nXWmnYPBcHDQQS1icJetdWX+fSVaweU4GpCbWma5sIoVUDNujCDjasorEL+FOsT5Uswh1WEcJyGN",
+	"Q7KJYgmcDcbCnXEtmKpKs6E4U9Vs0yidP18KGAUQF0MH0m/np7E0B523AnEL4eRSqzUlswGicyXKb+Dr",
+	"EFoDGzl89Hg4dFJoyDvaNCV2iQWqa0RvGoPuvtgGvRsc+e1ITdCDPM9uIMiDhww0MTyGdr2ILn/8xwun",
+	"8/z+fRgW6Ux/fGNLMTadaed5diOkeak5uCDbwa80VB6AKETnjbmZunbPCWE9AkeDgCJPc0tgB7H1zJgZ",
+	"co4XlPzaOCoFXyyyOR4Jh8MD1sXE54Uoi00feMuSnqPTmnMpFWndwGEL64Hq8hC7AjC7HbPAa0B+solw",
+	"l2rkftPDN6plhlwABRtMbuyoTzY9os7h8GDXLa5zHn8fCOXeNaXcV9w9p25Gj8NTY+fkIhwtbSu2DLmS",
+	"yNpgS+M062ZpRCwNabYSUlOBtPHM0NjLavRVvQge8Pz5C8dEriPClFuk+63DovHSGMbm7zWCc5e1dXou",
+	"qKAHxRtyoYo5CafG0p2aj3RYV88WOb/CDd/0elVaukXzyQM4egW4lFTeAocpe8wah+eOaf407GGq5hUl",
+	"zJgf28fbX/L4fGFeAM/vvH/zMesE7nDrwSwaN1vqlCHAZl1lednPfNmj6WT23VrIs3MgkOdlZjqkVhVp",
+	"xvf58xfmsDOOrEfO2G91nF9tZftf0isjphYLKP3ASvtSFKtMZrrM5gP2HIH2WD9vYfXA17Pkemm+QBW4",
+	"wzkfhcn+VcFXKKiYmSOtNGcZ00teiNRWTsBhJ7jM5BVkM/z07UwPjidRJzOjuURBH6oMXKIo031cZtu9",
+	"ZtadxxR5Ev7Ge0eHB0/oxWAqZH294nnuG4B/ddT40w5oiLgn9w/oBjNxcE0EzGuv+JV4DSWNh0NIHXyp",
+	"0g0p74yGk+PDoyfwZ3/deDh8D2T8OJrQMCjHC1oQVAXDa50iLjU5IJeps/lgufz7qPN3UainELWqT9Jz",
+	"2XdlkeBabc1R8GFAmvR/3iz8CUa4ZfQcc1Dr2O19xtZ2xB2GWBjdr7k2jSPX7MX3HbVwzfvoo47ng+Hk",
+	"/uP5pSqtV2TeNxmO9jrSvaS/uWl8cv9NF7wUz0k+H2yH4f33nJOsPirhw2i5xfUVMR81eV0Cw8GdnYHt",
+	"ECZPHr+rU2u+x5nYztz6rODaksUQrxXmiNBxyHSdgrDr/uwIKHvTWAaMqT76Y9XnxNt1hnlE4QFfiAiU",
+	"aOlKjfALcI9uuTEZFr7qdCYgzUNpWp97ca1C5ykrKeQN0HoQotWO5GDAEmG+NE0CuV+bAo5lIVbqRqSn",
+	"YV6pjkW1QMVaH3Fv6pMqNb1lyoYJbiKT4WTAXrQkwQrBKlmqyngCAdwNglHw2WaDFimmCC2qz/x9hEXK",
+	"bTYOtj6kSn2wmRPQhX68kYOdUT89zthCVUUf4WnVeq2KstbRU3bsYKPgzM+XvEwidgz/Abn5JGIHDnqP",
+	"FzkUe1I7buj9o5P37x2PHlC/NRr1MsCy4Ni2PWb4gJ31axgKwnrt2Flr8wulXK+UmeSf0Jn5We98H+pr",
+	"uXHDXm4s1XCrDPfFzpv3D10NTdbhN3vtt49pX7nPiwtS1ktFanGkVRYsB7MbAkbT7Vbd2o6K0bGbTBuL",
+	"FoCvt46VAUgGZhtCIoAgkmXFxA0rKGdxUGP28rtLFLJA64oIHwilAAmMbrLSV/3RsD8EGWfzygLTJvDD",
+	"SX+U9AbsmUXY+KQltENXxgnl2iJttNkDcq4RhvB1lhszbbZhlokxCukIkzKDZKuH9kMPALeReQkqGGL1",
+	"pzlpfu1pigfseYagAuIs4BIyrFqDyYiBVtQ/T/DvJITDjGFm9VMp8A9toXQAJpjh1Ivl3OUx2rboPNMl",
+	"9cvH7M3RrkoEB2uynGoeObolcpWZG1Ep29XdOcNy3yBNiE9qbVSzQWYo681Z6asdrSGarv3aAvgry7x4",
+	"Z1Mcsr1WWVtvFBbDtjXKXLt3o6CkF9pzX3wBp2tnj0th193nQmJu/gQnOewmr+6oW7IX4yh87S4327U9",
+	"qe+99zVdiXe+f9DAA81Ny0Eb6lbQ+Nf3yE962O5xBn7JU7qt829/PptBaZzOj7Qdhp/NOf34nUDo5vud",
+	"J7aZRe4QBpKSAIRqWZ9rtWtw+m0AcAo0kkhJWNO6B3EBZOAOPCw0eC243Zi7qO2jyiWqxeIZe9AfUp2p",
+	"PSaRKRsBogMEQXDMnEtqti8SqZ18mtWOO3alhGbVms02GCqGppjz+QyuEulZmTDjMGnjjUl16wO/BB/S",
+	"S3WrqX4H3gyKKJi1nlWr9YB17VHsMlzQuEGPnUnnMZIERwjpslAuqjgChw9gXJa+fCvqC+OwfdbuZqs0",
+	"D0ZVXnuefsDx6ZG6GNz6sOP0QQbBvgfMJzgN+G4yEreZf83n1Pe+WvDem6hMz91nz469jw53pznjnY14",
+	"/6mFgcmUbn/Y0bPLv3NT53M7XvaJsMGXv1Tl16qSn9ehdAEEo5LG5yc8haJ3uyYFKBJFDAQC3G4eMSQR",
+	"OEBtWrPIpuB6/SVLky2L2dxiN6E1hxw+7UF0mH3wJuTqGPY9RhFlDVmtjzu1kQh/Z6FLynSWoiFXCzCC",
+	"jngDUM/Jp33Gja9pbg7h/+TLWtStLZQzkwJBZpkMNCFA0wcgyaEsEFYIpK7OukeAfe0zlrWTPZZd7iUq",
+	"bJGuxzYTIl73PFzd83m5+KAD+hdoyYb2BJAWQsVmCXghwL53ExtNQ0xxLOHAt0j4FuERLwgSBU2xhGex",
+	"LLi8jlw22Ip5pasMXgswvGxhuiiiOrxYfvGFGUI4KwdffMGwwpZCXiyBvxMjE1QVR0zkBP71pcvSFUoY",
+	"U4QKxm2okAaMPpTOcE4akFBQgmXnAuCNUS1JnVl8KHn4k/GYJRbDClDRJJZdRBDbxvYG7LWDQtnye5gW",
+	"IHPRReBqRKS/USyB0jNyEiA1yg7sH+K+JZIAIMc1fXW2LR4Dfa2BmYzGzNhpluTQj1am2dmX3/3hGU40",
+	"+4LTevleRoy8Zl7Uqu6xpN0Gp5uTRPONjmUC9cd99+xkwBIpeCF0+SLTOrEog5mjoKO+ylKkmJznggPp",
+	"PEvWwNn0CsS2lHS3YvCJ4lR4DVrOMDNM31APOu4+bbot8RX58CisElFsXZX1hw3Y16oIqBSwStZN5/my",
+	"ktcWxbco+JXVDeBlxP6qYAcgMELciWNp/n8ngenY/CD4koihjjDpR5plgKU4m1JghZD5V+TRq0hUSt+C",
+	"7oJpkgXAbqZYWJWlWFf1K/xPOgOo1iqi7ASs/EIYp+eG5wmOCDKb0g5D49gjCSHgrqnX4AODaCHSrAzq",
+	"itYcVl4IMa61G/k8zfW3S+W34R3fYFZXgvAYJPJykwF7LMb6GVvdwXUglU9iBlqYtYUE1PikfmFeTPuB",
+	"jmXjFHlkh6M2qiwcVJpnF0huYCZZrU4r0y4thJowyIFAYmmO0iGWXTjKLPYTX2P5g+kIefzOXg9kQn7w",
+	"gIcBUdYJChB6piEZFjA5UlpItJhBw7IIlH4ynx+wQAzYS9wYbSdDyyUNmT0qoL/QM0JkGUGRgQUW9h/c",
+	"HL/hepmw7utvzvrjwyeWFOr7y6/7xzDNdQ9ppakOCphu9IVY8UyCmJwda2V5LKAgz+zmqM0kcenbCnN6",
+	"zClLcLNNArZmEGvAr14QEKmL6tFISm0mj65WgklFss0zsVEOVapuzaniCN+THk0By6cLGw1RB1qifpoD",
+	"Plj/kHVqpk5AJQLQcMvxSQaIWPVYqXwhoTaHLXwKbaroDkfhvLBEbkS2aKvagsC8ZVwEqIRarXkhAn8e",
+	"UVt+IuDmbyeTI0+c+pyGWU+2Z9KEjhBjYtm/2cBAra4wqMvRQkhcSIEimlkGWDkcS/90S0viWYYfaaaq",
+	"cq5WdE+TBrktUkBG7MfmS8Gk+FKlmwe61JYOs56XvIDhgrE6MAuJEqb9o6ODkR96x+FFW5EDzWG6uDYv",
+	"anlN7EFfTDy9XW5+BT7IqPMm5D36sXO73Jg/YbgDLfIv++Px8AgqP9ZLSEXpEhWS1zwrQMvtK5FnN7DP",
+	"jCcsBe32KzWFmXhO6taYvzMGmEx/A55ayCzku8IZkHZ/ACvQGIHOBoSxpj4/xR2pvFU+yeaG2PVA+IWe",
+	"Jy3CCM+bsCk/BqOJ+TvTrbeCqhuJuhSQCQWfX4uU6XkhsPQSTRgkRPyNccsUOHGm7eAk+gc3f3xjCRom",
+	"mMD+PXZ/fYqg6dpF+YzAau1Nrb3LOHWdBFTFzk6rd03rp59rMk24JLwImOrnMKZLka+has48NPhSrnWm",
+	"Sy7LznuArPyt7TOQAsQ0UHqeI7gyClhjLT+7mdoTp0UdNrz9WOlMn0Ahvp3AHzuEFe0aVpv35On4jxed",
+	"YLgegHOGkx4o1N7Xi/yJHfIjo3Xh1nJnEMzuj9giUGUHHsQzmT41C+K++5+GV/uHFPzqKYoU3veAC35l",
+	"b3tg9+0GWjzzDDjOxiOPxtaCo85f7dRFX1sjFX9qTcg10cqKt4S1t6aSt/3A3EPifbT38Kz5d4wAYs8j",
+	"tqkWCBztEZ57hdLAl0o95wXmCSejw31aSmegSF+INONWDWoyHu/b4u8l1ZZgbPCzilwinQH5sjhn63WM",
+	"sP/4kCYdeXsCBR8D8cBPGMh7BSwZag/qR/Kt2uJ1EEwBRgGrHEPS7CTABtDC714+YwGyEHjqXE2zDPHL",
+	"5D06pkLugMQsKdX624RtXb0il99DxwGV76m1LOsFyAk1SbMi4pTnebMh3BPK2i8GcQzjutBJCBJ+Xpi6",
+	"0kgES6SJgJzMJM+d5JZxFF2sj2Q36TeU8IE+FBAlrenxdhNCXCYB9ZIUtxblmWpbC78JGC5jWadv6ybE",
+	"leR8p0tPK4WBGs9Jl2AsdZnJcmopGRqEd7Ekxjv2qQnv0GEC4g2iDpyrPDd2AQgBuUouSw2rhcY2nAaO",
+	"0iPropORSnXVmhKyX3xhgYalwkmLEb6auIqfiQE9ZmOcacI7kjxZw6KGHJmsS4Ig2K7eFMpDQ24vDFMb",
+	"L9g28gfgb7C2MQyS10cuBMYmcdkQ2amqodkwWJ6inm8r82moxNw7pdLuMLoOsrK18Lrx8kgo2Vv0bVQy",
+	"8CoaQgsaJgicpg9Ecljml6/5xh8Qv+tl7CPS9gBsvR97MzGoNInYyVlN/s4VQTiotHn11IW57cwg/eNg",
+	"oT+iVc66YNHPNrRNuO/tRUGQG2Mwtnn0mJBwNRVvUefCDIV9YmNv8yTSp6T3Z8ktbPwRFHUGQce8UKnI",
+	"E7aqdAlcQy4WU/f+aYHZ9jmyG0f5h/pqLvZOIUoIvtsu7K8yDfUZyalTenOzBHQwt7YH6gdkccmBBs1c",
+	"XIvp44NsPO95Jq9xklNADeM4qDMhtyvtseGQCXFWHqQc9uCGhbD9Lk7YAftSlUuYvkWTZxWXOAVlgCoV",
+	"IiD70b+CSLKNkvkIfywzuRBF4cIF2Yo4cMi5sFQ7WwSv+AS1sNSQmEarMbji4g8DkkDMqFXPhVFLu7tY",
+	"/qLkPBWrtSqFnG/634pNYhqPhc+sEObU0XwhKKjLVyKW12LjDyfzJ6x+hXW50QEFk+2NLsXq3ZvK/gVc",
+	"DNGrohJJL9SgNPtHVqMkv83m4hQnPbzPtYCzNIOYqiyxEW7WBR91LTb9Qpjp3hqDMkbTJRpwH4MMvQ8I",
+	"4hv0rdh8bNzKuvbfybzh0v9QP6SAvdmcSb1puLvUohH/jABEnYj30FjG8yZZeGsGGi0uZ68SA1XdanU8",
+	"vngMaDIUzQpUt5JyFN3jWlFuqVCxk9IppmuZXqqipHztjhN3GydGtHluAKgsLNgSiGHYNMXt59ioqFZg",
+	"E0bNzIm7XcNnu6l+LJiunq9E38Yp4df+cacWSftxOBiNo/5wcDCKhoPhcTQcTCbmv4eH0XAwPjL/HJ1E",
+	"w8HRwZvox+FgeGL+Mh5Hw8HIXHE4givMzSP8yfz1yfEbH598yCve1wOdBO6CHr0zBGiMwizPaeN3MiVM",
+	"L7P13VE+q1QCl+IUySR0+qzSWCwOsVJ7lvFCLFWlBdNzLqUZMqD3QY2TwT6zfIR+JAzKJTG+hiU5thDH",
+	"G6LhdHFx/66xZm2cNEIYnlKomtCLGJJv2xMHEg0ybYm6hjz8gTqF6V9zYEqIxkOHduqk/aggA+owYYCu",
+	"E3VMf73O5FxQxHnTmY6jbTUa4OyGvvoKxWiYkozEaKi+1AasczMMUNJwMHSha3ASrNVXcFsOLyl+PQDC",
+	"A34lKKOgVV7BBmLGI9S+GB1PhnVdinFTHGK3AlIgBvHj56W88+b9zvX0YlOLsTp9Fjpb6wM+YE8hg2Bz",
+	"B66ld6+780crphXQ8VCol5cDdv7oRjC1FtIb9LCO3SqFspygbSACX4g1z1Jag6TJBdl6mPu3fGOWASxT",
+	"6ICdqzRQG/ixU8zzv0A0+Xj45cEfnrw8+f34B7MHbUWbj4dnR5ed+ho/eEDM2Yt2/CQRZ6letOZwziSp",
+	"11OUyu0I0tHCI9OxJ6Bech06xQP2su69WlLwQTjfpeq7aRbSb//4JiCe/vEN5lS+16J44eGptda6sUK/",
+	"88HNDm0bysg6w8cFAgqxMudksfe3mafaD7z7+x40IXbH0F9uU31PvU3cGCJw8BrfPgCpE7V29OzZfHka",
+	"hEowJ2+1Sxt9APgvG5+ox9JbzPj7Qur+FnfHRxakjzHC/pD1wVfbZbHw1dbWw2N028QLZ58f9pYZ+EiH",
+	"QRsHsoc4C6lyOgrqWuozmGgUoSEg68e8YF2oRQb6Efc9/qwez6mgIHGRQVLbli5i2QDBJa1Opwvx1N+8",
+	"5DKdKXUdvhofHGRXR+GyIfbwHwFkOwKQLf7L58Tx0WApmsbveT2alJgB3WmLgZhaYI3V7fJlIXyY7d65",
+	"8C/py4OdfXng+uZgr76863rqS38DIqcbV/l5HVxZw1U3brDz9P2n2zvdkRBsnoN6lLhFaiFiLvxOyj9U",
+	"ulgT9EBhBBdir5cUe/roWIaBYqeN8XPbR39WyU0zqJ9TatO097NObAJRTz0teEdpxgPSmY9RlPGxhUF8",
+	"gvzm/TE22Nh350HxezETipA8Wx2NuQJi0CYENkrgA3rRlrnHshvC62oIBqg5zBCUiyFkH5t+pD1yLulF",
+	"NfH7kl2pMtqierO/Y3hTx9LXLqAZoIrsCnKO5mtQFX8NrfprlV7hUeOiCb0BO7OS9PDwQLnf49HZl2ev",
+	"nz0/f/kM6vJLkec6aJKvgggoxkEmKqqztNjOoogziVNrQm0GsfNUGGeTNleCQhr7hpSwE4ig4T5MatUu",
+	"QL8IshkDdsbaPk2bQ5XnsaRxpNTlwpWdQJxnBQ4C3gThdYmfxcpsJSyEPZaZVjkvMVmMLYXP64dq2NPg",
+	"MVnZoqSPvPsr/ldVZCWk182jGcsF1yUbbwm6178no1kiFZtxLYCcCy40j6CXDaBJdU3uqS0W8U+Cwh18",
+	"6wifARkdAckFhrl2euKOd9ZfWJP8ntZjxBGRD+FBuPHPMU9gXQ7Nt1kTEGogQojWSYWejDtYZ7AoGRYW",
+	"wDD3sEVOcXxKynhBxzZkx2Np9wVeCHYt1qWPxdVqhAG+BKQ0jgE004CxJ/6YRk55i9gp8/KQp8x8eILf",
+	"ndQqnJCEGoHbipDfjLOX3z8P6NQwzQF8G2HFzA6IbYDC/ZdBbe24Nx2w+rzytTB2kCLsnCt+I6gyhfY9",
+	"7LvQHKe/TDt/EnrKbgXFB22o10YU1cIGHDdYcFGav7PxBHIYiI/9W8XzbLGhOBXUtwkXd7roHxychBEq",
+	"xORisSC2GqMCtEgo1meOT/eXWsqGAOF2R+uPgnBvsH0QJ/WUjRDWixU5B8PWPniWi3lZKJnNtWfANd0h",
+	"XIfQY+7oEAsRpqRRruSVKNhaaaC9wcTLqL8RvGC3vCi4LDdWwgbZ2QGRzICOb8r0kuc5O4ewH0YQeVZs",
+	"deNv6t3YDpJ2/eh4E/fzGuwyeEAYbvRJJjpwBDemut2WajhaiAOnZ2Vn2kGi7nF//ORyeDwdn0wPR4Ph",
+	"6PjP98wzoknkMwxrXnw5/P3hN8dPxy+f/KGzcw5Cqo1OrA9q3sFoOjwaTCbjPz94/LYaPL48+mHyx5Nv",
+	"D150PmBsd/mDzSKFzBsU/67l4iiH+Dl4UnbwPntvCs4ommGQsGbWBcIJGLhXZA1/mGNlb97JdsbzaxIR",
+	"AdcB0oY1Ua2aRlldVWtbN1k6SmgS4QlQHm06W7F02CNClXpHwwG84YmuoMnDb2QaS0xrnvqfzVlHuU5Y",
+	"uTjT6pLEUBBTbpJeFEsMql1VwJ3SRB0hMVWo60wOwhSLCANAkWsXYaW2Sswjz8pJXGnGvcGAvC1rB//J",
+	"BnA9fukUCylsIuze51MNYvMFs03oGVpEFVSdUI/Rt4Ajij8P2FmeWycIydyUMpdWaxZw1EFlU/FIOxSw",
+	"kvlmuq0ElqV1JFJQgI7T7YsvWNfau70wBAf8tgC4szBcUJAyRwVW65mLqFRvagG5Idw2ctYSwDooMw7/",
+	"vhYylhXmgUw/Zymx9/MayG9jZzLoowOyxbeOSNfTINUCVwRgW2CPmYILlUTApn5lpksiVd9+cdAftEKg",
+	"Q+jf2CNeUw8AK0CLuTQTG4MD4IfiWqA60il6snaM4XTLRXpl+gSfARN5tgn+K5ZdLQRLrkR5Ucmn9v1B",
+	"saCfMuEqyCRbVHkeFjV7hIIr3D57+RUrBAVQXA2hjgiRgwFsbXvjO7DlQeIxQbse6BIIcNfYXVxcJpNW",
+	"XB1D9dBoLPiFatMgIsPqZaA25nxHMWiDVre5gHyJetfxO7k/QcN4LKHauu9oqmxzSqWioJ1mYLM00G3D",
+	"EfaVrSW/BvApEEhio3Q1X6Kj61gZ3NjrR7HEwaedGKprWxuPBB24jWqV3zj4iCOOckhSqW4RCY99beEl",
+	"tgYAvNOex6rHcmd1e63KGRpoq6GzoFuzMpa8EQ8jzT5wzJJ1IbSQJWxvsEIyMwMTwhCkSYQQTWPRE6OL",
+	"9c9xx8w0SwjlnmDoCFtEKdJGpTYVNHKvWkksW7vWqtm7UBgfL3fiCqxW+wvwXlwEr6nUGFaBrTsOlgEt",
+	"DKQNCGrxABsn8UxAkcwNzRKn7MAyucgrLB621b5m9ccyyTNdnttfPakGKSCa0fN+ollg6OtBG4hazcqe",
+	"ZcpsxetCvSWSPxTIqLTQNM9aYnsA5xYhSK5mJG2F+ihGa3q3UVXcOwXagYS6MXGxwaLKBXXxV2JdLj3a",
+	"PDX/mbCXSMHBRrSFhDqgoQwol7HEQSAWPUCZkv1FrDV0bwK4wpcsFzciB45knueDWD7dzHNLGruy7jNA",
+	"zZXUZVEF1TJIGcclTryZsDXnZuiJzk1sNdHGBh1eQrOZWCDxB5VD+PaaViBuWaQY/cS9pRRrJKEzuxhx",
+	"oeSbWIKIgu0XypdZ5rlbnl8zAapQpSPKLqlSuBS6PI2l7e+Z8UIIHpz93e1gOHtBBLg2AlZVa0cYrRZm",
+	"vj/w1pXKmQtbGyOaVcGfQ5naXlAMceZGoM5SzsM4YFTbLmyxrLXxwtA17mmOas8Jz2Mw8AoqttCYaAvs",
+	"BcH0T0pq+426ZSsuN3YWm3FCaVxlZ9GUjRBqboVs7A/agtMBrwt6FGPUB7XfrOvz1iYyzOnliEKBgUEx",
+	"Y/pa4cVD7AFHxjVuZwKEqVajiXVyFyMQe0Bx/MO7hfI/BVmfnQ33M/bZK5952D5q9St5dQHht3uf8YO/",
+	"tvaU/Rn1ane18+r5S/7HhEs+l9jDM1x9ZGU4F7811hD9s9KwFNRwNkjfM8TsjFqYvadBqQMEKsaaBIot",
+	"so8iSyell3xtjxLjqTW10slFsj88QkaXyBmwK8F1VYCHYh0sCgjrmg16+c3560AYxCqAwdESSGlFLkgg",
+	"WCVXwj0NCayAL42Mz57NIBLhe1/diCLn62RqP6xwZ2To7j7SWOEq55D6Aukc1p1zLfoLlafkDJg7SdkW",
+	"IdYkbotgJq9gax6hClBr7VHi2ezWaj6vPP+XcTggBPC2jNjQnAOjAfu6EAK0hGvqQBHj+S0mFahPMCFn",
+	"K+CwNs70Bn3nXOlMGotgleXc5kWbb8UcYbrVF5Gt+0t9zq6mnEO7v7nfS3n1R/QJL4UAPUv322mLBFiy",
+	"5HqZhE8I502oYITIUoUWSX0Sk+EcTmF8VdNidzrNaJK4ojg3s5WsJcyddrAjn+Ntpvlmyjg5jjDIxola",
+	"zXJ6uMMaED+cFBCBLbIciyEBW4gxMx+kqxvsbZY5spZhIrqROHeactNaggv5FaEqbV/F1lIRIH2m0gzK",
+	"Bw6GE9IEtaYgcBJi8myXOkCLL/SvFquTivhxi2bONNiHgknkpmeaQfS8lrgJ995WHuZ99hu72eAmYreX",
+	"+7aPOqCmsYHUdw8sfcQNxJ11xktvmdFo2dths44nBvZAt5Q2WkyRkX3Y2GvNVLBLz+aiwg0b8NxbBvLT",
+	"rS1rJspbIdo+d+9ty1UyWx3rlv3q4f3QtqFZgZE9trN6NzohuY7v0O19vd6nlJFsdGrwJETmet7o+2d7",
+	"sF+jE+K+DGVcKlnq3i9z/5e5/ynn/v4zvrUnGxN+b7+seSztFNy4XLZE+zKkJPDWMAItfpEQ/AkkBEF0",
+	"o9wxCnclfX0Z7A6f6DJMw622RO0iHFSqLkiBC/ht+ZQ0kkAzECLmIVuxTd+BRAswFOpTQK46U4trr7PU",
+	"DaL7fCWsGFMPy6g44ehazaoXvmriYbbUz1ptByHqNbmdnD/o3uf28v23ArpxD8Gd7Tnyi9rOT6y2E1QH",
+	"2YXu/gQhl1ZA+lfAtqMZt0Nmg8ONrDsmX/x4AnvQUkBtrvGJOFtkb0VKMDp/6ha6RKIXnrPbTOppzZV8",
+	"pNnrb85ePUMQrpoBrRlV/qL02ynjbLmZFcYvRFcZiF+wmjTx21sS2eZAtqIqdHYj8o3NXQYgcs9Uc/mn",
+	"V89ADWdNxN4gUQYGnXkINtr7v+ZHwgxs1gIr3/Bu+xZ71SPNAAyrkWwYf7h49vvvzy+evXj28vJ1kEKr",
+	"ib2yLvpRaydmgN8eS9/dPUwZYuswLzAes9J45MbRXBdqlouVabclMIG2OCb7XsQ4A8OUwuCquNasmyyy",
+	"t5R6w+G353U30UJQqOg7yXQFWkBherw+KxCham0rm9ixIQVrXlE1WiYjyMhpIEofoQHKkucKN8mE4R4A",
+	"L8fM2W/SYnNRyV8DZ4unf4HOAe6BEO0dDnuG7GALYzt3J8MTm5jv4+Fj+mVWlWE5gkVkFBCrKG5EOmU8",
+	"RrRz+NFbDFxlfalwONM8x3EsZ8Zapcd3g++PAPOvS75aQ/hMqluARVh+VxJAsiw4dqy5OQNzhshIfJGT",
+	"KdgAFbYAJiYgrQD4E0YHgVvMTGbddnji415YYaM7ZZT+YFrHS0FQ/WLFc+SCzzen+KEOlROmUAh62ZZF",
+	"gVFuT6OQQ0cpk5lSueDSpkw+HBxeCNAQvJ9k187m3pRxNgPIfkaRMicw6aZ86AVmqReRcr9PO6gZ0XFf",
+	"ZOkKYZfHDaDpkOIttFzoB6CrlcKxHTKnSVVvQK7kVX+rFU5hnF4YNX1W+tk1VoNe+WhoDKQlzxfPs4V4",
+	"oTvT4yeT4RAod+kOUMAAT0a+noOa+XAwhth82/fWSGNrPnijpNUcVBdnv+0vcn6jqkK0EY5QkSrNM7iy",
+	"6EzNOzpOyT0sbU2RzIhEc7b7plTrb804mf+ZHvovsA4ZfAH+Gjb+teVeozPWpdNnm8CNbdPL91rzma9+",
+	"vbNpFutievnQNubANKvMzfCMD0/GQxqgttbT+Nba/6w+o4C1yB4uwMY9HjpoWvgVbQDoOQ5hiC28EcWM",
+	"l9lqYD9z9+RszL7xsHUWPdCg/QkJMXxv3k2gvOQlbbQPbXybJf6VmWMV4Te69SMTSbgaZzbsa2jiEYWZ",
+	"Zfn3xPzBmeXJ5G65/qQ8xw+vdbCr7V5JOm37K/oXjUogNXjLtZWRqvV6u1XVcJ2scXRf37rrPpvy7D3c",
+	"radKLvJsXv68SwlqJQTPZGl298/JoUSv0DmF7S5lI3j0+J3Ftr7HvT8XpWhzOM3fdWMTGrAvNy70GtIe",
+	"ZBano0u+cTB2tCi7vBZnsMjEBjFkBqJARN8MF/ROY5n8Zl0VV4LcCKiptJdodivy3Kf3gaHWM0q3mcr4",
+	"sfuZyme5VvhCFsJ8A81uRwWRWdBtjWtwPwMaPu8D7OfacTfZNX4pcBaZXeuTxnV+KlTNZ4mowZ6+ZxFG",
+	"u2WLt2JwHlM99cl8mhU69MjXeaURi+19UwgMOOc0OLWoslOkGakAMqB0mvH5dSwrSUlvYDV69f1lwrqE",
+	"NgcdPIqnuOf2dmj5vvDyuh9lj32W1sJOS+CXxfZptWHvW2oPyx+8sPRCQAdStbKBQMVA8zCkoj2ISwFP",
+	"q5U7Ff0birOkgQheLJW0sR+IU1AAdSskCHkXYt3uDdh5qX3sLZZe/Js57e9qnWKtLcl+n7LEld8mcCQj",
+	"s/p36zJbYQp5ruS8Kgoh55spQmfMx/l9ZKMqyNh46XCqm4jlgmc5YZIgPkf3AJFEDnQc2YJptRIQ5ci1",
+	"uzUN4rqxzKRNCA+YrWv373c+K/DpFhCUJgA3UUjz1GvzJXZ7c3saRPP0lCVZSlzoqOsIdsmal0usRIO+",
+	"prQXfmrYc49rXcsLQYFkW3mIm2OKWvIAR8pNu1yRmKWJOHXiDG4/v1I3opDa6cRBeYNUt6zdcqEefBHK",
+	"l39YAK0Q6JPXaQVSin5bXdSrigN2i+oFaViw1wl7/5ERhPujBpO2qEHUobYQaW5htrDLIls341C/fXaJ",
+	"M8VPCZgugPyAw64tAkU213bx+qh/MLwcPpkOD6cHJ4PR+ODPnehDPtsFt9wWFoZSfGyLGnJ/Lx2095Kb",
+	"t3d/QdiZDzwNaVf85AGZz3s4JvsOx7g/HF0OT6aj8XR4MJgcPqkNx/jTBzLsJrwdycCN6e5oxr8Ncr9m",
+	"9vwSyvj5GHZI2v2hsYzHjiTz4fRxdQuwNf9+LlPxVgQq8FTCu5Xu2A52kKIF/u5ELHalRQbsTG5QlMen",
+	"IYwpqEMBljqX07S2waGLyACaxgsvxhOhzRKq8JAvCfHnpSiIpsdzkSKmoH+bpYJk6IHr15ez1XX6a/r6",
+	"Tjn96bICfXQQZObzpesyEGMSb1E9Wq/zrGRKMjMuVwVfL2MJZYAcDKvuLOfymuWZFLqHfU/K38CNhpVf",
+	"/8coGg6HQcnCaSy5f6AlJQJCeMujhe+1yERAblpwYAYy+1ATOWDwFcDcZzouwYLwVM0bJeLSKQVj+aOl",
+	"rhiyTLoPjyXCL7oJJuF1f63ybL751TCJWPNvoyRig8GgZxXX4LNjaQHwWalrHZqq+fdFZp6z5lemHYnZ",
+	"laG8GKzblSh5ykueRABW2EZYOtiFR1ZCsABqmau1+Q6r8u2q+n2p+py6yYnI9C2LrRn+c8toG6wbq12T",
+	"eesZbkGECDleWTnFCsDcKb6DNQ6sA8blSZ2bYg4zJWG5IEErxOcgIe+DgySf7hoBLdBLKB7KBb8BsuRY",
+	"6pLnwr5wJpaZTAfsq2ALIIJIOLawZhebTj/Fsi5xB8sSyB+gfy6d3jpGaEgxjTAniJ3TgxV/a8z8Lzel",
+	"0AnrTkYHVI2clb3TWILvlpuDxglsZdJSGtq2tQIHoK3uaz7KqXDp2TpT1K1i9peQxBj5A71Qn1+iGtYo",
+	"E1JVV0vEON3alV7zN/xm/yP81/dF1pl2lmW51tPHNtgzmKvVY9uAx7SuBut0QaYN4HWd0kRWipW2BmB9",
+	"EQLNMq4b8/ZczTlIBYC0RSFuMjTajiD2cIU1p2ZnMweHeSphvkEygZHYg6daC3A47dxzqLrLABITKiDg",
+	"XytYBCBvgRSFyE29tG+ycYb1UpXKFnvrZbZ2uWHz5eAhnbJbgXoIuyQUqJFmBEMtlAEWB+81DvbVWwNB",
+	"JgWhtu1ldkTsfz+ec8lT3nE9/Lrk5pRIg29S7ClchMQY7ND85agu3nLKxFvj92u6Zjx4GKm0XTdfYg3P",
+	"T+ED4ayfHkQd2lVIggX/PG6fqaCoQZeMdnQdgDr2RZWn4u3d5NneJLoVfgecsrUo3G8RW9pScdpNszKW",
+	"MzHnK3HKFOxV+fZF8EDLyf1vq9P7edCuuYPi8+Vdg8m8bcJTsOEuh4Ms28fvLCHX+50Y/DNLh+Qjv5ZW",
+	"FwGIoGQXEME/cnYz2Of3yV63aF0HArBIfQLELFhyXKdLQ9NiwM5Ly76iZGn+BjejuKV54pRKAFAT8xuu",
+	"l4lxTBpMXo4siICVk+GE5dm1INMHFNyt7gREyXdkjS4sIOwjs0afQA39k8maX3qECHXTZ5EUws/6nFND",
+	"dTKyNqnthyaILmjNe6KCopJ3F+H4JVJJHaF3irHIfOPoXbJClxFTazR4zA8y35h1ozTYx1ij2KCVdgR/",
+	"A/YKzEjMgWCdDame2mocWIsWmZDnYicuIs90eVHJh9fehIwPX2d5SZJen1IN859b3gPV1K4oypj4m98t",
+	"/ywv8nl2/uRc/m40y4a3L75fP/v+8ur295fp9+dyOJiP//B2Nfq9sUlxZoBymnlc6bAfdYZOY5SRBOPk",
+	"eDzqRJ20UOu1SJ/doFczjDpCpq0h79HhdDgZnAyRPtdc/9Q4jmAoWnkGB6U1c+xClEDnBM+GMxCev+Jv",
+	"7dsOAWbqphaps/WP5gei06JudvJ0/McLlNIryp1tHA8moyPTxrKo5JyXtY9DLZoJ6r/9ZD01nk5Gg8OD",
+	"YbOnJqMP7qrR8GF9ZZXg7uir8fTgZPDkyejuvjp4gNV+Ucl9qr/MZP2l3usnrvcqcF91p1Al76rz+m4t",
+	"jKlXZwWDPD+I1haVhGIGhezspfHU1YIoNk27yOzSVXEDihkcFMt4USKJK5Y7QaTKnjunjmmQ6F5RRwML",
+	"rUHdGWVQqvWAmdahOoML29mYHVbngNrA8ASpY23FTkhoytcoV28XVGL+hNbnV+evL89fPr2kL2EFrcUp",
+	"8pQA+2jfc2RyKVUlKRLShVIvy5E6sMXlCUiOJ9B3C6VKs2rLwdZVPRICX6NfZT7C2OBlNud5FEvoNIjB",
+	"4L/MMRyCDq8FaWMCpZ/pKySgXJqLkWalEGvBKcyIMg1SMZ0rqtfDICCMZqbd6PKSjYbsv/8LMQtzvj5l",
+	"M7FRMmUCiVzgQmR+zFOhS9tzV4oq+hx0owJ22qS2dVrduvZ9D5QAmVagBxOOVyhAwdla6azMbqBwPyuF",
+	"Jf3rDiMmxRU3P0UwCKgg2GMrwaUD0vAqLyM2GkbD4fAUpznxLJpNdjgcQvlizldrkcbGWXM/DNgZWxQY",
+	"WOW5mURQ00Y9l6pb0nq2Xx58ACU94RbJxGJhmWa++MIrTJtZ+rJaiSKbM14UfKMpyM1lILVP88srLic4",
+	"GRamZ2gyNeXik3dptgJBhmL1PollJYGKhihxngWPMg0tKstM+dqsYoDgwQpy50nwQVgJGtASw9gCTS0m",
+	"B1ai5INbnudPczW/fqGT0wZFok3oGOfxlshkYVeBSAxNn4iYVMHfLCoSvaBmSMux3WZnGssXy8U+PNRs",
+	"gZCN0hfPG04XiPQ0YIyA6jpNBYZBJBkKgbZE/ixBe1VINsHhtJp/oXVSB5DcbbV8vLVlTab3DzEDfhr1",
+	"CrzSmm0WpPFwuy0wyYahRUZP/Gmt1zvN0v17eKeGRAUlO2bKtyMuikqehiW0WMGclb+UkQRWXCWfgRHx",
+	"L4yN7tHMS6VecLkBF/pfZWx+R1I5ISHttt0ZBDAev4Ol8f7OQIa3Q4W8EblaEw2bZffG6II11fC4iMgc",
+	"MZZTocnEqV9i07fI/4dxjjK7qlSlma4Wi+xtSNQo+GoaHkesfhp5BgMlhTnmMjRgcK3FEtnudxs6YAY1",
+	"TCPg+LbpCHP8ydKmzrISGIhBmsh0g8vjcTDZuNzAKX0aqCUir3KmWVoh0SH7jqxvBqWi4UHlIqbmFMVu",
+	"miEpy7XYOGwCilVo0CwLbYHdvSSVsVTQU04YWR12KJ2so93Vd0Vq6fD+uDCtOznui9DShRduPj8oPuvu",
+	"2aHxM/fsTT//uGwlP+ug7N270oMjsnCm18Kxdjd7TN7d3bsa7AhWyAalEKZe79FLYESBXiBIHgbiN4jA",
+	"SSNc+Y6eHp/tZxc7L91O5BxU0+LEikI0+D8BaOO47IEpQ0ks80Gz2ngDr6BJAKmylWd3+Mex7Lb6xmxf",
+	"1ziWgW/M2e9ef/eSEQ0M/MEJTZh9zncfFi9g0CGWVqaAHoUUVTPgxlt4bxrNICuVcp4m4M7EMsnSJGIJ",
+	"kJcmyJ8HfZ4UoiwyccNzYC0ABBWX18ElsYS/vAJXVcmkRyz+BPtnnuwqaB3zAKuAqLfIrpYl8MoM2LkN",
+	"EdS62qGCIAvR9VRY9NyINcIJPcuyn1pdEHM3kQBiPB+jBzqxCCGsxujXXxs+wWHvXrihgLly1gibzESu",
+	"5JW2Ik3Q5KzUfoRMt5d0BpCFSu6luQz9yeCCrkXJkFaJlVbSpVpjLKrWaBzAmUBEGMVILKSQZ3lvEJtd",
+	"z/K8kEATLbUMeHNML4JmFQRE8OCbWg3asHtQ5wQmmMIPNd1+xUGlKkXquzxnwwF7irnYQsQyz3TpVJmI",
+	"M6lciqwgewOnPaZ28WUW+PYNykuZTjcbDm4xdHYvshwVH5wyiLeycqXLaSxhNjZtErPSIDwyDGM+c9tc",
+	"RhSEA9hn8OSEm8CbIp7bsu6ZgDQKKZSCNAGfcZkqSXIPOS+Ba9e8YcU3xsyhlxB78Q4bgbSCPkEdoPXR",
+	"GtUdkrmGMqfnS91lgYKmc0bjoZsU+BlAEnmAg69kvQbEXICi+HZKd6aTqIPbP2V1oOnfcL0EXA0fHz6Z",
+	"prOhSIeL0eJgdnw4Phg9GS6eHC7G4mAySifHx0eHRycH43QyGadPhvPDND0Qx+nRiZidTE5mk3Q2h26C",
+	"FQ4+qM5VaR4Oaf5O1MGNEPB6TgBEu7/XPG3Yzfs3k054BL+myAVGkMOHsJuJOUTfRNvOfMNZH42HLZ70",
+	"l0ffjp4hl8qteoq9d49JR40J5siDwhn+pl0+99a5/ot591Obd6VXKiNTz9gwttrPnECRUxcjoMdPaP+J",
+	"G1sEcI/51/RICSaJ/ibC2Gi/TUBOJ4liSdsKpe4t7txm3wnTSryaoAAT0mrCThvLlXEia14wZlB8vmOL",
+	"XhPfP2CXiq0VysB4/9NYElLc0iMjvNuVT+J3gFwxv6XD6bd8DebAD4GzaBHw9K4takDqK0D2bLvfkFEE",
+	"N1RbUZ/GjfAasmeu+DqxKlqoo4/FFfBccwKybmJOdaBsT0qVEFeczm5EbxpLSGpVxqZSmQVvg2z5TYay",
+	"b1700frL+hpUZGOpsxxQGNQVX4O6EZy82Y3wwk9nUOc5BTAUTqk+ToykptJuTkz2Ghz3/mvzgbhh2kkE",
+	"LUMBJe9rV7LMcjAryevWVrhNplYHC3sr01i8aA7mWDLGWJZOGRYahNMUaw7wCrjTXmQM1fBHY5q535aC",
+	"XVBe4hkODoZiQHdYLcDItzfHEmBtSkrH/Jg857rsw539868cXwCiadeFmAusDVA3AnJwMK16NHKaLGmr",
+	"U8VpoiJnYsvYAi7ODi50CmW4UJQB2m+WH6QBYX5R2Q1+8ru4A55AZ/qP//x/o7hTKvzn+8SK1hv3YsCe",
+	"qhUYplBnwrrJFDi0+txMjqSHLgy8HeNeo0OmTa+ketu8+luViXLg9gYb1omlsXk2TjlL8NUdiBw6fx+6",
+	"P8LW80nBNWawMWaWfgoC3SveqNdNfgNT4deTYTK1W9IECb1HJ7VIViBXxuZ5hgorKwGbZY2a7cbVB2SY",
+	"NQAjhlwbaGRxhRXRKw59fvHirH94OB6Zc5HYWcqCz6//opfZGti7fWlnqVQ+QMjgm8h+jpliCC4pVWc6",
+	"Gp2A1bAmrt/tj+2PzPoaP4Ep8usxyZzgxC5vldvR4cQoFZurlbj7E4dYqACUZj7N15mOjk6eDEcnB8Px",
+	"ZIRVCq4XWk3ag9loYWzVsTjiJ7Pj+SR9IkaLIR/PDuaT9FA8WRwNj0cnY34wm8wP0yfiaHE8PBm53y1o",
+	"nzQ1neoq6nofgMVLoLppp5ijmvfvT55OXhz9+dvxD8eAmKnZwb7rmzEKmL52iO///oOD+vc7QrzpQdQB",
+	"a8W4MeuyP1H9VSaz4M15vhoUNu3xJuq4U/5h5dN2XTtW561DppZq69CWfsXXsWxuZ5OR3c3MdDMbtTki",
+	"RuMhZX2nzM3U4GY8NXBFxPB1cWca+0kdd6LY9lHcmb6LYT3gNbUVAReadYRXwUqCy+xaio3lbJoV7qS+",
+	"mSPXTOxb3FRaWzoKW1q7equxNKXhyj+pqqgVzZima1aqlSoKdTswDTTtaVAw1RHdu094ny9/pN16tSe8",
+	"DasDyGrF3z4X8qpcdqYnw+HR6ORkfDg5mgxPTrysnC6LHRHrELZlX6MK4lu/w1rpkfTrjbCHzb9pEcXn",
+	"6kGZTYCVywIK3lRB1iL6UW5KfTqPaRfu7Gy9Rm1ONuPlfBlOs0wG6KbA8ThlnG7CmCUk2hhaSEUGxMJW",
+	"sxhNcMxvZVKXHOAjYCkahwkrTHksx2/fBgAhbEmYNQts4ytR2lT625LmdizJiLwMTXQXTgxUUeHRU19v",
+	"RBaHMcoRntVNINaa9IKipJoVohVb8MIKv1n5VOfuEPEvukROUh7qOb/4gp2R44j1yvTytSiwXRGYsZqt",
+	"zH9k8iqWyf//x7P+n3n/72/of4f9k78Mpv0374bRaHz0/n8lrDsZDjEKeptp0fO0PTOVbjCCnck7akp7",
+	"KKt6g36q0oIltKcm4OZAhSnVTj+ZsG+zL62PYLr45XeXlrEIXmz+m3pqihCjWF6LdclcQA+lom2wfSZQ",
+	"5BfFZOUVgORseSLCi9QiluYWeKXZ6KyWtFcG5TnLYYuFNrz+5qw/PnziwVegCeYakER1eBxLGoAQF26n",
+	"aDouEaov9Llda+8DFVJRyb79IWmz63HJOLP+w2FQZVVIgIQ1eW+o/sEFpG1wnwIxJYp6sOfPX7AmDXNg",
+	"T/7PtCL/abbjA6xFmCs/TZUp4ulwmW5NI0A2wFbHS3Zo9imnb2VPhtF4aA0gCozZh9WAcYDvQpCWexn4",
+	"YjVExnngpG1Bs4DqyWwg9Wba5NDu146Dd+54Y9v7hg8YINwX7q4Ew6MMEkVwtUj/p9hhe6K8vrbYv581",
+	"zuvnYDDidLNGAxxFBaBy7kd6Pcaj6eEEOfdZjy94cb0NJgJw0la02xLodX2dgDsxexG6KqQ5X2gQ7MQM",
+	"qXapYXK96PSOpZA1lkKbSvWGI6aIwUpTcsCC7KjmG6BQ9/IjgFThkkEWXTMBQjNFJXqQKjUL2CUeu5Ar",
+	"651SrSx34Cl4CBiogBYnzBUYETjPqYbCRv5rpkSdFTloK1XZxrKmX4IRZWJvJVqTQpQFQE01X4TadmAe",
+	"gjBKJQj4vZ/Vgj9+LHLb9VyDJcTizblm88o46KooWZcDik5VZWR6tuB6accfEpm9+mZfS1+auR+CzLbf",
+	"VQg+X1KqWMi0/Vlwvj4orIOj+9Oc0zt67+5UuM19S8UcSDAy/2VL5nZ3YnsOOIRs45G+dx0d3L8F296R",
+	"VN5lA7QP61lt6e0ezV/KMHfg3d9/QsS7/fht1HtRyV/Mnl/Mng8ye7Cn7jF2QimkO/L/29r/oErH1y63",
+	"P3VEuLMqvRJlROJN2d9FxEq1/jaKpXhbFnxeRgyEkyKSgLNBKoB2Uo6bMuKey10J7RByRPKHIR+0jlhW",
+	"RnhbVjI6R7Q5Bm9VcQ1YfDwXMPcOeVr5GtanLQYlWTsbngLr5vKb89ehht2cSyIJiWU3cbK0ScAmUsmV",
+	"cC1w6MaEMGAkNod1/5QUNp+RsC4YRFaIjyNi0kr4oXidfyFqO8SyflNdb4/a2ouYGADA7bfPLll9xH9j",
+	"3vFrS7mKibXGO5BHSzrlrVii5lotYHi/sjxrCMtDZeKnUJa/S1C+mQ7IN4FoLHVyIE0RdnhNiSIkpW3T",
+	"o4BwxcO4Z3Ev2RaATqDTp4ivrTW2dXCZVLcDloDxQXdZMgxAW0upygE7g2II4tIjvA105x5aG156OfzA",
+	"LX2N6J8t3++2ofvhc7SFPHV37H9y76MLHWyI22LQEQXQF7Dgtysnft7q0P9e3ATtgtJOl6ZFTdpPspbj",
+	"8vE7s+/uLgX7ToZSo3i4zTakwzrnWvS1kFgJPmWJOSCTCIqYzL+vE0guxJIqg/E2lESFbRKyDbDxJ1QS",
+	"wHJgE8CyqBshB+ypcdjM2o0l0NqUrmzetWsHHvm1V3i8W/DHH9CmLXjUsAQNgaS+iTrSb9hm1rxc+l0G",
+	"eMGb/l+4SINM8JMJ6C3a/2zJBP/TNyNn6OyB5aUrbQ+fy4V6gBLLD3BZ/eYH72Z02927Gc7Yf3sx+31e",
+	"ZPvtX5Esb8gmmeGaCSLMcGu0db8yd4p5BfKbZuXOBC9EcVaZRfMjINgxu9y+roGv1eafsZbKiZjxNC2E",
+	"BhupKnLiLp0+fjwaHw2Gg+FgND0eHg9hYVHLms9/nt0IoBUF1j1gMxVaR2BsqmK+FPBxqsALMN3Jcy7n",
+	"otAgz1WqayFBNhvTArSPuJRV84U/OGNv24ia+j1z+zQIQqbE7awj9vz5C/wBxdqQ5ZhwzBeCp/2V0kBj",
+	"KFM2t5vwKeNQmRsqFwN1SZXlpauF04KVt1QmQh/lR3X7u15si9Gzs4YMePfW8nYDtx76Eq8vL84un/32",
+	"T6y7VLdOUQUZH4iLvMdKdYV+UCrmWSrQv+LI8QAaM5q8JV46gmtLGRx+gSOH3P6AszpdWwZOBNZkzM0h",
+	"J1mWRlhFtQY5nLVjU0RkdEjupnSJZWouOgxNhbh0UHptBR7wC0zrMU2ODgAMqz3UhFifwsGKUtmE3CeS",
+	"QivkVyqmhZkhxF5J3USvAXDEqZnaNjBf++LSKuZlZX3UQ3r6lo7DelyeMg1M885fdvLq5tPJJa59tmOc",
+	"V4X5bLrE9JHE4kRJ2W9ky/RpAkddbos+YznnMkVx7LkC5nfQ9uPpKitLlBcHBwTce5piXnycE80PEmKC",
+	"OxYUdWqWZ/KalfW1QISE291xEVbL6oDwKWJLqCtzxE92ftUBaLG0iQ9kbucFKvmQyHsdh4OsThhYiSg9",
+	"idWmFhQjMX0pzJ6GUZisPMXxIqc4QmyahTGZgcAUjhkUSOlEtTkXVNHeXSpS769q5+QxjQBk4oA9M92e",
+	"SZo0SBuPrn1Ue7ev9DVDn+eQfzCtkVHrujBDau8FwDHsLKaDuxZqLtblkhB3pJEEbaCbUR8TN9bnmaWw",
+	"N7Mkm5seg0KFWGZyIQogiXWBIxziNEvBpIapFJQ4mLlHlrV7CJVKDti5XOQVTHQonNUMKO51pddiXmpQ",
+	"0jetmKuiEDlRb4Ng/VtQjCCSWF5poU8DGqMZXssKYQbF9MsiK1ZmjOe54AVQiK1qgydwWDrv37z//wIA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -498,3 +498,39 @@ func (s *Store) purgeEntries(tenant, memoryID string) {
 		}
 	}
 }
+
+// PutEntries inserts entries outside a turn (summaries); an id already stored and live is left
+// as it is, an expired one is replaced.
+func (s *Store) PutEntries(ctx context.Context, entries []core.Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := normalise(time.Now())
+	staged := make([]core.Entry, 0, len(entries))
+	for _, e := range entries {
+		c, err := copyIn(e, now)
+		if err != nil {
+			return err
+		}
+		staged = append(staged, c)
+	}
+	s.es.mu.Lock()
+	defer s.es.mu.Unlock()
+	if s.es.entries == nil {
+		s.es.entries = make(map[nsKey]map[entryKey]core.Entry)
+	}
+	for _, e := range staged {
+		k := nsKey{e.Tenant, e.Namespace}
+		byID := s.es.entries[k]
+		if byID == nil {
+			byID = make(map[entryKey]core.Entry)
+			s.es.entries[k] = byID
+		}
+		ek := entryKey{e.MemoryID, e.ID}
+		if old, ok := byID[ek]; ok && live(old, now) {
+			continue
+		}
+		byID[ek] = e
+	}
+	return nil
+}

@@ -25,13 +25,18 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 	now := normalise(q.Now)
 	res := core.RankResult{Mode: "exact"}
 	s.es.mu.RLock()
+	fp, hasFP := s.es.fingerprints[nsKey{q.Tenant, q.Namespace}][q.MemoryID]
+	otherSpace := hasFP && (fp.Model != q.Model || fp.Dims != len(q.Vector))
 	for _, e := range s.es.entries[nsKey{q.Tenant, q.Namespace}] {
-		if e.MemoryID != q.MemoryID || !slices.Contains(q.Kinds, e.Kind) || !live(e, now) || len(e.Embedding) == 0 {
+		if !hasFP || e.MemoryID != q.MemoryID || !slices.Contains(q.Kinds, e.Kind) || !live(e, now) || len(e.Embedding) == 0 {
+			continue
+		}
+		if otherSpace {
+			res.Mismatched = append(res.Mismatched, copyEntry(e))
 			continue
 		}
 		if len(e.Embedding) != len(q.Vector) || e.EmbeddingModel != q.Model {
-			res.Mismatched = append(res.Mismatched, copyEntry(e))
-			continue
+			continue // cannot happen: writes are checked against the fingerprint
 		}
 		res.Total++
 		res.Ranked = append(res.Ranked, core.Scored{Entry: copyEntry(e), Score: cosine(q.Vector, e.Embedding)})
@@ -49,7 +54,12 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 	if len(res.Ranked) > q.Limit {
 		res.Ranked = res.Ranked[:max(q.Limit, 0)]
 	}
-	slices.SortFunc(res.Mismatched, func(a, b core.Entry) int { return strings.Compare(b.ID, a.ID) })
+	slices.SortFunc(res.Mismatched, func(a, b core.Entry) int {
+		if a.Turn != b.Turn {
+			return b.Turn - a.Turn
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
 	if len(res.Mismatched) > 50 {
 		res.Mismatched = res.Mismatched[:50]
 	}
@@ -128,6 +138,17 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 	}
 	s.es.mu.Lock()
 	defer s.es.mu.Unlock()
+	for _, e := range staged {
+		if len(e.Embedding) == 0 {
+			continue
+		}
+		f := core.Fingerprint{MemoryID: memoryID, Model: e.EmbeddingModel, Dims: len(e.Embedding)}
+		if have, ok := s.es.fingerprints[k][memoryID]; ok && (have.Model != f.Model || have.Dims != f.Dims) {
+			return &core.FingerprintMismatch{MemoryID: memoryID, HaveModel: have.Model, HaveDims: have.Dims, GotModel: f.Model, GotDims: f.Dims}
+		}
+		s.recordFingerprints(k, []core.Fingerprint{f})
+		break
+	}
 	if s.es.entries == nil {
 		s.es.entries = make(map[nsKey]map[entryKey]core.Entry)
 	}

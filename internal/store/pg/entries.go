@@ -450,3 +450,28 @@ func (s *Store) ForgetNamespace(ctx context.Context, tenant, namespace string) (
 	}
 	return n, nil
 }
+
+// PutEntries inserts entries outside a turn (summaries); an id already stored and live is left
+// as it is, an expired one is replaced.
+func (s *Store) PutEntries(ctx context.Context, entries []core.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(t pgx.Tx) error {
+		b := &pgx.Batch{}
+		now := time.Now().UTC()
+		for _, e := range entries {
+			e = stamp(e, now)
+			b.Queue(upsertEntrySQL, append(entryArgs(e), now, false)...)
+		}
+		br := t.SendBatch(ctx, b)
+		for range entries {
+			if _, err := scanEntry(br.QueryRow()); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				_ = br.Close()
+				return err
+			}
+		}
+		return br.Close()
+	})
+	return translate(err, "put entries", "", "")
+}

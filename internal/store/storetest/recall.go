@@ -23,7 +23,8 @@ func testRecallStore(t *testing.T, s core.Store) {
 		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
 		e.Embedding, e.EmbeddingModel, e.ExpiresAt = vec, model, expires
 		w := core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
-			Build: func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
+			Fingerprints: []core.Fingerprint{{MemoryID: mem, Model: model, Dims: len(vec)}},
+			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
 		if _, err := s.WriteTurn(t.Context(), w); err != nil {
 			t.Fatal(err)
 		}
@@ -35,8 +36,6 @@ func testRecallStore(t *testing.T, s core.Store) {
 		put("r1", "ns", "sem", "msg-2-0", 2, unit(1, 1), "m", time.Time{})
 		put("r1", "ns", "sem", "msg-3-0", 3, unit(0, 1), "m", time.Time{})
 		put("r1", "ns", "sem", "msg-4-0", 4, unit(1, 0.1), "m", t0.Add(-time.Second)) // expired
-		put("r1", "ns", "sem", "msg-5-0", 5, []float32{1, 0, 0, 0}, "m", time.Time{}) // other dims
-		put("r1", "ns", "sem", "msg-6-0", 6, unit(1, 0), "other-model", time.Time{})  // other model
 		put("r1", "other", "sem", "msg-1-0", 1, unit(1, 0), "m", time.Time{})         // other namespace
 		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r1", Namespace: "ns", MemoryID: "sem",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: unit(1, 0), Model: "m", Limit: 2, Now: t0})
@@ -52,17 +51,27 @@ func testRecallStore(t *testing.T, s core.Store) {
 		if math.Abs(res.Ranked[0].Score-1) > 1e-5 || math.Abs(res.Ranked[1].Score-math.Sqrt2/2) > 1e-5 {
 			t.Errorf("scores = %v, %v", res.Ranked[0].Score, res.Ranked[1].Score)
 		}
+		if len(res.Mismatched) != 0 {
+			t.Errorf("mismatched = %v", res.Mismatched)
+		}
+		// A query of another vector space compares nothing: every live entry is
+		// reported as mismatched, none is scored.
+		other, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r1", Namespace: "ns", MemoryID: "sem",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: []float32{1, 0, 0, 0}, Model: "m", Limit: 5, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
 		var mm []string
-		for _, e := range res.Mismatched {
+		for _, e := range other.Mismatched {
 			mm = append(mm, e.ID)
 		}
-		if fmt.Sprint(mm) != "[msg-6-0 msg-5-0]" {
-			t.Errorf("mismatched = %v", mm)
+		if len(other.Ranked) != 0 || fmt.Sprint(mm) != "[msg-3-0 msg-2-0 msg-1-0]" {
+			t.Errorf("other space: ranked %d, mismatched %v", len(other.Ranked), mm)
 		}
-		other, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r2", Namespace: "ns", MemoryID: "sem",
+		isolated, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r2", Namespace: "ns", MemoryID: "sem",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: unit(1, 0), Model: "m", Limit: 5, Now: t0})
-		if err != nil || len(other.Ranked) != 0 || other.Total != 0 {
-			t.Errorf("another tenant ranks r1's entries: %+v %v", other, err)
+		if err != nil || len(isolated.Ranked) != 0 || isolated.Total != 0 {
+			t.Errorf("another tenant ranks r1's entries: %+v %v", isolated, err)
 		}
 	})
 

@@ -1,0 +1,1205 @@
+// Command recall benchmarks semantic recall at scale, in one run, on a fresh
+// database: the real service behind the real HTTP handler on a loopback
+// listener, against (b) the same ranking SQL run directly through the
+// Postgres store (store.RankEntries, no HTTP, no embedding, no receipt) and
+// (c) an exact brute-force cosine scan in Go over the same vectors held in
+// memory. Two regimes:
+//
+//   - per conversation: 1,000 conversations × 100 messages, each ranked by
+//     an exact scan of its b-tree-selected rows;
+//   - corpus: ~100,000 document chunks in one corpus memory, ranked through
+//     the HNSW index with iterative scans.
+//
+// All text is real: sentences and chunks of the man pages, licences,
+// copyright, README and NEWS files this Debian system ships, embedded with
+// the built-in hash embedder (384 dimensions). Queries are sentences of
+// held-out documents, never stored.
+//
+//	go run ./bench/recall -db "$(scripts/test-postgres.sh start)" [-convs 1000] [-entries 100] [-chunks 100000] [-queries 1000] [-duration 30s]
+//
+// -db is an admin DSN: the command creates footprint_bench_<random> from it
+// and drops it at exit.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/embed"
+	httpapi "github.com/footprint/footprint/internal/http"
+	"github.com/footprint/footprint/internal/store/pg"
+)
+
+const (
+	tenant       = core.DefaultTenant
+	dims         = 384
+	topK         = 10
+	rejectWindow = 10 // the semantic topK default: the store is asked for topK + rejectWindow
+	limit        = topK + rejectWindow
+	minChunk     = 300
+	maxChunk     = 1000 // core's chunking rule (maxChunkChars)
+)
+
+type config struct {
+	adminDSN string
+	convs    int
+	entries  int
+	chunks   int
+	queries  int
+	warmup   int
+	workers  int
+	duration time.Duration
+	seed     uint64
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.adminDSN, "db", firstNonEmpty(os.Getenv("DATABASE_URL"), os.Getenv("TEST_DATABASE_URL")),
+		"admin Postgres DSN; a fresh footprint_bench_<random> database is created from it and dropped at exit")
+	flag.IntVar(&c.convs, "convs", 1000, "conversations of the per-conversation regime")
+	flag.IntVar(&c.entries, "entries", 100, "messages per conversation")
+	flag.IntVar(&c.chunks, "chunks", 100000, "document chunks of the corpus regime")
+	flag.IntVar(&c.queries, "queries", 1000, "measured queries per side and regime")
+	flag.IntVar(&c.warmup, "warmup", 50, "warm-up queries per side before measuring (not reported)")
+	flag.IntVar(&c.workers, "workers", 3, "concurrent writers while loading")
+	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cap on each measured side; fewer queries are measured when it runs out")
+	flag.Uint64Var(&c.seed, "seed", 1, "seed for the choice of conversations, texts and queries")
+	flag.Parse()
+	if c.adminDSN == "" {
+		fmt.Fprintln(os.Stderr, "recall: -db is required (e.g. -db \"$(scripts/test-postgres.sh start)\")")
+		os.Exit(2)
+	}
+	if c.convs < 1 || c.entries < 2 || c.chunks < 1 || c.queries < 1 || c.workers < 1 || c.warmup < 0 {
+		fmt.Fprintln(os.Stderr, "recall: -convs, -chunks, -queries and -workers must be ≥ 1, -entries ≥ 2, -warmup ≥ 0")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, c)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "recall:", err)
+		os.Exit(1)
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// bench is the wiring shared by both regimes.
+type bench struct {
+	cfg     config
+	rng     *mrand.Rand
+	store   *pg.Store
+	pool    *pgxpool.Pool // EXPLAIN, ANALYZE and sizes only
+	hash    *embed.Hash
+	svc     *core.Service
+	model   string
+	baseURL string
+	client  *http.Client
+	checks  []check
+}
+
+type check struct {
+	name, detail string
+	ok           bool
+}
+
+func (b *bench) check(name string, ok bool, format string, args ...any) {
+	b.checks = append(b.checks, check{name, fmt.Sprintf(format, args...), ok})
+}
+
+func run(ctx context.Context, cfg config) error {
+	start := time.Now()
+	b := &bench{cfg: cfg, rng: mrand.New(mrand.NewPCG(cfg.seed, 0x5eed))}
+
+	t := time.Now()
+	srcs := debianSources()
+	docs := loadDocuments(srcs)
+	tc := buildTextCorpus(docs, b.rng)
+	if len(tc.sentences) < cfg.entries || len(tc.queries) == 0 {
+		return fmt.Errorf("not enough text on this system: %d sentences, %d query sentences", len(tc.sentences), len(tc.queries))
+	}
+	fmt.Printf("text: %d files read, %d distinct documents (%d held out for queries): %d sentences, %d query sentences, in %s\n",
+		len(srcs), len(docs), tc.heldOut, len(tc.sentences), len(tc.queries), since(t))
+
+	dsn, drop, err := createDatabase(ctx, cfg.adminDSN)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	store, err := pg.Open(ctx, dsn, nil)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer store.Close()
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	hash, err := embed.NewHash("hash", dims)
+	if err != nil {
+		return err
+	}
+	caps := core.Capabilities{Embedders: []core.EmbedderInfo{hash.Info()}}
+	svc := core.NewService(store, caps, core.WithEmbedders(hash))
+	// The real server logs one access line per request at info; format them
+	// but throw them away, so the cost stays and the terminal stays readable.
+	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	handler, err := httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 35 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	tr := &http.Transport{Proxy: nil, MaxIdleConns: 8, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
+		DialContext: (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext}
+	b.store, b.pool, b.hash, b.svc, b.model = store, pool, hash, svc, hash.Info().Model
+	b.baseURL = "http://" + ln.Addr().String()
+	b.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+
+	var pgVersion, vecVersion string
+	_ = pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&pgVersion)
+	_ = pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&vecVersion)
+	fmt.Printf("recall benchmark: %d CPUs, GOMAXPROCS %d, Postgres %s, pgvector %s, database %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), pgVersion, vecVersion, dbName(dsn))
+	fmt.Printf("embedder %s (%s, %d dims); topK %d, rejectWindow %d → the store ranks LIMIT %d; one client, queries one after another\n\n",
+		hash.Info().ID, b.model, dims, topK, rejectWindow, limit)
+
+	convQ, err := b.conversations(ctx, tc)
+	if err != nil {
+		return err
+	}
+	corpusQ, err := b.corpus(ctx, tc)
+	if err != nil {
+		return err
+	}
+	if err := b.explain(ctx, convQ, corpusQ); err != nil {
+		return err
+	}
+
+	fmt.Println("\nsummary (targets from issue 4, \"Scale, measured\"):")
+	misses := 0
+	for _, c := range b.checks {
+		verdict := "PASS"
+		if !c.ok {
+			verdict, misses = "MISS", misses+1
+		}
+		fmt.Printf("  %s  %-58s %s\n", verdict, c.name, c.detail)
+	}
+	fmt.Printf("  %d of %d targets met; whole run %s\n", len(b.checks)-misses, len(b.checks), since(start))
+	return nil
+}
+
+// defineMemory defines a memory through the API, as an agent would.
+func (b *bench) defineMemory(ctx context.Context, def string) (core.Memory, error) {
+	resp, err := b.client.Post(b.baseURL+"/v1/memories", "application/json", strings.NewReader(def))
+	if err != nil {
+		return core.Memory{}, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return core.Memory{}, fmt.Errorf("define memory %s: %s: %s", def, resp.Status, body)
+	}
+	var id struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(def), &id)
+	return b.store.GetMemory(ctx, tenant, id.ID)
+}
+
+// query is one measured recall: where, what, and the query's vector (for
+// the sides that do not embed it themselves).
+type query struct {
+	conv int // index into the conversations; -1 for the corpus
+	text string
+	vec  []float32
+}
+
+// sideResult is one side's measurements over the queries it ran.
+type sideResult struct {
+	lat    []time.Duration // per query, in query order
+	top    [][]string      // the first topK ids returned, per query
+	modes  map[string]int  // searchMode (evidence) or RankResult.Mode
+	short  int             // answers with fewer than topK results
+	counts []int           // candidates considered (service) or returned (store), per query
+	errs   int
+	sample string
+	// maxScoreDiff is the largest |store score − exact Go score| seen.
+	maxScoreDiff float64
+	exact        [][]hit // the exact side's answers with scores: the truth
+}
+
+// measure runs f over the queries: warm-up first (not recorded), then until
+// the queries or the duration run out.
+func (b *bench) measure(ctx context.Context, qs []query, n int, f func(ctx context.Context, q query, r *sideResult) (time.Duration, error)) (*sideResult, error) {
+	r := &sideResult{modes: map[string]int{}}
+	for i := range b.cfg.warmup {
+		scratch := &sideResult{modes: map[string]int{}}
+		if _, err := f(ctx, qs[len(qs)-1-i%len(qs)], scratch); err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	deadline := time.Now().Add(b.cfg.duration)
+	for i := 0; i < n && i < len(qs); i++ {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		d, err := f(ctx, qs[i], r)
+		r.lat = append(r.lat, d)
+		if err != nil {
+			r.errs++
+			if r.sample == "" {
+				r.sample = err.Error()
+			}
+			r.top = append(r.top, nil)
+			r.counts = append(r.counts, 0)
+		}
+	}
+	return r, nil
+}
+
+// recallResponse is the part of the recall answer the benchmark reads.
+type recallResponse struct {
+	Memories []struct {
+		MemoryID string `json:"memoryId"`
+		Evidence struct {
+			SearchMode      string `json:"searchMode"`
+			ConsideredCount int    `json:"consideredCount"`
+			Candidates      []struct {
+				ID    string   `json:"id"`
+				Score *float64 `json:"score"`
+				Rank  int      `json:"rank"`
+			} `json:"candidates"`
+		} `json:"evidence"`
+	} `json:"memories"`
+}
+
+// serviceSide posts the recall over HTTP and reads the whole answer; the
+// clock stops when the body is read (decoding it is the benchmark's work).
+func (b *bench) serviceSide(conversation func(q query) string, memory string) func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+		t0 := time.Now()
+		body, _ := json.Marshal(map[string]any{"query": q.text, "memories": []string{memory}})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+			b.baseURL+"/v1/conversations/"+url.PathEscape(conversation(q))+"/recall", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := b.client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		raw, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		elapsed := time.Since(t0)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(raw))
+		}
+		var out recallResponse
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return 0, err
+		}
+		if len(out.Memories) != 1 {
+			return 0, fmt.Errorf("want one memory in the answer, got %d", len(out.Memories))
+		}
+		ev := out.Memories[0].Evidence
+		cands := slices.Clone(ev.Candidates)
+		slices.SortStableFunc(cands, func(x, y struct {
+			ID    string   `json:"id"`
+			Score *float64 `json:"score"`
+			Rank  int      `json:"rank"`
+		}) int {
+			return x.Rank - y.Rank
+		})
+		var ids []string
+		for _, c := range cands[:min(topK, len(cands))] {
+			ids = append(ids, c.ID)
+		}
+		r.top = append(r.top, ids)
+		r.counts = append(r.counts, ev.ConsideredCount)
+		r.modes[ev.SearchMode]++
+		if len(cands) < topK {
+			r.short++
+		}
+
+		return elapsed, nil
+	}
+}
+
+// storeSide runs the service's ranking query directly: store.RankEntries
+// with the RankQuery the service builds.
+func (b *bench) storeSide(namespace func(q query) string, memory string, kind core.EntryKind, sets func(q query) *vectorSet) func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+		t0 := time.Now()
+		res, err := b.store.RankEntries(ctx, core.RankQuery{Tenant: tenant, Namespace: namespace(q), MemoryID: memory,
+			Kinds: []core.EntryKind{kind}, Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC().Truncate(time.Millisecond)})
+		elapsed := time.Since(t0)
+		if err != nil {
+			return elapsed, err
+		}
+		var ids []string
+		for i, s := range res.Ranked {
+			if i < topK {
+				ids = append(ids, s.Entry.ID)
+			}
+			if exact, ok := sets(q).scoreOf(s.Entry.ID, q.vec); ok {
+				r.maxScoreDiff = max(r.maxScoreDiff, abs(exact-s.Score))
+			}
+		}
+		r.top = append(r.top, ids)
+		r.counts = append(r.counts, len(res.Ranked))
+		r.modes[res.Mode]++
+		if len(res.Ranked) < topK {
+			r.short++
+		}
+		return elapsed, nil
+	}
+}
+
+// exactSide is the brute-force scan in Go; its answers are the truth the
+// other sides are scored against.
+func exactSide(sets func(q query) *vectorSet) func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+	return func(_ context.Context, q query, r *sideResult) (time.Duration, error) {
+		t0 := time.Now()
+		best := sets(q).topK(q.vec, topK)
+		elapsed := time.Since(t0)
+		ids := make([]string, len(best))
+		for i, h := range best {
+			ids[i] = h.id
+		}
+		r.top = append(r.top, ids)
+		r.counts = append(r.counts, sets(q).len())
+		r.modes["exact"]++
+		if len(best) < topK {
+			r.short++
+		}
+		r.exact = append(r.exact, best)
+		return elapsed, nil
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// conversations is regime 1: it writes convs × entries messages with their
+// vectors, then measures recall in random conversations.
+func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, error) {
+	cfg := b.cfg
+	mem, err := b.defineMemory(ctx, `{"id":"conv","type":"semantic","strategy":{"kind":"topK","topK":10}}`)
+	if err != nil {
+		return nil, err
+	}
+	type conv struct {
+		id, ns string
+		texts  []string
+		set    *vectorSet
+	}
+	convs := make([]conv, cfg.convs)
+	for i := range convs {
+		// Consecutive sentences of the corpus side: a conversation keeps to a
+		// topic or two, as real ones do.
+		at := b.rng.IntN(len(tc.sentences) - cfg.entries + 1)
+		id := fmt.Sprintf("bench-%04d", i)
+		convs[i] = conv{id: id, ns: core.Identity{Tenant: tenant, ConversationID: id}.Namespace(), texts: tc.sentences[at : at+cfg.entries]}
+	}
+
+	t := time.Now()
+	var written atomic.Int64
+	err = parallel(ctx, cfg.workers, len(convs), func(ctx context.Context, i int) error {
+		c := &convs[i]
+		vecs, err := b.hash.Embed(ctx, c.texts)
+		if err != nil {
+			return err
+		}
+		c.set = newVectorSet(dims, len(vecs))
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		var entries []core.Entry
+		for j, text := range c.texts {
+			turn, idx := j/2+1, j%2
+			role := "user"
+			if idx == 1 {
+				role = "assistant"
+			}
+			value, _ := json.Marshal(core.Message{Role: role, Content: text})
+			id := fmt.Sprintf("msg-%d-%d", turn, idx)
+			entries = append(entries, core.Entry{Tenant: tenant, MemoryID: mem.ID, Namespace: c.ns, ID: id, Kind: core.KindMessage,
+				Turn: turn, Index: idx, Value: value, Metadata: json.RawMessage(`{}`), Version: 1,
+				CreatedAt: now, UpdatedAt: now, LastAccessedAt: now, Tier: mem.Tier, SourceTurn: turn,
+				Embedding: vecs[j], EmbeddingModel: b.model})
+			c.set.add(id, vecs[j])
+		}
+		_, err = b.store.WriteTurn(ctx, core.TurnWrite{Tenant: tenant, Namespace: c.ns, HostTurn: 1, CountMessageTurns: true,
+			MemoryIDs: []string{mem.ID}, Now: now, Fingerprints: []core.Fingerprint{{MemoryID: mem.ID, Model: b.model, Dims: dims}},
+			Build: func(int) ([]core.Entry, error) { return entries, nil }})
+		if err != nil {
+			return fmt.Errorf("write conversation %s: %w", c.id, err)
+		}
+		written.Add(int64(len(entries)))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	load := time.Since(t)
+	// Steady state: a vacuumed table (hint bits set, no autovacuum running
+	// into the measurement), with fresh statistics.
+	if _, err := b.pool.Exec(ctx, `VACUUM (ANALYZE) entries`); err != nil {
+		return nil, err
+	}
+	fmt.Printf("== per-conversation recall: %d conversations × %d messages (real sentences), memory %s\n", cfg.convs, cfg.entries, mem.ID)
+	fmt.Printf("loaded %d messages with %d-d vectors in %s (%.0f entries/s, store.WriteTurn, one turn-write per conversation, %d writers), then VACUUM (ANALYZE) entries\n",
+		written.Load(), dims, round(load), float64(written.Load())/load.Seconds(), cfg.workers)
+
+	qs := make([]query, cfg.queries)
+	for i := range qs {
+		qs[i] = query{conv: b.rng.IntN(len(convs)), text: tc.queries[b.rng.IntN(len(tc.queries))]}
+	}
+	if err := b.embedQueries(ctx, qs); err != nil {
+		return nil, err
+	}
+	setOf := func(q query) *vectorSet { return convs[q.conv].set }
+	svc, err := b.measure(ctx, qs, len(qs), b.serviceSide(func(q query) string { return convs[q.conv].id }, mem.ID))
+	if err != nil {
+		return nil, err
+	}
+	direct, err := b.measure(ctx, qs, len(svc.lat), b.storeSide(func(q query) string { return convs[q.conv].ns }, mem.ID, core.KindMessage, setOf))
+	if err != nil {
+		return nil, err
+	}
+	exact, err := b.measure(ctx, qs, len(qs), exactSide(setOf))
+	if err != nil {
+		return nil, err
+	}
+	truth := exact.exact
+	// The truth must cover every query the other sides ran, whatever the
+	// duration cap did to the exact side's timing.
+	for i := len(truth); i < len(svc.lat); i++ {
+		truth = append(truth, setOf(qs[i]).topK(qs[i].vec, topK))
+	}
+	rows := b.report(qs, setOf, truth, svc, direct, exact)
+	fmt.Printf("(candidates considered per query by the service: %s — every message of the conversation)\n", spread(svc.counts))
+	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(q query) (string, string) { return convs[q.conv].id, convs[q.conv].ns }, false); err != nil {
+		return nil, err
+	}
+	fmt.Println()
+
+	b.check("per-conversation service p50 ≤ 1 ms", rows[0].p50 <= time.Millisecond, "%.3f ms", ms(rows[0].p50))
+	b.check("per-conversation service p99 ≤ 3 ms", rows[0].p99 <= 3*time.Millisecond, "%.3f ms", ms(rows[0].p99))
+	b.check("per-conversation recall@10 = 1.0 (service and direct SQL)", rows[0].recall == 1 && rows[1].recall == 1 && svc.errs+direct.errs == 0,
+		"service %.4f, direct %.4f", rows[0].recall, rows[1].recall)
+	b.check("per-conversation searchMode exact, never short", svc.modes["exact"] == len(svc.lat) && svc.short+direct.short == 0,
+		"modes %v, short %d/%d", svc.modes, svc.short, direct.short)
+	b.check("per-conversation service p50 within 0.5 ms of direct SQL", rows[0].p50-rows[1].p50 <= 500*time.Microsecond,
+		"%+.3f ms (%.3f vs %.3f)", ms(rows[0].p50-rows[1].p50), ms(rows[0].p50), ms(rows[1].p50))
+	return qs, nil
+}
+
+// corpus is regime 2: ~chunks document chunks in one corpus memory, ranked
+// through the HNSW index.
+func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
+	cfg := b.cfg
+	mem, err := b.defineMemory(ctx, `{"id":"docs","type":"semantic","strategy":{"kind":"topK","topK":10},"corpus":true}`)
+	if err != nil {
+		return nil, err
+	}
+	type doc struct {
+		id     string
+		chunks []core.Entry
+		texts  []string
+	}
+	t := time.Now()
+	var docs []doc
+	seen := map[string]bool{}
+	total, chars := 0, 0
+	for _, d := range tc.docs {
+		if total >= cfg.chunks {
+			break
+		}
+		dd := doc{id: d.id}
+		for n, text := range core.ChunkText(d.text, maxChunk) {
+			if total >= cfg.chunks {
+				break
+			}
+			if runeLen(text) < minChunk || seen[text] {
+				continue
+			}
+			seen[text] = true
+			value, _ := json.Marshal(map[string]any{"text": text, "docId": d.id, "docUri": d.uri, "page": 0, "heading": "", "chunk": n})
+			dd.chunks = append(dd.chunks, core.Entry{Tenant: tenant, MemoryID: mem.ID, Namespace: core.CorpusNamespace,
+				ID: fmt.Sprintf("%s#%d", d.id, n), Kind: core.KindDocument, Index: n, Value: value, Tier: mem.Tier})
+			dd.texts = append(dd.texts, text)
+			total++
+			chars += len(text)
+		}
+		if len(dd.chunks) > 0 {
+			docs = append(docs, dd)
+		}
+	}
+	if total < cfg.chunks {
+		fmt.Printf("note: this system's text gives only %d distinct chunks of %d–%d characters (asked for %d)\n", total, minChunk, maxChunk, cfg.chunks)
+	}
+	chunking := time.Since(t)
+
+	// Embed in parallel, as many goroutines as CPUs.
+	t = time.Now()
+	if err := parallel(ctx, runtime.NumCPU(), len(docs), func(ctx context.Context, i int) error {
+		vs, err := b.hash.Embed(ctx, docs[i].texts)
+		if err != nil {
+			return fmt.Errorf("embed %s: %w", docs[i].id, err)
+		}
+		for k, v := range vs {
+			docs[i].chunks[k].Embedding, docs[i].chunks[k].EmbeddingModel = v, b.model
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	embedding := time.Since(t)
+	set := newVectorSet(dims, total)
+	for _, d := range docs {
+		for _, e := range d.chunks {
+			set.add(e.ID, e.Embedding)
+		}
+	}
+
+	// Insert through store.PutDocuments in batches of whole documents, the
+	// HNSW index maintained on every insert (as the service does).
+	type batch struct {
+		ids    []string
+		chunks []core.Entry
+	}
+	var batches []batch
+	var cur batch
+	for _, d := range docs {
+		cur.ids = append(cur.ids, d.id)
+		cur.chunks = append(cur.chunks, d.chunks...)
+		if len(cur.chunks) >= 500 {
+			batches = append(batches, cur)
+			cur = batch{}
+		}
+	}
+	if len(cur.chunks) > 0 {
+		batches = append(batches, cur)
+	}
+	t = time.Now()
+	var inserted atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(15 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				n := inserted.Load()
+				fmt.Fprintf(os.Stderr, "  corpus: %d/%d chunks inserted, %.0f/s\n", n, total, float64(n)/time.Since(t).Seconds())
+			}
+		}
+	}()
+	err = parallel(ctx, cfg.workers, len(batches), func(ctx context.Context, i int) error {
+		if err := b.store.PutDocuments(ctx, tenant, mem.ID, batches[i].ids, batches[i].chunks); err != nil {
+			return err
+		}
+		inserted.Add(int64(len(batches[i].chunks)))
+		return nil
+	})
+	close(done)
+	if err != nil {
+		return nil, err
+	}
+	insert := time.Since(t)
+	t = time.Now()
+	if _, err := b.pool.Exec(ctx, `ANALYZE entries`); err != nil {
+		return nil, err
+	}
+	analyze := time.Since(t)
+	var indexSize, tableSize string
+	_ = b.pool.QueryRow(ctx, `SELECT pg_size_pretty(pg_relation_size('entries_doc_hnsw_384')), pg_size_pretty(pg_total_relation_size('entries'))`).Scan(&indexSize, &tableSize)
+
+	fmt.Printf("== corpus recall: %d chunks of %d–%d characters (mean %d) from %d documents, memory %s (corpus)\n",
+		total, minChunk, maxChunk, chars/max(1, total), len(docs), mem.ID)
+	fmt.Printf("chunking %s; embedding %s (%.1f µs/chunk on %d goroutines)\n",
+		round(chunking), round(embedding), float64(embedding.Microseconds())/float64(max(1, total)), runtime.NumCPU())
+	fmt.Printf("insert with HNSW maintained on every row (m 16, ef_construction 64): %s for %d chunks (%.0f chunks/s, store.PutDocuments, %d batches, %d writers); ANALYZE %s\n",
+		round(insert), total, float64(total)/insert.Seconds(), len(batches), cfg.workers, round(analyze))
+	fmt.Printf("HNSW index entries_doc_hnsw_384: %s; entries table with its indexes and TOAST: %s\n", indexSize, tableSize)
+
+	qs := make([]query, cfg.queries)
+	for i := range qs {
+		qs[i] = query{conv: -1, text: tc.queries[b.rng.IntN(len(tc.queries))]}
+	}
+	if err := b.embedQueries(ctx, qs); err != nil {
+		return nil, err
+	}
+	setOf := func(query) *vectorSet { return set }
+	svc, err := b.measure(ctx, qs, len(qs), b.serviceSide(func(query) string { return "bench-corpus-reader" }, mem.ID))
+	if err != nil {
+		return nil, err
+	}
+	direct, err := b.measure(ctx, qs, len(svc.lat), b.storeSide(func(query) string { return core.CorpusNamespace }, mem.ID, core.KindDocument, setOf))
+	if err != nil {
+		return nil, err
+	}
+	// The brute force over 100k vectors is slow: measure it on fewer queries
+	// within the duration if need be, then complete the truth untimed.
+	exact, err := b.measure(ctx, qs, len(qs), exactSide(setOf))
+	if err != nil {
+		return nil, err
+	}
+	truth := exact.exact
+	if len(truth) < len(svc.lat) {
+		fmt.Fprintf(os.Stderr, "  corpus: exact truth for the remaining %d queries (untimed)\n", len(svc.lat)-len(truth))
+	}
+	var mu sync.Mutex
+	rest := make([][]hit, max(0, len(svc.lat)-len(truth)))
+	base := len(truth)
+	if err := parallel(ctx, runtime.NumCPU(), len(rest), func(_ context.Context, i int) error {
+		h := set.topK(qs[base+i].vec, topK)
+		mu.Lock()
+		rest[i] = h
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	truth = append(truth, rest...)
+	rows := b.report(qs, setOf, truth, svc, direct, exact)
+	fmt.Printf("(candidates per query returned by the store: %s of LIMIT %d; consideredCount in the evidence: %s)\n", spread(direct.counts), limit, spread(svc.counts))
+	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(query) (string, string) { return "bench-corpus-reader", core.CorpusNamespace }, true); err != nil {
+		return nil, err
+	}
+	if err := b.efSweep(ctx, qs, set, truth); err != nil {
+		return nil, err
+	}
+	fmt.Println()
+
+	b.check("corpus recall@10 ≥ 0.95 (service and direct SQL)", rows[0].recall >= 0.95 && rows[1].recall >= 0.95 && svc.errs+direct.errs == 0,
+		"service %.4f, direct %.4f", rows[0].recall, rows[1].recall)
+	b.check("corpus service p99 ≤ 10 ms", rows[0].p99 <= 10*time.Millisecond, "%.3f ms (direct SQL %.3f ms)", ms(rows[0].p99), ms(rows[1].p99))
+	b.check("corpus never short (< 10 results)", svc.short+direct.short == 0 && svc.errs+direct.errs == 0,
+		"short: service %d, direct %d of %d queries", svc.short, direct.short, len(svc.lat))
+	b.check("corpus searchMode ann (evidence)", svc.modes["ann"] == len(svc.lat)-svc.errs && direct.modes["ann"] == len(direct.lat)-direct.errs,
+		"service %v, direct %v", svc.modes, direct.modes)
+	b.check("corpus service p50 within 0.5 ms of direct SQL", rows[0].p50-rows[1].p50 <= 500*time.Microsecond,
+		"%+.3f ms (%.3f vs %.3f)", ms(rows[0].p50-rows[1].p50), ms(rows[0].p50), ms(rows[1].p50))
+	return qs, nil
+}
+
+func (b *bench) embedQueries(ctx context.Context, qs []query) error {
+	texts := make([]string, len(qs))
+	for i, q := range qs {
+		texts[i] = q.text
+	}
+	vs, err := b.hash.Embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	for i := range qs {
+		qs[i].vec = vs[i]
+	}
+	return nil
+}
+
+type row struct {
+	p50, p99, max time.Duration
+	recall        float64
+	perfect, n    int
+}
+
+// report prints one regime's table and returns its rows: service, direct, exact.
+func (b *bench) report(qs []query, setOf func(query) *vectorSet, truth [][]hit, sides ...*sideResult) []row {
+	names := []string{"(a) service via HTTP", "(b) RankEntries (pgx)", "(c) exact, Go brute force"}
+	fmt.Printf("%-26s %6s %8s %8s %8s %10s %12s %6s %6s  %s\n", "side", "n", "p50 ms", "p99 ms", "max ms", "recall@10", "exact top-10", "short", "errors", "mode")
+	var rows []row
+	for s, r := range sides {
+		lat := slices.Clone(r.lat)
+		slices.Sort(lat)
+		rw := row{p50: percentile(lat, 0.50), p99: percentile(lat, 0.99), n: len(r.lat)}
+		if len(lat) > 0 {
+			rw.max = lat[len(lat)-1]
+		}
+		hits, want := 0, 0
+		for i := range r.top {
+			if i >= len(truth) {
+				break
+			}
+			h, w := recallAt(r.top[i], truth[i], topK, setOf(qs[i]), qs[i].vec)
+			hits, want = hits+h, want+w
+			if h == w {
+				rw.perfect++
+			}
+		}
+		if want > 0 {
+			rw.recall = float64(hits) / float64(want)
+		}
+		modes := []string{}
+		for m, n := range r.modes {
+			modes = append(modes, fmt.Sprintf("%s×%d", m, n))
+		}
+		slices.Sort(modes)
+		fmt.Printf("%-26s %6d %8.3f %8.3f %8.3f %10.4f %7d/%-4d %6d %6d  %s\n", names[s], rw.n, ms(rw.p50), ms(rw.p99), ms(rw.max),
+			rw.recall, rw.perfect, len(r.top), r.short, r.errs, strings.Join(modes, " "))
+		if r.sample != "" {
+			fmt.Printf("    error: %s\n", r.sample)
+		}
+		rows = append(rows, rw)
+	}
+	if len(sides) > 1 {
+		fmt.Printf("(recall@10: share of the exact top-10 found, a score within %.0e of the exact 10th counting as a tie; largest |SQL score − Go score| %.1e)\n",
+			tieEps, sides[1].maxScoreDiff)
+	}
+	return rows
+}
+
+// explain prints the plans of one per-conversation and one corpus query,
+// with copies of internal/store/pg/recall.go's SQL and planner settings.
+func (b *bench) explain(ctx context.Context, convQ, corpusQ []query) error {
+	now := time.Now().UTC()
+
+	plan := func(title, sql string, sets []string, args ...any) error {
+		fmt.Printf("== EXPLAIN (ANALYZE, BUFFERS): %s\n", title)
+		for _, s := range sets {
+			fmt.Printf("   %s;\n", s)
+		}
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			for _, s := range sets {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return err
+				}
+			}
+			rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				fmt.Println("  ", vectorLiteral.ReplaceAllString(line, "'[… 384 values …]'"))
+			}
+			fmt.Println()
+			return rows.Err()
+		})
+	}
+	if len(convQ) > 0 {
+		q := convQ[0]
+		ns := core.Identity{Tenant: tenant, ConversationID: fmt.Sprintf("bench-%04d", q.conv)}.Namespace()
+		if err := plan("per-conversation ranking (exact scan)", exactSQLCopy, nil,
+			tenant, ns, "conv", []string{"msg"}, now, pgvector.NewVector(q.vec), b.model, limit); err != nil {
+			return err
+		}
+	}
+	if len(corpusQ) > 0 {
+		q := corpusQ[0]
+		if err := plan("corpus ranking (HNSW, iterative scan)", annSQLCopy, annSetsCopy,
+			tenant, core.CorpusNamespace, "docs", []string{"doc"}, now, pgvector.NewVector(q.vec), b.model, limit); err != nil {
+			return err
+		}
+		if err := plan("corpus mismatched-vectors query (same transaction, so enable_sort is still off)", mismatchSQLCopy, annSetsCopy,
+			tenant, core.CorpusNamespace, "docs", []string{"doc"}, now, dims, b.model, 50); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parallel runs f(0..n-1) on w goroutines and returns the first error.
+func parallel(ctx context.Context, w, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range min(w, max(n, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return first
+}
+
+func spread(xs []int) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if s[0] == s[len(s)-1] {
+		return fmt.Sprint(s[0])
+	}
+	return fmt.Sprintf("%d–%d (median %d)", s[0], s[len(s)-1], s[len(s)/2])
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+func since(t time.Time) time.Duration { return round(time.Since(t)) }
+
+// createDatabase creates footprint_bench_<random> and returns its DSN and
+// a function that drops it.
+func createDatabase(ctx context.Context, adminDSN string) (string, func(), error) {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "footprint_bench_" + hex.EncodeToString(rnd[:])
+	conn, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect (admin DSN): %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(dctx, adminDSN)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "recall: drop database %s: %v\n", name, err)
+			return
+		}
+		defer c.Close(dctx)
+		if _, err := c.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "recall: drop database %s: %v\n", name, err)
+		}
+	}
+	dsn, err := withDatabase(adminDSN, name)
+	if err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dsn, drop, nil
+}
+
+func withDatabase(dsn, name string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", errors.New("parse DSN: invalid URL")
+		}
+		u.Path = "/" + name
+		return u.String(), nil
+	}
+	return dsn + " dbname=" + name, nil
+}
+
+func dbName(dsn string) string {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "?"
+	}
+	return cfg.Database
+}
+
+// Copies of internal/store/pg/recall.go's SQL (the per-query parts), for
+// EXPLAIN and for timing RankEntries' statements one by one.
+var vectorLiteral = regexp.MustCompile(`'\[[-0-9.,e]+\]'`)
+
+const entryColumnsCopy = `tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
+	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
+	source_run_id, embedding, embedding_model`
+
+var (
+	exactSQLCopy = `SELECT ` + entryColumnsCopy + `, 1 - (embedding <=> $6) AS score
+	FROM entries
+	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
+		AND (expires_at IS NULL OR expires_at > $5)
+		AND embedding_dims = 384 AND embedding_model = $7
+	ORDER BY embedding <=> $6
+	LIMIT $8`
+	annSQLCopy = fmt.Sprintf(`SELECT %s, 1 - (embedding::vector(%d) <=> $6::vector(%d)) AS score
+	FROM entries
+	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = 'doc'
+		AND embedding_dims = %d AND embedding_model = $7
+		AND (expires_at IS NULL OR expires_at > $5) AND kind = ANY($4)
+	ORDER BY embedding::vector(%d) <=> $6::vector(%d)
+	LIMIT $8`, entryColumnsCopy, dims, dims, dims, dims, dims)
+	countSQLCopy = `SELECT count(*) FROM entries
+	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
+		AND (expires_at IS NULL OR expires_at > $5)
+		AND embedding_dims = $6 AND embedding_model = $7`
+	mismatchSQLCopy = `SELECT tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
+	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
+	source_run_id, NULL::vector AS embedding, embedding_model FROM entries
+	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
+		AND (expires_at IS NULL OR expires_at > $5) AND embedding_dims IS NOT NULL
+		AND (embedding_dims <> $6 OR embedding_model IS DISTINCT FROM $7)
+	ORDER BY turn DESC NULLS LAST, idx DESC NULLS LAST, id DESC
+	LIMIT $8`
+	annSetsCopy = []string{`SET LOCAL enable_sort = off`, `SET LOCAL hnsw.iterative_scan = relaxed_order`,
+		`SET LOCAL hnsw.max_scan_tuples = 200000`, fmt.Sprintf(`SET LOCAL hnsw.ef_search = %d`, max(40, 2*limit))}
+)
+
+// breakdown says where a recall's time goes: the service in-process (no
+// HTTP), its receipt (SaveRecall), the query's embedding, and each statement
+// of RankEntries' transaction replayed with copies of its SQL.
+func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where func(query) (conv, ns string), ann bool) error {
+	n := min(len(qs), 100)
+	steps := []string{"service in-process (svc.Recall)", "  SaveRecall (receipt INSERT)", "  embed query (hash)", "RankEntries replayed: BEGIN"}
+	if ann {
+		steps = append(steps, "  4 × SET LOCAL", "  ANN query (HNSW)")
+	} else {
+		steps = append(steps, "  exact query", "  count query")
+	}
+	steps = append(steps, "  mismatched-vectors query", "  COMMIT", "  sum of statements")
+	lat := make([][]time.Duration, len(steps))
+	var receipt []int
+	for i := range n {
+		q := qs[i]
+		conv, ns := where(q)
+		t0 := time.Now()
+		res, err := b.svc.Recall(ctx, core.RecallParams{Identity: core.Identity{Tenant: tenant, ConversationID: conv}, Query: q.text, Memories: []string{memory}})
+		lat[0] = append(lat[0], time.Since(t0))
+		if err != nil {
+			return err
+		}
+		res.RecallID += "x"
+		body, _ := json.Marshal(res)
+		receipt = append(receipt, len(body))
+		t0 = time.Now()
+		if err := b.store.SaveRecall(ctx, tenant, res); err != nil {
+			return err
+		}
+		lat[1] = append(lat[1], time.Since(t0))
+		t0 = time.Now()
+		if _, err := b.hash.Embed(ctx, []string{q.text}); err != nil {
+			return err
+		}
+		lat[2] = append(lat[2], time.Since(t0))
+
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		vec := pgvector.NewVector(q.vec)
+		kinds := []string{"msg"}
+		if ann {
+			kinds = []string{"doc"}
+		}
+		k := 3
+		var sum time.Duration
+		step := func(f func() error) error {
+			t0 := time.Now()
+			err := f()
+			d := time.Since(t0)
+			lat[k] = append(lat[k], d)
+			sum += d
+			k++
+			return err
+		}
+		drain := func(tx pgx.Tx, sql string, args ...any) func() error {
+			return func() error {
+				rows, err := tx.Query(ctx, sql, args...)
+				if err != nil {
+					return err
+				}
+				for rows.Next() {
+				}
+				rows.Close()
+				return rows.Err()
+			}
+		}
+		var tx pgx.Tx
+		if err := step(func() (err error) { tx, err = b.pool.Begin(ctx); return err }); err != nil {
+			return err
+		}
+		err = func() error {
+			if ann {
+				if err := step(func() error {
+					for _, s := range annSetsCopy {
+						if _, err := tx.Exec(ctx, s); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				if err := step(drain(tx, annSQLCopy, tenant, ns, memory, kinds, now, vec, b.model, limit)); err != nil {
+					return err
+				}
+			} else {
+				if err := step(drain(tx, exactSQLCopy, tenant, ns, memory, kinds, now, vec, b.model, limit)); err != nil {
+					return err
+				}
+				if err := step(drain(tx, countSQLCopy, tenant, ns, memory, kinds, now, dims, b.model)); err != nil {
+					return err
+				}
+			}
+			if err := step(drain(tx, mismatchSQLCopy, tenant, ns, memory, kinds, now, dims, b.model, 50)); err != nil {
+				return err
+			}
+			return step(func() error { return tx.Commit(ctx) })
+		}()
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		lat[k] = append(lat[k], sum)
+	}
+	fmt.Printf("where the time goes (%d queries, p50 / p99 ms; receipts %s bytes):\n", n, spread(receipt))
+	for i, name := range steps {
+		s := slices.Clone(lat[i])
+		slices.Sort(s)
+		fmt.Printf("  %-36s %7.3f / %7.3f\n", name, ms(percentile(s, 0.5)), ms(percentile(s, 0.99)))
+	}
+	return nil
+}
+
+// efSweep replays the ANN query alone (its own transaction, the same SET
+// LOCALs) at several hnsw.ef_search values, for tuning advice: recall@10 and
+// latency of the index scan by itself.
+func (b *bench) efSweep(ctx context.Context, qs []query, set *vectorSet, truth [][]hit) error {
+	n := min(len(qs), len(truth), 300)
+	fmt.Printf("hnsw.ef_search sweep (ANN statement alone in its own transaction, %d queries, LIMIT %d; the store uses max(40, 2×limit) = %d):\n", n, limit, max(40, 2*limit))
+	fmt.Printf("  %9s %10s %8s %8s %6s\n", "ef_search", "recall@10", "p50 ms", "p99 ms", "short")
+	for _, ef := range []int{40, 64, 100, 200} {
+		var lat []time.Duration
+		hits, want, short := 0, 0, 0
+		for i := range n {
+			q := qs[i]
+			var got []hit
+			t0 := time.Now()
+			err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+				for _, s := range annSetsCopy[:3] {
+					if _, err := tx.Exec(ctx, s); err != nil {
+						return err
+					}
+				}
+				if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL hnsw.ef_search = %d`, ef)); err != nil {
+					return err
+				}
+				rows, err := tx.Query(ctx, annSQLCopy, tenant, core.CorpusNamespace, "docs", []string{"doc"},
+					time.Now().UTC(), pgvector.NewVector(q.vec), b.model, limit)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					v, err := rows.Values()
+					if err != nil {
+						return err
+					}
+					id, _ := v[3].(string)
+					sc, _ := v[len(v)-1].(float64)
+					got = append(got, hit{id, sc})
+				}
+				return rows.Err()
+			})
+			lat = append(lat, time.Since(t0))
+			if err != nil {
+				return err
+			}
+			slices.SortStableFunc(got, func(x, y hit) int {
+				switch {
+				case x.score > y.score:
+					return -1
+				case x.score < y.score:
+					return 1
+				}
+				return 0
+			})
+			ids := make([]string, len(got))
+			for j, h := range got {
+				ids[j] = h.id
+			}
+			if len(ids) < topK {
+				short++
+			}
+			h, w := recallAt(ids, truth[i], topK, set, q.vec)
+			hits, want = hits+h, want+w
+		}
+		slices.Sort(lat)
+		fmt.Printf("  %9d %10.4f %8.3f %8.3f %6d\n", ef, float64(hits)/float64(max(1, want)), ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), short)
+	}
+	return nil
+}
