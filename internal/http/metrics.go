@@ -65,6 +65,11 @@ func (m *metrics) observe(logger *slog.Logger) func(http.Handler) http.Handler {
 			next.ServeHTTP(rec, r)
 			if rec.status == 0 {
 				rec.status = http.StatusOK
+				if r.Context().Err() != nil {
+					// Nothing was written because the client went away (or the
+					// deadline passed): nginx's 499, not a success.
+					rec.status = 499
+				}
 			}
 			route := "unmatched"
 			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
