@@ -221,31 +221,30 @@ func (s *Store) GetRecall(ctx context.Context, tenant, id string) (core.RecallRe
 // are written. The corpus's vector fingerprint is recorded by the first write and checked by
 // every later one (a *core.FingerprintMismatch), as turn writes do.
 func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error {
-	var mismatch *core.FingerprintMismatch
-	err := s.tx(ctx, func(t pgx.Tx) error {
-		mismatch = nil
-		for _, e := range chunks {
-			if len(e.Embedding) == 0 {
-				continue
-			}
-			var model string
-			var dims int
-			err := t.QueryRow(ctx, `SELECT model, dims FROM embedding_fingerprints
-				WHERE tenant = $1 AND memory_id = $2 AND namespace = $3 FOR UPDATE`, tenant, memoryID, corpusNamespace).Scan(&model, &dims)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				if _, err := t.Exec(ctx, `INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
-					VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT DO NOTHING`, tenant, memoryID, corpusNamespace, e.EmbeddingModel, len(e.Embedding)); err != nil {
-					return err
-				}
-			case err != nil:
-				return err
-			case model != e.EmbeddingModel || dims != len(e.Embedding):
-				mismatch = &core.FingerprintMismatch{MemoryID: memoryID, HaveModel: model, HaveDims: dims, GotModel: e.EmbeddingModel, GotDims: len(e.Embedding)}
-				return mismatch
-			}
-			break // one chunk's vector speaks for the batch: they share one embedder
+	// The fingerprint is recorded or checked in its own short statement pair, before the long
+	// (HNSW-maintaining) insert: a fingerprint never changes once recorded, so concurrent
+	// indexers of one corpus need not queue behind each other's inserts. The first writes race
+	// safely (ON CONFLICT DO NOTHING) and the re-read decides.
+	for _, e := range chunks {
+		if len(e.Embedding) == 0 {
+			continue
 		}
+		if _, err := s.pool.Exec(ctx, `INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
+			VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT DO NOTHING`, tenant, memoryID, corpusNamespace, e.EmbeddingModel, len(e.Embedding)); err != nil {
+			return translate(err, "put documents", "", "")
+		}
+		var model string
+		var dims int
+		if err := s.pool.QueryRow(ctx, `SELECT model, dims FROM embedding_fingerprints
+			WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`, tenant, memoryID, corpusNamespace).Scan(&model, &dims); err != nil {
+			return translate(err, "put documents", "", "")
+		}
+		if model != e.EmbeddingModel || dims != len(e.Embedding) {
+			return &core.FingerprintMismatch{MemoryID: memoryID, HaveModel: model, HaveDims: dims, GotModel: e.EmbeddingModel, GotDims: len(e.Embedding)}
+		}
+		break // one chunk's vector speaks for the batch: they share one embedder
+	}
+	err := s.tx(ctx, func(t pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, id := range docIDs {
 			b.Queue(`DELETE FROM entries WHERE tenant = $1 AND memory_id = $2 AND namespace = $3
@@ -260,9 +259,6 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 		}
 		return t.SendBatch(ctx, b).Close()
 	})
-	if mismatch != nil && errors.Is(err, mismatch) {
-		return mismatch
-	}
 	if err != nil {
 		return translate(err, "put documents", "", "")
 	}
