@@ -73,7 +73,7 @@ func soak(duration time.Duration, rate int, adminDSN string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	bin := filepath.Join(tmp, "footprint")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/server")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -128,7 +128,8 @@ func soak(duration time.Duration, rate int, adminDSN string) error {
 	defer func() {
 		_ = srv.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case werr := <-exited:
+			_ = werr // the server was asked to stop; how it exited no longer matters
 		case <-time.After(20 * time.Second):
 			_ = srv.Process.Kill()
 		}
@@ -219,7 +220,7 @@ loop:
 		case <-done:
 			break loop
 		case err := <-exited:
-			return fmt.Errorf("server exited during the soak: %v", err)
+			return fmt.Errorf("server exited during the soak: %w", err)
 		}
 	}
 	record()
@@ -291,7 +292,7 @@ func waitListening(stdout io.Reader, exited <-chan error) (string, error) {
 		}
 		return "", fmt.Errorf("server at %s never became ready", base)
 	case err := <-exited:
-		return "", fmt.Errorf("server exited at start: %v", err)
+		return "", fmt.Errorf("server exited at start: %w", err)
 	case <-time.After(60 * time.Second):
 		return "", fmt.Errorf("server did not start listening")
 	}

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/provider"
 )
 
 // EnvEmbedders is the environment variable ParseSpecs reads.
@@ -68,30 +70,9 @@ type Spec struct {
 }
 
 // SpecError reports a bad spec: its position, its id if known and the
-// offending key. It never quotes a value that could be secret.
-type SpecError struct {
-	Pos    int
-	ID     string
-	Field  string // the key, or "id", "kind"; empty if the spec as a whole
-	Detail string
-	Err    error // the constructor's error, when Build refused the spec
-}
-
-func (e *SpecError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: spec %d", EnvEmbedders, e.Pos)
-	if e.ID != "" {
-		fmt.Fprintf(&b, " (%s)", e.ID)
-	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, ", %s", e.Field)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Detail)
-	return b.String()
-}
-
-func (e *SpecError) Unwrap() error { return e.Err }
+// offending key. It never quotes a value that could be secret. Its Var is
+// EnvEmbedders.
+type SpecError = provider.SpecError
 
 // DefaultSpecs is what an empty FOOTPRINT_EMBEDDERS means: the built-in hash
 // embedder, id "hash", 384 dimensions.
@@ -103,11 +84,37 @@ func DefaultSpecs() []Spec {
 var (
 	hashKeys   = []string{"default", "dims"}
 	remoteKeys = []string{"default", "dims", "model", "url", "key_env", "send_dims", "batch", "timeout", "retries"}
-	optionRE   = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_]*\s*=`)
 	kindRE     = regexp.MustCompile(`^[a-z0-9_-]{1,20}$`)
-	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	idRE       = regexp.MustCompile(core.IDPattern)
 )
+
+// specList is the syntax of FOOTPRINT_EMBEDDERS.
+var specList = &provider.SpecList{
+	Var:     EnvEmbedders,
+	Example: "hash=hash:dims=384",
+	Kind: func(kind string) error {
+		switch {
+		case kind == KindHash || kind == KindOpenAI || kind == KindOllama:
+			return nil
+		case kind == "":
+			return errors.New("missing; want hash, openai or ollama")
+		case !kindRE.MatchString(kind):
+			// Do not quote it: a spec that failed to split can hold
+			// anything, a secret included.
+			return errors.New("not one of hash, openai, ollama")
+		}
+		return fmt.Errorf("%q is not one of hash, openai, ollama", kind)
+	},
+	Key: func(kind, key string) error {
+		allowed := remoteKeys
+		if kind == KindHash {
+			allowed = hashKeys
+		}
+		if !slices.Contains(allowed, key) {
+			return fmt.Errorf("unknown key for kind %s; it takes %s", kind, strings.Join(allowed, ", "))
+		}
+		return nil
+	},
+}
 
 // ParseSpecs parses the value of FOOTPRINT_EMBEDDERS (format on Spec). It
 // checks syntax, value types, which keys each kind takes, unique ids and at
@@ -118,12 +125,8 @@ func ParseSpecs(s string) ([]Spec, error) {
 		return DefaultSpecs(), nil
 	}
 	var specs []Spec
-	for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' }) {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		sp, err := parseSpec(len(specs)+1, item)
+	for i, item := range provider.Split(s) {
+		sp, err := parseSpec(i+1, item)
 		if err != nil {
 			return nil, err
 		}
@@ -139,140 +142,63 @@ func ParseSpecs(s string) ([]Spec, error) {
 }
 
 func parseSpec(pos int, item string) (Spec, error) {
-	segs := splitOptions(item)
-	id, kind, ok := strings.Cut(segs[0], "=")
-	id, kind = strings.TrimSpace(id), strings.TrimSpace(kind)
-	sp := Spec{Pos: pos, ID: id, Kind: kind}
-	fail := func(field, format string, args ...any) (Spec, error) {
-		return Spec{}, &SpecError{Pos: pos, ID: sp.ID, Field: field, Detail: fmt.Sprintf(format, args...)}
+	var sp Spec
+	head, err := specList.Parse(pos, item, sp.set)
+	if err != nil {
+		return Spec{}, err
 	}
-	if !ok {
-		sp.ID = ""
-		return fail("", "want id=kind[:key=value]..., e.g. hash=hash:dims=384")
-	}
-	if !idRE.MatchString(id) {
-		sp.ID = ""
-		return fail("id", "%q does not match %s", id, core.IDPattern)
-	}
-	var allowed []string
-	switch kind {
-	case KindHash:
-		allowed = hashKeys
-	case KindOpenAI, KindOllama:
-		allowed = remoteKeys
-	case "":
-		return fail("kind", "missing; want hash, openai or ollama")
-	default:
-		if !kindRE.MatchString(kind) {
-			// Do not quote it: a spec that failed to split can hold
-			// anything, a secret included.
-			return fail("kind", "not one of hash, openai, ollama")
-		}
-		return fail("kind", "%q is not one of hash, openai, ollama", kind)
-	}
-	seen := map[string]bool{}
-	for _, opt := range segs[1:] {
-		key, val, _ := strings.Cut(opt, "=")
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		switch {
-		case isSecretKey(key):
-			return fail(key, "API keys are never written in the spec; put the key in an environment variable and name it with key_env=VAR")
-		case !contains(allowed, key):
-			return fail(key, "unknown key for kind %s; it takes %s", kind, strings.Join(allowed, ", "))
-		case seen[key]:
-			return fail(key, "given twice")
-		}
-		seen[key] = true
-		var err error
-		switch key {
-		case "default":
-			sp.Default, err = strconv.ParseBool(val)
-			if err != nil {
-				return fail(key, "want true or false, got %q", val)
-			}
-		case "dims":
-			if sp.Dims, err = strconv.Atoi(val); err != nil || sp.Dims <= 0 {
-				return fail(key, "want a positive integer, got %q", val)
-			}
-		case "model":
-			if val == "" {
-				return fail(key, "must not be empty")
-			}
-			sp.Model = val
-		case "url":
-			// Not quoted back: a URL can carry credentials, which the
-			// constructor refuses.
-			if val == "" {
-				return fail(key, "must not be empty")
-			}
-			sp.URL = val
-		case "key_env":
-			if !envNameRE.MatchString(val) {
-				return fail(key, "want an environment variable name like OPENAI_API_KEY")
-			}
-			sp.KeyEnv = val
-		case "send_dims":
-			sp.SendDims, err = strconv.ParseBool(val)
-			if err != nil {
-				return fail(key, "want true or false, got %q", val)
-			}
-		case "batch":
-			if sp.Batch, err = strconv.Atoi(val); err != nil || sp.Batch <= 0 {
-				return fail(key, "want a positive integer, got %q", val)
-			}
-		case "timeout":
-			if sp.Timeout, err = time.ParseDuration(val); err != nil || sp.Timeout <= 0 {
-				return fail(key, "want a positive Go duration like 30s, got %q", val)
-			}
-		case "retries":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 {
-				return fail(key, "want an integer 0..%d, got %q", MaxMaxRetries, val)
-			}
-			sp.Retries = n
-			if n == 0 {
-				sp.Retries = -1 // none, in the constructors' convention
-			}
-		}
-	}
-	if kind == KindHash && sp.Dims == 0 {
+	sp.Pos, sp.ID, sp.Kind = head.Pos, head.ID, head.Kind
+	if sp.Kind == KindHash && sp.Dims == 0 {
 		sp.Dims = DefaultHashDims
 	}
-	if kind != KindHash && sp.Model == "" {
-		return fail("model", "required for kind %s", kind)
+	if sp.Kind != KindHash && sp.Model == "" {
+		return Spec{}, specList.Errorf(pos, sp.ID, "model", "required for kind %s", sp.Kind)
 	}
 	return sp, nil
 }
 
-// splitOptions splits a spec at each ":" that is followed by name=, so
-// "url=https://host:8080" stays whole.
-func splitOptions(item string) []string {
-	var segs []string
-	start := 0
-	for i := 0; i < len(item); i++ {
-		if item[i] == ':' && optionRE.MatchString(item[i+1:]) {
-			segs = append(segs, item[start:i])
-			start = i + 1
+// set reads one option; specList.Parse has checked that the kind takes it,
+// and the values of url, model and key_env.
+func (sp *Spec) set(key, val string) error {
+	var err error
+	switch key {
+	case "default":
+		if sp.Default, err = strconv.ParseBool(val); err != nil {
+			return fmt.Errorf("want true or false, got %q", val)
+		}
+	case "dims":
+		if sp.Dims, err = strconv.Atoi(val); err != nil || sp.Dims <= 0 {
+			return fmt.Errorf("want a positive integer, got %q", val)
+		}
+	case "model":
+		sp.Model = val
+	case "url":
+		sp.URL = val
+	case "key_env":
+		sp.KeyEnv = val
+	case "send_dims":
+		if sp.SendDims, err = strconv.ParseBool(val); err != nil {
+			return fmt.Errorf("want true or false, got %q", val)
+		}
+	case "batch":
+		if sp.Batch, err = strconv.Atoi(val); err != nil || sp.Batch <= 0 {
+			return fmt.Errorf("want a positive integer, got %q", val)
+		}
+	case "timeout":
+		if sp.Timeout, err = time.ParseDuration(val); err != nil || sp.Timeout <= 0 {
+			return fmt.Errorf("want a positive Go duration like 30s, got %q", val)
+		}
+	case "retries":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want an integer 0..%d, got %q", MaxMaxRetries, val)
+		}
+		sp.Retries = n
+		if n == 0 {
+			sp.Retries = -1 // none, in the constructors' convention
 		}
 	}
-	return append(segs, item[start:])
-}
-
-func isSecretKey(key string) bool {
-	switch strings.ToLower(key) {
-	case "key", "api_key", "apikey", "token", "secret", "password":
-		return true
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return nil
 }
 
 // resolveDefault checks that ids are unique and at most one spec is the
@@ -281,14 +207,12 @@ func resolveDefault(specs []Spec) error {
 	ids := map[string]int{}
 	def := -1
 	for i, sp := range specs {
-		if prev, dup := ids[sp.ID]; dup {
-			return &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "id", Detail: fmt.Sprintf("already used by spec %d", prev)}
+		if err := specList.Claim(ids, sp.Pos, sp.ID); err != nil {
+			return err
 		}
-		ids[sp.ID] = sp.Pos
 		if sp.Default {
 			if def >= 0 {
-				return &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "default",
-					Detail: fmt.Sprintf("spec %d (%s) is already the default", specs[def].Pos, specs[def].ID)}
+				return specList.Errorf(sp.Pos, sp.ID, "default", "spec %d (%s) is already the default", specs[def].Pos, specs[def].ID)
 			}
 			def = i
 		}
@@ -321,11 +245,7 @@ func Build(specs []Spec, getenv func(string) string) ([]core.Embedder, error) {
 	for _, sp := range specs {
 		e, err := buildOne(sp, getenv)
 		if err != nil {
-			var se *SpecError
-			if errors.As(err, &se) {
-				return nil, err
-			}
-			return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Detail: err.Error(), Err: err}
+			return nil, specList.Refused(sp.Pos, sp.ID, err)
 		}
 		out = append(out, e)
 	}
@@ -346,12 +266,9 @@ func buildOne(sp Spec, getenv func(string) string) (core.Embedder, error) {
 		h.isDefault = sp.Default
 		return h, nil
 	case KindOpenAI, KindOllama:
-		var key string
-		if sp.KeyEnv != "" {
-			if key = getenv(sp.KeyEnv); key == "" {
-				return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "key_env",
-					Detail: fmt.Sprintf("environment variable %s is empty or unset", sp.KeyEnv)}
-			}
+		key, err := specList.APIKey(sp.Pos, sp.ID, sp.KeyEnv, getenv)
+		if err != nil {
+			return nil, err
 		}
 		p := remoteParams{ID: sp.ID, BaseURL: sp.URL, APIKey: key, Model: sp.Model, Dimensions: sp.Dims,
 			SendDimensions: sp.SendDims, BatchSize: sp.Batch, Timeout: sp.Timeout, MaxRetries: sp.Retries}
@@ -370,13 +287,13 @@ func buildOne(sp Spec, getenv func(string) string) (core.Embedder, error) {
 		o.r.isDefault = sp.Default
 		return o, nil
 	default:
-		return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "kind", Detail: fmt.Sprintf("%q is not one of hash, openai, ollama", sp.Kind)}
+		return nil, specList.Errorf(sp.Pos, sp.ID, "kind", "%q is not one of hash, openai, ollama", sp.Kind)
 	}
 }
 
 // checkID validates an embedder id against core.IDPattern.
 func checkID(id string) error {
-	if !idRE.MatchString(id) {
+	if !provider.ValidID(id) {
 		return fmt.Errorf("embedder id %q does not match %s", id, core.IDPattern)
 	}
 	return nil

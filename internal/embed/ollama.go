@@ -3,11 +3,13 @@ package embed
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/provider"
 )
 
 // DefaultOllamaBaseURL is used when OllamaConfig.BaseURL is empty.
@@ -63,7 +65,7 @@ func (ollamaWire) parse(body []byte, n int) ([][]float32, error) {
 		Embeddings [][]float32 `json:"embeddings"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return nil, describeJSONError(err)
+		return nil, errors.New(provider.DescribeJSONError(err))
 	}
 	if len(resp.Embeddings) != n {
 		return nil, fmt.Errorf("%d vectors for %d inputs", len(resp.Embeddings), n)

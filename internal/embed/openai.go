@@ -3,11 +3,13 @@ package embed
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/provider"
 )
 
 // DefaultOpenAIBaseURL is used when OpenAIConfig.BaseURL is empty.
@@ -85,7 +87,7 @@ type openAIResponse struct {
 func (openAIWire) parse(body []byte, n int) ([][]float32, error) {
 	var resp openAIResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return nil, describeJSONError(err)
+		return nil, errors.New(provider.DescribeJSONError(err))
 	}
 	if len(resp.Data) != n {
 		return nil, fmt.Errorf("%d vectors for %d inputs", len(resp.Data), n)

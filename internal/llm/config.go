@@ -1,13 +1,13 @@
 package llm
 
 import (
+	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/provider"
 )
 
 // EnvLLMs is the environment variable ParseSpecs reads.
@@ -52,139 +52,89 @@ type Spec struct {
 }
 
 // SpecError reports a bad spec: its position, its id if known and the
-// offending key. It never quotes a value that could be secret.
-type SpecError struct {
-	Pos    int
-	ID     string
-	Field  string // the key, or "id", "kind"; empty for the spec as a whole
-	Detail string
-	Err    error // the constructor's error, when Build refused the spec
+// offending key. It never quotes a value that could be secret. Its Var is
+// EnvLLMs.
+type SpecError = provider.SpecError
+
+const specKeys = "url, model, key_env, timeout, retries"
+
+// specList is the syntax of FOOTPRINT_LLMS.
+var specList = &provider.SpecList{
+	Var:     EnvLLMs,
+	Example: "gpt=openai:model=gpt-4o-mini:key_env=OPENAI_API_KEY",
+	Kind: func(kind string) error {
+		switch kind {
+		case KindOpenAI:
+			return nil
+		case "ollama", "vllm", "lmstudio":
+			return fmt.Errorf("%q is not a kind; use openai with url= pointing at the server (its OpenAI-compatible API)", kind)
+		}
+		return errors.New("want openai (any OpenAI-compatible server)")
+	},
+	Key: func(_, key string) error {
+		switch key {
+		case "url", "model", "key_env", "timeout", "retries":
+			return nil
+		}
+		return errors.New("unknown key; want one of " + specKeys)
+	},
 }
-
-func (e *SpecError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: spec %d", EnvLLMs, e.Pos)
-	if e.ID != "" {
-		fmt.Fprintf(&b, " (%s)", e.ID)
-	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, ", %s", e.Field)
-	}
-	return b.String() + ": " + e.Detail
-}
-
-func (e *SpecError) Unwrap() error { return e.Err }
-
-var (
-	optionRE  = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_]*\s*=`)
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	specKeys  = "url, model, key_env, timeout, retries"
-)
 
 // ParseSpecs parses the value of FOOTPRINT_LLMS (format on Spec). Empty or
 // blank means no providers (nil, nil). Errors are *SpecError.
 func ParseSpecs(s string) ([]Spec, error) {
 	var specs []Spec
 	ids := map[string]int{}
-	for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' }) {
-		if item = strings.TrimSpace(item); item == "" {
-			continue
-		}
-		sp, err := parseSpec(len(specs)+1, item)
+	for i, item := range provider.Split(s) {
+		sp, err := parseSpec(i+1, item)
 		if err != nil {
 			return nil, err
 		}
-		if prev, dup := ids[sp.ID]; dup {
-			return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "id", Detail: fmt.Sprintf("already used by spec %d", prev)}
+		if err := specList.Claim(ids, sp.Pos, sp.ID); err != nil {
+			return nil, err
 		}
-		ids[sp.ID] = sp.Pos
 		specs = append(specs, sp)
 	}
 	return specs, nil
 }
 
 func parseSpec(pos int, item string) (Spec, error) {
-	segs := splitOptions(item)
-	id, kind, ok := strings.Cut(segs[0], "=")
-	sp := Spec{Pos: pos, ID: strings.TrimSpace(id), Kind: strings.TrimSpace(kind)}
-	fail := func(field, format string, args ...any) (Spec, error) {
-		return Spec{}, &SpecError{Pos: pos, ID: sp.ID, Field: field, Detail: fmt.Sprintf(format, args...)}
+	var sp Spec
+	head, err := specList.Parse(pos, item, sp.set)
+	if err != nil {
+		return Spec{}, err
 	}
-	if !ok {
-		sp.ID = "" // unquoted: a spec that failed to split can hold anything
-		return fail("", "want id=kind[:key=value]..., e.g. gpt=openai:model=gpt-4o-mini:key_env=OPENAI_API_KEY")
-	}
-	if !idRE.MatchString(sp.ID) {
-		sp.ID = ""
-		return fail("id", "does not match %s", core.IDPattern)
-	}
-	switch sp.Kind {
-	case KindOpenAI:
-	case "ollama", "vllm", "lmstudio":
-		return fail("kind", "%q is not a kind; use openai with url= pointing at the server (its OpenAI-compatible API)", sp.Kind)
-	default:
-		return fail("kind", "want openai (any OpenAI-compatible server)")
-	}
-	seen := map[string]bool{}
-	for _, opt := range segs[1:] {
-		key, val, _ := strings.Cut(opt, "=")
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		if seen[key] {
-			return fail(key, "given twice")
-		}
-		seen[key] = true
-		switch key {
-		case "url":
-			if val == "" { // not quoted back: a URL can carry credentials
-				return fail(key, "must not be empty")
-			}
-			sp.URL = val
-		case "model":
-			if val == "" {
-				return fail(key, "must not be empty")
-			}
-			sp.Model = val
-		case "key_env":
-			if !envNameRE.MatchString(val) {
-				return fail(key, "want an environment variable name like OPENAI_API_KEY")
-			}
-			sp.KeyEnv = val
-		case "timeout":
-			d, err := time.ParseDuration(val)
-			if err != nil || d <= 0 {
-				return fail(key, "want a positive Go duration like 60s")
-			}
-			sp.Timeout = d
-		case "retries":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 || n > MaxMaxRetries {
-				return fail(key, "want an integer 0..%d", MaxMaxRetries)
-			}
-			sp.Retries = n
-			if n == 0 {
-				sp.Retries = -1 // none, in Config's convention
-			}
-		case "key", "api_key", "apikey", "token", "secret", "password":
-			return fail(key, "API keys are never written in the spec; put the key in an environment variable and name it with key_env=VAR")
-		default:
-			return fail(key, "unknown key; want one of %s", specKeys)
-		}
-	}
+	sp.Pos, sp.ID, sp.Kind = head.Pos, head.ID, head.Kind
 	return sp, nil
 }
 
-// splitOptions splits a spec at each ":" followed by name=, so
-// "url=http://host:8080" stays whole.
-func splitOptions(item string) []string {
-	var segs []string
-	start := 0
-	for i := 0; i < len(item); i++ {
-		if item[i] == ':' && optionRE.MatchString(item[i+1:]) {
-			segs = append(segs, item[start:i])
-			start = i + 1
+// set reads one option; specList.Parse has checked the key and the values
+// of url, model and key_env.
+func (sp *Spec) set(key, val string) error {
+	switch key {
+	case "url":
+		sp.URL = val
+	case "model":
+		sp.Model = val
+	case "key_env":
+		sp.KeyEnv = val
+	case "timeout":
+		d, err := time.ParseDuration(val)
+		if err != nil || d <= 0 {
+			return errors.New("want a positive Go duration like 60s")
+		}
+		sp.Timeout = d
+	case "retries":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 || n > MaxMaxRetries {
+			return fmt.Errorf("want an integer 0..%d", MaxMaxRetries)
+		}
+		sp.Retries = n
+		if n == 0 {
+			sp.Retries = -1 // none, in Config's convention
 		}
 	}
-	return append(segs, item[start:])
+	return nil
 }
 
 // Build constructs the providers specs describe, in order, reading API keys
@@ -203,24 +153,20 @@ func BuildCounted(specs []Spec, getenv func(string) string, counter func(provide
 		if sp.Pos == 0 {
 			sp.Pos = i + 1
 		}
-		if prev, dup := ids[sp.ID]; dup {
-			return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "id", Detail: fmt.Sprintf("already used by spec %d", prev)}
+		if err := specList.Claim(ids, sp.Pos, sp.ID); err != nil {
+			return nil, err
 		}
-		ids[sp.ID] = sp.Pos
 		if sp.Kind != KindOpenAI {
-			return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "kind", Detail: "want openai"}
+			return nil, specList.Errorf(sp.Pos, sp.ID, "kind", "want openai")
 		}
-		var key string
-		if sp.KeyEnv != "" {
-			if key = getenv(sp.KeyEnv); key == "" {
-				return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Field: "key_env",
-					Detail: fmt.Sprintf("environment variable %s is empty or unset", sp.KeyEnv)}
-			}
+		key, err := specList.APIKey(sp.Pos, sp.ID, sp.KeyEnv, getenv)
+		if err != nil {
+			return nil, err
 		}
 		c, err := NewOpenAI(Config{ID: sp.ID, BaseURL: sp.URL, APIKey: key, Model: sp.Model,
 			Timeout: sp.Timeout, MaxRetries: sp.Retries, Counter: counter})
 		if err != nil {
-			return nil, &SpecError{Pos: sp.Pos, ID: sp.ID, Detail: err.Error(), Err: err}
+			return nil, specList.Refused(sp.Pos, sp.ID, err)
 		}
 		out = append(out, c)
 	}
