@@ -15,10 +15,6 @@ import (
 
 var _ core.EntryStore = (*Store)(nil)
 
-// codeEntryExists is the conflict code for a write that would overwrite a live, non-fact
-// entry (the Postgres store uses the same).
-const codeEntryExists = core.CodeEntryExists
-
 // entryStore is the entries half of Store. Locking has two levels, always taken in this
 // order: a per-namespace mutex that serialises turn writes and forgets of one namespace (as
 // the Postgres store's conversations row lock does), then mu for the maps themselves, held
@@ -220,7 +216,7 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite) (int, []core.En
 		}
 		if exists && live(old, now) {
 			if e.Kind != core.KindFact {
-				return 0, nil, nil, &core.ConflictError{Code: codeEntryExists,
+				return 0, nil, nil, &core.ConflictError{Code: core.CodeEntryExists,
 					Detail: fmt.Sprintf("entry %q of memory %q already exists and is live", e.ID, e.MemoryID)}
 			}
 			e.Version = old.Version + 1

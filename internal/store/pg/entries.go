@@ -17,10 +17,6 @@ import (
 
 var _ core.EntryStore = (*Store)(nil)
 
-// codeEntryExists (core.CodeEntryExists) is the conflict code for a write that would overwrite a live, non-fact
-// entry. TODO(core): core has no code for it yet; move it there (core.CodeEntryExists).
-const codeEntryExists = core.CodeEntryExists
-
 // lockConversationSQL takes the namespace's conversations row FOR UPDATE: the lock that
 // serialises turn writes per (tenant, namespace) and nothing else.
 const lockConversationSQL = `SELECT 1 FROM conversations WHERE tenant = $1 AND namespace = $2 FOR UPDATE`
@@ -318,7 +314,7 @@ func stamp(e core.Entry, now time.Time) core.Entry {
 }
 
 func entryExists(e core.Entry) *core.ConflictError {
-	return &core.ConflictError{Code: codeEntryExists,
+	return &core.ConflictError{Code: core.CodeEntryExists,
 		Detail: fmt.Sprintf("entry %q of memory %q already exists and is live", e.ID, e.MemoryID)}
 }
 
