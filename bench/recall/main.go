@@ -22,29 +22,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,9 +43,9 @@ import (
 	"github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
+	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embed"
-	httpapi "github.com/footprint/footprint/internal/http"
 	"github.com/footprint/footprint/internal/store/pg"
 )
 
@@ -82,8 +73,7 @@ type config struct {
 
 func main() {
 	var c config
-	flag.StringVar(&c.adminDSN, "db", firstNonEmpty(os.Getenv("DATABASE_URL"), os.Getenv("TEST_DATABASE_URL")),
-		"admin Postgres DSN; a fresh footprint_bench_<random> database is created from it and dropped at exit")
+	benchkit.AdminDSNFlag(&c.adminDSN)
 	flag.IntVar(&c.convs, "convs", 1000, "conversations of the per-conversation regime")
 	flag.IntVar(&c.entries, "entries", 100, "messages per conversation")
 	flag.IntVar(&c.chunks, "chunks", 100000, "document chunks of the corpus regime")
@@ -93,44 +83,24 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cap on each measured side; fewer queries are measured when it runs out")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed for the choice of conversations, texts and queries")
 	flag.Parse()
-	if c.adminDSN == "" {
-		fmt.Fprintln(os.Stderr, "recall: -db is required (e.g. -db \"$(scripts/test-postgres.sh start)\")")
-		os.Exit(2)
-	}
+	benchkit.RequireAdminDSN("recall", c.adminDSN)
 	if c.convs < 1 || c.entries < 2 || c.chunks < 1 || c.queries < 1 || c.workers < 1 || c.warmup < 0 {
-		fmt.Fprintln(os.Stderr, "recall: -convs, -chunks, -queries and -workers must be ≥ 1, -entries ≥ 2, -warmup ≥ 0")
-		os.Exit(2)
+		benchkit.Usage("recall", "-convs, -chunks, -queries and -workers must be ≥ 1, -entries ≥ 2, -warmup ≥ 0")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "recall:", err)
-		os.Exit(1)
-	}
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	benchkit.Main("recall", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // bench is the wiring shared by both regimes.
 type bench struct {
-	cfg     config
-	rng     *mrand.Rand
-	store   *pg.Store
-	pool    *pgxpool.Pool // EXPLAIN, ANALYZE and sizes only
-	hash    *embed.Hash
-	svc     *core.Service
-	model   string
-	baseURL string
-	client  *http.Client
-	checks  []check
+	cfg    config
+	rng    *mrand.Rand
+	store  *pg.Store
+	pool   *pgxpool.Pool // EXPLAIN, ANALYZE and sizes only
+	hash   *embed.Hash
+	svc    *core.Service
+	model  string
+	server *benchkit.Server
+	checks []check
 }
 
 type check struct {
@@ -156,7 +126,7 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Printf("text: %d files read, %d distinct documents (%d held out for queries): %d sentences, %d query sentences, in %s\n",
 		len(srcs), len(docs), tc.heldOut, len(tc.sentences), len(tc.queries), since(t))
 
-	dsn, drop, err := createDatabase(ctx, cfg.adminDSN)
+	dsn, drop, err := benchkit.CreateDatabase(ctx, cfg.adminDSN, "footprint_bench_", "recall")
 	if err != nil {
 		return err
 	}
@@ -181,38 +151,19 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	caps := core.Capabilities{Embedders: []core.EmbedderInfo{hash.Info()}}
-	svc := core.NewService(store, caps, core.WithEmbedders(hash))
-	// The real server logs one access line per request at info; format them
-	// but throw them away, so the cost stays and the terminal stays readable.
-	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	handler, err := httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger})
+	server, err := benchkit.StartServer(store, hash, 8)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 35 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	tr := &http.Transport{Proxy: nil, MaxIdleConns: 8, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
-		DialContext: (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext}
-	b.store, b.pool, b.hash, b.svc, b.model = store, pool, hash, svc, hash.Info().Model
-	b.baseURL = "http://" + ln.Addr().String()
-	b.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	defer server.Close()
+	b.store, b.pool, b.hash, b.svc, b.model = store, pool, hash, server.Service, hash.Info().Model
+	b.server = server
 
 	var pgVersion, vecVersion string
 	_ = pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&pgVersion)
 	_ = pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&vecVersion)
 	fmt.Printf("recall benchmark: %d CPUs, GOMAXPROCS %d, Postgres %s, pgvector %s, database %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), pgVersion, vecVersion, dbName(dsn))
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), pgVersion, vecVersion, benchkit.DBName(dsn))
 	fmt.Printf("embedder %s (%s, %d dims); topK %d, rejectWindow %d → the store ranks LIMIT %d; one client, queries one after another\n\n",
 		hash.Info().ID, b.model, dims, topK, rejectWindow, limit)
 
@@ -243,14 +194,8 @@ func run(ctx context.Context, cfg config) error {
 
 // defineMemory defines a memory through the API, as an agent would.
 func (b *bench) defineMemory(ctx context.Context, def string) (core.Memory, error) {
-	resp, err := b.client.Post(b.baseURL+"/v1/memories", "application/json", strings.NewReader(def))
-	if err != nil {
+	if err := b.server.DefineMemory(def); err != nil {
 		return core.Memory{}, err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return core.Memory{}, fmt.Errorf("define memory %s: %s: %s", def, resp.Status, body)
 	}
 	var id struct {
 		ID string `json:"id"`
@@ -335,24 +280,10 @@ func (b *bench) serviceSide(conversation func(q query) string, memory string) fu
 	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
 		body, _ := json.Marshal(map[string]any{"query": q.text, "memories": []string{memory}})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost,
-			b.baseURL+"/v1/conversations/"+url.PathEscape(conversation(q))+"/recall", bytes.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := b.client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		raw, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
+		raw, err := b.server.Post(ctx, "/v1/conversations/"+url.PathEscape(conversation(q))+"/recall", body, http.StatusOK)
 		elapsed := time.Since(t0)
 		if err != nil {
 			return 0, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(raw))
 		}
 		var out recallResponse
 		if err := json.Unmarshal(raw, &out); err != nil {
@@ -546,14 +477,14 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 	}
 	fmt.Println()
 
-	b.check("per-conversation service p50 ≤ 1 ms", rows[0].p50 <= time.Millisecond, "%.3f ms", ms(rows[0].p50))
-	b.check("per-conversation service p99 ≤ 3 ms", rows[0].p99 <= 3*time.Millisecond, "%.3f ms", ms(rows[0].p99))
+	b.check("per-conversation service p50 ≤ 1 ms", rows[0].p50 <= time.Millisecond, "%.3f ms", benchkit.Ms(rows[0].p50))
+	b.check("per-conversation service p99 ≤ 3 ms", rows[0].p99 <= 3*time.Millisecond, "%.3f ms", benchkit.Ms(rows[0].p99))
 	b.check("per-conversation recall@10 = 1.0 (service and direct SQL)", rows[0].recall == 1 && rows[1].recall == 1 && svc.errs+direct.errs == 0,
 		"service %.4f, direct %.4f", rows[0].recall, rows[1].recall)
 	b.check("per-conversation searchMode exact, never short", svc.modes["exact"] == len(svc.lat) && svc.short+direct.short == 0,
 		"modes %v, short %d/%d", svc.modes, svc.short, direct.short)
 	b.check("per-conversation service p50 within 0.5 ms of direct SQL", rows[0].p50-rows[1].p50 <= 500*time.Microsecond,
-		"%+.3f ms (%.3f vs %.3f)", ms(rows[0].p50-rows[1].p50), ms(rows[0].p50), ms(rows[1].p50))
+		"%+.3f ms (%.3f vs %.3f)", benchkit.Ms(rows[0].p50-rows[1].p50), benchkit.Ms(rows[0].p50), benchkit.Ms(rows[1].p50))
 	return qs, nil
 }
 
@@ -739,13 +670,13 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 
 	b.check("corpus recall@10 ≥ 0.95 (service and direct SQL)", rows[0].recall >= 0.95 && rows[1].recall >= 0.95 && svc.errs+direct.errs == 0,
 		"service %.4f, direct %.4f", rows[0].recall, rows[1].recall)
-	b.check("corpus service p99 ≤ 10 ms", rows[0].p99 <= 10*time.Millisecond, "%.3f ms (direct SQL %.3f ms)", ms(rows[0].p99), ms(rows[1].p99))
+	b.check("corpus service p99 ≤ 10 ms", rows[0].p99 <= 10*time.Millisecond, "%.3f ms (direct SQL %.3f ms)", benchkit.Ms(rows[0].p99), benchkit.Ms(rows[1].p99))
 	b.check("corpus never short (< 10 results)", svc.short+direct.short == 0 && svc.errs+direct.errs == 0,
 		"short: service %d, direct %d of %d queries", svc.short, direct.short, len(svc.lat))
 	b.check("corpus searchMode ann (evidence)", svc.modes["ann"] == len(svc.lat)-svc.errs && direct.modes["ann"] == len(direct.lat)-direct.errs,
 		"service %v, direct %v", svc.modes, direct.modes)
 	b.check("corpus service p50 within 0.5 ms of direct SQL", rows[0].p50-rows[1].p50 <= 500*time.Microsecond,
-		"%+.3f ms (%.3f vs %.3f)", ms(rows[0].p50-rows[1].p50), ms(rows[0].p50), ms(rows[1].p50))
+		"%+.3f ms (%.3f vs %.3f)", benchkit.Ms(rows[0].p50-rows[1].p50), benchkit.Ms(rows[0].p50), benchkit.Ms(rows[1].p50))
 	return qs, nil
 }
 
@@ -778,7 +709,7 @@ func (b *bench) report(qs []query, setOf func(query) *vectorSet, truth [][]hit, 
 	for s, r := range sides {
 		lat := slices.Clone(r.lat)
 		slices.Sort(lat)
-		rw := row{p50: percentile(lat, 0.50), p99: percentile(lat, 0.99), n: len(r.lat)}
+		rw := row{p50: benchkit.Percentile(lat, 0.50), p99: benchkit.Percentile(lat, 0.99), n: len(r.lat)}
 		if len(lat) > 0 {
 			rw.max = lat[len(lat)-1]
 		}
@@ -801,7 +732,7 @@ func (b *bench) report(qs []query, setOf func(query) *vectorSet, truth [][]hit, 
 			modes = append(modes, fmt.Sprintf("%s×%d", m, n))
 		}
 		slices.Sort(modes)
-		fmt.Printf("%-26s %6d %8.3f %8.3f %8.3f %10.4f %7d/%-4d %6d %6d  %s\n", names[s], rw.n, ms(rw.p50), ms(rw.p99), ms(rw.max),
+		fmt.Printf("%-26s %6d %8.3f %8.3f %8.3f %10.4f %7d/%-4d %6d %6d  %s\n", names[s], rw.n, benchkit.Ms(rw.p50), benchkit.Ms(rw.p99), benchkit.Ms(rw.max),
 			rw.recall, rw.perfect, len(r.top), r.short, r.errs, strings.Join(modes, " "))
 		if r.sample != "" {
 			fmt.Printf("    error: %s\n", r.sample)
@@ -914,74 +845,9 @@ func spread(xs []int) string {
 
 func runeLen(s string) int { return len([]rune(s)) }
 
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 func since(t time.Time) time.Duration { return round(time.Since(t)) }
-
-// createDatabase creates footprint_bench_<random> and returns its DSN and
-// a function that drops it.
-func createDatabase(ctx context.Context, adminDSN string) (string, func(), error) {
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "footprint_bench_" + hex.EncodeToString(rnd[:])
-	conn, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect (admin DSN): %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(dctx, adminDSN)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "recall: drop database %s: %v\n", name, err)
-			return
-		}
-		defer c.Close(dctx)
-		if _, err := c.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "recall: drop database %s: %v\n", name, err)
-		}
-	}
-	dsn, err := withDatabase(adminDSN, name)
-	if err != nil {
-		drop()
-		return "", nil, err
-	}
-	return dsn, drop, nil
-}
-
-func withDatabase(dsn, name string) (string, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", errors.New("parse DSN: invalid URL")
-		}
-		u.Path = "/" + name
-		return u.String(), nil
-	}
-	return dsn + " dbname=" + name, nil
-}
-
-func dbName(dsn string) string {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return "?"
-	}
-	return cfg.Database
-}
 
 // Copies of internal/store/pg/recall.go's SQL (the per-query parts), for
 // EXPLAIN and for timing RankEntries' statements one by one.
@@ -1130,7 +996,7 @@ func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where 
 	for i, name := range steps {
 		s := slices.Clone(lat[i])
 		slices.Sort(s)
-		fmt.Printf("  %-36s %7.3f / %7.3f\n", name, ms(percentile(s, 0.5)), ms(percentile(s, 0.99)))
+		fmt.Printf("  %-36s %7.3f / %7.3f\n", name, benchkit.Ms(benchkit.Percentile(s, 0.5)), benchkit.Ms(benchkit.Percentile(s, 0.99)))
 	}
 	return nil
 }
@@ -1199,7 +1065,7 @@ func (b *bench) efSweep(ctx context.Context, qs []query, set *vectorSet, truth [
 			hits, want = hits+h, want+w
 		}
 		slices.Sort(lat)
-		fmt.Printf("  %9d %10.4f %8.3f %8.3f %6d\n", ef, float64(hits)/float64(max(1, want)), ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), short)
+		fmt.Printf("  %9d %10.4f %8.3f %8.3f %6d\n", ef, float64(hits)/float64(max(1, want)), benchkit.Ms(benchkit.Percentile(lat, 0.5)), benchkit.Ms(benchkit.Percentile(lat, 0.99)), short)
 	}
 	return nil
 }

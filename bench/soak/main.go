@@ -18,16 +18,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -37,8 +33,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/footprint/footprint/bench/internal/benchkit"
 )
 
 const key = "soak-key-0123456789abcdef"
@@ -59,16 +56,10 @@ func main() {
 	rate := flag.Int("rate", 60, "total requests per second, split across the operations")
 	db := flag.String("db", defaultDB, `admin Postgres DSN (a fresh database is created on it); "" for the in-memory store`)
 	flag.Parse()
-	if err := soak(*duration, *rate, *db); err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
-	}
+	benchkit.Main("soak", func(ctx context.Context) error { return soak(ctx, *duration, *rate, *db) })
 }
 
-func soak(duration time.Duration, rate int, adminDSN string) error {
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
-
+func soak(ctx context.Context, duration time.Duration, rate int, adminDSN string) error {
 	tmp, err := os.MkdirTemp("", "footprint-soak-")
 	if err != nil {
 		return err
@@ -83,23 +74,14 @@ func soak(duration time.Duration, rate int, adminDSN string) error {
 
 	dsn, storeName := "", "in-memory"
 	if adminDSN != "" {
-		b := make([]byte, 6)
-		_, _ = rand.Read(b)
-		name := "footprint_soak_" + hex.EncodeToString(b)
-		if err := adminExec(ctx, adminDSN, "CREATE DATABASE "+name); err != nil {
-			return fmt.Errorf("create database: %w", err)
-		}
-		defer func() {
-			if err := adminExec(context.Background(), adminDSN, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-				fmt.Fprintln(os.Stderr, "soak: drop database:", err)
-			}
-		}()
-		u, err := url.Parse(adminDSN)
+		var drop func()
+		var err error
+		dsn, drop, err = benchkit.CreateDatabase(ctx, adminDSN, "footprint_soak_", "soak")
 		if err != nil {
 			return err
 		}
-		u.Path = "/" + name
-		dsn, storeName = u.String(), "postgres ("+name+")"
+		defer drop()
+		storeName = "postgres (" + benchkit.DBName(dsn) + ")"
 	}
 
 	// The server: its own process, so its RSS is its own.
@@ -309,16 +291,6 @@ func rssKB(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}
-
-func adminExec(ctx context.Context, dsn, sql string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
 }
 
 const (

@@ -12,19 +12,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -35,13 +29,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embed"
-	httpapi "github.com/footprint/footprint/internal/http"
 	"github.com/footprint/footprint/internal/store/pg"
 )
 
@@ -70,8 +63,7 @@ type config struct {
 func main() {
 	var c config
 	var clients string
-	flag.StringVar(&c.adminDSN, "db", firstNonEmpty(os.Getenv("DATABASE_URL"), os.Getenv("TEST_DATABASE_URL")),
-		"admin Postgres DSN; a fresh footprint_bench_<random> database is created from it and dropped at exit")
+	benchkit.AdminDSNFlag(&c.adminDSN)
 	flag.DurationVar(&c.duration, "duration", 5*time.Second, "duration of each measured cell")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "warm-up per side before measuring (not reported)")
 	flag.IntVar(&c.reps, "reps", 1, "repetitions per cell; the table shows the median (by throughput)")
@@ -81,48 +73,27 @@ func main() {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of one service cell (see -profile-cell) to this file")
 	flag.StringVar(&c.profileCell, "profile-cell", "distinct/16", "the service cell -cpuprofile covers: scenario/clients")
 	flag.Parse()
-	if c.adminDSN == "" {
-		fmt.Fprintln(os.Stderr, "turns: -db is required (e.g. -db \"$(scripts/test-postgres.sh start)\")")
-		os.Exit(2)
-	}
+	benchkit.RequireAdminDSN("turns", c.adminDSN)
 	for _, s := range strings.Split(clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "turns: bad -clients %q\n", clients)
-			os.Exit(2)
+			benchkit.Usage("turns", fmt.Sprintf("bad -clients %q", clients))
 		}
 		c.clients = append(c.clients, n)
 	}
 	if c.reps < 1 || c.convs < 1 {
-		fmt.Fprintln(os.Stderr, "turns: -reps and -convs must be ≥ 1")
-		os.Exit(2)
+		benchkit.Usage("turns", "-reps and -convs must be ≥ 1")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "turns:", err)
-		os.Exit(1)
-	}
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	benchkit.Main("turns", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // bench is the wiring shared by every cell.
 type bench struct {
-	cfg     config
-	store   *pg.Store
-	pool    *pgxpool.Pool // for integrity checks only
-	baseURL string
-	client  *http.Client
-	body    []byte
+	cfg    config
+	store  *pg.Store
+	pool   *pgxpool.Pool // for integrity checks only
+	server *benchkit.Server
+	body   []byte
 
 	// baseline's precomputed parts
 	memoryIDs    []string
@@ -137,7 +108,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, cfg config) error {
-	dsn, drop, err := createDatabase(ctx, cfg.adminDSN)
+	dsn, drop, err := benchkit.CreateDatabase(ctx, cfg.adminDSN, "footprint_bench_", "turns")
 	if err != nil {
 		return err
 	}
@@ -158,56 +129,23 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	caps := core.Capabilities{Embedders: []core.EmbedderInfo{hash.Info()}}
-	svc := core.NewService(store, caps, core.WithEmbedders(hash))
-	// The real server logs one access line per request at info; format them
-	// but throw them away, so the cost stays and the terminal stays readable.
-	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	handler, err := httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger})
+	server, err := benchkit.StartServer(store, hash, 4*slices.Max(cfg.clients))
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      35 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-
-	maxClients := slices.Max(cfg.clients)
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        4 * maxClients,
-		MaxIdleConnsPerHost: 4 * maxClients,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
+	defer server.Close()
 	b := &bench{
-		cfg:     cfg,
-		store:   store,
-		pool:    pool,
-		baseURL: "http://" + ln.Addr().String(),
-		client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		cfg:    cfg,
+		store:  store,
+		pool:   pool,
+		server: server,
 	}
 	if err := b.setup(ctx, hash); err != nil {
 		return err
 	}
 
 	fmt.Printf("turns benchmark: %d CPUs, GOMAXPROCS %d, %s per cell, %d rep(s), warm-up %s, database %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.duration, cfg.reps, cfg.warmup, dbName(dsn))
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.duration, cfg.reps, cfg.warmup, benchkit.DBName(dsn))
 	fmt.Printf("each turn: 2 messages (%d + %d chars) → msg-N-0, msg-N-1 (chat, episodic) + snap-N with a %d-d vector (why, causal)\n\n",
 		len(userText), len(assistantText), dims)
 
@@ -248,7 +186,7 @@ func run(ctx context.Context, cfg config) error {
 				rows = append(rows, k)
 				c := results[k]
 				fmt.Fprintf(os.Stderr, "  %-8s %3d %-8s %8.0f turns/s  p50 %6.2f ms  p99 %6.2f ms  errors %d  integrity: %s\n",
-					sc.name, n, side, c.tput, ms(c.p50), ms(c.p99), c.errors, c.integrity)
+					sc.name, n, side, c.tput, benchkit.Ms(c.p50), benchkit.Ms(c.p99), c.errors, c.integrity)
 			}
 		}
 	}
@@ -266,7 +204,7 @@ func run(ctx context.Context, cfg config) error {
 			}
 		}
 		fmt.Printf("%-9s %7d  %-8s %9.0f %8.2f %8.2f %7d %6.0f%% %6.0f%%  %s\n",
-			k.scenario, k.clients, k.side, c.tput, ms(c.p50), ms(c.p99), c.errors, c.cpuSelf, c.cpuOther, ratio)
+			k.scenario, k.clients, k.side, c.tput, benchkit.Ms(c.p50), benchkit.Ms(c.p99), c.errors, c.cpuSelf, c.cpuOther, ratio)
 		if c.integrity != "ok" {
 			allOK = false
 		}
@@ -290,7 +228,7 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 		fmt.Printf("%-8s %9.0f %9.0f %8.2f %8.2f %8.2f %7.2f%% %7d  %s\n",
-			side, o.rate, o.tput, ms(o.p50), ms(o.p99), ms(o.max), 100*o.success, o.errors, o.integrity)
+			side, o.rate, o.tput, benchkit.Ms(o.p50), benchkit.Ms(o.p99), benchkit.Ms(o.max), 100*o.success, o.errors, o.integrity)
 		for _, e := range o.samples {
 			fmt.Printf("    error: %s\n", e)
 		}
@@ -317,16 +255,16 @@ func run(ctx context.Context, cfg config) error {
 			ratio = s.tput / base.tput
 		}
 		check("distinct@16 ≥ 4,000 turns/s", s.tput >= 4000 && s.errors == 0, fmt.Sprintf("%.0f turns/s", s.tput))
-		check("distinct@16 p99 ≤ 10 ms", s.p99 <= 10*time.Millisecond, fmt.Sprintf("%.2f ms", ms(s.p99)))
+		check("distinct@16 p99 ≤ 10 ms", s.p99 <= 10*time.Millisecond, fmt.Sprintf("%.2f ms", benchkit.Ms(s.p99)))
 		check("distinct@16 ≥ 0.7× baseline", ratio >= 0.7, fmt.Sprintf("%.2f× (baseline %.0f turns/s)", ratio, base.tput))
 	}
 	if s, ok := results[key{"busy", 16, "service"}]; ok {
 		check("busy@16 ≥ 1,500 turns/s", s.tput >= 1500 && s.errors == 0, fmt.Sprintf("%.0f turns/s", s.tput))
-		check("busy@16 p99 ≤ 20 ms", s.p99 <= 20*time.Millisecond, fmt.Sprintf("%.2f ms", ms(s.p99)))
+		check("busy@16 p99 ≤ 20 ms", s.p99 <= 20*time.Millisecond, fmt.Sprintf("%.2f ms", benchkit.Ms(s.p99)))
 	}
 	for _, sc := range []string{"distinct", "busy"} {
 		if s, ok := results[key{sc, 1, "service"}]; ok {
-			check(fmt.Sprintf("single-client p50 ≤ 1 ms (%s@1)", sc), s.p50 <= time.Millisecond, fmt.Sprintf("%.2f ms", ms(s.p50)))
+			check(fmt.Sprintf("single-client p50 ≤ 1 ms (%s@1)", sc), s.p50 <= time.Millisecond, fmt.Sprintf("%.2f ms", benchkit.Ms(s.p50)))
 		}
 	}
 	errorsTotal := 0
@@ -349,14 +287,8 @@ func (b *bench) setup(ctx context.Context, hash *embed.Hash) error {
 		`{"id":"chat","type":"episodic","strategy":{"kind":"window"}}`,
 		`{"id":"why","type":"causal","strategy":{"kind":"topK"}}`,
 	} {
-		resp, err := b.client.Post(b.baseURL+"/v1/memories", "application/json", strings.NewReader(def))
-		if err != nil {
+		if err := b.server.DefineMemory(def); err != nil {
 			return err
-		}
-		body, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("define memory %s: %s: %s", def, resp.Status, body)
 		}
 	}
 	mems, err := b.store.ListMemories(ctx, tenant, "", 200)
@@ -425,24 +357,8 @@ func (b *bench) baselineWrite(ctx context.Context, conv string) error {
 
 // serviceWrite posts one turn over HTTP and reads the whole answer.
 func (b *bench) serviceWrite(ctx context.Context, conv string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.baseURL+"/v1/conversations/"+url.PathEscape(conv)+"/turns", bytes.NewReader(b.body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
-	}
-	return nil
+	_, err := b.server.Post(ctx, "/v1/conversations/"+url.PathEscape(conv)+"/turns", b.body, 0)
+	return err
 }
 
 // cell is one measured (scenario, clients, side).
@@ -555,7 +471,7 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 	}
 	slices.Sort(all)
 	c.tput = float64(ok) / elapsed.Seconds()
-	c.p50, c.p99 = percentile(all, 0.50), percentile(all, 0.99)
+	c.p50, c.p99 = benchkit.Percentile(all, 0.50), benchkit.Percentile(all, 0.99)
 	c.samples = samples
 	c.cpuSelf, c.cpuOther = cpu1.since(cpu0)
 	expected := make(map[string]int, nconv)
@@ -577,16 +493,6 @@ func (b *bench) conversations(scenario, side string, n int) []string {
 	}
 	return out
 }
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // checkIntegrity verifies that each conversation holds, for turns 1..N
 // (N = its successful writes), exactly msg-t-0, msg-t-1 and snap-t.
@@ -671,8 +577,8 @@ type openResult struct {
 // performs the store write in-process, so both are paced identically.
 func (b *bench) openLoop(ctx context.Context, side string, rate, nconv int, d time.Duration) (openResult, error) {
 	convs := b.conversations("open", side, nconv)
-	base := b.baseURL
-	rt := b.client.Transport
+	base := b.server.BaseURL
+	rt := b.server.Client.Transport
 	if side == "baseline" {
 		base = "http://baseline.invalid"
 		rt = storeRoundTripper{b}
@@ -786,59 +692,4 @@ func (s cpuSample) since(s0 cpuSample) (self, other float64) {
 	self = (s.self - s0.self).Seconds() / wall * 100
 	other = max(0, (s.busy-s0.busy).Seconds()/wall*100-self)
 	return self, other
-}
-
-// createDatabase creates footprint_bench_<random> and returns its DSN and
-// a function that drops it.
-func createDatabase(ctx context.Context, adminDSN string) (string, func(), error) {
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "footprint_bench_" + hex.EncodeToString(rnd[:])
-	conn, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect (admin DSN): %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(dctx, adminDSN)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "turns: drop database %s: %v\n", name, err)
-			return
-		}
-		defer c.Close(dctx)
-		if _, err := c.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "turns: drop database %s: %v\n", name, err)
-		}
-	}
-	dsn, err := withDatabase(adminDSN, name)
-	if err != nil {
-		drop()
-		return "", nil, err
-	}
-	return dsn, drop, nil
-}
-
-func withDatabase(dsn, name string) (string, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", errors.New("parse DSN: invalid URL")
-		}
-		u.Path = "/" + name
-		return u.String(), nil
-	}
-	return dsn + " dbname=" + name, nil
-}
-
-func dbName(dsn string) string {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return "?"
-	}
-	return cfg.Database
 }

@@ -1,0 +1,56 @@
+// Package benchkit holds what the benchmark commands under bench/ (turns,
+// recall and soak) share: the command's signal-aware main, a fresh database
+// created from an admin DSN and dropped at exit, the real service behind the
+// real HTTP handler on a loopback listener, and latency summaries. It is for
+// those commands only, never for the server or its packages.
+package benchkit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Main runs run with a context that is cancelled on SIGINT or SIGTERM; an
+// error is printed as "<command>: <error>" and exits with status 1.
+func Main(command string, run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, command+":", err)
+		os.Exit(1)
+	}
+}
+
+// Usage prints "<command>: <msg>" for a bad command line and exits with
+// status 2.
+func Usage(command, msg string) {
+	fmt.Fprintln(os.Stderr, command+": "+msg)
+	os.Exit(2)
+}
+
+// firstNonEmpty returns the first of s that is not empty, or "".
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Percentile is the p-quantile (0..1) of sorted, nearest rank; 0 when empty.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Ms is d in (fractional) milliseconds, for tables.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,112 @@
+package benchkit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/footprint/footprint/internal/core"
+	httpapi "github.com/footprint/footprint/internal/http"
+)
+
+// Server is the real service behind the real HTTP handler, served on a
+// loopback listener, with a keep-alive client for it.
+type Server struct {
+	Service *core.Service
+	BaseURL string       // http://127.0.0.1:<port>
+	Client  *http.Client // no proxy, no compression, 30 s timeout
+	srv     *http.Server
+}
+
+// StartServer serves a service over store with the one embedder, with the
+// server's own timeouts. maxIdleConns sizes the client's idle pool. Close
+// shuts it down.
+func StartServer(store core.Store, embedder core.Embedder, maxIdleConns int) (*Server, error) {
+	caps := core.Capabilities{Embedders: []core.EmbedderInfo{embedder.Info()}}
+	svc := core.NewService(store, caps, core.WithEmbedders(embedder))
+	// The real server logs one access line per request at info; format them
+	// but throw them away, so the cost stays and the terminal stays readable.
+	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	handler, err := httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      35 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	go func() { _ = srv.Serve(ln) }()
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        maxIdleConns,
+		MaxIdleConnsPerHost: maxIdleConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Server{
+		Service: svc,
+		BaseURL: "http://" + ln.Addr().String(),
+		Client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		srv:     srv,
+	}, nil
+}
+
+// Close shuts the server down, waiting up to 5 s for requests in flight.
+func (s *Server) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}
+
+// DefineMemory defines a memory through the API (def is its JSON), as an
+// agent would.
+func (s *Server) DefineMemory(def string) error {
+	resp, err := s.Client.Post(s.BaseURL+"/v1/memories", "application/json", strings.NewReader(def))
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("define memory %s: %s: %s", def, resp.Status, body)
+	}
+	return nil
+}
+
+// Post sends body as JSON to path and reads the whole answer. A status other
+// than want (any 2xx when want is 0) is an error "<status>: <body>".
+func (s *Server) Post(ctx context.Context, path string, body []byte, want int) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.BaseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if (want == 0 && resp.StatusCode/100 != 2) || (want != 0 && resp.StatusCode != want) {
+		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(raw))
+	}
+	return raw, nil
+}
