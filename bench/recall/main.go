@@ -610,13 +610,15 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 	analyze := time.Since(t)
 	var indexSize, tableSize string
 	_ = b.pool.QueryRow(ctx, `SELECT pg_size_pretty(pg_relation_size('entries_doc_hnsw_384')), pg_size_pretty(pg_total_relation_size('entries'))`).Scan(&indexSize, &tableSize)
+	indexOptions := "options unknown"
+	_ = b.pool.QueryRow(ctx, `SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE relname = 'entries_doc_hnsw_384'`).Scan(&indexOptions)
 
 	fmt.Printf("== corpus recall: %d chunks of %d–%d characters (mean %d) from %d documents, memory %s (corpus)\n",
 		total, minChunk, maxChunk, chars/max(1, total), len(docs), mem.ID)
 	fmt.Printf("chunking %s; embedding %s (%.1f µs/chunk on %d goroutines)\n",
 		round(chunking), round(embedding), float64(embedding.Microseconds())/float64(max(1, total)), runtime.NumCPU())
-	fmt.Printf("insert with HNSW maintained on every row (m 16, ef_construction 64): %s for %d chunks (%.0f chunks/s, store.PutDocuments, %d batches, %d writers); ANALYZE %s\n",
-		round(insert), total, float64(total)/insert.Seconds(), len(batches), cfg.workers, round(analyze))
+	fmt.Printf("insert with HNSW maintained on every row (%s): %s for %d chunks (%.0f chunks/s, store.PutDocuments, %d batches, %d writers); ANALYZE %s\n",
+		indexOptions, round(insert), total, float64(total)/insert.Seconds(), len(batches), cfg.workers, round(analyze))
 	fmt.Printf("HNSW index entries_doc_hnsw_384: %s; entries table with its indexes and TOAST: %s\n", indexSize, tableSize)
 
 	qs := make([]query, cfg.queries)

@@ -10,8 +10,9 @@
 // the server on its in-memory store.
 //
 // The workload, in shares of -rate: turns 40% (over 200 conversations),
-// recalls 30%, event batches of 5 events 20% (to 8 open runs, whose tails
-// are bounded by design) and catalogue reads 10% (strategies, capabilities,
+// recalls 30%, event batches of 5 events 20% (to 8 open runs with maxEvents
+// 1000, so their bounded tails fill within the first minutes and a flat RSS
+// afterwards means no leak) and catalogue reads 10% (strategies, capabilities,
 // memories). Every answer other than the expected 2xx counts as an error.
 package main
 
@@ -329,7 +330,7 @@ func prepare(base string) error {
 		}
 	}
 	for r := range runs {
-		if err := do("POST", base+"/v1/runs", fmt.Sprintf(`{"runId":"soak-run-%d","conversationId":"soak-%d","turn":1}`, r, r)); err != nil {
+		if err := do("POST", base+"/v1/runs", fmt.Sprintf(`{"runId":"soak-run-%d","conversationId":"soak-%d","turn":1,"maxEvents":1000}`, r, r)); err != nil {
 			return err
 		}
 	}
