@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -357,32 +355,4 @@ func recordedEventOut(e core.RunEvent) gen.RecordedEvent {
 		out.Truncated = &gen.EventTruncation{OriginalBytes: e.Truncated.OriginalBytes, Sha256: e.Truncated.SHA256}
 	}
 	return out
-}
-
-// keepEventsBody wraps the request validator so that an event batch reaches its handler
-// byte for byte as sent: the validator re-encodes a body when it fills in schema defaults,
-// which would sort payload keys (a payload's key order is part of its identity) and re-escape
-// its strings (its length and SHA-256 are recorded when it is truncated). The validator
-// still checks the body; only its rewrite is undone.
-func keepEventsBody(validate func(http.Handler) http.Handler) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		checked := validate(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/runs/") || !strings.HasSuffix(r.URL.Path, "/events") || r.Body == nil {
-				checked.ServeHTTP(w, r)
-				return
-			}
-			raw, err := io.ReadAll(r.Body) // limitBody already buffered and bounded it
-			if err != nil {
-				writeProblem(w, r, newProblem(http.StatusBadRequest, "invalid-request", "The request body could not be read."))
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(raw))
-			validate(http.HandlerFunc(func(w http.ResponseWriter, v *http.Request) {
-				v.Body = io.NopCloser(bytes.NewReader(raw))
-				v.ContentLength = int64(len(raw))
-				next.ServeHTTP(w, v)
-			})).ServeHTTP(w, r)
-		})
-	}
 }

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -191,4 +193,33 @@ func paramProblem(err error) *Problem {
 	p := newProblem(http.StatusBadRequest, "invalid-parameter", detail)
 	p.Path = name
 	return p
+}
+
+// keepBody wraps the request validator so that every handler reads the body
+// byte for byte as the client sent it. kin-openapi re-encodes a body when it
+// fills in schema defaults, which sorts object keys and re-escapes strings: an
+// event payload's key order is part of its identity, and a truncated
+// payload's length and SHA-256 are recorded. The validator still checks the
+// body; only its rewrite is undone. (No handler relies on those defaults:
+// absent fields are defaulted in core.)
+func keepBody(validate func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Body == nil || r.Body == http.NoBody {
+				validate(next).ServeHTTP(w, r)
+				return
+			}
+			raw, err := io.ReadAll(r.Body) // limitBody already buffered and bounded it
+			if err != nil {
+				writeProblem(w, r, newProblem(http.StatusBadRequest, "invalid-request", "The request body could not be read."))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(raw))
+			validate(http.HandlerFunc(func(w http.ResponseWriter, v *http.Request) {
+				v.Body = io.NopCloser(bytes.NewReader(raw))
+				v.ContentLength = int64(len(raw))
+				next.ServeHTTP(w, v)
+			})).ServeHTTP(w, r)
+		})
+	}
 }
