@@ -43,6 +43,13 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 	}
 	dims := len(q.Vector)
 	vec := pgvector.NewVector(q.Vector)
+	if q.Namespace != corpusNamespace || !annDims[dims] {
+		// The common case, one conversation: the fingerprint and the exact ranking in one
+		// pipelined round trip (one implicit transaction), no BEGIN/COMMIT.
+		if res, done, err := s.rankConversation(ctx, q, kinds, vec); done || err != nil {
+			return res, err
+		}
+	}
 	var res core.RankResult
 	err := s.tx(ctx, func(t pgx.Tx) error {
 		res = core.RankResult{Mode: "exact"}
@@ -116,6 +123,50 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 		return core.RankResult{}, translate(err, "rank entries", "", "")
 	}
 	return res, nil
+}
+
+// rankConversation ranks exactly in one round trip. done is false when the memory's
+// fingerprint differs from the query's space (the slow, rare path lists the mismatched
+// entries).
+func (s *Store) rankConversation(ctx context.Context, q core.RankQuery, kinds []string, vec pgvector.Vector) (core.RankResult, bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
+		q.Tenant, q.MemoryID, q.Namespace)
+	b.Queue(exactRankSQL(len(q.Vector)), q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit)
+	br := s.pool.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	res := core.RankResult{Mode: "exact"}
+	var model string
+	var dims int
+	err := br.QueryRow().Scan(&model, &dims)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return res, true, nil // no vector was ever stored here: nothing to rank
+	case err != nil:
+		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+	case model != q.Model || dims != len(q.Vector):
+		return core.RankResult{}, false, nil
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+	}
+	defer rows.Close()
+	var total int64
+	for rows.Next() {
+		var sc core.Scored
+		e, err := scanEntry(scoreRow{rows, []any{&sc.Score, &total}})
+		if err != nil {
+			return core.RankResult{}, true, translate(err, "rank entries", "", "")
+		}
+		sc.Entry = e
+		res.Ranked = append(res.Ranked, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+	}
+	res.Total = int(total)
+	return res, true, nil
 }
 
 // annEfSearch is the HNSW candidate list for corpus queries. Measured on 100k chunks of real
