@@ -19,14 +19,7 @@ import (
 // namespace, listing, point reads and forgetting. Every subtest uses its own tenant, so they
 // share the store and run in parallel.
 func testEntries(t *testing.T, s core.Store) {
-	es, ok := s.(core.EntryStore)
-	if !ok {
-		t.Fatalf("%T does not implement core.EntryStore", s)
-	}
-	cases := []struct {
-		name string
-		run  func(t *testing.T, es core.EntryStore, tenant string)
-	}{
+	runTenantCases(t, s, "tenant", []tenantCase{
 		{"EmptyStoreStartsAtOne", testTurnEmpty},
 		{"HostAheadKeepsGaps", testTurnHostAhead},
 		{"StaleHostNeverOverwrites", testTurnStaleHost},
@@ -46,13 +39,7 @@ func testEntries(t *testing.T, s core.Store) {
 		{"ConcurrentOneNamespace", testTurnConcurrentOne},
 		{"ConcurrentManyNamespaces", testTurnConcurrentMany},
 		{"CanceledContext", testEntriesCanceled},
-	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, es, fmt.Sprintf("tenant-%d", i))
-		})
-	}
+	})
 }
 
 // Memory ids the entry cases write to.

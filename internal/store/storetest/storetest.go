@@ -554,3 +554,20 @@ func testPing(t *testing.T, s core.Store) {
 		t.Errorf("Info().Kind is empty")
 	}
 }
+
+// tenantCase is one conformance case that needs a tenant of its own, so that the
+// cases can share one store and run in parallel.
+type tenantCase struct {
+	name string
+	run  func(t *testing.T, es core.EntryStore, tenant string)
+}
+
+// runTenantCases runs each case as a parallel subtest with tenant "<prefix>-<i>".
+func runTenantCases(t *testing.T, s core.Store, prefix string, cases []tenantCase) {
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, s, fmt.Sprintf("%s-%d", prefix, i))
+		})
+	}
+}

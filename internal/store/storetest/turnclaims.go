@@ -19,14 +19,7 @@ import (
 // namespace (TurnWrite.Fingerprints, refused as *core.FingerprintMismatch). Every subtest
 // uses its own tenant, so they share the store and run in parallel.
 func testTurnClaims(t *testing.T, s core.Store) {
-	es, ok := s.(core.EntryStore)
-	if !ok {
-		t.Fatalf("%T does not implement core.EntryStore", s)
-	}
-	cases := []struct {
-		name string
-		run  func(t *testing.T, es core.EntryStore, tenant string)
-	}{
+	runTenantCases(t, s, "claims", []tenantCase{
 		{"ClaimReplays", testClaimReplays},
 		{"ClaimKeyReused", testClaimKeyReused},
 		{"ClaimTenantsIndependent", testClaimTenants},
@@ -41,13 +34,7 @@ func testTurnClaims(t *testing.T, s core.Store) {
 		{"FingerprintsIndependent", testFingerprintsIndependent},
 		{"FingerprintFailedWriteRecordsNothing", testFingerprintFailedWrite},
 		{"FingerprintForgetNamespace", testFingerprintForget},
-	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, es, fmt.Sprintf("claims-%d", i))
-		})
-	}
+	})
 }
 
 // respondTurn is the Respond of the claim cases: the resolved turn and how many entries were
