@@ -40,10 +40,12 @@ export FOOTPRINT_REQUIRE_PG=1
 step "go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
 
-# 5. Each HTTP fuzz target explores for a bounded time (FUZZTIME, default 10s) after the
-#    normal tests; a crasher fails the run and is left under internal/http/testdata/fuzz/.
+# 5. Each fuzz target explores for a bounded time (FUZZTIME, default 10s) after the normal
+#    tests; a crasher fails the run and is left under that package's testdata/fuzz/.
 step "fuzz (bounded: ${FUZZTIME:-10s} per target)"
-for target in $(go test ./internal/http -list '^Fuzz' | grep '^Fuzz'); do
-  echo "-- $target"
-  go test ./internal/http -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-10s}"
+for pkg in ./internal/http ./internal/http/eventio; do
+  for target in $(go test "$pkg" -list '^Fuzz' | grep '^Fuzz'); do
+    echo "-- $pkg $target"
+    go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-10s}"
+  done
 done

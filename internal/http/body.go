@@ -42,9 +42,9 @@ func limitBody(limit int64) func(http.Handler) http.Handler {
 				tooLarge()
 				return
 			}
-			if len(body) > 0 && !isJSON(r.Header.Get("Content-Type")) {
+			if ct := r.Header.Get("Content-Type"); len(body) > 0 && !isJSON(ct) && !isNDJSON(ct) {
 				writeProblem(w, r, newProblem(http.StatusUnsupportedMediaType, "unsupported-media-type",
-					"Send the body as JSON with `Content-Type: application/json`."))
+					"Send the body as JSON with `Content-Type: application/json` (event batches may also be NDJSON, `application/x-ndjson`)."))
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -60,4 +60,10 @@ func isJSON(contentType string) bool {
 		return false
 	}
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// isNDJSON reports newline-delimited JSON, which only event batches accept.
+func isNDJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/x-ndjson"
 }

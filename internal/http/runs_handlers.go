@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/footprint/footprint/internal/core"
 	gen "github.com/footprint/footprint/internal/http/api"
+	"github.com/footprint/footprint/internal/http/eventio"
 )
 
 // Run recordings over HTTP. Handlers return domain errors (problemFor maps them); a tenant
@@ -132,16 +134,25 @@ func (h *handlers) GetRun(ctx context.Context, req gen.GetRunRequestObject) (gen
 }
 
 func (h *handlers) AppendEvents(ctx context.Context, req gen.AppendEventsRequestObject) (gen.AppendEventsResponseObject, error) {
-	in := make([]core.RunEventInput, len(req.Body.Events))
-	for i, e := range req.Body.Events {
-		in[i] = core.RunEventInput{Type: e.Type, Payload: e.Payload}
-		if e.Meta != nil {
-			meta, err := json.Marshal(e.Meta)
-			if err != nil {
-				return nil, fmt.Errorf("encode meta: %w", err)
-			}
-			in[i].Meta = meta
+	var events []eventio.Event
+	switch {
+	case req.JSONBody != nil:
+		events = req.JSONBody.Events // decoded and checked by eventio.Batch.UnmarshalJSON
+	case req.Body != nil:
+		raw, err := io.ReadAll(req.Body) // limitBody already buffered and bounded it
+		if err != nil {
+			return nil, newProblem(http.StatusBadRequest, "invalid-request", "The request body could not be read.")
 		}
+		if events, err = eventio.DecodeNDJSON(raw); err != nil {
+			return nil, eventsProblem(err)
+		}
+	default:
+		return nil, newProblem(http.StatusUnsupportedMediaType, "unsupported-media-type",
+			"Send the events as JSON (`Content-Type: application/json`, {\"events\": [...]}) or as NDJSON (`Content-Type: application/x-ndjson`, one event per line).")
+	}
+	in := make([]core.RunEventInput, len(events))
+	for i, e := range events {
+		in[i] = core.RunEventInput{Type: e.Type, Payload: e.Payload, Meta: e.Meta}
 	}
 	res, err := h.svc.AppendEvents(ctx, tenantFrom(ctx), req.RunID, in)
 	if err != nil {

@@ -367,3 +367,51 @@ func TestRunEventStream(t *testing.T) {
 		}
 	})
 }
+
+// TestRunAppendFormats: a batch may be JSON or NDJSON, with the same events and the same
+// field-naming problems either way; nothing is appended from a refused batch.
+func TestRunAppendFormats(t *testing.T) {
+	eachRunStore(t, func(t *testing.T, s core.Store) {
+		e := runsEnv(t, s, true, 0)
+		e.do("POST", "/v1/runs", "", `{"runId":"fmt"}`)
+		nd := func(body string) response {
+			return e.do("POST", "/v1/runs/fmt/events", "", body, "Content-Type", "application/x-ndjson")
+		}
+		e.append("fmt", step(0))
+		if r := nd(step(1) + "\n\n" + step(2) + "\n"); r.status != 200 || r.json(t)["count"] != 3.0 {
+			t.Fatalf("ndjson append: %d %s", r.status, r.body)
+		}
+		page := e.do("GET", "/v1/runs/fmt/events", "", "").json(t)
+		evs := page["events"].([]any)
+		if len(evs) != 3 || evs[2].(map[string]any)["payload"].(map[string]any)["n"] != 2.0 {
+			t.Fatalf("events: %v", page)
+		}
+		for _, tc := range []struct {
+			name, ct, body, code, path string
+			status                     int
+		}{
+			{"json bad type", "application/json", `{"events":[` + step(3) + `,{"type":"3d","payload":1}]}`, "invalid-request", "events[1].type", 400},
+			{"json unknown field", "application/json", `{"events":[{"type":"a","payload":1,"extra":1}]}`, "unknown-field", "events[0].extra", 400},
+			{"json missing payload", "application/json", `{"events":[{"type":"a"}]}`, "invalid-request", "events[0].payload", 400},
+			{"json not json", "application/json", `{"events":[{"type":"a","payload":}]}`, "invalid-json", "", 400},
+			{"ndjson bad line", "application/x-ndjson", step(3) + "\n" + `{"type":"a","payload":1,"meta":3}`, "invalid-request", "events[1].meta", 400},
+			{"ndjson two per line", "application/x-ndjson", step(3) + " " + step(4), "invalid-json", "events[0]", 400},
+			{"plain text", "text/plain", step(3), "unsupported-media-type", "", 415},
+		} {
+			r := e.do("POST", "/v1/runs/fmt/events", "", tc.body, "Content-Type", tc.ct)
+			p := r.json(t)
+			if r.status != tc.status || p["code"] != tc.code || (tc.path != "" && p["path"] != tc.path) {
+				t.Errorf("%s: %d %s", tc.name, r.status, r.body)
+			}
+		}
+		if r := e.do("POST", "/v1/runs", "", `{"runId":"other"}`, "Content-Type", "application/x-ndjson"); r.status != 415 {
+			t.Errorf("ndjson elsewhere: %d %s", r.status, r.body)
+		}
+		if r := e.do("POST", "/v1/runs/"+strings.Repeat("x", 300)+"/events", "", `{"events":[]}`); r.status != 400 || r.json(t)["path"] != "runId" {
+			t.Errorf("run id still checked: %d %s", r.status, r.body)
+		}
+		if n := e.do("GET", "/v1/runs/fmt", "", "").json(t)["run"].(map[string]any)["eventCount"]; n != 3.0 {
+			t.Errorf("a refused batch appended something: eventCount %v", n)
+		}
+	})
+}

@@ -129,6 +129,11 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 	strict := gen.NewStrictHandlerWithOptions(h, []gen.StrictMiddlewareFunc{withRunsRequest}, gen.StrictHTTPServerOptions{
 		RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			// An event batch is checked as it is decoded (eventio).
+			if p := eventsProblem(err); p != nil {
+				writeProblem(w, r, p)
+				return
+			}
 			// The body passed schema validation but did not decode into
 			// the generated types: still the caller's input, never a 500.
 			writeProblem(w, r, newProblem(http.StatusBadRequest, "invalid-json", "The request body is not valid JSON for this operation."))

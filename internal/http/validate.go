@@ -15,15 +15,58 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
+	"github.com/go-chi/chi/v5"
 	nethttpmw "github.com/oapi-codegen/nethttp-middleware"
 
 	gen "github.com/footprint/footprint/internal/http/api"
+	"github.com/footprint/footprint/internal/http/eventio"
 )
 
 // newRequestValidator returns middleware that checks every /v1 request
 // against api/openapi.yaml before a handler sees it, and answers with a
 // problem that names the offending field.
+//
+// Event batches (POST /v1/runs/{runId}/events) are the exception for their
+// body only: eventio checks it while decoding, in one pass, because the
+// generic validator cost more than the rest of that path together. Their
+// parameters are still checked here.
 func newRequestValidator(logger *slog.Logger) (func(http.Handler) http.Handler, error) {
+	full, err := specValidator(logger, false)
+	if err != nil {
+		return nil, err
+	}
+	paramsOnly, err := specValidator(logger, true)
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler {
+		all, params := full(next), paramsOnly(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case isEventBatch(r):
+				params.ServeHTTP(w, r)
+			case isNDJSON(r.Header.Get("Content-Type")) && r.ContentLength != 0:
+				writeProblem(w, r, newProblem(http.StatusUnsupportedMediaType, "unsupported-media-type",
+					"Only event batches (POST /v1/runs/{runId}/events) may be sent as NDJSON; send this body as JSON with `Content-Type: application/json`."))
+			default:
+				all.ServeHTTP(w, r)
+			}
+		})
+	}, nil
+}
+
+// eventBatchRoute is appendEvents' path template, as chi matched it.
+const eventBatchRoute = "/v1/runs/{runId}/events"
+
+func isEventBatch(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	rc := chi.RouteContext(r.Context())
+	return rc != nil && rc.RoutePattern() == eventBatchRoute
+}
+
+func specValidator(logger *slog.Logger, paramsOnly bool) (func(http.Handler) http.Handler, error) {
 	spec, err := gen.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
@@ -35,6 +78,7 @@ func newRequestValidator(logger *slog.Logger) (func(http.Handler) http.Handler, 
 		Options: openapi3filter.Options{
 			// Authentication already ran; the validator checks shapes only.
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			ExcludeRequestBody: paramsOnly,
 		},
 		SilenceServersWarning: true,
 		ErrorHandlerWithOpts: func(ctx context.Context, err error, w http.ResponseWriter, r *http.Request, _ nethttpmw.ErrorHandlerOpts) {
@@ -46,6 +90,32 @@ func newRequestValidator(logger *slog.Logger) (func(http.Handler) http.Handler, 
 			writeProblem(w, r, p)
 		},
 	}), nil
+}
+
+// eventsProblem turns an event batch's decoding error (eventio.FieldError)
+// into a problem naming the field, as validationProblem does for the rest;
+// nil when err is not one.
+func eventsProblem(err error) *Problem {
+	var fe *eventio.FieldError
+	if !errors.As(err, &fe) {
+		return nil
+	}
+	code := "invalid-request"
+	switch fe.Keyword {
+	case "syntax":
+		code = "invalid-json"
+	case "additionalProperties":
+		code = "unknown-field"
+	}
+	path := dottedPath(fe.Pointer)
+	if path == "" {
+		path = "(body)"
+	}
+	p := newProblem(http.StatusBadRequest, code, fmt.Sprintf("`%s` %s.", path, strings.TrimSuffix(fe.Reason, ".")))
+	p.Path = path
+	p.Errors = []ProblemError{{Pointer: "#/" + strings.Join(escapePointer(fe.Pointer), "/"), Detail: fe.Reason}}
+	p.Fix = fe.Fix
+	return p
 }
 
 var unsupportedProperty = regexp.MustCompile(`^property "(.*)" is unsupported$`)
