@@ -40,7 +40,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/footprint/footprint/bench/internal/benchkit"
@@ -69,6 +68,7 @@ type config struct {
 	workers  int
 	duration time.Duration
 	seed     uint64
+	keep     bool
 }
 
 func main() {
@@ -82,6 +82,7 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 3, "concurrent writers while loading")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cap on each measured side; fewer queries are measured when it runs out")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed for the choice of conversations, texts and queries")
+	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
 	if c.convs < 1 || c.entries < 2 || c.chunks < 1 || c.queries < 1 || c.workers < 1 || c.warmup < 0 {
@@ -130,7 +131,11 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	defer drop()
+	if cfg.keep {
+		fmt.Printf("keeping the database: %s\n", dsn)
+	} else {
+		defer drop()
+	}
 	store, err := pg.Open(ctx, dsn, nil)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -472,7 +477,7 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 	}
 	rows := b.report(qs, setOf, truth, svc, direct, exact)
 	fmt.Printf("(candidates considered per query by the service: %s — every message of the conversation)\n", spread(svc.counts))
-	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(q query) (string, string) { return convs[q.conv].id, convs[q.conv].ns }, false); err != nil {
+	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(q query) (string, string) { return convs[q.conv].id, convs[q.conv].ns }, core.KindMessage); err != nil {
 		return nil, err
 	}
 	fmt.Println()
@@ -662,7 +667,7 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 	truth = append(truth, rest...)
 	rows := b.report(qs, setOf, truth, svc, direct, exact)
 	fmt.Printf("(candidates per query returned by the store: %s of LIMIT %d; consideredCount in the evidence: %s)\n", spread(direct.counts), limit, spread(svc.counts))
-	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(query) (string, string) { return "bench-corpus-reader", core.CorpusNamespace }, true); err != nil {
+	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(query) (string, string) { return "bench-corpus-reader", core.CorpusNamespace }, core.KindDocument); err != nil {
 		return nil, err
 	}
 	if err := b.efSweep(ctx, qs, set, truth); err != nil {
@@ -752,50 +757,31 @@ func (b *bench) report(qs []query, setOf func(query) *vectorSet, truth [][]hit, 
 // with copies of internal/store/pg/recall.go's SQL and planner settings.
 func (b *bench) explain(ctx context.Context, convQ, corpusQ []query) error {
 	now := time.Now().UTC()
-
-	plan := func(title, sql string, sets []string, args ...any) error {
-		fmt.Printf("== EXPLAIN (ANALYZE, BUFFERS): %s\n", title)
-		for _, s := range sets {
-			fmt.Printf("   %s;\n", s)
+	show := func(title string, q core.RankQuery) error {
+		lines, err := b.store.ExplainRank(ctx, q)
+		if err != nil {
+			return err
 		}
-		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			for _, s := range sets {
-				if _, err := tx.Exec(ctx, s); err != nil {
-					return err
-				}
-			}
-			rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					return err
-				}
-				fmt.Println("  ", vectorLiteral.ReplaceAllString(line, "'[… 384 values …]'"))
-			}
-			fmt.Println()
-			return rows.Err()
-		})
+		fmt.Printf("== EXPLAIN (ANALYZE, BUFFERS, SETTINGS): %s — the store's own statement and settings (pg.Store.ExplainRank)\n", title)
+		for _, l := range lines {
+			fmt.Println("  ", vectorLiteral.ReplaceAllString(l, "'[… 384 values …]'"))
+		}
+		fmt.Println()
+		return nil
 	}
 	if len(convQ) > 0 {
 		q := convQ[0]
 		ns := core.Identity{Tenant: tenant, ConversationID: fmt.Sprintf("bench-%04d", q.conv)}.Namespace()
-		if err := plan("per-conversation ranking (exact scan)", exactSQLCopy, nil,
-			tenant, ns, "conv", []string{"msg"}, now, pgvector.NewVector(q.vec), b.model, limit); err != nil {
+		if err := show("per-conversation ranking (exact scan)", core.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: "conv",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: q.vec, Model: b.model, Limit: limit, Now: now}); err != nil {
 			return err
 		}
 	}
 	if len(corpusQ) > 0 {
 		q := corpusQ[0]
-		if err := plan("corpus ranking (HNSW, iterative scan)", annSQLCopy, annSetsCopy,
-			tenant, core.CorpusNamespace, "docs", []string{"doc"}, now, pgvector.NewVector(q.vec), b.model, limit); err != nil {
-			return err
-		}
-		if err := plan("corpus mismatched-vectors query (same transaction, so enable_sort is still off)", mismatchSQLCopy, annSetsCopy,
-			tenant, core.CorpusNamespace, "docs", []string{"doc"}, now, dims, b.model, 50); err != nil {
+		fmt.Printf("(corpus search settings, local to its batch: enable_sort off, jit off, hnsw.iterative_scan relaxed_order, hnsw.max_scan_tuples 200000, hnsw.ef_search %d)\n", pg.AnnEfSearch(limit))
+		if err := show("corpus ranking (HNSW, iterative scan)", core.RankQuery{Tenant: tenant, Namespace: core.CorpusNamespace, MemoryID: "docs",
+			Kinds: []core.EntryKind{core.KindDocument}, Vector: q.vec, Model: b.model, Limit: limit, Now: now}); err != nil {
 			return err
 		}
 	}
@@ -851,57 +837,13 @@ func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 func since(t time.Time) time.Duration { return round(time.Since(t)) }
 
-// Copies of internal/store/pg/recall.go's SQL (the per-query parts), for
-// EXPLAIN and for timing RankEntries' statements one by one.
 var vectorLiteral = regexp.MustCompile(`'\[[-0-9.,e]+\]'`)
 
-const entryColumnsCopy = `tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
-	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
-	source_run_id, embedding, embedding_model`
-
-var (
-	exactSQLCopy = `SELECT ` + entryColumnsCopy + `, 1 - (embedding <=> $6) AS score
-	FROM entries
-	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
-		AND (expires_at IS NULL OR expires_at > $5)
-		AND embedding_dims = 384 AND embedding_model = $7
-	ORDER BY embedding <=> $6
-	LIMIT $8`
-	annSQLCopy = fmt.Sprintf(`SELECT %s, 1 - (embedding::vector(%d) <=> $6::vector(%d)) AS score
-	FROM entries
-	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = 'doc'
-		AND embedding_dims = %d AND embedding_model = $7
-		AND (expires_at IS NULL OR expires_at > $5) AND kind = ANY($4)
-	ORDER BY embedding::vector(%d) <=> $6::vector(%d)
-	LIMIT $8`, entryColumnsCopy, dims, dims, dims, dims, dims)
-	countSQLCopy = `SELECT count(*) FROM entries
-	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
-		AND (expires_at IS NULL OR expires_at > $5)
-		AND embedding_dims = $6 AND embedding_model = $7`
-	mismatchSQLCopy = `SELECT tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
-	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
-	source_run_id, NULL::vector AS embedding, embedding_model FROM entries
-	WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
-		AND (expires_at IS NULL OR expires_at > $5) AND embedding_dims IS NOT NULL
-		AND (embedding_dims <> $6 OR embedding_model IS DISTINCT FROM $7)
-	ORDER BY turn DESC NULLS LAST, idx DESC NULLS LAST, id DESC
-	LIMIT $8`
-	annSetsCopy = []string{`SET LOCAL enable_sort = off`, `SET LOCAL hnsw.iterative_scan = relaxed_order`,
-		`SET LOCAL hnsw.max_scan_tuples = 200000`, fmt.Sprintf(`SET LOCAL hnsw.ef_search = %d`, max(40, 2*limit))}
-)
-
-// breakdown says where a recall's time goes: the service in-process (no
-// HTTP), its receipt (SaveRecall), the query's embedding, and each statement
-// of RankEntries' transaction replayed with copies of its SQL.
-func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where func(query) (conv, ns string), ann bool) error {
-	n := min(len(qs), 100)
-	steps := []string{"service in-process (svc.Recall)", "  SaveRecall (receipt INSERT)", "  embed query (hash)", "RankEntries replayed: BEGIN"}
-	if ann {
-		steps = append(steps, "  4 × SET LOCAL", "  ANN query (HNSW)")
-	} else {
-		steps = append(steps, "  exact query", "  count query")
-	}
-	steps = append(steps, "  mismatched-vectors query", "  COMMIT", "  sum of statements")
+// breakdown says where a recall's time goes: the service in-process (no HTTP), its receipt
+// (SaveRecall), the query's embedding, and the store's ranking (RankEntries).
+func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where func(query) (conv, ns string), kind core.EntryKind) error {
+	n := min(len(qs), 200)
+	steps := []string{"service in-process (svc.Recall)", "  SaveRecall (receipt INSERT)", "  embed query (hash)", "  RankEntries (one pipelined round trip)"}
 	lat := make([][]time.Duration, len(steps))
 	var receipt []int
 	for i := range n {
@@ -926,139 +868,44 @@ func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where 
 			return err
 		}
 		lat[2] = append(lat[2], time.Since(t0))
-
-		now := time.Now().UTC().Truncate(time.Millisecond)
-		vec := pgvector.NewVector(q.vec)
-		kinds := []string{"msg"}
-		if ann {
-			kinds = []string{"doc"}
-		}
-		k := 3
-		var sum time.Duration
-		step := func(f func() error) error {
-			t0 := time.Now()
-			err := f()
-			d := time.Since(t0)
-			lat[k] = append(lat[k], d)
-			sum += d
-			k++
+		t0 = time.Now()
+		if _, err := b.store.RankEntries(ctx, core.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: memory, Kinds: []core.EntryKind{kind},
+			Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
 			return err
 		}
-		drain := func(tx pgx.Tx, sql string, args ...any) func() error {
-			return func() error {
-				rows, err := tx.Query(ctx, sql, args...)
-				if err != nil {
-					return err
-				}
-				for rows.Next() {
-				}
-				rows.Close()
-				return rows.Err()
-			}
-		}
-		var tx pgx.Tx
-		if err := step(func() (err error) { tx, err = b.pool.Begin(ctx); return err }); err != nil {
-			return err
-		}
-		err = func() error {
-			if ann {
-				if err := step(func() error {
-					for _, s := range annSetsCopy {
-						if _, err := tx.Exec(ctx, s); err != nil {
-							return err
-						}
-					}
-					return nil
-				}); err != nil {
-					return err
-				}
-				if err := step(drain(tx, annSQLCopy, tenant, ns, memory, kinds, now, vec, b.model, limit)); err != nil {
-					return err
-				}
-			} else {
-				if err := step(drain(tx, exactSQLCopy, tenant, ns, memory, kinds, now, vec, b.model, limit)); err != nil {
-					return err
-				}
-				if err := step(drain(tx, countSQLCopy, tenant, ns, memory, kinds, now, dims, b.model)); err != nil {
-					return err
-				}
-			}
-			if err := step(drain(tx, mismatchSQLCopy, tenant, ns, memory, kinds, now, dims, b.model, 50)); err != nil {
-				return err
-			}
-			return step(func() error { return tx.Commit(ctx) })
-		}()
-		if err != nil {
-			_ = tx.Rollback(ctx)
-			return err
-		}
-		lat[k] = append(lat[k], sum)
+		lat[3] = append(lat[3], time.Since(t0))
 	}
 	fmt.Printf("where the time goes (%d queries, p50 / p99 ms; receipts %s bytes):\n", n, spread(receipt))
 	for i, name := range steps {
 		s := slices.Clone(lat[i])
 		slices.Sort(s)
-		fmt.Printf("  %-36s %7.3f / %7.3f\n", name, benchkit.Ms(benchkit.Percentile(s, 0.5)), benchkit.Ms(benchkit.Percentile(s, 0.99)))
+		fmt.Printf("  %-40s %7.3f / %7.3f\n", name, benchkit.Ms(benchkit.Percentile(s, 0.5)), benchkit.Ms(benchkit.Percentile(s, 0.99)))
 	}
 	return nil
 }
 
-// efSweep replays the ANN query alone (its own transaction, the same SET
-// LOCALs) at several hnsw.ef_search values, for tuning advice: recall@10 and
-// latency of the index scan by itself.
+// efSweep runs the corpus HNSW search alone (pg.Store.SearchCorpus: one pipelined round
+// trip, no exact fallback) at several hnsw.ef_search values, for tuning: recall@10 against the
+// exact answers, and latency.
 func (b *bench) efSweep(ctx context.Context, qs []query, set *vectorSet, truth [][]hit) error {
 	n := min(len(qs), len(truth), 300)
-	fmt.Printf("hnsw.ef_search sweep (ANN statement alone in its own transaction, %d queries, LIMIT %d; the store uses max(40, 2×limit) = %d):\n", n, limit, max(40, 2*limit))
+	fmt.Printf("hnsw.ef_search sweep (the search alone, %d queries, LIMIT %d; the store uses %d):\n", n, limit, pg.AnnEfSearch(limit))
 	fmt.Printf("  %9s %10s %8s %8s %6s\n", "ef_search", "recall@10", "p50 ms", "p99 ms", "short")
-	for _, ef := range []int{40, 64, 100, 200} {
+	for _, ef := range []int{40, 100, 200, 300, 400} {
 		var lat []time.Duration
 		hits, want, short := 0, 0, 0
 		for i := range n {
 			q := qs[i]
-			var got []hit
 			t0 := time.Now()
-			err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-				for _, s := range annSetsCopy[:3] {
-					if _, err := tx.Exec(ctx, s); err != nil {
-						return err
-					}
-				}
-				if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL hnsw.ef_search = %d`, ef)); err != nil {
-					return err
-				}
-				rows, err := tx.Query(ctx, annSQLCopy, tenant, core.CorpusNamespace, "docs", []string{"doc"},
-					time.Now().UTC(), pgvector.NewVector(q.vec), b.model, limit)
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
-				for rows.Next() {
-					v, err := rows.Values()
-					if err != nil {
-						return err
-					}
-					id, _ := v[3].(string)
-					sc, _ := v[len(v)-1].(float64)
-					got = append(got, hit{id, sc})
-				}
-				return rows.Err()
-			})
+			res, err := b.store.SearchCorpus(ctx, core.RankQuery{Tenant: tenant, Namespace: core.CorpusNamespace, MemoryID: "docs",
+				Kinds: []core.EntryKind{core.KindDocument}, Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC()}, ef)
 			lat = append(lat, time.Since(t0))
 			if err != nil {
 				return err
 			}
-			slices.SortStableFunc(got, func(x, y hit) int {
-				switch {
-				case x.score > y.score:
-					return -1
-				case x.score < y.score:
-					return 1
-				}
-				return 0
-			})
-			ids := make([]string, len(got))
-			for j, h := range got {
-				ids[j] = h.id
+			ids := make([]string, len(res.Ranked))
+			for j, sc := range res.Ranked {
+				ids[j] = sc.Entry.ID
 			}
 			if len(ids) < topK {
 				short++

@@ -92,9 +92,10 @@ func TestClientDisconnectCancelsItsQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lockTx.Rollback(context.Background()) }()
-	tag, err := lockTx.Exec(ctx, `SELECT 1 FROM conversations WHERE tenant = $1 FOR UPDATE`, core.DefaultTenant)
-	if err != nil || tag.RowsAffected() == 0 {
-		t.Fatalf("lock the conversation: %v (%d rows)", err, tag.RowsAffected())
+	// The namespace's turn-write lock, as internal/store/pg takes it (lockNamespaceSQL).
+	ns := core.Identity{Tenant: core.DefaultTenant, ConversationID: "c"}.Namespace()
+	if _, err := lockTx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`, core.DefaultTenant, ns); err != nil {
+		t.Fatalf("lock the conversation: %v", err)
 	}
 	holderPID := holder.PgConn().PID()
 

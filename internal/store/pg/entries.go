@@ -17,9 +17,27 @@ import (
 
 var _ core.EntryStore = (*Store)(nil)
 
-// lockConversationSQL takes the namespace's conversations row FOR UPDATE: the lock that
-// serialises turn writes per (tenant, namespace) and nothing else.
-const lockConversationSQL = `SELECT 1 FROM conversations WHERE tenant = $1 AND namespace = $2 FOR UPDATE`
+// lockNamespaceSQL takes the transaction-scoped advisory lock of (tenant, namespace): the lock
+// that serialises turn writes and forgets per namespace and nothing else. Its key is a 64-bit
+// hash of both; a collision between two namespaces only makes them wait for each other. An
+// advisory lock lives in shared memory: unlike a row lock (SELECT ... FOR UPDATE on a
+// conversations row, as before) it writes no WAL and dirties no page, and needs no row to exist.
+const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`
+
+// deleteExpiredSQL removes the EXPIRED rows among the ids a turn is about to insert (memory
+// ids $3, entry ids $4, pairwise): an expired entry is invisible and is replaced as if it did
+// not exist. A live one stays, and the plain INSERT that follows then fails on the primary key,
+// which aborts the whole transaction: a live entry is never overwritten.
+const deleteExpiredSQL = `DELETE FROM entries
+	WHERE tenant = $1 AND namespace = $2 AND (memory_id, id) IN (SELECT * FROM unnest($3::text[], $4::text[]))
+		AND expires_at IS NOT NULL AND expires_at <= $5`
+
+// insertEntrySQL writes one new entry ($1..$21, entryInsertColumns order). Like upsertEntrySQL
+// it returns the row without its embedding, which the writer already holds.
+const insertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+		$19, $20, $21)
+	RETURNING ` + entryColumnsNoEmbedding
 
 // maxLiveTurnSQL is the highest live stored turn of a namespace among memories $3 and kinds
 // $4 at time $5 (0 when none). One probe of entries_newest_idx per (memory, kind): each walks
@@ -58,18 +76,22 @@ const upsertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
 		access_count = CASE WHEN ` + liveOld + ` THEN entries.access_count ELSE EXCLUDED.access_count END,
 		last_accessed_at = CASE WHEN ` + liveOld + ` THEN entries.last_accessed_at ELSE EXCLUDED.last_accessed_at END
 	WHERE $23::boolean OR NOT ` + liveOld + `
-	RETURNING ` + entryColumns
+	RETURNING ` + entryColumnsNoEmbedding
 
 // liveOld is "the conflicting stored row is live" at the write's clock ($22).
 const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timestamptz)`
 
 // WriteTurn resolves the turn and writes w.Build(turn)'s entries in one transaction:
 //
-//  1. upsert the namespace's conversations row and lock it FOR UPDATE, so concurrent turn
-//     writes to one namespace queue here (and writes to other namespaces never wait);
+//  1. take the namespace's advisory lock (lockNamespaceSQL), so concurrent turn writes to one
+//     namespace queue here (and writes to other namespaces never wait);
 //  2. read the highest live stored turn (maxLiveTurnSQL) in a fresh READ COMMITTED snapshot,
 //     which therefore includes every turn committed by whoever held the lock before;
-//  3. turn = max(w.HostTurn, highest+1), build, and write the entries in one batch.
+//  3. turn = max(w.HostTurn, highest+1), build, and write the entries.
+//
+// Without an idempotency key that is two round trips: BEGIN, the lock and the reads in one
+// pipelined batch; the writes and COMMIT in another. If any write fails, Postgres skips the
+// rest of the batch, COMMIT included, and the transaction is rolled back.
 //
 // New rows get version 1, and zero timestamps are set to w.Now. Facts upsert by id; any
 // other entry that would overwrite a live row fails the whole write with a
@@ -92,101 +114,107 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 		domain   error // an error of the caller's making, returned as-is
 		conflict *core.ConflictError
 	)
-	err := s.tx(ctx, func(t pgx.Tx) error {
+	err := withRetry(ctx, func() error {
 		outcome, domain, conflict = core.TurnOutcome{}, nil, nil
-		// The key is claimed before the conversation is locked, in every
-		// transaction, so the two locks are always taken in one order.
-		if w.Idempotency != nil {
-			replay, err := claimKey(ctx, t, w.Tenant, *w.Idempotency, w.Now)
-			if err != nil {
-				if errors.Is(err, core.ErrKeyReused) {
-					domain = err
+		return s.pipelinedTx(ctx, func(c *pgx.Conn) error {
+			begin := true // BEGIN still to be sent, at the head of the next batch
+			// The key is claimed before the namespace is locked, in every
+			// transaction, so the two locks are always taken in one order.
+			if w.Idempotency != nil {
+				if _, err := c.Exec(ctx, "BEGIN"); err != nil {
+					return err
 				}
+				begin = false
+				replay, err := claimKey(ctx, c, w.Tenant, *w.Idempotency, w.Now)
+				if err != nil {
+					if errors.Is(err, core.ErrKeyReused) {
+						domain = err
+					}
+					return err
+				}
+				if replay != nil {
+					outcome.Replay = replay
+					_, err := c.Exec(ctx, "COMMIT")
+					return err
+				}
+			}
+			highest, have, err := lockAndRead(ctx, c, w, memoryIDs, kinds, fpIDs, begin)
+			if err != nil {
 				return err
 			}
-			if replay != nil {
-				outcome.Replay = replay
+			var newFingerprints []core.Fingerprint
+			for _, f := range w.Fingerprints {
+				h, ok := have[f.MemoryID]
+				switch {
+				case !ok:
+					have[f.MemoryID] = f
+					newFingerprints = append(newFingerprints, f)
+				case h.Model != f.Model || h.Dims != f.Dims:
+					domain = &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: h.Model, HaveDims: h.Dims, GotModel: f.Model, GotDims: f.Dims}
+					return domain
+				}
+			}
+			outcome.Turn = max(w.HostTurn, highest+1)
+			entries, err := w.Build(outcome.Turn)
+			if err != nil {
+				domain = err
+				return err
+			}
+			// One batch writes everything: the entries, the new fingerprints, the
+			// links, and COMMIT unless the idempotency response is still to be stored.
+			commit := w.Idempotency == nil || w.Respond == nil
+			b := &pgx.Batch{}
+			var newMems, newIDs []string
+			for _, e := range entries {
+				if e.Kind != core.KindFact {
+					newMems, newIDs = append(newMems, e.MemoryID), append(newIDs, e.ID)
+				}
+			}
+			if len(newIDs) > 0 {
+				b.Queue(deleteExpiredSQL, w.Tenant, w.Namespace, newMems, newIDs, w.Now)
+			}
+			for _, e := range entries {
+				e = stamp(e, w.Now)
+				if e.Kind == core.KindFact {
+					b.Queue(upsertEntrySQL, append(entryArgs(e), w.Now, true)...)
+				} else {
+					b.Queue(insertEntrySQL, entryArgs(e)...)
+				}
+			}
+			if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
+				runs, recalls := []string{}, w.LinkRecallIDs
+				if w.LinkRunID != "" {
+					runs = append(runs, w.LinkRunID)
+				}
+				if recalls == nil {
+					recalls = []string{}
+				}
+				b.Queue(linkTurnSQL, w.Tenant, w.Namespace, outcome.Turn, runs, recalls, w.Now)
+			}
+			for _, f := range newFingerprints {
+				b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
+					VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
+			}
+			if commit {
+				b.Queue("COMMIT")
+			}
+			if err := readWrites(c.SendBatch(ctx, b), entries, len(newIDs) > 0, &outcome, &conflict); err != nil {
+				return err
+			}
+			if commit {
 				return nil
 			}
-		}
-		// One round trip: lock the conversation, then — under the lock,
-		// each statement in a fresh READ COMMITTED snapshot — read the
-		// highest live turn and the memories' vector fingerprints.
-		highest, have, err := lockAndRead(ctx, t, w, memoryIDs, kinds, fpIDs)
-		if err != nil {
-			return err
-		}
-		var newFingerprints []core.Fingerprint
-		for _, f := range w.Fingerprints {
-			h, ok := have[f.MemoryID]
-			switch {
-			case !ok:
-				have[f.MemoryID] = f
-				newFingerprints = append(newFingerprints, f)
-			case h.Model != f.Model || h.Dims != f.Dims:
-				domain = &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: h.Model, HaveDims: h.Dims, GotModel: f.Model, GotDims: f.Dims}
-				return domain
-			}
-		}
-		outcome.Turn = max(w.HostTurn, highest+1)
-		entries, err := w.Build(outcome.Turn)
-		if err != nil {
-			domain = err
-			return err
-		}
-		// A second round trip writes everything: the entries, the new
-		// fingerprints and the idempotency response.
-		b := &pgx.Batch{}
-		for _, e := range entries {
-			e = stamp(e, w.Now)
-			args := append(entryArgs(e), w.Now, e.Kind == core.KindFact)
-			b.Queue(upsertEntrySQL, args...)
-		}
-		if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
-			runs, recalls := []string{}, w.LinkRecallIDs
-			if w.LinkRunID != "" {
-				runs = append(runs, w.LinkRunID)
-			}
-			if recalls == nil {
-				recalls = []string{}
-			}
-			b.Queue(linkTurnSQL, w.Tenant, w.Namespace, outcome.Turn, runs, recalls, w.Now)
-		}
-		for _, f := range newFingerprints {
-			b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
-		}
-		br := t.SendBatch(ctx, b)
-		for _, e := range entries {
-			stored, err := scanEntry(br.QueryRow())
-			if errors.Is(err, pgx.ErrNoRows) {
-				conflict = entryExists(e)
-				err = conflict
-			}
-			if err != nil {
-				_ = br.Close()
-				return err
-			}
-			outcome.Entries = append(outcome.Entries, stored)
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		if outcome.Entries == nil {
-			outcome.Entries = []core.Entry{}
-		}
-		if w.Idempotency != nil && w.Respond != nil {
 			body, err := w.Respond(outcome.Turn, outcome.Entries)
 			if err != nil {
 				domain = err
 				return err
 			}
-			if _, err := t.Exec(ctx, `UPDATE idempotency_keys SET status = 201, response = $3
-				WHERE tenant = $1 AND key = $2`, w.Tenant, w.Idempotency.Key, body); err != nil {
-				return err
-			}
-		}
-		return nil
+			b = &pgx.Batch{}
+			b.Queue(`UPDATE idempotency_keys SET status = 201, response = $3 WHERE tenant = $1 AND key = $2`,
+				w.Tenant, w.Idempotency.Key, body)
+			b.Queue("COMMIT")
+			return c.SendBatch(ctx, b).Close()
+		})
 	})
 	switch {
 	case domain != nil && errors.Is(err, domain):
@@ -199,62 +227,88 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 	return outcome, nil
 }
 
-// lockAndRead creates and locks the namespace's conversations row, then reads the highest live
-// stored turn and the fingerprints of fpIDs, pipelined in one batch. The SELECT ... FOR UPDATE
-// can find no row if a ForgetNamespace deleted it between the two statements; then the batch is
-// sent again (a few times at most: forgetting is rare).
-func lockAndRead(ctx context.Context, t pgx.Tx, w core.TurnWrite, memoryIDs, kinds, fpIDs []string) (int, map[string]core.Fingerprint, error) {
-	for range 3 {
-		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO conversations (tenant, namespace) VALUES ($1, $2) ON CONFLICT DO NOTHING`, w.Tenant, w.Namespace)
-		b.Queue(lockConversationSQL, w.Tenant, w.Namespace)
-		b.Queue(maxLiveTurnSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now)
-		b.Queue(`SELECT memory_id, model, dims FROM embedding_fingerprints
-			WHERE tenant = $1 AND namespace = $2 AND memory_id = ANY($3)`, w.Tenant, w.Namespace, fpIDs)
-		br := t.SendBatch(ctx, b)
-		highest, have, locked, err := readLockBatch(br, w)
-		if cerr := br.Close(); err == nil {
-			err = cerr
+// readWrites reads the results of WriteTurn's write batch into outcome, in queue order. A
+// live entry in the way (the INSERT's primary-key violation) is reported as conflict.
+func readWrites(br pgx.BatchResults, entries []core.Entry, deleted bool, outcome *core.TurnOutcome, conflict **core.ConflictError) error {
+	fail := func(err error) error {
+		_ = br.Close()
+		return err
+	}
+	if deleted {
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
+		}
+	}
+	for _, e := range entries {
+		stored, err := scanEntry(br.QueryRow())
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.ConstraintName == "entries_pkey" {
+			*conflict = entryExists(e)
+			err = *conflict
 		}
 		if err != nil {
-			return 0, nil, err
+			return fail(err)
 		}
-		if locked {
-			return highest, have, nil
-		}
+		stored.Embedding = e.Embedding // as written; the row comes back without it
+		outcome.Entries = append(outcome.Entries, stored)
 	}
-	return 0, nil, fmt.Errorf("conversation %q of tenant %q deleted while locking it", w.Namespace, w.Tenant)
+	if outcome.Entries == nil {
+		outcome.Entries = []core.Entry{}
+	}
+	// The links, fingerprints and COMMIT: Close reads them and returns the first error.
+	return br.Close()
 }
 
-func readLockBatch(br pgx.BatchResults, w core.TurnWrite) (int, map[string]core.Fingerprint, bool, error) {
-	if _, err := br.Exec(); err != nil {
-		return 0, nil, false, err
+// lockAndRead begins the transaction when begin is set, takes the namespace's advisory lock,
+// then reads the highest live stored turn and the fingerprints of fpIDs: one pipelined batch.
+func lockAndRead(ctx context.Context, c queryer, w core.TurnWrite, memoryIDs, kinds, fpIDs []string, begin bool) (int, map[string]core.Fingerprint, error) {
+	b := &pgx.Batch{}
+	if begin {
+		b.Queue("BEGIN")
 	}
-	var one int
-	if err := br.QueryRow().Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, false, nil
-	} else if err != nil {
-		return 0, nil, false, err
+	b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
+	b.Queue(maxLiveTurnSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now)
+	b.Queue(`SELECT memory_id, model, dims FROM embedding_fingerprints
+		WHERE tenant = $1 AND namespace = $2 AND memory_id = ANY($3)`, w.Tenant, w.Namespace, fpIDs)
+	br := c.SendBatch(ctx, b)
+	highest, have, err := readLockBatch(br, begin)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return highest, have, nil
+}
+
+func readLockBatch(br pgx.BatchResults, begun bool) (int, map[string]core.Fingerprint, error) {
+	if begun {
+		if _, err := br.Exec(); err != nil {
+			return 0, nil, err
+		}
+	}
+	if _, err := br.Exec(); err != nil { // the lock
+		return 0, nil, err
 	}
 	var highest int
 	if err := br.QueryRow().Scan(&highest); err != nil {
-		return 0, nil, false, err
+		return 0, nil, err
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return 0, nil, false, err
+		return 0, nil, err
 	}
 	have := map[string]core.Fingerprint{}
 	for rows.Next() {
 		var f core.Fingerprint
 		if err := rows.Scan(&f.MemoryID, &f.Model, &f.Dims); err != nil {
 			rows.Close()
-			return 0, nil, false, err
+			return 0, nil, err
 		}
 		have[f.MemoryID] = f
 	}
 	rows.Close()
-	return highest, have, true, rows.Err()
+	return highest, have, rows.Err()
 }
 
 // claimKey claims an idempotency key inside the write's transaction. A
@@ -262,7 +316,7 @@ func readLockBatch(br pgx.BatchResults, w core.TurnWrite) (int, map[string]core.
 // transaction: if it commits, the claim is replayed (or refused as reused);
 // if it rolls back, this one claims the key. An expired claim is erased
 // first. Returns the stored response to replay, or nil when claimed now.
-func claimKey(ctx context.Context, t pgx.Tx, tenant string, c core.IdempotencyClaim, now time.Time) ([]byte, error) {
+func claimKey(ctx context.Context, t queryer, tenant string, c core.IdempotencyClaim, now time.Time) ([]byte, error) {
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND expires_at <= $3`, tenant, c.Key, now)
 	b.Queue(`INSERT INTO idempotency_keys (tenant, key, request_hash, created_at, expires_at)
@@ -417,14 +471,14 @@ func (s *Store) GetEntry(ctx context.Context, tenant, namespace, memoryID, id st
 }
 
 // ForgetNamespace erases, in one transaction, every entry of the namespace in every memory
-// (expired ones included: they are counted too), its embedding fingerprints and its
-// conversations row. The entries go by entries_newest_idx's (tenant, namespace) prefix.
-// Deleting the conversations row waits for a turn write holding it, so a forget never
-// interleaves with one.
+// (expired ones included: they are counted too) and its embedding fingerprints. The entries go
+// by entries_newest_idx's (tenant, namespace) prefix. It takes the namespace's turn-write lock
+// first, so a forget never interleaves with a turn write.
 func (s *Store) ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error) {
 	var n int64
 	err := s.tx(ctx, func(t pgx.Tx) error {
-		if _, err := t.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND namespace = $2`, tenant, namespace); err != nil {
+		// The namespace's turn-write lock: a forget never interleaves with a turn write.
+		if _, err := t.Exec(ctx, lockNamespaceSQL, tenant, namespace); err != nil {
 			return err
 		}
 		tag, err := t.Exec(ctx, `DELETE FROM entries WHERE tenant = $1 AND namespace = $2`, tenant, namespace)

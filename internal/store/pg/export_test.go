@@ -2,6 +2,3 @@ package pg
 
 // MaxLiveTurnSQL exposes the turn-derivation query to the external tests, which EXPLAIN it.
 const MaxLiveTurnSQL = maxLiveTurnSQL
-
-// AnnRankSQL exposes the corpus ranking query to the external tests, which EXPLAIN it.
-var AnnRankSQL = annRankSQL

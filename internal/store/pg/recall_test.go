@@ -1,14 +1,10 @@
 package pg_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/store/pg"
@@ -17,8 +13,7 @@ import (
 
 // TestCorpusRankUsesHNSW pins that corpus recall at 384 dimensions is served by the HNSW index
 // (entries_doc_hnsw_384): if a change to the query or the index stops the planner from using
-// it, this fails. Sorts and sequential scans are off, as the store turns sorts off for this
-// query (so that the HNSW ordered scan is the plan that runs and "ann" is the truth).
+// it, this fails. The plan is taken with the store's own statement and settings (ExplainRank).
 func TestCorpusRankUsesHNSW(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -42,15 +37,26 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := connect(t, dsn)
-	for _, q := range []string{"ANALYZE entries", "SET enable_seqscan = off", "SET enable_sort = off"} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := conn.Exec(ctx, "ANALYZE entries"); err != nil {
+		t.Fatal(err)
 	}
-	plan := explain(ctx, t, conn, "EXPLAIN "+pg.AnnRankSQL(384),
-		"acme", "", "docs", []string{"doc"}, time.Now(), pgvector.NewVector(vec(3)), "footprint-hash-v1", 10)
-	if !strings.Contains(plan, "entries_doc_hnsw_384") {
+	// The plan of the very statement RankEntries runs, under its own settings.
+	lines, err := s.ExplainRank(ctx, core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs",
+		Kinds: []core.EntryKind{core.KindDocument}, Vector: vec(3), Model: "footprint-hash-v1", Limit: 10, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "Index Scan using entries_doc_hnsw_384") {
 		t.Errorf("corpus ranking does not use the HNSW index:\n%s", plan)
+	}
+	// A conversation is never searched through it.
+	lines, err = s.ExplainRank(ctx, core.RankQuery{Tenant: "acme", Namespace: "acme/c1", MemoryID: "docs",
+		Kinds: []core.EntryKind{core.KindDocument}, Vector: vec(3), Model: "footprint-hash-v1", Limit: 10, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); strings.Contains(plan, "hnsw") {
+		t.Errorf("conversation ranking uses the HNSW index:\n%s", plan)
 	}
 	res, err := s.RankEntries(ctx, core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs",
 		Kinds: []core.EntryKind{core.KindDocument}, Vector: vec(3), Model: "footprint-hash-v1", Limit: 5, Now: time.Now()})
@@ -60,22 +66,4 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 	if res.Mode != "ann" || len(res.Ranked) != 5 || res.Ranked[0].Entry.ID != "d#3" {
 		t.Errorf("ann ranking: mode %s, %d results, first %v", res.Mode, len(res.Ranked), res.Ranked)
 	}
-}
-
-func explain(ctx context.Context, t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
-	t.Helper()
-	rows, err := conn.Query(ctx, sql, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	return strings.Join(plan, "\n")
 }

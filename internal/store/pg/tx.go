@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Transaction retry policy: bounded, because a retry loop without a bound turns contention
@@ -55,6 +56,42 @@ func (s *Store) txOnce(ctx context.Context, fn func(pgx.Tx) error) (err error) {
 		return err
 	}
 	return t.Commit(ctx)
+}
+
+// queryer runs statements: a pgx.Tx, or a *pgx.Conn inside a transaction that pipelinedTx's
+// caller opened.
+type queryer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// pipelinedTx runs fn on one pooled connection; fn opens and commits its own transaction by
+// queueing BEGIN at the head of its first batch and COMMIT at the tail of its last, so that a
+// transaction of two pipelined batches costs two round trips rather than four (BEGIN and
+// COMMIT each add one with tx). Whatever fn returns, the connection never goes back to the
+// pool inside a transaction: one left open or failed (a statement's error makes Postgres skip
+// the rest of its batch, COMMIT included) is rolled back, and one that cannot be is discarded.
+// It is one attempt; wrap it in withRetry as tx does.
+func (s *Store) pipelinedTx(ctx context.Context, fn func(*pgx.Conn) error) (err error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer pc.Release() // pgxpool discards a connection that is closed or not idle
+	c := pc.Conn()
+	err = fn(c)
+	if st := c.PgConn().TxStatus(); st != 'I' && !c.IsClosed() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		if _, rerr := c.Exec(rctx, "ROLLBACK"); rerr != nil {
+			s.logger.WarnContext(ctx, "pg: rollback failed", "error", rerr, "cause", err)
+		}
+		if err == nil {
+			err = errors.New("pg: transaction left open")
+		}
+	}
+	return err
 }
 
 // withRetry calls attempt until it succeeds, fails with an error that retryable rejects, or
