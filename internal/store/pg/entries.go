@@ -28,9 +28,12 @@ const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || ch
 // ids $3, entry ids $4, pairwise): an expired entry is invisible and is replaced as if it did
 // not exist. A live one stays, and the plain INSERT that follows then fails on the primary key,
 // which aborts the whole transaction: a live entry is never overwritten.
-const deleteExpiredSQL = `DELETE FROM entries
-	WHERE tenant = $1 AND namespace = $2 AND (memory_id, id) IN (SELECT * FROM unnest($3::text[], $4::text[]))
-		AND expires_at IS NOT NULL AND expires_at <= $5`
+// Each id is one probe of the primary key (tenant, memory_id, namespace, id); an IN (subquery)
+// form was planned as a scan of the whole namespace (0.44 ms a turn on a busy conversation).
+const deleteExpiredSQL = `DELETE FROM entries e
+	USING unnest($3::text[], $4::text[]) AS w(memory_id, id)
+	WHERE e.tenant = $1 AND e.memory_id = w.memory_id AND e.namespace = $2 AND e.id = w.id
+		AND e.expires_at IS NOT NULL AND e.expires_at <= $5`
 
 // insertEntrySQL writes one new entry ($1..$21, entryInsertColumns order). Like upsertEntrySQL
 // it returns the row without its embedding, which the writer already holds.
