@@ -76,7 +76,7 @@ func main() {
 	benchkit.AdminDSNFlag(&c.adminDSN)
 	flag.IntVar(&c.convs, "convs", 1000, "conversations of the per-conversation regime")
 	flag.IntVar(&c.entries, "entries", 100, "messages per conversation")
-	flag.IntVar(&c.chunks, "chunks", 100000, "document chunks of the corpus regime")
+	flag.IntVar(&c.chunks, "chunks", 100000, "document chunks of the corpus regime (0 skips it)")
 	flag.IntVar(&c.queries, "queries", 1000, "measured queries per side and regime")
 	flag.IntVar(&c.warmup, "warmup", 50, "warm-up queries per side before measuring (not reported)")
 	flag.IntVar(&c.workers, "workers", 3, "concurrent writers while loading")
@@ -85,8 +85,8 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
-	if c.convs < 1 || c.entries < 2 || c.chunks < 1 || c.queries < 1 || c.workers < 1 || c.warmup < 0 {
-		benchkit.Usage("recall", "-convs, -chunks, -queries and -workers must be ≥ 1, -entries ≥ 2, -warmup ≥ 0")
+	if c.convs < 1 || c.entries < 2 || c.chunks < 0 || c.queries < 1 || c.workers < 1 || c.warmup < 0 {
+		benchkit.Usage("recall", "-convs, -queries and -workers must be ≥ 1, -entries ≥ 2, -chunks and -warmup ≥ 0")
 	}
 	benchkit.Main("recall", func(ctx context.Context) error { return run(ctx, c) })
 }
@@ -176,9 +176,11 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	corpusQ, err := b.corpus(ctx, tc)
-	if err != nil {
-		return err
+	var corpusQ []query
+	if cfg.chunks > 0 {
+		if corpusQ, err = b.corpus(ctx, tc); err != nil {
+			return err
+		}
 	}
 	if err := b.explain(ctx, convQ, corpusQ); err != nil {
 		return err

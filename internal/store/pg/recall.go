@@ -225,14 +225,18 @@ const annEfSearch = 300
 func AnnEfSearch(limit int) int { return min(1000, max(annEfSearch, 5*limit)) }
 
 // exactRankSQL scores every live entry of one memory in a namespace with the query's vector
-// space, best first, and counts them in the same scan (count(*) OVER ()). Embeddings are not
-// returned: nobody reads them after ranking.
+// space, best first, and counts them in the same statement, so in the same snapshot: the count
+// is a scalar subquery (an InitPlan, run once), not count(*) OVER (), whose window made
+// Postgres materialise every candidate row before the top-N sort (0.30 ms against 0.15 ms for
+// 100 entries). Embeddings are not returned: nobody reads them after ranking.
 func exactRankSQL(dims int) string {
-	return `SELECT ` + entrySelectColumns(false) + `, 1 - (embedding <=> $6) AS score, count(*) OVER () AS total
-		FROM entries
-		WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
+	where := `tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
 			AND (expires_at IS NULL OR expires_at > $5)
-			AND embedding_dims = ` + fmt.Sprint(dims) + ` AND embedding_model = $7
+			AND embedding_dims = ` + strconv.Itoa(dims) + ` AND embedding_model = $7`
+	return `SELECT ` + entrySelectColumns(false) + `, 1 - (embedding <=> $6) AS score,
+			(SELECT count(*) FROM entries WHERE ` + where + `) AS total
+		FROM entries
+		WHERE ` + where + `
 		ORDER BY embedding <=> $6
 		LIMIT $8`
 }
