@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,9 +93,12 @@ const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timest
 //     which therefore includes every turn committed by whoever held the lock before;
 //  3. turn = max(w.HostTurn, highest+1), build, and write the entries.
 //
-// Without an idempotency key that is two round trips: BEGIN, the lock and the reads in one
-// pipelined batch; the writes and COMMIT in another. If any write fails, Postgres skips the
-// rest of the batch, COMMIT included, and the transaction is rolled back.
+// Without an idempotency key that is usually ONE round trip: when this process knows the
+// namespace's highest turn (turnPredictor), BEGIN, the lock, a check that the stored highest
+// turn is still that one, the writes and COMMIT go in one pipelined batch; otherwise, or when
+// the check fails, two: BEGIN, the lock and the reads; then the writes and COMMIT. If any
+// statement fails, Postgres skips the rest of the batch, COMMIT included, and the transaction
+// is rolled back.
 //
 // New rows get version 1, and zero timestamps are set to w.Now. Facts upsert by id; any
 // other entry that would overwrite a live row fails the whole write with a
@@ -108,17 +112,64 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 	if memoryIDs == nil {
 		memoryIDs = []string{}
 	}
+	if w.Idempotency != nil {
+		out, _, err := s.writeTurn(ctx, w, memoryIDs, kinds, nil)
+		return out, err
+	}
+	key := turnKey(w.Tenant, w.Namespace, memoryIDs, kinds)
+	release, err := s.turns.lock(ctx, key)
+	if err != nil {
+		return core.TurnOutcome{}, translate(err, "write turn", "", "")
+	}
+	defer release()
+	if p := s.turns.predict(key, w); p != nil {
+		out, res, err := s.writeTurn(ctx, w, memoryIDs, kinds, p)
+		if !errors.Is(err, errStalePrediction) {
+			if err == nil {
+				s.turns.hits.Add(1)
+				s.turns.remember(key, w, res.highest, out.Entries, res.fps, memoryIDs, kinds)
+			}
+			return out, err
+		}
+		s.turns.stale.Add(1)
+	}
+	out, res, err := s.writeTurn(ctx, w, memoryIDs, kinds, nil)
+	if err == nil {
+		s.turns.remember(key, w, res.highest, out.Entries, res.fps, memoryIDs, kinds)
+	}
+	return out, err
+}
+
+// errStalePrediction: the namespace's stored highest turn is not the one predicted.
+var errStalePrediction = errors.New("pg: predicted turn is stale")
+
+// assertHighestSQL fails (division by zero, SQLSTATE 22012) unless the namespace's highest live
+// turn ($1..$5 as maxLiveTurnSQL) is $6: a turn write's prediction, checked under the lock.
+const assertHighestSQL = `SELECT 1 / (CASE WHEN (` + maxLiveTurnSQL + `) = $6::int THEN 1 ELSE 0 END)`
+
+// turnRead is what a turn write learnt of the namespace: its highest live turn before the
+// write and the vector fingerprints stored there after it.
+type turnRead struct {
+	highest int
+	fps     map[string]core.Fingerprint
+}
+
+// writeTurn is one write of WriteTurn: predicted (p set: one batch, errStalePrediction when the
+// check fails) or read (two batches).
+func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kinds []string, p *prediction) (core.TurnOutcome, turnRead, error) {
 	fpIDs := make([]string, len(w.Fingerprints))
 	for i, f := range w.Fingerprints {
 		fpIDs[i] = f.MemoryID
 	}
 	var (
 		outcome  core.TurnOutcome
+		read     turnRead
 		domain   error // an error of the caller's making, returned as-is
 		conflict *core.ConflictError
+		stale    bool
 	)
 	err := withRetry(ctx, func() error {
-		outcome, domain, conflict = core.TurnOutcome{}, nil, nil
+		outcome, read, domain, conflict, stale = core.TurnOutcome{}, turnRead{}, nil, nil, false
 		return s.pipelinedTx(ctx, func(c *pgx.Conn) error {
 			begin := true // BEGIN still to be sent, at the head of the next batch
 			// The key is claimed before the namespace is locked, in every
@@ -141,23 +192,34 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 					return err
 				}
 			}
-			highest, have, err := lockAndRead(ctx, c, w, memoryIDs, kinds, fpIDs, begin)
-			if err != nil {
-				return err
+			b := &pgx.Batch{}
+			if p != nil {
+				read.highest, read.fps = p.highest, maps.Clone(p.fps)
+				if begin {
+					b.Queue("BEGIN")
+				}
+				b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
+				b.Queue(assertHighestSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now, p.highest)
+			} else {
+				highest, have, err := lockAndRead(ctx, c, w, memoryIDs, kinds, fpIDs, begin)
+				if err != nil {
+					return err
+				}
+				read.highest, read.fps = highest, have
 			}
 			var newFingerprints []core.Fingerprint
 			for _, f := range w.Fingerprints {
-				h, ok := have[f.MemoryID]
+				h, ok := read.fps[f.MemoryID]
 				switch {
 				case !ok:
-					have[f.MemoryID] = f
+					read.fps[f.MemoryID] = f
 					newFingerprints = append(newFingerprints, f)
 				case h.Model != f.Model || h.Dims != f.Dims:
 					domain = &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: h.Model, HaveDims: h.Dims, GotModel: f.Model, GotDims: f.Dims}
 					return domain
 				}
 			}
-			outcome.Turn = max(w.HostTurn, highest+1)
+			outcome.Turn = max(w.HostTurn, read.highest+1)
 			entries, err := w.Build(outcome.Turn)
 			if err != nil {
 				domain = err
@@ -166,42 +228,20 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 			// One batch writes everything: the entries, the new fingerprints, the
 			// links, and COMMIT unless the idempotency response is still to be stored.
 			commit := w.Idempotency == nil || w.Respond == nil
-			b := &pgx.Batch{}
-			var newMems, newIDs []string
-			for _, e := range entries {
-				if e.Kind != core.KindFact {
-					newMems, newIDs = append(newMems, e.MemoryID), append(newIDs, e.ID)
+			deleted := queueWrites(b, w, outcome.Turn, entries, newFingerprints, commit)
+			br := c.SendBatch(ctx, b)
+			if p != nil {
+				if err := readPredicted(br, begin); err != nil {
+					_ = br.Close()
+					var pgErr *pgconn.PgError
+					if errors.As(err, &pgErr) && pgErr.Code == codeDivisionByZero {
+						stale = true
+						return errStalePrediction
+					}
+					return err
 				}
 			}
-			if len(newIDs) > 0 {
-				b.Queue(deleteExpiredSQL, w.Tenant, w.Namespace, newMems, newIDs, w.Now)
-			}
-			for _, e := range entries {
-				e = stamp(e, w.Now)
-				if e.Kind == core.KindFact {
-					b.Queue(upsertEntrySQL, append(entryArgs(e), w.Now, true)...)
-				} else {
-					b.Queue(insertEntrySQL, entryArgs(e)...)
-				}
-			}
-			if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
-				runs, recalls := []string{}, w.LinkRecallIDs
-				if w.LinkRunID != "" {
-					runs = append(runs, w.LinkRunID)
-				}
-				if recalls == nil {
-					recalls = []string{}
-				}
-				b.Queue(linkTurnSQL, w.Tenant, w.Namespace, outcome.Turn, runs, recalls, w.Now)
-			}
-			for _, f := range newFingerprints {
-				b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
-					VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
-			}
-			if commit {
-				b.Queue("COMMIT")
-			}
-			if err := readWrites(c.SendBatch(ctx, b), entries, len(newIDs) > 0, &outcome, &conflict); err != nil {
+			if err := readWrites(br, entries, deleted, &outcome, &conflict); err != nil {
 				return err
 			}
 			if commit {
@@ -220,14 +260,72 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 		})
 	})
 	switch {
+	case stale && errors.Is(err, errStalePrediction):
+		return core.TurnOutcome{}, read, errStalePrediction
 	case domain != nil && errors.Is(err, domain):
-		return core.TurnOutcome{}, domain
+		return core.TurnOutcome{}, read, domain
 	case conflict != nil && errors.Is(err, conflict):
-		return core.TurnOutcome{}, conflict
+		return core.TurnOutcome{}, read, conflict
 	case err != nil:
-		return core.TurnOutcome{}, translate(err, "write turn", "", "")
+		return core.TurnOutcome{}, read, translate(err, "write turn", "", "")
 	}
-	return outcome, nil
+	return outcome, read, nil
+}
+
+// readPredicted reads the head of a predicted write's batch: BEGIN (when sent), the lock and
+// the check.
+func readPredicted(br pgx.BatchResults, begun bool) error {
+	n := 2
+	if begun {
+		n = 3
+	}
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueWrites queues a turn's writes on b: the cleanup of expired rows in the way (reported
+// by the returned bool), the entries, the turn's links, the new fingerprints, and COMMIT when
+// commit is set.
+func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry, newFingerprints []core.Fingerprint, commit bool) bool {
+	var newMems, newIDs []string
+	for _, e := range entries {
+		if e.Kind != core.KindFact {
+			newMems, newIDs = append(newMems, e.MemoryID), append(newIDs, e.ID)
+		}
+	}
+	if len(newIDs) > 0 {
+		b.Queue(deleteExpiredSQL, w.Tenant, w.Namespace, newMems, newIDs, w.Now)
+	}
+	for _, e := range entries {
+		e = stamp(e, w.Now)
+		if e.Kind == core.KindFact {
+			b.Queue(upsertEntrySQL, append(entryArgs(e), w.Now, true)...)
+		} else {
+			b.Queue(insertEntrySQL, entryArgs(e)...)
+		}
+	}
+	if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
+		runs, recalls := []string{}, w.LinkRecallIDs
+		if w.LinkRunID != "" {
+			runs = append(runs, w.LinkRunID)
+		}
+		if recalls == nil {
+			recalls = []string{}
+		}
+		b.Queue(linkTurnSQL, w.Tenant, w.Namespace, turn, runs, recalls, w.Now)
+	}
+	for _, f := range newFingerprints {
+		b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
+	}
+	if commit {
+		b.Queue("COMMIT")
+	}
+	return len(newIDs) > 0
 }
 
 // readWrites reads the results of WriteTurn's write batch into outcome, in queue order. A
@@ -498,6 +596,7 @@ func (s *Store) ForgetNamespace(ctx context.Context, tenant, namespace string) (
 			ON CONFLICT (tenant, namespace) DO UPDATE SET forgotten_at = EXCLUDED.forgotten_at`, tenant, namespace)
 		return err
 	})
+	s.turns.forget()
 	if err != nil {
 		return 0, translate(err, "forget namespace", "", "")
 	}

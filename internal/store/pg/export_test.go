@@ -2,3 +2,7 @@ package pg
 
 // MaxLiveTurnSQL exposes the turn-derivation query to the external tests, which EXPLAIN it.
 const MaxLiveTurnSQL = maxLiveTurnSQL
+
+// PredictionStats reports how many turn writes committed on a predicted turn and how many
+// predictions were stale (and redone the long way).
+func PredictionStats(s *Store) (hits, stale int64) { return s.turns.hits.Load(), s.turns.stale.Load() }

@@ -35,7 +35,8 @@ const (
 type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
-	runs   runState // run recordings' tail cache and retention (runs.go)
+	runs   runState       // run recordings' tail cache and retention (runs.go)
+	turns  *turnPredictor // what this process knows of namespaces' turns (turncache.go)
 }
 
 var _ core.Store = (*Store)(nil)
@@ -126,7 +127,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger, opts ...Option) 
 		pool.Close()
 		return nil, translate(err, "pg: connect", "", "")
 	}
-	return &Store{pool: pool, logger: logger}, nil
+	return &Store{pool: pool, logger: logger, turns: newTurnPredictor()}, nil
 }
 
 // setTimeout sets a duration runtime parameter: an explicit option wins, then a value already
