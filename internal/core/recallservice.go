@@ -40,6 +40,33 @@ func QueryHash(query string) string {
 // those named) for one conversation, and stores a receipt of what was
 // offered, with the evidence (the query's hash, never its text).
 func (s *Service) Recall(ctx context.Context, p RecallParams) (RecallResult, error) {
+	res, saved, err := s.RecallAsync(ctx, p)
+	if err != nil {
+		return RecallResult{}, err
+	}
+	if err := saved(); err != nil {
+		return RecallResult{}, err
+	}
+	return res, nil
+}
+
+// RecallAsync is Recall with the receipt's write still in flight, so that the
+// caller can prepare its answer meanwhile: saved waits for the write and
+// returns its error. The caller must call saved, and have it succeed, before
+// anyone learns the recallId, and must not modify the result until saved has
+// returned (the receipt is encoded from it concurrently).
+func (s *Service) RecallAsync(ctx context.Context, p RecallParams) (RecallResult, func() error, error) {
+	res, err := s.recall(ctx, p)
+	if err != nil {
+		return RecallResult{}, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.store.SaveRecall(ctx, p.Identity.Tenant, res) }()
+	return res, func() error { return <-done }, nil
+}
+
+// recall computes a recall and its evidence; it stores nothing.
+func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, error) {
 	query := p.Query
 	if query == "" {
 		for i := len(p.Messages) - 1; i >= 0; i-- {
@@ -173,9 +200,6 @@ func (s *Service) Recall(ctx context.Context, p RecallParams) (RecallResult, err
 	}
 	result.Injections = Injections(result.Memories)
 	result.SystemPrompt = SystemPrompt(result.Memories)
-	if err := s.store.SaveRecall(ctx, p.Identity.Tenant, result); err != nil {
-		return RecallResult{}, err
-	}
 	return result, nil
 }
 

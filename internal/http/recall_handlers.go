@@ -2,21 +2,44 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 
 	gen "github.com/footprint/footprint/internal/http/api"
 )
 
 func (h *handlers) Recall(ctx context.Context, req gen.RecallRequestObject) (gen.RecallResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
-	res, err := h.svc.Recall(ctx, recallParamsIn(id, *req.Body))
+	res, saved, err := h.svc.RecallAsync(ctx, recallParamsIn(id, *req.Body))
 	if err != nil {
 		return nil, err
 	}
+	// The answer is converted and encoded while the receipt is being written;
+	// it is sent only once the receipt is stored, so a recallId a client sees
+	// can always be read back.
 	body, err := recallOut(res)
+	var encoded []byte
+	if err == nil {
+		encoded, err = json.Marshal(body)
+		encoded = append(encoded, '\n') // as every other answer (json.Encoder)
+	}
+	if serr := saved(); serr != nil {
+		return nil, serr
+	}
 	if err != nil {
 		return nil, err
 	}
-	return gen.Recall200JSONResponse{Body: body}, nil
+	return encodedRecall(encoded), nil
+}
+
+// encodedRecall is a 200 answer to Recall, already encoded as JSON.
+type encodedRecall []byte
+
+func (b encodedRecall) VisitRecallResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
 }
 
 func (h *handlers) GetRecall(ctx context.Context, req gen.GetRecallRequestObject) (gen.GetRecallResponseObject, error) {
