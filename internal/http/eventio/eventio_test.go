@@ -118,18 +118,7 @@ func TestDecodeBatchErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b eventio.Batch
-			err := b.UnmarshalJSON([]byte(tc.body))
-			var fe *eventio.FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("error %v (%T), want a *FieldError", err, err)
-			}
-			ptr := ""
-			if len(fe.Pointer) > 0 {
-				ptr = "/" + strings.Join(fe.Pointer, "/")
-			}
-			if ptr != tc.ptr || fe.Keyword != tc.keyword {
-				t.Errorf("pointer %q keyword %q (%s), want %q %q", ptr, fe.Keyword, fe.Reason, tc.ptr, tc.keyword)
-			}
+			wantFieldError(t, b.UnmarshalJSON([]byte(tc.body)), tc.ptr, tc.keyword)
 		})
 	}
 }
@@ -159,18 +148,24 @@ func TestDecodeNDJSON(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := eventio.DecodeNDJSON([]byte(tc.body))
-			var fe *eventio.FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("error %v (%T), want a *FieldError", err, err)
-			}
-			ptr := ""
-			if len(fe.Pointer) > 0 {
-				ptr = "/" + strings.Join(fe.Pointer, "/")
-			}
-			if ptr != tc.ptr || fe.Keyword != tc.keyword {
-				t.Errorf("pointer %q keyword %q (%s), want %q %q", ptr, fe.Keyword, fe.Reason, tc.ptr, tc.keyword)
-			}
+			wantFieldError(t, err, tc.ptr, tc.keyword)
 		})
+	}
+}
+
+// wantFieldError checks that err is a *FieldError at pointer ptr ("/events/0/type") for keyword.
+func wantFieldError(t *testing.T, err error, ptr, keyword string) {
+	t.Helper()
+	var fe *eventio.FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v (%T), want a *FieldError", err, err)
+	}
+	got := ""
+	if len(fe.Pointer) > 0 {
+		got = "/" + strings.Join(fe.Pointer, "/")
+	}
+	if got != ptr || fe.Keyword != keyword {
+		t.Errorf("pointer %q keyword %q (%s), want %q %q", got, fe.Keyword, fe.Reason, ptr, keyword)
 	}
 }
 
