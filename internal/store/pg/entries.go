@@ -228,22 +228,30 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kind
 			// One batch writes everything: the entries, the new fingerprints, the
 			// links, and COMMIT unless the idempotency response is still to be stored.
 			commit := w.Idempotency == nil || w.Respond == nil
-			deleted := queueWrites(b, w, outcome.Turn, entries, newFingerprints, commit)
+			q := queueWrites(b, w, outcome.Turn, entries, newFingerprints)
+			if commit {
+				b.Queue("COMMIT")
+			}
 			br := c.SendBatch(ctx, b)
 			if p != nil {
 				if err := readPredicted(br, begin); err != nil {
 					_ = br.Close()
-					var pgErr *pgconn.PgError
-					if errors.As(err, &pgErr) && pgErr.Code == codeDivisionByZero {
+					if isStale(err) {
 						stale = true
 						return errStalePrediction
 					}
 					return err
 				}
 			}
-			if err := readWrites(br, entries, deleted, &outcome, &conflict); err != nil {
+			stored, err := q.read(br)
+			if cerr := br.Close(); err == nil {
+				err = cerr // COMMIT's
+			}
+			if err != nil {
+				errors.As(err, &conflict)
 				return err
 			}
+			outcome.Entries = stored
 			if commit {
 				return nil
 			}
@@ -272,6 +280,12 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kind
 	return outcome, read, nil
 }
 
+// isStale reports assertHighestSQL's failed check.
+func isStale(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeDivisionByZero
+}
+
 // readPredicted reads the head of a predicted write's batch: BEGIN (when sent), the lock and
 // the check.
 func readPredicted(br pgx.BatchResults, begun bool) error {
@@ -287,10 +301,18 @@ func readPredicted(br pgx.BatchResults, begun bool) error {
 	return nil
 }
 
-// queueWrites queues a turn's writes on b: the cleanup of expired rows in the way (reported
-// by the returned bool), the entries, the turn's links, the new fingerprints, and COMMIT when
-// commit is set.
-func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry, newFingerprints []core.Fingerprint, commit bool) bool {
+// queuedWrites is what queueWrites put on a batch, for reading the results back in order.
+type queuedWrites struct {
+	deleted      bool // the cleanup of expired rows in the way
+	entries      []core.Entry
+	links        bool
+	fingerprints int
+}
+
+// queueWrites queues a turn's writes on b: the cleanup of expired rows in the way, the
+// entries, the turn's links and the new fingerprints.
+func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry, newFingerprints []core.Fingerprint) queuedWrites {
+	q := queuedWrites{entries: entries, fingerprints: len(newFingerprints)}
 	var newMems, newIDs []string
 	for _, e := range entries {
 		if e.Kind != core.KindFact {
@@ -299,6 +321,7 @@ func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry,
 	}
 	if len(newIDs) > 0 {
 		b.Queue(deleteExpiredSQL, w.Tenant, w.Namespace, newMems, newIDs, w.Now)
+		q.deleted = true
 	}
 	for _, e := range entries {
 		e = stamp(e, w.Now)
@@ -317,47 +340,47 @@ func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry,
 			recalls = []string{}
 		}
 		b.Queue(linkTurnSQL, w.Tenant, w.Namespace, turn, runs, recalls, w.Now)
+		q.links = true
 	}
 	for _, f := range newFingerprints {
 		b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
 	}
-	if commit {
-		b.Queue("COMMIT")
-	}
-	return len(newIDs) > 0
+	return q
 }
 
-// readWrites reads the results of WriteTurn's write batch into outcome, in queue order. A
-// live entry in the way (the INSERT's primary-key violation) is reported as conflict.
-func readWrites(br pgx.BatchResults, entries []core.Entry, deleted bool, outcome *core.TurnOutcome, conflict **core.ConflictError) error {
-	fail := func(err error) error {
-		_ = br.Close()
-		return err
-	}
-	if deleted {
+// read reads q's results from br, in queue order, and returns the stored entries. A live entry
+// in the way (the INSERT's primary-key violation) is returned as a *core.ConflictError. It
+// does not close br.
+func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
+	if q.deleted {
 		if _, err := br.Exec(); err != nil {
-			return fail(err)
+			return nil, err
 		}
 	}
-	for _, e := range entries {
-		stored, err := scanEntry(br.QueryRow())
+	stored := make([]core.Entry, 0, len(q.entries))
+	for _, e := range q.entries {
+		got, err := scanEntry(br.QueryRow())
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.ConstraintName == "entries_pkey" {
-			*conflict = entryExists(e)
-			err = *conflict
+			return nil, entryExists(e)
 		}
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
-		stored.Embedding = e.Embedding // as written; the row comes back without it
-		outcome.Entries = append(outcome.Entries, stored)
+		got.Embedding = e.Embedding // as written; the row comes back without it
+		stored = append(stored, got)
 	}
-	if outcome.Entries == nil {
-		outcome.Entries = []core.Entry{}
+	n := q.fingerprints
+	if q.links {
+		n++
 	}
-	// The links, fingerprints and COMMIT: Close reads them and returns the first error.
-	return br.Close()
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
 }
 
 // lockAndRead begins the transaction when begin is set, takes the namespace's advisory lock,
