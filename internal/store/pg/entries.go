@@ -116,12 +116,12 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 		out, _, err := s.writeTurn(ctx, w, memoryIDs, kinds, nil)
 		return out, err
 	}
-	key := turnKey(w.Tenant, w.Namespace, memoryIDs, kinds)
-	release, err := s.turns.lock(ctx, key)
-	if err != nil {
-		return core.TurnOutcome{}, translate(err, "write turn", "", "")
-	}
-	defer release()
+	return s.writeTurnQueued(ctx, w, memoryIDs, kinds)
+}
+
+// writeTurnAlone is one write on its own, with this process's other writes to key held back:
+// predicted when it can be, the long way otherwise.
+func (s *Store) writeTurnAlone(ctx context.Context, w core.TurnWrite, key string, memoryIDs, kinds []string) (core.TurnOutcome, error) {
 	if p := s.turns.predict(key, w); p != nil {
 		out, res, err := s.writeTurn(ctx, w, memoryIDs, kinds, p)
 		if !errors.Is(err, errStalePrediction) {

@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,26 +21,51 @@ import (
 // never write a wrong turn: the check fails, Postgres skips the rest of the batch, and the
 // write is redone the long way, which also refreshes the memory.
 //
-// Writes to one namespace from this process are queued here first, one at a time, so each
-// sees the turn its predecessor committed and the guess is right; writes to other namespaces
-// never wait for each other.
+// Writes to one namespace from this process are queued here first, so each sees the turn its
+// predecessor committed and the guess is right; writes to other namespaces never wait for each
+// other. While one write of a namespace is in flight, the writes that queue up behind it are
+// then written together, in queue order, in one transaction and one round trip (group commit):
+// a busy conversation costs one round trip per group of turns, not per turn. Each still gets
+// exactly the turn it would have got alone; if the group's batch fails for any reason (a stale
+// guess, a live entry in the way, a lost connection), each of its writes is redone alone, so a
+// write's outcome never depends on another's.
 type turnPredictor struct {
 	hits, stale atomic.Int64 // predicted writes that committed / that were redone the long way
+	groups      atomic.Int64 // transactions that wrote two or more queued writes
 
 	mu      sync.Mutex
-	locks   map[string]*keyLock
+	queues  map[string]*turnQueue       // turnKey → the writes waiting there
 	highest map[string]int              // turnKey → the highest live turn last committed
 	fps     map[string]core.Fingerprint // fpKey → the memory's vector fingerprint there
+}
+
+// maxGroup bounds how many queued writes one transaction takes.
+const maxGroup = 64
+
+// turnQueue is one namespace's queue. While busy, one of its writes leads: it takes the
+// waiting writes, writes them, and hands the lead to the next waiting write, if any.
+type turnQueue struct {
+	waiting []*pendingTurn
+	busy    bool
+}
+
+// pendingTurn is a turn write waiting in a queue.
+type pendingTurn struct {
+	ctx     context.Context
+	w       core.TurnWrite
+	done    chan pendingResult // buffered: the outcome, or the lead
+	leading bool               // handed the lead (under turnPredictor.mu)
+}
+
+type pendingResult struct {
+	lead bool
+	out  core.TurnOutcome
+	err  error
 }
 
 // maxRemembered bounds each map; when one is full it is emptied (a forgotten guess costs one
 // round trip, never correctness).
 const maxRemembered = 1 << 16
-
-type keyLock struct {
-	ch   chan struct{} // holds one token while the key is locked
-	refs int           // holders and waiters; the lock is dropped from the map at zero
-}
 
 // prediction is what a turn write may assume instead of reading it.
 type prediction struct {
@@ -48,7 +74,7 @@ type prediction struct {
 }
 
 func newTurnPredictor() *turnPredictor {
-	return &turnPredictor{locks: map[string]*keyLock{}, highest: map[string]int{}, fps: map[string]core.Fingerprint{}}
+	return &turnPredictor{queues: map[string]*turnQueue{}, highest: map[string]int{}, fps: map[string]core.Fingerprint{}}
 }
 
 // turnKey names what "the highest turn" is computed over: the namespace, the memories and the
@@ -61,31 +87,63 @@ func fpKey(tenant, namespace, memoryID string) string {
 	return tenant + "\x1f" + namespace + "\x1f" + memoryID
 }
 
-// lock queues the caller behind this process's other writes to key; it gives up when ctx is
-// done. The returned func releases the lock.
-func (p *turnPredictor) lock(ctx context.Context, key string) (func(), error) {
+// join queues pt behind this process's other writes to key and reports whether it leads
+// (nothing else is being written there).
+func (p *turnPredictor) join(key string, pt *pendingTurn) bool {
 	p.mu.Lock()
-	l := p.locks[key]
-	if l == nil {
-		l = &keyLock{ch: make(chan struct{}, 1)}
-		p.locks[key] = l
+	defer p.mu.Unlock()
+	q := p.queues[key]
+	if q == nil {
+		q = &turnQueue{}
+		p.queues[key] = q
 	}
-	l.refs++
-	p.mu.Unlock()
-	drop := func() {
-		p.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(p.locks, key)
-		}
-		p.mu.Unlock()
+	q.waiting = append(q.waiting, pt)
+	if q.busy {
+		return false
 	}
-	select {
-	case l.ch <- struct{}{}:
-		return func() { <-l.ch; drop() }, nil
-	case <-ctx.Done():
-		drop()
-		return nil, ctx.Err()
+	q.busy, pt.leading = true, true
+	return true
+}
+
+// take removes up to maxGroup waiting writes of key, in queue order, for the leader to write.
+func (p *turnPredictor) take(key string) []*pendingTurn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queues[key]
+	n := min(len(q.waiting), maxGroup)
+	group := slices.Clone(q.waiting[:n])
+	q.waiting = slices.Delete(q.waiting, 0, n)
+	return group
+}
+
+// leave withdraws pt, whose caller gave up, if it is still only waiting: not taken into a
+// group and not handed the lead. Otherwise its outcome (or the lead) is on its way.
+func (p *turnPredictor) leave(key string, pt *pendingTurn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queues[key]
+	if q == nil || pt.leading {
+		return false
 	}
+	if i := slices.Index(q.waiting, pt); i >= 0 {
+		q.waiting = slices.Delete(q.waiting, i, i+1)
+		return true
+	}
+	return false
+}
+
+// handOff ends a leader's turn: the first waiting write leads next, or key goes idle.
+func (p *turnPredictor) handOff(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queues[key]
+	if len(q.waiting) == 0 {
+		delete(p.queues, key)
+		return
+	}
+	next := q.waiting[0]
+	next.leading = true
+	next.done <- pendingResult{lead: true} // never blocks: a waiting write has been sent nothing
 }
 
 // predict returns what a write of w may assume, or nil when this process does not know it
@@ -111,13 +169,7 @@ func (p *turnPredictor) predict(key string, w core.TurnWrite) *prediction {
 // remember records what a committed write of w left: the highest live turn (before is the one
 // it started from) and the fingerprints now stored.
 func (p *turnPredictor) remember(key string, w core.TurnWrite, before int, written []core.Entry, fps map[string]core.Fingerprint, memoryIDs, kinds []string) {
-	highest := before
-	for _, e := range written {
-		if e.Turn > highest && contains(memoryIDs, e.MemoryID) && contains(kinds, string(e.Kind)) &&
-			(e.ExpiresAt.IsZero() || e.ExpiresAt.After(w.Now.Add(time.Second))) {
-			highest = e.Turn
-		}
-	}
+	highest := highestAfter(before, written, memoryIDs, kinds, w.Now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.highest) >= maxRemembered {
@@ -138,6 +190,20 @@ func (p *turnPredictor) forget() {
 	defer p.mu.Unlock()
 	clear(p.highest)
 	clear(p.fps)
+}
+
+// highestAfter is the namespace's highest live turn after written was stored on top of before,
+// as maxLiveTurnSQL will count it: only entries of the kinds and memories scanned, and not one
+// about to expire (counting it or not would both be risky; leaving it out only costs a redo).
+func highestAfter(before int, written []core.Entry, memoryIDs, kinds []string, now time.Time) int {
+	highest := before
+	for _, e := range written {
+		if e.Turn > highest && contains(memoryIDs, e.MemoryID) && contains(kinds, string(e.Kind)) &&
+			(e.ExpiresAt.IsZero() || e.ExpiresAt.After(now.Add(time.Second))) {
+			highest = e.Turn
+		}
+	}
+	return highest
 }
 
 func contains(xs []string, x string) bool {

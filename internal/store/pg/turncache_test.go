@@ -162,3 +162,144 @@ func TestTurnsTwoProcessesConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnGroupCommit: writes that queue behind a write blocked on the namespace lock are
+// written together, and each still gets the outcome it would get alone: a failing Build, a live
+// entry in the way, a caller that gave up and a host turn far ahead do not change the others'.
+func TestTurnGroupCommit(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	s, err := pg.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if _, err := s.WriteTurn(ctx, snapWrite("g", 1, 4, 0, now)); err != nil { // turn 1: now predicted
+		t.Fatal(err)
+	}
+	holder := connect(t, dsn)
+	// block takes the namespace's turn-write lock (lockNamespaceSQL) and returns its release.
+	block := func() func() {
+		tx, err := holder.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`, "acme", "g"); err != nil {
+			t.Fatal(err)
+		}
+		return func() { _ = tx.Rollback(ctx) }
+	}
+	type result struct {
+		name string
+		turn int
+		err  error
+	}
+	run := func(writes map[string]func() (context.Context, core.TurnWrite)) map[string]result {
+		release := block()
+		results := make(chan result, len(writes))
+		var wg sync.WaitGroup
+		for name, mk := range writes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wctx, w := mk()
+				out, err := s.WriteTurn(wctx, w)
+				results <- result{name, out.Turn, err}
+			}()
+			time.Sleep(20 * time.Millisecond) // queue in a known order: the first blocks in Postgres
+		}
+		time.Sleep(100 * time.Millisecond)
+		release()
+		wg.Wait()
+		close(results)
+		got := map[string]result{}
+		for r := range results {
+			got[r.name] = r
+		}
+		return got
+	}
+	plain := func() (context.Context, core.TurnWrite) { return ctx, snapWrite("g", 1, 4, 0, now) }
+	boom := errors.New("boom")
+	cancelled, cancel := context.WithCancel(ctx)
+	got := run(map[string]func() (context.Context, core.TurnWrite){
+		"a": plain, "b": plain, "c": plain,
+		"fails": func() (context.Context, core.TurnWrite) {
+			w := snapWrite("g", 1, 4, 0, now)
+			w.Build = func(int) ([]core.Entry, error) { return nil, boom }
+			return ctx, w
+		},
+		"conflicts": func() (context.Context, core.TurnWrite) {
+			w := snapWrite("g", 1, 4, 0, now)
+			build := w.Build
+			w.Build = func(turn int) ([]core.Entry, error) {
+				es, err := build(turn)
+				es[0].ID = "snap-1" // live since the first write
+				return es, err
+			}
+			return ctx, w
+		},
+		"gives-up": func() (context.Context, core.TurnWrite) {
+			time.AfterFunc(10*time.Millisecond, cancel)
+			return cancelled, snapWrite("g", 1, 4, 0, now)
+		},
+		"ahead": func() (context.Context, core.TurnWrite) { return ctx, snapWrite("g", 50, 4, 0, now) },
+	})
+	var ce *core.ConflictError
+	if !errors.Is(got["fails"].err, boom) {
+		t.Errorf("failing build: %v", got["fails"].err)
+	}
+	if !errors.As(got["conflicts"].err, &ce) {
+		t.Errorf("live entry in the way: %v, want a conflict", got["conflicts"].err)
+	}
+	if got["gives-up"].err == nil {
+		t.Errorf("a caller that gave up while queued was written: turn %d", got["gives-up"].turn)
+	}
+	var turns []int
+	for _, name := range []string{"a", "b", "c", "ahead"} {
+		if got[name].err != nil {
+			t.Fatalf("%s: %v", name, got[name].err)
+		}
+		turns = append(turns, got[name].turn)
+	}
+	if got["ahead"].turn < 50 {
+		t.Errorf("host turn 50 got turn %d", got["ahead"].turn)
+	}
+	slices.Sort(turns)
+	if len(slices.Compact(slices.Clone(turns))) != len(turns) {
+		t.Errorf("duplicate turns %v", turns)
+	}
+
+	// A clean group: eight writers queued behind a blocked one, one transaction for them.
+	before := pg.GroupCommits(s)
+	writes := map[string]func() (context.Context, core.TurnWrite){}
+	for i := range 9 {
+		writes[fmt.Sprint(i)] = plain
+	}
+	got = run(writes)
+	turns = turns[:0]
+	for _, r := range got {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		turns = append(turns, r.turn)
+	}
+	slices.Sort(turns)
+	for i := 1; i < len(turns); i++ {
+		if turns[i] != turns[i-1]+1 {
+			t.Fatalf("group turns are not consecutive: %v", turns)
+		}
+	}
+	if pg.GroupCommits(s) == before {
+		t.Errorf("no group commit happened")
+	}
+	// What was stored is what was answered.
+	list, _, err := s.ListEntries(ctx, core.EntryQuery{Tenant: "acme", Namespace: "g", MemoryID: "why", Limit: 100, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1+4+9 {
+		t.Errorf("%d snapshots stored, want 14", len(list))
+	}
+}
