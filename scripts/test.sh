@@ -40,12 +40,12 @@ export FOOTPRINT_REQUIRE_PG=1
 step "go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
 
-# 5. Each fuzz target explores for a bounded number of inputs (FUZZTIME, default 3000x) after
+# 5. Each fuzz target explores for a bounded number of inputs (FUZZTIME, default 10000x) after
 #    the normal tests; a crasher fails the run and is left under that package's testdata/fuzz/.
 #    A count, not a duration: with a duration, Go 1.26's fuzz coordinator can report its own
 #    deadline as a failure ("context deadline exceeded", no crasher) when the workers are
 #    starved of CPU at the end (golang/go#75804, fixed in Go 1.27). It happened here.
-FUZZTIME=${FUZZTIME:-3000x}
+FUZZTIME=${FUZZTIME:-10000x}
 step "fuzz (bounded: ${FUZZTIME} per target)"
 for pkg in ./internal/http ./internal/http/eventio; do
   for target in $(go test "$pkg" -list '^Fuzz' | grep '^Fuzz'); do
