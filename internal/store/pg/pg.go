@@ -149,12 +149,26 @@ func (s *Store) Close() {
 }
 
 // Ping reports whether the database answers, for /readyz. A failure wraps core.ErrUnavailable.
+//
+// After the server dropped connections (a restart, pg_terminate_backend), the pool may still
+// hold some that are dead without knowing it; a ping on one fails and discards it. So a failed
+// ping is tried again, a few times, before the database is declared unreachable: a single dead
+// pooled connection must not take the instance out of a load balancer.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.pool.Ping(ctx); err != nil {
+	var err error
+	for range pingAttempts {
+		if err = s.pool.Ping(ctx); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
 		return translate(err, "ping", "", "")
 	}
 	return nil
 }
+
+// pingAttempts bounds Ping's attempts.
+const pingAttempts = 3
 
 // Info describes this store for /v1/capabilities: Postgres ranks vectors with pgvector.
 func (s *Store) Info() core.StoreInfo {
