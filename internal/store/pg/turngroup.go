@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +48,19 @@ func (s *Store) writeTurnQueued(ctx context.Context, w core.TurnWrite, memoryIDs
 func (s *Store) lead(key string, memoryIDs, kinds []string) {
 	defer s.turns.handOff(key)
 	group := s.turns.take(key)
+	defer func() {
+		// A panic while writing must not leave the group's other callers waiting forever:
+		// each gets an error (one already answered keeps its answer), then it goes on up.
+		if r := recover(); r != nil {
+			for _, pt := range group {
+				select {
+				case pt.done <- pendingResult{err: fmt.Errorf("pg: turn write panicked: %v", r)}:
+				default:
+				}
+			}
+			panic(r)
+		}
+	}()
 	if len(group) == 1 {
 		out, err := s.writeTurnAlone(group[0].ctx, group[0].w, key, memoryIDs, kinds)
 		group[0].done <- pendingResult{out: out, err: err}
