@@ -195,11 +195,7 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kind
 			b := &pgx.Batch{}
 			if p != nil {
 				read.highest, read.fps = p.highest, maps.Clone(p.fps)
-				if begin {
-					b.Queue("BEGIN")
-				}
-				b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
-				b.Queue(assertHighestSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now, p.highest)
+				queuePredicted(b, w, memoryIDs, kinds, p.highest, begin)
 			} else {
 				highest, have, err := lockAndRead(ctx, c, w, memoryIDs, kinds, fpIDs, begin)
 				if err != nil {
@@ -284,6 +280,17 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kind
 func isStale(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == codeDivisionByZero
+}
+
+// queuePredicted queues the head of a predicted write's batch: BEGIN (when begin is set), the
+// namespace lock, and the check that its highest live turn is still highest. readPredicted
+// reads it back.
+func queuePredicted(b *pgx.Batch, w core.TurnWrite, memoryIDs, kinds []string, highest int, begin bool) {
+	if begin {
+		b.Queue("BEGIN")
+	}
+	b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
+	b.Queue(assertHighestSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now, highest)
 }
 
 // readPredicted reads the head of a predicted write's batch: BEGIN (when sent), the lock and

@@ -20,11 +20,7 @@ func TestMaxLiveTurnUsesIndex(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	s, err := pg.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := openStore(t, dsn)
 	now := time.Now()
 	for host := 1; host <= 20; host++ {
 		_, err := s.WriteTurn(ctx, core.TurnWrite{Tenant: "acme", Namespace: "conv", HostTurn: host,

@@ -122,11 +122,7 @@ func TestDeletePurge(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	s, err := pg.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := openStore(t, dsn)
 	conn := connect(t, dsn)
 
 	for _, m := range []core.Memory{memory(t, "acme", "chat"), memory(t, "acme", "facts"), memory(t, "other", "chat")} {

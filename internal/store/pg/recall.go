@@ -85,7 +85,7 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 			return mm.Err()
 		}
 		args := []any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit}
-		ranked, total, err := queryScored(ctx, t, exactRankSQL(dims), args, true)
+		ranked, total, err := queryScored(ctx, t, exactRankSQL(dims), args)
 		res.Ranked, res.Total = ranked, total
 		return err
 	})
@@ -133,21 +133,8 @@ func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string
 		return core.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	rows, err := br.Query()
+	ranked, _, err := scanScored(rows, err, false)
 	if err != nil {
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
-	}
-	defer rows.Close()
-	var ranked []core.Scored
-	for rows.Next() {
-		var sc core.Scored
-		e, err := scanEntry(scoreRow{rows, []any{&sc.Score}})
-		if err != nil {
-			return core.RankResult{}, true, translate(err, "rank entries", "", "")
-		}
-		sc.Entry = e
-		ranked = append(ranked, sc)
-	}
-	if err := rows.Err(); err != nil {
 		return core.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	if len(ranked) < q.Limit && fallback {
@@ -183,24 +170,10 @@ func (s *Store) rankConversation(ctx context.Context, q core.RankQuery, kinds []
 		return core.RankResult{}, false, nil
 	}
 	rows, err := br.Query()
+	res.Ranked, res.Total, err = scanScored(rows, err, true)
 	if err != nil {
 		return core.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
-	defer rows.Close()
-	var total int64
-	for rows.Next() {
-		var sc core.Scored
-		e, err := scanEntry(scoreRow{rows, []any{&sc.Score, &total}})
-		if err != nil {
-			return core.RankResult{}, true, translate(err, "rank entries", "", "")
-		}
-		sc.Entry = e
-		res.Ranked = append(res.Ranked, sc)
-	}
-	if err := rows.Err(); err != nil {
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
-	}
-	res.Total = int(total)
 	return res, true, nil
 }
 
@@ -255,10 +228,15 @@ func annRankSQL(dims int) string {
 		LIMIT $8`, entrySelectColumns(false), dims, dims, dims, dims, dims)
 }
 
-// queryScored runs a ranking query and scans entries with their scores (and, when withTotal,
-// the window count that follows the score column).
-func queryScored(ctx context.Context, t pgx.Tx, sql string, args []any, withTotal bool) ([]core.Scored, int, error) {
+// queryScored runs exactRankSQL and scans its rows (scanScored).
+func queryScored(ctx context.Context, t pgx.Tx, sql string, args []any) ([]core.Scored, int, error) {
 	rows, err := t.Query(ctx, sql, args...)
+	return scanScored(rows, err, true)
+}
+
+// scanScored reads ranking rows: entry columns, the score and, when withTotal (exactRankSQL),
+// the total count after it. It takes a Query's results as they come and closes the rows.
+func scanScored(rows pgx.Rows, err error, withTotal bool) ([]core.Scored, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
 
@@ -18,11 +17,7 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	s, err := pg.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := openStore(t, dsn)
 	vec := func(seed int) []float32 {
 		v := make([]float32, 384)
 		v[seed%384], v[(seed*7)%384] = 1, 0.5

@@ -23,6 +23,7 @@ import (
 	"github.com/footprint/footprint/internal/store/storetest"
 )
 
+// openStore opens a Store on dsn (migrating it), closed when the test ends.
 func openStore(t *testing.T, dsn string) *pg.Store {
 	t.Helper()
 	s, err := pg.Open(t.Context(), dsn, nil)

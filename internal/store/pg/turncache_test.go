@@ -39,15 +39,7 @@ func TestTurnPredictionAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	open := func() *pg.Store {
-		s, err := pg.Open(ctx, dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		return s
-	}
-	a, b := open(), open()
+	a, b := openStore(t, dsn), openStore(t, dsn)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	write := func(s *pg.Store, w core.TurnWrite) int {
 		t.Helper()
@@ -118,15 +110,7 @@ func TestTurnsTwoProcessesConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	var stores []*pg.Store
-	for range 2 {
-		s, err := pg.Open(ctx, dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		stores = append(stores, s)
-	}
+	stores := []*pg.Store{openStore(t, dsn), openStore(t, dsn)}
 	const perWriter, writers = 8, 16
 	var (
 		mu    sync.Mutex
@@ -170,11 +154,7 @@ func TestTurnGroupCommit(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	s, err := pg.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := openStore(t, dsn)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if _, err := s.WriteTurn(ctx, snapWrite("g", 1, 4, 0, now)); err != nil { // turn 1: now predicted
 		t.Fatal(err)

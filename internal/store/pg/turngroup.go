@@ -130,9 +130,7 @@ func (s *Store) writeGroup(key string, members []*pendingTurn, p *prediction, me
 		q    queuedWrites
 	}
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(lockNamespaceSQL, first.Tenant, first.Namespace)
-	b.Queue(assertHighestSQL, first.Tenant, first.Namespace, memoryIDs, kinds, first.Now, p.highest)
+	queuePredicted(b, first, memoryIDs, kinds, p.highest, true)
 	var parts []part
 	highest := p.highest
 	for _, pt := range members {
