@@ -18,15 +18,12 @@ import (
 // under the settings it runs it with (a corpus at an indexed dimension: the HNSW search; any
 // other: the exact scan), and returns the plan's lines. It executes the query.
 func (s *Store) ExplainRank(ctx context.Context, q core.RankQuery) ([]string, error) {
-	kinds := make([]string, len(q.Kinds))
-	for i, k := range q.Kinds {
-		kinds[i] = string(k)
-	}
+	kinds := kindNames(q.Kinds)
 	dims := len(q.Vector)
 	var plan []string
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
-		if q.Namespace == corpusNamespace && annDims[dims] {
+		if searchesIndex(q) {
 			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit))); err != nil {
 				return err
 			}
@@ -56,11 +53,8 @@ func (s *Store) ExplainRank(ctx context.Context, q core.RankQuery) ([]string, er
 // SearchCorpus is the corpus HNSW search alone, at the given hnsw.ef_search, with no exact
 // fallback: its result may be short. For tuning ef_search against exact answers.
 func (s *Store) SearchCorpus(ctx context.Context, q core.RankQuery, efSearch int) (core.RankResult, error) {
-	kinds := make([]string, len(q.Kinds))
-	for i, k := range q.Kinds {
-		kinds[i] = string(k)
-	}
-	if q.Namespace != corpusNamespace || !annDims[len(q.Vector)] {
+	kinds := kindNames(q.Kinds)
+	if !searchesIndex(q) {
 		return core.RankResult{}, fmt.Errorf("search corpus: no HNSW index for namespace %q at %d dimensions", q.Namespace, len(q.Vector))
 	}
 	res, _, err := s.rankCorpus(ctx, q, kinds, pgvector.NewVector(q.Vector), efSearch, false)

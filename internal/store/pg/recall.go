@@ -38,13 +38,10 @@ const maxMismatched = 50
 // (embedding_fingerprints, checked on every write) differs from the query's: then every entry
 // is of another space, and only then are they listed — never by scanning for them.
 func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankResult, error) {
-	kinds := make([]string, len(q.Kinds))
-	for i, k := range q.Kinds {
-		kinds[i] = string(k)
-	}
+	kinds := kindNames(q.Kinds)
 	dims := len(q.Vector)
 	vec := pgvector.NewVector(q.Vector)
-	if q.Namespace != corpusNamespace || !annDims[dims] {
+	if !searchesIndex(q) {
 		// The common case, one conversation: the fingerprint and the exact ranking in one
 		// pipelined round trip (one implicit transaction), no BEGIN/COMMIT.
 		if res, done, err := s.rankConversation(ctx, q, kinds, vec); done || err != nil {
@@ -103,6 +100,21 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 const annSettingsSQL = `SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true),
 	set_config('hnsw.iterative_scan', 'relaxed_order', true),
 	set_config('hnsw.max_scan_tuples', '200000', true), set_config('hnsw.ef_search', $1::text, true)`
+
+// searchesIndex reports whether q is searched through an HNSW index: a corpus at an indexed
+// dimension. Everything else is ranked exactly.
+func searchesIndex(q core.RankQuery) bool {
+	return q.Namespace == corpusNamespace && annDims[len(q.Vector)]
+}
+
+// kindNames is kinds as the text[] the ranking queries take.
+func kindNames(kinds []core.EntryKind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
+}
 
 // rankCorpus searches a corpus through its HNSW index in one pipelined round trip: the
 // memory's fingerprint, the settings and the ANN query, in one implicit transaction. done is

@@ -69,24 +69,23 @@ func (s *Store) lead(key string, memoryIDs, kinds []string) {
 	// Writes the group cannot take — this process does not know the namespace yet, or a
 	// write brings a fingerprint it has not seen — and every write of a group that failed,
 	// are written alone, in queue order.
-	var alone []*pendingTurn
-	p := s.turns.predict(key, group[0].w)
-	if p == nil {
-		alone = group
+	var members, alone []*pendingTurn
+	var p *prediction // the group's: the highest turn is the same for all, fingerprints the first's
+	for _, pt := range group {
+		pp := s.turns.predict(key, pt.w)
+		if pp == nil {
+			alone = append(alone, pt)
+			continue
+		}
+		if p == nil {
+			p = pp
+		}
+		members = append(members, pt)
+	}
+	if len(members) > 1 {
+		alone = append(s.writeGroup(key, members, p, memoryIDs, kinds), alone...)
 	} else {
-		var members []*pendingTurn
-		for _, pt := range group {
-			if s.turns.predict(key, pt.w) == nil {
-				alone = append(alone, pt)
-				continue
-			}
-			members = append(members, pt)
-		}
-		if len(members) == 1 {
-			alone = append(members, alone...)
-		} else if len(members) > 1 {
-			alone = append(s.writeGroup(key, members, p, memoryIDs, kinds), alone...)
-		}
+		alone = append(members, alone...)
 	}
 	for _, pt := range alone {
 		out, err := s.writeTurnAlone(pt.ctx, pt.w, key, memoryIDs, kinds)
