@@ -25,22 +25,26 @@ var _ core.EntryStore = (*Store)(nil)
 // conversations row, as before) it writes no WAL and dirties no page, and needs no row to exist.
 const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`
 
-// deleteExpiredSQL removes the EXPIRED rows among the ids a turn is about to insert (memory
-// ids $3, entry ids $4, pairwise): an expired entry is invisible and is replaced as if it did
-// not exist. A live one stays, and the plain INSERT that follows then fails on the primary key,
-// which aborts the whole transaction: a live entry is never overwritten.
-// Each id is one probe of the primary key (tenant, memory_id, namespace, id); an IN (subquery)
-// form was planned as a scan of the whole namespace (0.44 ms a turn on a busy conversation).
-const deleteExpiredSQL = `DELETE FROM entries e
-	USING unnest($3::text[], $4::text[]) AS w(memory_id, id)
-	WHERE e.tenant = $1 AND e.memory_id = w.memory_id AND e.namespace = $2 AND e.id = w.id
-		AND e.expires_at IS NOT NULL AND e.expires_at <= $5`
-
-// insertEntrySQL writes one new entry ($1..$21, entryInsertColumns order). Like upsertEntrySQL
-// it returns the row without its embedding, which the writer already holds.
+// insertEntrySQL writes one new entry ($1..$21, entryInsertColumns order; $22 the write's
+// clock) and returns it without its embedding, which the writer already holds. An EXPIRED row
+// of the same id is invisible and is replaced as if it did not exist (every column, version and
+// counters included). A LIVE one is never overwritten: the conflict branch then calls
+// footprint_entry_in_way (migration 00010), which raises the primary-key violation a plain
+// INSERT would, and that aborts the whole transaction. The conflict arbiter is the primary key
+// whatever the table's statistics, so no cached plan can make this a scan.
 const insertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
 		$19, $20, $21)
+	ON CONFLICT (tenant, memory_id, namespace, id) DO UPDATE SET
+		(kind, turn, idx, value, metadata, version, created_at, updated_at, last_accessed_at,
+			access_count, expires_at, tier, source_turn, source_run_id, embedding,
+			embedding_model, embedding_dims)
+		= (EXCLUDED.kind, EXCLUDED.turn, EXCLUDED.idx, EXCLUDED.value, EXCLUDED.metadata,
+			EXCLUDED.version, EXCLUDED.created_at, EXCLUDED.updated_at,
+			EXCLUDED.last_accessed_at, EXCLUDED.access_count, EXCLUDED.expires_at, EXCLUDED.tier,
+			EXCLUDED.source_turn, EXCLUDED.source_run_id, EXCLUDED.embedding,
+			EXCLUDED.embedding_model, EXCLUDED.embedding_dims),
+		id = CASE WHEN ` + liveOld + ` THEN footprint_entry_in_way(EXCLUDED.id) ELSE EXCLUDED.id END
 	RETURNING ` + entryColumnsNoEmbedding
 
 // maxLiveTurnSQL is the highest live stored turn of a namespace among memories $3 and kinds
@@ -310,32 +314,21 @@ func readPredicted(br pgx.BatchResults, begun bool) error {
 
 // queuedWrites is what queueWrites put on a batch, for reading the results back in order.
 type queuedWrites struct {
-	deleted      bool // the cleanup of expired rows in the way
 	entries      []core.Entry
 	links        bool
 	fingerprints int
 }
 
-// queueWrites queues a turn's writes on b: the cleanup of expired rows in the way, the
-// entries, the turn's links and the new fingerprints.
+// queueWrites queues a turn's writes on b: the entries, the turn's links and the new
+// fingerprints.
 func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry, newFingerprints []core.Fingerprint) queuedWrites {
 	q := queuedWrites{entries: entries, fingerprints: len(newFingerprints)}
-	var newMems, newIDs []string
-	for _, e := range entries {
-		if e.Kind != core.KindFact {
-			newMems, newIDs = append(newMems, e.MemoryID), append(newIDs, e.ID)
-		}
-	}
-	if len(newIDs) > 0 {
-		b.Queue(deleteExpiredSQL, w.Tenant, w.Namespace, newMems, newIDs, w.Now)
-		q.deleted = true
-	}
 	for _, e := range entries {
 		e = stamp(e, w.Now)
 		if e.Kind == core.KindFact {
 			b.Queue(upsertEntrySQL, append(entryArgs(e), w.Now, true)...)
 		} else {
-			b.Queue(insertEntrySQL, entryArgs(e)...)
+			b.Queue(insertEntrySQL, append(entryArgs(e), w.Now)...)
 		}
 	}
 	if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
@@ -360,11 +353,6 @@ func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry,
 // in the way (the INSERT's primary-key violation) is returned as a *core.ConflictError. It
 // does not close br.
 func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
-	if q.deleted {
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
-	}
 	stored := make([]core.Entry, 0, len(q.entries))
 	for _, e := range q.entries {
 		got, err := scanEntry(br.QueryRow())
