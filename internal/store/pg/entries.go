@@ -123,10 +123,10 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 	return s.writeTurnQueued(ctx, w, memoryIDs, kinds)
 }
 
-// writeTurnAlone is one write on its own, with this process's other writes to key held back:
-// predicted when it can be, the long way otherwise.
-func (s *Store) writeTurnAlone(ctx context.Context, w core.TurnWrite, key string, memoryIDs, kinds []string) (core.TurnOutcome, error) {
-	if p := s.turns.predict(key, w); p != nil {
+// writeTurnAlone is one write in a transaction of its own, with this process's other writes to
+// key held back: predicted when it can be and guess is set, the long way otherwise.
+func (s *Store) writeTurnAlone(ctx context.Context, w core.TurnWrite, key string, memoryIDs, kinds []string, guess bool) (core.TurnOutcome, error) {
+	if p := s.turns.predict(key, w); guess && p != nil {
 		out, res, err := s.writeTurn(ctx, w, memoryIDs, kinds, p)
 		if !errors.Is(err, errStalePrediction) {
 			if err == nil {

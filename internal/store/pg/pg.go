@@ -33,10 +33,11 @@ const (
 
 // Store is the Postgres implementation of core.Store. It is safe for concurrent use.
 type Store struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
-	runs   runState       // run recordings' tail cache and retention (runs.go)
-	turns  *turnPredictor // what this process knows of namespaces' turns (turncache.go)
+	pool    *pgxpool.Pool
+	logger  *slog.Logger
+	runs    runState       // run recordings' tail cache and retention (runs.go)
+	turns   *turnPredictor // what this process knows of namespaces' turns (turncache.go)
+	commits committer      // shared transactions of predicted turn writes (turncommit.go)
 }
 
 var _ core.Store = (*Store)(nil)

@@ -3,14 +3,14 @@ package pg
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
 )
 
-// Group commit of turn writes to one namespace (turncache.go says why and when).
+// Group commit of turn writes to one namespace (turncache.go says why and when); the groups
+// of different namespaces then share transactions (turncommit.go).
 
 // writeTurnQueued queues w behind this process's other writes to its namespace and returns
 // its outcome: written alone, or in a group by whichever write leads.
@@ -44,7 +44,10 @@ func (s *Store) writeTurnQueued(ctx context.Context, w core.TurnWrite, memoryIDs
 }
 
 // lead writes the writes waiting in key's queue (the leader's own among them), delivers every
-// outcome, and hands the lead on.
+// outcome, and hands the lead on. The writes this process can predict go together, as one
+// unit of a shared transaction (turncommit.go); the others — this process does not know the
+// namespace yet, or a write brings a fingerprint it has not seen — and every write of a unit
+// whose transaction failed are written alone, in queue order.
 func (s *Store) lead(key string, memoryIDs, kinds []string) {
 	defer s.turns.handOff(key)
 	group := s.turns.take(key)
@@ -54,23 +57,15 @@ func (s *Store) lead(key string, memoryIDs, kinds []string) {
 		if r := recover(); r != nil {
 			for _, pt := range group {
 				select {
-				case pt.done <- pendingResult{err: fmt.Errorf("pg: turn write panicked: %v", r)}:
+				case pt.done <- pendingResult{err: errPanicked(r)}:
 				default:
 				}
 			}
 			panic(r)
 		}
 	}()
-	if len(group) == 1 {
-		out, err := s.writeTurnAlone(group[0].ctx, group[0].w, key, memoryIDs, kinds)
-		group[0].done <- pendingResult{out: out, err: err}
-		return
-	}
-	// Writes the group cannot take — this process does not know the namespace yet, or a
-	// write brings a fingerprint it has not seen — and every write of a group that failed,
-	// are written alone, in queue order.
 	var members, alone []*pendingTurn
-	var p *prediction // the group's: the highest turn is the same for all, fingerprints the first's
+	var p *prediction // the unit's: the highest turn is the same for all, fingerprints the first's
 	for _, pt := range group {
 		pp := s.turns.predict(key, pt.w)
 		if pp == nil {
@@ -82,15 +77,21 @@ func (s *Store) lead(key string, memoryIDs, kinds []string) {
 		}
 		members = append(members, pt)
 	}
-	if len(members) > 1 {
-		alone = append(s.writeGroup(key, members, p, memoryIDs, kinds), alone...)
-	} else {
-		alone = append(members, alone...)
+	guess := true // whether the writes redone alone may still use a prediction
+	if len(members) > 0 {
+		var rest []*pendingTurn
+		rest, guess = s.writePredicted(key, members, p, memoryIDs, kinds)
+		alone = append(rest, alone...)
 	}
 	for _, pt := range alone {
-		out, err := s.writeTurnAlone(pt.ctx, pt.w, key, memoryIDs, kinds)
+		out, err := s.writeTurnAlone(pt.ctx, pt.w, key, memoryIDs, kinds, guess)
 		pt.done <- pendingResult{out: out, err: err}
 	}
+}
+
+// errPanicked is what the callers of a write that panicked get.
+func errPanicked(r any) error {
+	return fmt.Errorf("pg: turn write panicked: %v", r)
 }
 
 // groupContext is done when every member's context is done: one client going away must not
@@ -107,6 +108,11 @@ func groupContext(members []*pendingTurn) (context.Context, func()) {
 			}
 		})
 	}
+	// AfterFunc runs f in a goroutine of its own even for a context already done: cancel at
+	// once when every caller has already gone, so nothing is sent for them.
+	if !slices.ContainsFunc(members, func(pt *pendingTurn) bool { return pt.ctx.Err() == nil }) {
+		cancel()
+	}
 	return ctx, func() {
 		for _, stop := range stops {
 			stop()
@@ -115,22 +121,14 @@ func groupContext(members []*pendingTurn) (context.Context, func()) {
 	}
 }
 
-// writeGroup writes members (at least two, all predicted by p) in one transaction and one
-// round trip, each on the turn it would get alone after the ones before it, and delivers their
-// outcomes. It returns the members still to be written: those whose Build failed are answered
-// at once; when the batch fails, all the others are returned, to be written alone.
-func (s *Store) writeGroup(key string, members []*pendingTurn, p *prediction, memoryIDs, kinds []string) []*pendingTurn {
-	ctx, done := groupContext(members)
-	defer done()
+// writePredicted writes members (all predicted by p) as one unit of a shared transaction, each
+// on the turn it would get alone after the ones before it, and delivers their outcomes. It
+// returns the members still to be written: those whose Build failed are answered at once; when
+// the unit cannot be committed, all the others are returned, to be written alone, and guess
+// says whether p may still be right (it is not after this unit's own check failed).
+func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction, memoryIDs, kinds []string) (rest []*pendingTurn, guess bool) {
 	first := members[0].w
-	type part struct {
-		pt   *pendingTurn
-		turn int
-		q    queuedWrites
-	}
-	b := &pgx.Batch{}
-	queuePredicted(b, first, memoryIDs, kinds, p.highest, true)
-	var parts []part
+	u := &commitUnit{w: first, memoryIDs: memoryIDs, kinds: kinds, highest: p.highest}
 	highest := p.highest
 	for _, pt := range members {
 		turn := max(pt.w.HostTurn, highest+1)
@@ -139,47 +137,29 @@ func (s *Store) writeGroup(key string, members []*pendingTurn, p *prediction, me
 			pt.done <- pendingResult{err: err} // the caller's own error, as alone
 			continue
 		}
-		parts = append(parts, part{pt: pt, turn: turn, q: queueWrites(b, pt.w, turn, entries, nil)})
+		u.parts = append(u.parts, unitPart{pt: pt, turn: turn, entries: entries})
 		highest = highestAfter(highest, entries, memoryIDs, kinds, pt.w.Now)
 	}
-	if len(parts) == 0 {
-		return nil
+	if len(u.parts) == 0 {
+		return nil, true
 	}
-	b.Queue("COMMIT")
-	outs := make([]core.TurnOutcome, len(parts))
-	err := s.pipelinedTx(ctx, func(c *pgx.Conn) error {
-		br := c.SendBatch(ctx, b)
-		if err := readPredicted(br, true); err != nil {
-			_ = br.Close()
-			return err
-		}
-		for i, pt := range parts {
-			stored, err := pt.q.read(br)
-			if err != nil {
-				_ = br.Close()
-				return err
-			}
-			outs[i] = core.TurnOutcome{Turn: pt.turn, Entries: stored}
-		}
-		return br.Close() // COMMIT's
-	})
-	if err != nil {
-		if isStale(err) {
-			s.turns.stale.Add(1)
-		}
-		rest := make([]*pendingTurn, len(parts))
-		for i, pt := range parts {
-			rest[i] = pt.pt
-		}
-		return rest
+	// Not at fault for a failed shared transaction: once more, then alone.
+	r := s.commit(u)
+	if r.err != nil && !r.culprit {
+		r = s.commit(u)
 	}
-	s.turns.hits.Add(int64(len(parts)))
-	s.turns.groups.Add(1)
+	if r.err != nil {
+		for _, part := range u.parts {
+			rest = append(rest, part.pt)
+		}
+		return rest, !(r.culprit && isStale(r.err))
+	}
+	s.turns.hits.Add(int64(len(u.parts)))
 	var written []core.Entry
-	for i, pt := range parts {
-		written = append(written, outs[i].Entries...)
-		pt.pt.done <- pendingResult{out: outs[i]}
+	for _, part := range u.parts {
+		written = append(written, part.stored...)
+		part.pt.done <- pendingResult{out: core.TurnOutcome{Turn: part.turn, Entries: part.stored}}
 	}
 	s.turns.remember(key, first, p.highest, written, p.fps, memoryIDs, kinds)
-	return nil
+	return nil, true
 }
