@@ -1,6 +1,6 @@
 -- +goose Up
--- A turn's entry is written by one INSERT ... ON CONFLICT on the primary key
--- (internal/store/pg/entries.go, insertEntrySQL): an EXPIRED row of the same id is invisible
+-- A turn's entries are written by one INSERT ... ON CONFLICT on the primary key
+-- (internal/store/pg/entries.go, insertEntriesSQL): an EXPIRED row of the same id is invisible
 -- and is replaced in place; a LIVE one must fail the whole write, as a plain INSERT's
 -- primary-key violation would. This function is how: the conflict branch calls it only when the
 -- row in the way is live, and it raises the very error a plain INSERT raises (unique_violation
@@ -12,15 +12,17 @@
 -- The ON CONFLICT arbiter is always the primary key; there is no plan to go wrong.
 -- VOLATILE (the default), so the planner never evaluates it ahead of time.
 -- +goose StatementBegin
-CREATE FUNCTION footprint_entry_in_way(entry_id text) RETURNS text
+-- Its DETAIL names the entry as the API reports it, since one INSERT writes several rows.
+CREATE FUNCTION footprint_entry_in_way(memory_id text, entry_id text) RETURNS text
     LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'duplicate key value violates unique constraint "entries_pkey"'
         USING ERRCODE = 'unique_violation', CONSTRAINT = 'entries_pkey', TABLE = 'entries',
-              DETAIL = format('A live entry %s is already stored.', entry_id);
+              DETAIL = format('entry "%s" of memory "%s" already exists and is live',
+                              entry_id, memory_id);
 END
 $$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP FUNCTION footprint_entry_in_way(text);
+DROP FUNCTION footprint_entry_in_way(text, text);

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,16 +28,38 @@ var _ core.EntryStore = (*Store)(nil)
 // conversations row, as before) it writes no WAL and dirties no page, and needs no row to exist.
 const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`
 
-// insertEntrySQL writes one new entry ($1..$21, entryInsertColumns order; $22 the write's
-// clock) and returns it without its embedding, which the writer already holds. An EXPIRED row
-// of the same id is invisible and is replaced as if it did not exist (every column, version and
-// counters included). A LIVE one is never overwritten: the conflict branch then calls
-// footprint_entry_in_way (migration 00010), which raises the primary-key violation a plain
-// INSERT would, and that aborts the whole transaction. The conflict arbiter is the primary key
-// whatever the table's statistics, so no cached plan can make this a scan.
-const insertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-		$19, $20, $21)
+// insertEntriesSQL writes n new entries (n rows of entryInsertColumns' 21 values, then the
+// write's clock) and returns them without their embeddings, which the writer already holds.
+// An EXPIRED row of the same id is invisible and is replaced as if it did not exist (every
+// column, version and counters included). A LIVE one is never overwritten: the conflict branch
+// then calls footprint_entry_in_way (migration 00010), which raises the primary-key violation a
+// plain INSERT would, naming the entry, and that aborts the whole transaction. The conflict
+// arbiter is the primary key whatever the table's statistics, so no cached plan can make this a
+// scan. One statement for all of a write's entries: Postgres prepares the executor and the
+// table's CHECK constraints once per statement, which cost as much as a row's insert.
+func insertEntriesSQL(n int) string {
+	return cachedSQL(sqlKey{"insert-entries", n}, func() string { return buildInsertEntriesSQL(n) })
+}
+
+func buildInsertEntriesSQL(n int) string {
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO entries (` + entryInsertColumns + `) VALUES `)
+	const cols = 21
+	for r := range n {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				sb.WriteString(", ")
+			}
+			fmt.Fprintf(&sb, "$%d", r*cols+c+1)
+		}
+		sb.WriteByte(')')
+	}
+	clock := fmt.Sprintf("$%d::timestamptz", n*cols+1)
+	sb.WriteString(`
 	ON CONFLICT (tenant, memory_id, namespace, id) DO UPDATE SET
 		(kind, turn, idx, value, metadata, version, created_at, updated_at, last_accessed_at,
 			access_count, expires_at, tier, source_turn, source_run_id, embedding,
@@ -44,25 +69,92 @@ const insertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
 			EXCLUDED.last_accessed_at, EXCLUDED.access_count, EXCLUDED.expires_at, EXCLUDED.tier,
 			EXCLUDED.source_turn, EXCLUDED.source_run_id, EXCLUDED.embedding,
 			EXCLUDED.embedding_model, EXCLUDED.embedding_dims),
-		id = CASE WHEN ` + liveOld + ` THEN footprint_entry_in_way(EXCLUDED.id) ELSE EXCLUDED.id END
-	RETURNING ` + entryColumnsNoEmbedding
+		id = CASE WHEN (entries.expires_at IS NULL OR entries.expires_at > ` + clock + `)
+			THEN footprint_entry_in_way(EXCLUDED.memory_id, EXCLUDED.id) ELSE EXCLUDED.id END
+	RETURNING ` + entryColumnsNoEmbedding)
+	return sb.String()
+}
 
-// maxLiveTurnSQL is the highest live stored turn of a namespace among memories $3 and kinds
-// $4 at time $5 (0 when none). One probe of entries_newest_idx per (memory, kind): each walks
-// the index from the highest turn down and stops at the first live row, so expired rows are
-// skipped without reading the rest, and the cost does not grow with the namespace's other
-// entries (facts, beats, documents never match the kind prefix). The ORDER BY spells the
-// index's own ordering, so no sort is needed.
-const maxLiveTurnSQL = `SELECT coalesce(max(t.turn), 0)
-	FROM unnest($3::text[]) AS m(id)
-	CROSS JOIN unnest($4::text[]) AS k(kind)
-	CROSS JOIN LATERAL (
-		SELECT e.turn FROM entries e
-		WHERE e.tenant = $1 AND e.namespace = $2 AND e.memory_id = m.id AND e.kind = k.kind
-			AND e.turn IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > $5)
-		ORDER BY e.turn DESC NULLS LAST, e.idx DESC NULLS LAST
-		LIMIT 1
-	) t`
+// maxInsertRows bounds the rows of one insertEntriesSQL statement (Postgres takes at most 65,535
+// parameters); a write with more entries uses several.
+const maxInsertRows = 256
+
+// sqlKey names a statement text built for a shape: its kind and its count (rows, pairs).
+type sqlKey struct {
+	kind string
+	n    int
+}
+
+// sqlTexts caches the texts cachedSQL builds: bounded, since every count is (maxInsertRows
+// rows; memories × kinds pairs, a tenant's memories being few).
+var sqlTexts sync.Map // sqlKey → string
+
+// cachedSQL returns the text for key, building it once.
+func cachedSQL(key sqlKey, build func() string) string {
+	if q, ok := sqlTexts.Load(key); ok {
+		return q.(string)
+	}
+	q, _ := sqlTexts.LoadOrStore(key, build())
+	return q.(string)
+}
+
+// maxLiveTurn is the query of the highest live stored turn of namespace among memoryIDs and
+// kinds at now (0 when none), with its arguments. One probe of entries_newest_idx per (memory,
+// kind): each walks the index from the highest turn down and stops at the first live row, so
+// expired rows are skipped without reading the rest, and the cost does not grow with the
+// namespace's other entries (facts, beats, documents never match the kind prefix). The ORDER BY
+// spells the index's own ordering, so no sort is needed.
+//
+// The probes are spelt out, one scalar subquery per pair, in a text per number of pairs. Over
+// unnest'ed arrays instead, Postgres' generic plan assumes 10 elements per array and costs 25
+// times the real plan, so every execution of the prepared statement was planned afresh: a
+// tenth of Postgres' CPU in a turn write. Spelt out, the generic plan is the real one.
+func maxLiveTurn(tenant, namespace string, memoryIDs, kinds []string, now time.Time) (string, []any) {
+	sql := cachedSQL(sqlKey{"max-live-turn", len(memoryIDs) * len(kinds)}, func() string {
+		return "SELECT " + maxLiveTurnExpr(len(memoryIDs)*len(kinds), 4)
+	})
+	return sql, append([]any{tenant, namespace, now}, turnPairs(memoryIDs, kinds)...)
+}
+
+// assertHighest is the query that fails (division by zero, SQLSTATE 22012) unless maxLiveTurn's
+// answer is highest: a turn write's prediction, checked under the lock.
+func assertHighest(tenant, namespace string, memoryIDs, kinds []string, now time.Time, highest int) (string, []any) {
+	sql := cachedSQL(sqlKey{"assert-highest", len(memoryIDs) * len(kinds)}, func() string {
+		return "SELECT 1 / (CASE WHEN " + maxLiveTurnExpr(len(memoryIDs)*len(kinds), 5) + " = $4::int THEN 1 ELSE 0 END)"
+	})
+	return sql, append([]any{tenant, namespace, now, highest}, turnPairs(memoryIDs, kinds)...)
+}
+
+// maxLiveTurnExpr is maxLiveTurn's expression over pairs (memory, kind) pairs given as
+// parameters from $first on; $1 is the tenant, $2 the namespace, $3 the clock.
+func maxLiveTurnExpr(pairs, first int) string {
+	if pairs == 0 {
+		// No memory or no kind: nothing to probe. The parameters are still referenced, so
+		// that every shape takes the same leading arguments.
+		return "(CASE WHEN $1::text IS NULL OR $2::text IS NULL OR $3::timestamptz IS NULL THEN 0 ELSE 0 END)"
+	}
+	var sb strings.Builder
+	sb.WriteString("greatest(0")
+	for i := range pairs {
+		fmt.Fprintf(&sb, `, (SELECT e.turn FROM entries e
+		WHERE e.tenant = $1 AND e.namespace = $2 AND e.memory_id = $%d AND e.kind = $%d
+			AND e.turn IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > $3::timestamptz)
+		ORDER BY e.turn DESC NULLS LAST, e.idx DESC NULLS LAST LIMIT 1)`, first+2*i, first+2*i+1)
+	}
+	sb.WriteString(")")
+	return sb.String()
+}
+
+// turnPairs lists every (memory, kind) pair, flattened, as maxLiveTurnExpr takes them.
+func turnPairs(memoryIDs, kinds []string) []any {
+	out := make([]any, 0, 2*len(memoryIDs)*len(kinds))
+	for _, m := range memoryIDs {
+		for _, k := range kinds {
+			out = append(out, m, k)
+		}
+	}
+	return out
+}
 
 // upsertEntrySQL writes one entry ($1..$21, entryInsertColumns order; $22 the write's clock,
 // $23 whether the entry is upserted, i.e. is a fact). A fact replaces a live row of its id,
@@ -86,14 +178,15 @@ const upsertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
 	WHERE $23::boolean OR NOT ` + liveOld + `
 	RETURNING ` + entryColumnsNoEmbedding
 
-// liveOld is "the conflicting stored row is live" at the write's clock ($22).
+// liveOld is "the conflicting stored row is live" at the write's clock ($22); insertEntriesSQL
+// spells the same test with its own clock parameter.
 const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timestamptz)`
 
 // WriteTurn resolves the turn and writes w.Build(turn)'s entries in one transaction:
 //
 //  1. take the namespace's advisory lock (lockNamespaceSQL), so concurrent turn writes to one
 //     namespace queue here (and writes to other namespaces never wait);
-//  2. read the highest live stored turn (maxLiveTurnSQL) in a fresh READ COMMITTED snapshot,
+//  2. read the highest live stored turn (maxLiveTurn) in a fresh READ COMMITTED snapshot,
 //     which therefore includes every turn committed by whoever held the lock before;
 //  3. turn = max(w.HostTurn, highest+1), build, and write the entries.
 //
@@ -146,10 +239,6 @@ func (s *Store) writeTurnAlone(ctx context.Context, w core.TurnWrite, key string
 
 // errStalePrediction: the namespace's stored highest turn is not the one predicted.
 var errStalePrediction = errors.New("pg: predicted turn is stale")
-
-// assertHighestSQL fails (division by zero, SQLSTATE 22012) unless the namespace's highest live
-// turn ($1..$5 as maxLiveTurnSQL) is $6: a turn write's prediction, checked under the lock.
-const assertHighestSQL = `SELECT 1 / (CASE WHEN (` + maxLiveTurnSQL + `) = $6::int THEN 1 ELSE 0 END)`
 
 // turnRead is what a turn write learnt of the namespace: its highest live turn before the
 // write and the vector fingerprints stored there after it.
@@ -280,7 +369,7 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kind
 	return outcome, read, nil
 }
 
-// isStale reports assertHighestSQL's failed check.
+// isStale reports assertHighest's failed check.
 func isStale(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == codeDivisionByZero
@@ -294,7 +383,8 @@ func queuePredicted(b *pgx.Batch, w core.TurnWrite, memoryIDs, kinds []string, h
 		b.Queue("BEGIN")
 	}
 	b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
-	b.Queue(assertHighestSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now, highest)
+	sql, args := assertHighest(w.Tenant, w.Namespace, memoryIDs, kinds, w.Now, highest)
+	b.Queue(sql, args...)
 }
 
 // readPredicted reads the head of a predicted write's batch: BEGIN (when sent), the lock and
@@ -314,22 +404,33 @@ func readPredicted(br pgx.BatchResults, begun bool) error {
 
 // queuedWrites is what queueWrites put on a batch, for reading the results back in order.
 type queuedWrites struct {
-	entries      []core.Entry
+	entries      []core.Entry // as written (stamped), in the caller's order
+	statements   [][]int      // per statement, the indexes in entries of the rows it writes
 	links        bool
 	fingerprints int
 }
 
-// queueWrites queues a turn's writes on b: the entries, the turn's links and the new
-// fingerprints.
+// queueWrites queues a turn's writes on b: the entries (the new ones in as few INSERTs as
+// possible, each fact in an upsert of its own), the turn's links and the new fingerprints.
 func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry, newFingerprints []core.Fingerprint) queuedWrites {
-	q := queuedWrites{entries: entries, fingerprints: len(newFingerprints)}
-	for _, e := range entries {
-		e = stamp(e, w.Now)
+	q := queuedWrites{entries: make([]core.Entry, len(entries)), fingerprints: len(newFingerprints)}
+	var fresh []int
+	for i, e := range entries {
+		q.entries[i] = stamp(e, w.Now)
 		if e.Kind == core.KindFact {
-			b.Queue(upsertEntrySQL, append(entryArgs(e), w.Now, true)...)
+			b.Queue(upsertEntrySQL, append(entryArgs(q.entries[i]), w.Now, true)...)
+			q.statements = append(q.statements, []int{i})
 		} else {
-			b.Queue(insertEntrySQL, append(entryArgs(e), w.Now)...)
+			fresh = append(fresh, i)
 		}
+	}
+	for chunk := range slices.Chunk(fresh, maxInsertRows) {
+		args := make([]any, 0, len(chunk)*21+1)
+		for _, i := range chunk {
+			args = append(args, entryArgs(q.entries[i])...)
+		}
+		b.Queue(insertEntriesSQL(len(chunk)), append(args, w.Now)...)
+		q.statements = append(q.statements, chunk)
 	}
 	if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
 		runs, recalls := []string{}, w.LinkRecallIDs
@@ -349,22 +450,20 @@ func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry,
 	return q
 }
 
-// read reads q's results from br, in queue order, and returns the stored entries. A live entry
-// in the way (the INSERT's primary-key violation) is returned as a *core.ConflictError. It
-// does not close br.
+// read reads q's results from br, in queue order, and returns the stored entries, in the
+// caller's order. A live entry in the way (the primary-key violation insertEntriesSQL raises)
+// is returned as a *core.ConflictError. It does not close br.
 func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
-	stored := make([]core.Entry, 0, len(q.entries))
-	for _, e := range q.entries {
-		got, err := scanEntry(br.QueryRow())
+	stored := make([]core.Entry, len(q.entries))
+	for _, rows := range q.statements {
+		err := readWritten(br, q.entries, rows, stored)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.ConstraintName == "entries_pkey" {
-			return nil, entryExists(e)
+			return nil, &core.ConflictError{Code: core.CodeEntryExists, Detail: pgErr.Detail}
 		}
 		if err != nil {
 			return nil, err
 		}
-		got.Embedding = e.Embedding // as written; the row comes back without it
-		stored = append(stored, got)
 	}
 	n := q.fingerprints
 	if q.links {
@@ -378,6 +477,38 @@ func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
 	return stored, nil
 }
 
+// readWritten reads the rows one write statement returns — entries[i] for each i in rows,
+// stored without their embeddings — into stored[i], with the embedding as written.
+func readWritten(br pgx.BatchResults, entries []core.Entry, rows []int, stored []core.Entry) error {
+	returned, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer returned.Close()
+	byKey := make(map[[2]string]core.Entry, len(rows))
+	for returned.Next() {
+		e, err := scanEntry(returned)
+		if err != nil {
+			return err
+		}
+		byKey[[2]string{e.MemoryID, e.ID}] = e
+	}
+	if err := returned.Err(); err != nil {
+		return err
+	}
+	for _, i := range rows {
+		w := entries[i]
+		got, ok := byKey[[2]string{w.MemoryID, w.ID}]
+		if !ok {
+			// An upsert always returns its row, an insert each of its rows or an error.
+			return fmt.Errorf("pg: entry %q of memory %q was written but not returned", w.ID, w.MemoryID)
+		}
+		got.Embedding = w.Embedding
+		stored[i] = got
+	}
+	return nil
+}
+
 // lockAndRead begins the transaction when begin is set, takes the namespace's advisory lock,
 // then reads the highest live stored turn and the fingerprints of fpIDs: one pipelined batch.
 func lockAndRead(ctx context.Context, c queryer, w core.TurnWrite, memoryIDs, kinds, fpIDs []string, begin bool) (int, map[string]core.Fingerprint, error) {
@@ -386,7 +517,8 @@ func lockAndRead(ctx context.Context, c queryer, w core.TurnWrite, memoryIDs, ki
 		b.Queue("BEGIN")
 	}
 	b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
-	b.Queue(maxLiveTurnSQL, w.Tenant, w.Namespace, memoryIDs, kinds, w.Now)
+	sql, args := maxLiveTurn(w.Tenant, w.Namespace, memoryIDs, kinds, w.Now)
+	b.Queue(sql, args...)
 	b.Queue(`SELECT memory_id, model, dims FROM embedding_fingerprints
 		WHERE tenant = $1 AND namespace = $2 AND memory_id = ANY($3)`, w.Tenant, w.Namespace, fpIDs)
 	br := c.SendBatch(ctx, b)
@@ -484,11 +616,6 @@ func stamp(e core.Entry, now time.Time) core.Entry {
 		e.LastAccessedAt = now
 	}
 	return e
-}
-
-func entryExists(e core.Entry) *core.ConflictError {
-	return &core.ConflictError{Code: core.CodeEntryExists,
-		Detail: fmt.Sprintf("entry %q of memory %q already exists and is live", e.ID, e.MemoryID)}
 }
 
 // ListEntries returns up to q.Limit live entries of the namespace, newest first: ORDER BY

@@ -44,8 +44,8 @@ func TestMaxLiveTurnUsesIndex(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := conn.Query(ctx, "EXPLAIN "+pg.MaxLiveTurnSQL,
-		"acme", "conv", []string{"causal", "chat"}, []string{"snap", "msg"}, now)
+	sql, args := pg.MaxLiveTurn("acme", "conv", []string{"causal", "chat"}, []string{"snap", "msg"}, now)
+	rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // https://www.postgresql.org/docs/current/errcodes-appendix.html.
 const (
 	codeUniqueViolation      = "23505"
-	codeDivisionByZero       = "22012" // assertHighestSQL's failed check
+	codeDivisionByZero       = "22012" // assertHighest's failed check
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeLockNotAvailable     = "55P03" // lock_timeout

@@ -1,7 +1,7 @@
 package pg
 
-// MaxLiveTurnSQL exposes the turn-derivation query to the external tests, which EXPLAIN it.
-const MaxLiveTurnSQL = maxLiveTurnSQL
+// MaxLiveTurn exposes the turn-derivation query to the external tests, which EXPLAIN it.
+var MaxLiveTurn = maxLiveTurn
 
 // PredictionStats reports how many turn writes committed on a predicted turn and how many
 // predictions were stale (and redone the long way).

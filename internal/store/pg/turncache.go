@@ -193,7 +193,7 @@ func (p *turnPredictor) forget() {
 }
 
 // highestAfter is the namespace's highest live turn after written was stored on top of before,
-// as maxLiveTurnSQL will count it: only entries of the kinds and memories scanned, and not one
+// as maxLiveTurn will count it: only entries of the kinds and memories scanned, and not one
 // about to expire (counting it or not would both be risky; leaving it out only costs a redo).
 func highestAfter(before int, written []core.Entry, memoryIDs, kinds []string, now time.Time) int {
 	highest := before

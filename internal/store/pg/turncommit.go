@@ -182,7 +182,8 @@ func (s *Store) runShared(units []*commitUnit) {
 	b.Queue("BEGIN")
 	b.Queue(lockNamespacesSQL, tenants, namespaces)
 	for _, u := range units {
-		b.Queue(assertHighestSQL, u.w.Tenant, u.w.Namespace, u.memoryIDs, u.kinds, u.w.Now, u.highest)
+		sql, args := assertHighest(u.w.Tenant, u.w.Namespace, u.memoryIDs, u.kinds, u.w.Now, u.highest)
+		b.Queue(sql, args...)
 		for i := range u.parts {
 			p := &u.parts[i]
 			p.q = queueWrites(b, p.pt.w, p.turn, p.entries, nil)
