@@ -29,14 +29,15 @@ var _ core.EntryStore = (*Store)(nil)
 const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`
 
 // insertEntriesSQL writes n new entries (n rows of entryInsertColumns' 21 values, then the
-// write's clock) and returns them without their embeddings, which the writer already holds.
-// An EXPIRED row of the same id is invisible and is replaced as if it did not exist (every
-// column, version and counters included). A LIVE one is never overwritten: the conflict branch
-// then calls footprint_entry_in_way (migration 00010), which raises the primary-key violation a
-// plain INSERT would, naming the entry, and that aborts the whole transaction. The conflict
-// arbiter is the primary key whatever the table's statistics, so no cached plan can make this a
-// scan. One statement for all of a write's entries: Postgres prepares the executor and the
-// table's CHECK constraints once per statement, which cost as much as a row's insert.
+// write's clock). An EXPIRED row of the same id is invisible and is replaced as if it did not
+// exist (every column, version and counters included). A LIVE one is never overwritten: the
+// conflict branch then calls footprint_entry_in_way (migration 00010), which raises the
+// primary-key violation a plain INSERT would, naming the entry, and that aborts the whole
+// transaction. The conflict arbiter is the primary key whatever the table's statistics, so no
+// cached plan can make this a scan. One statement for all of a write's entries: Postgres
+// prepares the executor and the table's CHECK constraints once per statement, which cost as
+// much as a row's insert. Nothing is returned: every row stored is exactly the one sent
+// (asStored), and returning them cost Postgres a jsonb rendering and the server a scan per row.
 func insertEntriesSQL(n int) string {
 	return cachedSQL(sqlKey{"insert-entries", n}, func() string { return buildInsertEntriesSQL(n) })
 }
@@ -70,8 +71,7 @@ func buildInsertEntriesSQL(n int) string {
 			EXCLUDED.source_turn, EXCLUDED.source_run_id, EXCLUDED.embedding,
 			EXCLUDED.embedding_model, EXCLUDED.embedding_dims),
 		id = CASE WHEN (entries.expires_at IS NULL OR entries.expires_at > ` + clock + `)
-			THEN footprint_entry_in_way(EXCLUDED.memory_id, EXCLUDED.id) ELSE EXCLUDED.id END
-	RETURNING ` + entryColumnsNoEmbedding)
+			THEN footprint_entry_in_way(EXCLUDED.memory_id, EXCLUDED.id) ELSE EXCLUDED.id END`)
 	return sb.String()
 }
 
@@ -406,6 +406,7 @@ func readPredicted(br pgx.BatchResults, begun bool) error {
 type queuedWrites struct {
 	entries      []core.Entry // as written (stamped), in the caller's order
 	statements   [][]int      // per statement, the indexes in entries of the rows it writes
+	upserts      []bool       // per statement: a fact's upsert, which returns its row
 	links        bool
 	fingerprints int
 }
@@ -419,7 +420,7 @@ func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry,
 		q.entries[i] = stamp(e, w.Now)
 		if e.Kind == core.KindFact {
 			b.Queue(upsertEntrySQL, append(entryArgs(q.entries[i]), w.Now, true)...)
-			q.statements = append(q.statements, []int{i})
+			q.statements, q.upserts = append(q.statements, []int{i}), append(q.upserts, true)
 		} else {
 			fresh = append(fresh, i)
 		}
@@ -430,7 +431,7 @@ func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry,
 			args = append(args, entryArgs(q.entries[i])...)
 		}
 		b.Queue(insertEntriesSQL(len(chunk)), append(args, w.Now)...)
-		q.statements = append(q.statements, chunk)
+		q.statements, q.upserts = append(q.statements, chunk), append(q.upserts, false)
 	}
 	if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
 		runs, recalls := []string{}, w.LinkRecallIDs
@@ -455,8 +456,23 @@ func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry,
 // is returned as a *core.ConflictError. It does not close br.
 func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
 	stored := make([]core.Entry, len(q.entries))
-	for _, rows := range q.statements {
-		err := readWritten(br, q.entries, rows, stored)
+	for s, rows := range q.statements {
+		var err error
+		if q.upserts[s] {
+			var got core.Entry
+			if got, err = scanEntry(br.QueryRow()); err == nil {
+				got.Embedding = q.entries[rows[0]].Embedding // as written; the row comes back without it
+				stored[rows[0]] = got
+			}
+		} else {
+			var tag pgconn.CommandTag
+			if tag, err = br.Exec(); err == nil && tag.RowsAffected() != int64(len(rows)) {
+				err = fmt.Errorf("pg: %d entries inserted, want %d", tag.RowsAffected(), len(rows))
+			}
+			for _, i := range rows {
+				stored[i] = asStored(q.entries[i])
+			}
+		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.ConstraintName == "entries_pkey" {
 			return nil, &core.ConflictError{Code: core.CodeEntryExists, Detail: pgErr.Detail}
@@ -477,36 +493,18 @@ func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
 	return stored, nil
 }
 
-// readWritten reads the rows one write statement returns — entries[i] for each i in rows,
-// stored without their embeddings — into stored[i], with the embedding as written.
-func readWritten(br pgx.BatchResults, entries []core.Entry, rows []int, stored []core.Entry) error {
-	returned, err := br.Query()
-	if err != nil {
-		return err
+// asStored is e as a read of its row returns it once inserted with entryArgs: timestamps at
+// Postgres' microsecond precision in UTC (pgx truncates), absent metadata as {}.
+func asStored(e core.Entry) core.Entry {
+	at := func(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
+	e.CreatedAt, e.UpdatedAt, e.LastAccessedAt = at(e.CreatedAt), at(e.UpdatedAt), at(e.LastAccessedAt)
+	if !e.ExpiresAt.IsZero() {
+		e.ExpiresAt = at(e.ExpiresAt)
 	}
-	defer returned.Close()
-	byKey := make(map[[2]string]core.Entry, len(rows))
-	for returned.Next() {
-		e, err := scanEntry(returned)
-		if err != nil {
-			return err
-		}
-		byKey[[2]string{e.MemoryID, e.ID}] = e
+	if len(e.Metadata) == 0 {
+		e.Metadata = json.RawMessage(`{}`)
 	}
-	if err := returned.Err(); err != nil {
-		return err
-	}
-	for _, i := range rows {
-		w := entries[i]
-		got, ok := byKey[[2]string{w.MemoryID, w.ID}]
-		if !ok {
-			// An upsert always returns its row, an insert each of its rows or an error.
-			return fmt.Errorf("pg: entry %q of memory %q was written but not returned", w.ID, w.MemoryID)
-		}
-		got.Embedding = w.Embedding
-		stored[i] = got
-	}
-	return nil
+	return e
 }
 
 // lockAndRead begins the transaction when begin is set, takes the namespace's advisory lock,
