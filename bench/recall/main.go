@@ -69,6 +69,7 @@ type config struct {
 	duration time.Duration
 	seed     uint64
 	keep     bool
+	profile  string // CPU profile of the per-conversation service side
 }
 
 func main() {
@@ -82,6 +83,7 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 3, "concurrent writers while loading")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cap on each measured side; fewer queries are measured when it runs out")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed for the choice of conversations, texts and queries")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the per-conversation service side (HTTP) to this file")
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
@@ -459,7 +461,12 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 		return nil, err
 	}
 	setOf := func(q query) *vectorSet { return convs[q.conv].set }
+	stop, err := benchkit.StartCPUProfile(b.cfg.profile)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := b.measure(ctx, qs, len(qs), b.serviceSide(func(q query) string { return convs[q.conv].id }, mem.ID))
+	stop()
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,6 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -406,15 +405,11 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 	var samples []string
 
 	if profile {
-		f, err := os.Create(b.cfg.cpuProfile)
+		stop, err := benchkit.StartCPUProfile(b.cfg.cpuProfile)
 		if err != nil {
 			return cell{}, err
 		}
-		defer func() { _ = f.Close() }()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return cell{}, err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	cpu0 := sampleCPU()
 	start := time.Now()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
@@ -54,3 +55,23 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 
 // Ms is d in (fractional) milliseconds, for tables.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// StartCPUProfile starts a CPU profile written to path and returns the function that stops it
+// and closes the file. An empty path profiles nothing.
+func StartCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
