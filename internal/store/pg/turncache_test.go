@@ -283,3 +283,149 @@ func TestTurnGroupCommit(t *testing.T) {
 		t.Errorf("%d snapshots stored, want 14", len(list))
 	}
 }
+
+// TestSharedCommitAcrossConversations: predicted writes to different conversations that queue
+// while every shared transaction is busy are written together, and a failure stays with its
+// conversation: a live entry in the way fails that write alone, a stale guess is redone the long
+// way, and every other write commits on the turn it would get alone.
+func TestSharedCommitAcrossConversations(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	s := openStore(t, dsn)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	blockers := []string{"x", "y"} // as many as shared transactions may be in flight
+	convs := []string{}
+	for i := range 12 {
+		convs = append(convs, fmt.Sprintf("c%d", i))
+	}
+	for _, c := range append(slices.Clone(blockers), convs...) {
+		if _, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now)); err != nil { // turn 1: now predicted
+			t.Fatal(err)
+		}
+	}
+	// c0: a live entry in the way of its next snapshot, which the turn check does not count.
+	inTheWay := core.Entry{Tenant: "acme", Namespace: "c0", MemoryID: "why", ID: "snap-2", Kind: core.KindBeat,
+		Turn: 2, Value: json.RawMessage(`{}`)}
+	if err := s.PutEntries(ctx, []core.Entry{inTheWay}); err != nil {
+		t.Fatal(err)
+	}
+	// c1: another process wrote its turn 2, so this one's guess is stale.
+	if out, err := openStore(t, dsn).WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now)); err != nil || out.Turn != 2 {
+		t.Fatalf("other process: turn %d, %v", out.Turn, err)
+	}
+	// The blockers' writes take the shared transactions and wait there for their namespace
+	// locks, held here; the others queue behind them.
+	holder := connect(t, dsn)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range blockers {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`, "acme", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := pg.GroupCommits(s)
+	_, stale := pg.PredictionStats(s)
+	type result struct {
+		turn int
+		err  error
+	}
+	var (
+		mu  sync.Mutex
+		got = map[string]result{}
+		wg  sync.WaitGroup
+	)
+	write := func(c string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
+			mu.Lock()
+			got[c] = result{out.Turn, err}
+			mu.Unlock()
+		}()
+	}
+	for _, c := range blockers {
+		write(c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, c := range convs {
+		write(c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	var ce *core.ConflictError
+	if r := got["c0"]; !errors.As(r.err, &ce) {
+		t.Errorf("c0, a live entry in the way: turn %d, %v; want a conflict", r.turn, r.err)
+	}
+	if r := got["c1"]; r.err != nil || r.turn != 3 {
+		t.Errorf("c1, after another process's turn 2: turn %d, %v; want 3", r.turn, r.err)
+	}
+	for c, r := range got {
+		if c != "c0" && c != "c1" && (r.err != nil || r.turn != 2) {
+			t.Errorf("%s: turn %d, %v; want 2", c, r.turn, r.err)
+		}
+	}
+	if n := pg.GroupCommits(s) - groups; n < 1 {
+		t.Errorf("%d shared transactions of two or more writes, want at least 1", n)
+	}
+	if _, after := pg.PredictionStats(s); after-stale != 1 {
+		t.Errorf("%d stale predictions, want 1 (c1's, counted once)", after-stale)
+	}
+	if e, err := s.GetEntry(ctx, "acme", "c0", "why", "snap-2", false, now); err != nil || e.Kind != core.KindBeat {
+		t.Errorf("the entry in the way after the conflict: %+v, %v; want it untouched", e, err)
+	}
+}
+
+// TestSharedCommitsTwoProcesses: two stores × 8 goroutines write to the same 6 conversations at
+// once, so both processes run shared transactions that lock several namespaces each (in one
+// global order: no deadlock) and whose guesses keep going stale; every conversation's turns are
+// exactly 1..N.
+func TestSharedCommitsTwoProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	stores := []*pg.Store{openStore(t, dsn), openStore(t, dsn)}
+	const writers, perWriter, convs = 8, 12, 6
+	var (
+		mu    sync.Mutex
+		turns = map[string][]int{}
+		wg    sync.WaitGroup
+	)
+	now := time.Now().UTC()
+	for i := range 2 * writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range perWriter {
+				c := fmt.Sprintf("m%d", (i+j)%convs)
+				out, err := stores[i%2].WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				turns[c] = append(turns[c], out.Turn)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, s := range stores {
+		hits, stale := pg.PredictionStats(s)
+		t.Logf("store %d: %d predicted writes, %d stale predictions, %d shared transactions", i, hits, stale, pg.GroupCommits(s))
+	}
+	for c, ts := range turns {
+		slices.Sort(ts)
+		for i, n := range ts {
+			if n != i+1 {
+				t.Fatalf("%s: turns are not 1..%d: %v", c, len(ts), ts)
+			}
+		}
+	}
+}

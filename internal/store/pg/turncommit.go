@@ -29,13 +29,19 @@ import (
 //
 // A shared transaction fails as a whole. The unit whose statement failed (a stale guess, a live
 // entry in the way) then has each of its writes redone alone, as if it had never been grouped —
-// the long way after a stale guess; the other units are tried once more in a shared transaction,
-// and alone if that fails too. One conversation's failure never decides another's outcome.
+// the long way after a stale guess; the other units are tried again in shared transactions, each
+// failure removing its culprit (at most maxSharedAttempts tries; a failure nobody's statement
+// caused, such as a lost connection, is tried once more). Then alone. One conversation's failure
+// never decides another's outcome.
 
 // maxInFlightCommits is how many shared transactions may be in flight at once. Two keeps both of
 // this machine's cores busy in Postgres while one transaction's round trip is on the wire; more
 // only splits waiting writes into smaller groups.
 const maxInFlightCommits = 2
+
+// maxSharedAttempts bounds the shared transactions one unit is tried in before it is written
+// alone.
+const maxSharedAttempts = 4
 
 // lockNamespacesSQL takes the advisory locks of the namespaces ($1 tenants, $2 namespaces,
 // pairwise) in ascending key order (keys as lockNamespaceSQL computes them). The aggregate reads
@@ -68,6 +74,7 @@ type commitResult struct {
 	lead    bool
 	err     error
 	culprit bool // the error came from this unit's own check or writes
+	blamed  bool // the error came from another unit's
 }
 
 // committer hands out shared transactions (see above).
@@ -164,7 +171,7 @@ func (s *Store) runShared(units []*commitUnit) {
 			panic(r)
 		}
 		for _, u := range units {
-			u.done <- commitResult{err: err, culprit: u == culprit}
+			u.done <- commitResult{err: err, culprit: u == culprit, blamed: culprit != nil && u != culprit}
 		}
 		s.commits.handOff()
 	}()

@@ -143,9 +143,9 @@ func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction
 	if len(u.parts) == 0 {
 		return nil, true
 	}
-	// Not at fault for a failed shared transaction: once more, then alone.
+	// Not at fault for a failed shared transaction: again (see maxSharedAttempts), then alone.
 	r := s.commit(u)
-	if r.err != nil && !r.culprit {
+	for attempt := 1; r.err != nil && !r.culprit && attempt < maxSharedAttempts && (r.blamed || attempt == 1); attempt++ {
 		r = s.commit(u)
 	}
 	if r.err != nil {
