@@ -195,7 +195,9 @@ const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timest
 // turn is still that one, the writes and COMMIT go in one pipelined batch; otherwise, or when
 // the check fails, two: BEGIN, the lock and the reads; then the writes and COMMIT. If any
 // statement fails, Postgres skips the rest of the batch, COMMIT included, and the transaction
-// is rolled back.
+// is rolled back. Predicted writes may share their transaction with writes to the same
+// namespace (turngroup.go) and to others (turncommit.go); each outcome is the one the write
+// would have had alone.
 //
 // New rows get version 1, and zero timestamps are set to w.Now. Facts upsert by id; any
 // other entry that would overwrite a live row fails the whole write with a
