@@ -26,9 +26,9 @@ import (
 // other. While one write of a namespace is in flight, the writes that queue up behind it are
 // then written together, in queue order, in one transaction and one round trip (group commit):
 // a busy conversation costs one round trip per group of turns, not per turn. Each still gets
-// exactly the turn it would have got alone; if the group's batch fails for any reason (a stale
-// guess, a live entry in the way, a lost connection), each of its writes is redone alone, so a
-// write's outcome never depends on another's.
+// exactly the turn it would have got alone; if Postgres refuses the group's batch (a stale
+// guess, a live entry in the way), each of its writes is redone alone, so a write's outcome never
+// depends on another's. A lost connection is not redone: the COMMIT may have been applied.
 type turnPredictor struct {
 	hits, stale atomic.Int64 // predicted writes that committed / that were redone the long way
 	groups      atomic.Int64 // transactions that wrote two or more queued writes

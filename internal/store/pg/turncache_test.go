@@ -429,3 +429,85 @@ func TestSharedCommitsTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedCommitLostConnectionIsNotRedone: when the connection of a transaction in flight is
+// lost, its COMMIT may have been applied with the answer lost, so its writes are not redone:
+// their callers get an error (and here, where the session died waiting for a lock, nothing was
+// stored). The writes queued behind it are not affected.
+func TestSharedCommitLostConnectionIsNotRedone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	s := openStore(t, dsn)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	blockers, queued := []string{"lx", "ly"}, []string{"q0", "q1", "q2", "q3"}
+	for _, c := range append(slices.Clone(blockers), queued...) {
+		if _, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now)); err != nil { // turn 1: now predicted
+			t.Fatal(err)
+		}
+	}
+	holder := connect(t, dsn)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range blockers {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`, "acme", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		turn int
+		err  error
+	}
+	var (
+		mu  sync.Mutex
+		got = map[string]result{}
+		wg  sync.WaitGroup
+	)
+	write := func(c string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
+			mu.Lock()
+			got[c] = result{out.Turn, err}
+			mu.Unlock()
+		}()
+	}
+	for _, c := range blockers {
+		write(c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, c := range queued {
+		write(c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// The blockers' transactions wait for their locks: end their sessions.
+	var killed int
+	if err := holder.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed != len(blockers) {
+		t.Fatalf("terminated %d sessions waiting for a namespace lock, want %d", killed, len(blockers))
+	}
+	wg.Wait()
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range blockers {
+		if r := got[c]; r.err == nil {
+			t.Errorf("%s: turn %d written; want an error (its session was ended)", c, r.turn)
+		}
+		list, _, err := s.ListEntries(ctx, core.EntryQuery{Tenant: "acme", Namespace: c, Now: now, Limit: 10})
+		if err != nil || len(list) != 1 {
+			t.Errorf("%s after its lost write: %d entries, %v; want only turn 1's", c, len(list), err)
+		}
+	}
+	for _, c := range queued {
+		if r := got[c]; r.err != nil || r.turn != 2 {
+			t.Errorf("%s, queued behind the lost ones: turn %d, %v; want 2", c, r.turn, r.err)
+		}
+	}
+}

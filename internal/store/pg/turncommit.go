@@ -27,12 +27,14 @@ import (
 // one lock and cannot be part of a cycle either. A write alone, with nothing in flight, pays
 // nothing for this: it runs at once.
 //
-// A shared transaction fails as a whole. The unit whose statement failed (a stale guess, a live
-// entry in the way) then has each of its writes redone alone, as if it had never been grouped —
-// the long way after a stale guess; the other units are tried again in shared transactions, each
-// failure removing its culprit (at most maxSharedAttempts tries; a failure nobody's statement
-// caused, such as a lost connection, is tried once more). Then alone. One conversation's failure
-// never decides another's outcome.
+// A shared transaction fails as a whole. When Postgres refused one of its statements, nothing
+// was stored, and the unit whose statement failed (a stale guess, a live entry in the way) has
+// each of its writes redone alone, as if it had never been grouped — the long way after a stale
+// guess; the other units are tried again in shared transactions, each failure removing its
+// culprit (at most maxSharedAttempts tries; a refusal of nobody's statement, such as a lock
+// timeout, is tried once more), then alone. One conversation's failure never decides another's
+// outcome. When the connection was lost instead, the COMMIT may have been applied with its answer
+// lost: nothing is redone, and every caller in it gets the error, as a write alone would.
 
 // maxInFlightCommits is how many shared transactions may be in flight at once. Two keeps both of
 // this machine's cores busy in Postgres while one transaction's round trip is on the wire; more

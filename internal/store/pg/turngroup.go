@@ -2,9 +2,12 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/footprint/footprint/internal/core"
 )
@@ -89,6 +92,29 @@ func (s *Store) lead(key string, memoryIDs, kinds []string) {
 	}
 }
 
+// redoable reports whether a failed transaction certainly stored nothing: Postgres refused one
+// of its statements with an ERROR (so the session lived on and the transaction was rolled
+// back), or the error came before anything was sent. Any other failure — a connection lost
+// mid-batch, a FATAL that ended the session — may have lost the answer to a COMMIT that was
+// applied.
+func redoable(err error) bool {
+	var (
+		pgErr    *pgconn.PgError
+		conflict *core.ConflictError // a live entry in the way: an ERROR, already translated
+	)
+	if errors.As(err, &conflict) {
+		return true
+	}
+	if errors.As(err, &pgErr) {
+		sev := pgErr.SeverityUnlocalized
+		if sev == "" {
+			sev = pgErr.Severity
+		}
+		return sev == "ERROR"
+	}
+	return pgconn.SafeToRetry(err)
+}
+
 // errPanicked is what the callers of a write that panicked get.
 func errPanicked(r any) error {
 	return fmt.Errorf("pg: turn write panicked: %v", r)
@@ -145,8 +171,18 @@ func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction
 	}
 	// Not at fault for a failed shared transaction: again (see maxSharedAttempts), then alone.
 	r := s.commit(u)
-	for attempt := 1; r.err != nil && !r.culprit && attempt < maxSharedAttempts && (r.blamed || attempt == 1); attempt++ {
+	for attempt := 1; r.err != nil && redoable(r.err) && !r.culprit && attempt < maxSharedAttempts && (r.blamed || attempt == 1); attempt++ {
 		r = s.commit(u)
+	}
+	if r.err != nil && !redoable(r.err) {
+		// The transaction may have committed (a connection lost after its COMMIT went out):
+		// writing again could store these turns twice, so each caller gets the error, as a
+		// write alone would.
+		err := translate(r.err, "write turn", "", "")
+		for _, part := range u.parts {
+			part.pt.done <- pendingResult{err: err}
+		}
+		return nil, true
 	}
 	if r.err != nil {
 		for _, part := range u.parts {
