@@ -188,7 +188,7 @@ func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction
 		for _, part := range u.parts {
 			rest = append(rest, part.pt)
 		}
-		return rest, !(r.culprit && isStale(r.err))
+		return rest, !r.culprit || !isStale(r.err)
 	}
 	s.turns.hits.Add(int64(len(u.parts)))
 	var written []core.Entry
