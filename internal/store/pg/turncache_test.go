@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
@@ -284,38 +286,27 @@ func TestTurnGroupCommit(t *testing.T) {
 	}
 }
 
-// TestSharedCommitAcrossConversations: predicted writes to different conversations that queue
-// while every shared transaction is busy are written together, and a failure stays with its
-// conversation: a live entry in the way fails that write alone, a stale guess is redone the long
-// way, and every other write commits on the turn it would get alone.
-func TestSharedCommitAcrossConversations(t *testing.T) {
-	t.Parallel()
+// turnResult is one write's outcome.
+type turnResult struct {
+	turn int
+	err  error
+}
+
+// blockedWrites drives shared transactions into a known shape. It writes turn 1 to every
+// conversation (so each is predicted), runs prepare, then holds the namespace locks of
+// blockers on a connection of its own and starts a write to each blocker — they take every
+// shared transaction there is and wait there — then one to each of queued, which queue behind
+// them. whileBlocked runs with all of them in flight, given the lock holder's connection; then
+// the locks are released, and every write's outcome returned.
+func blockedWrites(t *testing.T, s *pg.Store, dsn string, blockers, queued []string, now time.Time, prepare func(), whileBlocked func(holder *pgx.Conn)) map[string]turnResult {
+	t.Helper()
 	ctx := t.Context()
-	dsn := pgtest.DSN(t)
-	s := openStore(t, dsn)
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	blockers := []string{"x", "y"} // as many as shared transactions may be in flight
-	convs := []string{}
-	for i := range 12 {
-		convs = append(convs, fmt.Sprintf("c%d", i))
-	}
-	for _, c := range append(slices.Clone(blockers), convs...) {
-		if _, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now)); err != nil { // turn 1: now predicted
+	for _, c := range append(slices.Clone(blockers), queued...) {
+		if _, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// c0: a live entry in the way of its next snapshot, which the turn check does not count.
-	inTheWay := core.Entry{Tenant: "acme", Namespace: "c0", MemoryID: "why", ID: "snap-2", Kind: core.KindBeat,
-		Turn: 2, Value: json.RawMessage(`{}`)}
-	if err := s.PutEntries(ctx, []core.Entry{inTheWay}); err != nil {
-		t.Fatal(err)
-	}
-	// c1: another process wrote its turn 2, so this one's guess is stale.
-	if out, err := openStore(t, dsn).WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now)); err != nil || out.Turn != 2 {
-		t.Fatalf("other process: turn %d, %v", out.Turn, err)
-	}
-	// The blockers' writes take the shared transactions and wait there for their namespace
-	// locks, held here; the others queue behind them.
+	prepare()
 	holder := connect(t, dsn)
 	tx, err := holder.Begin(ctx)
 	if err != nil {
@@ -326,39 +317,63 @@ func TestSharedCommitAcrossConversations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	groups := pg.GroupCommits(s)
-	_, stale := pg.PredictionStats(s)
-	type result struct {
-		turn int
-		err  error
-	}
 	var (
 		mu  sync.Mutex
-		got = map[string]result{}
+		got = map[string]turnResult{}
 		wg  sync.WaitGroup
 	)
-	write := func(c string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
-			mu.Lock()
-			got[c] = result{out.Turn, err}
-			mu.Unlock()
-		}()
+	start := func(convs []string) {
+		for _, c := range convs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
+				mu.Lock()
+				got[c] = turnResult{out.Turn, err}
+				mu.Unlock()
+			}()
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	for _, c := range blockers {
-		write(c)
-	}
-	time.Sleep(100 * time.Millisecond)
-	for _, c := range convs {
-		write(c)
-	}
-	time.Sleep(100 * time.Millisecond)
+	start(blockers)
+	start(queued)
+	whileBlocked(holder)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	return got
+}
+
+// TestSharedCommitAcrossConversations: predicted writes to different conversations that queue
+// while every shared transaction is busy are written together, and a failure stays with its
+// conversation: a live entry in the way fails that write alone, a stale guess is redone the long
+// way, and every other write commits on the turn it would get alone.
+func TestSharedCommitAcrossConversations(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	s := openStore(t, dsn)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var convs []string
+	for i := range 12 {
+		convs = append(convs, fmt.Sprintf("c%d", i))
+	}
+	var groups, stale int64
+	got := blockedWrites(t, s, dsn, []string{"x", "y"}, convs, now, func() {
+		// c0: a live entry in the way of its next snapshot, which the turn check does not count.
+		inTheWay := core.Entry{Tenant: "acme", Namespace: "c0", MemoryID: "why", ID: "snap-2", Kind: core.KindBeat,
+			Turn: 2, Value: json.RawMessage(`{}`)}
+		if err := s.PutEntries(ctx, []core.Entry{inTheWay}); err != nil {
+			t.Fatal(err)
+		}
+		// c1: another process wrote its turn 2, so this one's guess is stale.
+		if out, err := openStore(t, dsn).WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now)); err != nil || out.Turn != 2 {
+			t.Fatalf("other process: turn %d, %v", out.Turn, err)
+		}
+		groups = pg.GroupCommits(s)
+		_, stale = pg.PredictionStats(s)
+	}, func(*pgx.Conn) {})
 	var ce *core.ConflictError
 	if r := got["c0"]; !errors.As(r.err, &ce) {
 		t.Errorf("c0, a live entry in the way: turn %d, %v; want a conflict", r.turn, r.err)
@@ -441,61 +456,18 @@ func TestSharedCommitLostConnectionIsNotRedone(t *testing.T) {
 	s := openStore(t, dsn)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	blockers, queued := []string{"lx", "ly"}, []string{"q0", "q1", "q2", "q3"}
-	for _, c := range append(slices.Clone(blockers), queued...) {
-		if _, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now)); err != nil { // turn 1: now predicted
+	got := blockedWrites(t, s, dsn, blockers, queued, now, func() {}, func(holder *pgx.Conn) {
+		// The blockers' transactions wait for their locks: end their sessions.
+		var killed int
+		if err := holder.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&killed); err != nil {
 			t.Fatal(err)
 		}
-	}
-	holder := connect(t, dsn)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range blockers {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`, "acme", c); err != nil {
-			t.Fatal(err)
+		if killed != len(blockers) {
+			t.Fatalf("terminated %d sessions waiting for a namespace lock, want %d", killed, len(blockers))
 		}
-	}
-	type result struct {
-		turn int
-		err  error
-	}
-	var (
-		mu  sync.Mutex
-		got = map[string]result{}
-		wg  sync.WaitGroup
-	)
-	write := func(c string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
-			mu.Lock()
-			got[c] = result{out.Turn, err}
-			mu.Unlock()
-		}()
-	}
-	for _, c := range blockers {
-		write(c)
-	}
-	time.Sleep(100 * time.Millisecond)
-	for _, c := range queued {
-		write(c)
-	}
-	time.Sleep(100 * time.Millisecond)
-	// The blockers' transactions wait for their locks: end their sessions.
-	var killed int
-	if err := holder.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&killed); err != nil {
-		t.Fatal(err)
-	}
-	if killed != len(blockers) {
-		t.Fatalf("terminated %d sessions waiting for a namespace lock, want %d", killed, len(blockers))
-	}
-	wg.Wait()
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+		time.Sleep(100 * time.Millisecond)
+	})
 	for _, c := range blockers {
 		if r := got[c]; r.err == nil {
 			t.Errorf("%s: turn %d written; want an error (its session was ended)", c, r.turn)
