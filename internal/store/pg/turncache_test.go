@@ -106,46 +106,61 @@ func TestTurnPredictionAcrossProcesses(t *testing.T) {
 	}
 }
 
-// TestTurnsTwoProcessesConcurrently: 2 stores × 16 goroutines write to one namespace at once;
-// the turns are exactly 1..N.
+// TestTurnsTwoProcessesConcurrently: two stores (two server processes) × many goroutines write
+// at once, to one conversation and to six; with six, both processes run shared transactions that
+// lock several namespaces each (in one global order: no deadlock) and whose guesses keep going
+// stale. Every conversation's turns are exactly 1..N.
 func TestTurnsTwoProcessesConcurrently(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	dsn := pgtest.DSN(t)
-	stores := []*pg.Store{openStore(t, dsn), openStore(t, dsn)}
-	const perWriter, writers = 8, 16
-	var (
-		mu    sync.Mutex
-		turns []int
-		wg    sync.WaitGroup
-	)
-	now := time.Now().UTC()
-	for i := range 2 * writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range perWriter {
-				out, err := stores[i%2].WriteTurn(context.WithoutCancel(ctx), snapWrite("busy", 1, 4, 0, now))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				turns = append(turns, out.Turn)
-				mu.Unlock()
+	for _, tc := range []struct {
+		name                      string
+		writers, perWriter, convs int
+	}{
+		{"one conversation", 16, 8, 1},
+		{"six conversations", 8, 12, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			dsn := pgtest.DSN(t)
+			stores := []*pg.Store{openStore(t, dsn), openStore(t, dsn)}
+			var (
+				mu    sync.Mutex
+				turns = map[string][]int{}
+				wg    sync.WaitGroup
+			)
+			now := time.Now().UTC()
+			for i := range 2 * tc.writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := range tc.perWriter {
+						c := fmt.Sprintf("m%d", (i+j)%tc.convs)
+						out, err := stores[i%2].WriteTurn(context.WithoutCancel(ctx), snapWrite(c, 1, 4, 0, now))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						turns[c] = append(turns[c], out.Turn)
+						mu.Unlock()
+					}
+				}()
 			}
-		}()
-	}
-	wg.Wait()
-	for i, s := range stores {
-		hits, stale := pg.PredictionStats(s)
-		t.Logf("store %d: %d predicted writes, %d stale predictions", i, hits, stale)
-	}
-	slices.Sort(turns)
-	for i, n := range turns {
-		if n != i+1 {
-			t.Fatalf("turns are not 1..%d: %v", len(turns), turns)
-		}
+			wg.Wait()
+			for i, s := range stores {
+				hits, stale := pg.PredictionStats(s)
+				t.Logf("store %d: %d predicted writes, %d stale predictions, %d shared transactions", i, hits, stale, pg.GroupCommits(s))
+			}
+			for c, ts := range turns {
+				slices.Sort(ts)
+				for i, n := range ts {
+					if n != i+1 {
+						t.Fatalf("%s: turns are not 1..%d: %v", c, len(ts), ts)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -394,54 +409,6 @@ func TestSharedCommitAcrossConversations(t *testing.T) {
 	}
 	if e, err := s.GetEntry(ctx, "acme", "c0", "why", "snap-2", false, now); err != nil || e.Kind != core.KindBeat {
 		t.Errorf("the entry in the way after the conflict: %+v, %v; want it untouched", e, err)
-	}
-}
-
-// TestSharedCommitsTwoProcesses: two stores × 8 goroutines write to the same 6 conversations at
-// once, so both processes run shared transactions that lock several namespaces each (in one
-// global order: no deadlock) and whose guesses keep going stale; every conversation's turns are
-// exactly 1..N.
-func TestSharedCommitsTwoProcesses(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	dsn := pgtest.DSN(t)
-	stores := []*pg.Store{openStore(t, dsn), openStore(t, dsn)}
-	const writers, perWriter, convs = 8, 12, 6
-	var (
-		mu    sync.Mutex
-		turns = map[string][]int{}
-		wg    sync.WaitGroup
-	)
-	now := time.Now().UTC()
-	for i := range 2 * writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range perWriter {
-				c := fmt.Sprintf("m%d", (i+j)%convs)
-				out, err := stores[i%2].WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				turns[c] = append(turns[c], out.Turn)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	for i, s := range stores {
-		hits, stale := pg.PredictionStats(s)
-		t.Logf("store %d: %d predicted writes, %d stale predictions, %d shared transactions", i, hits, stale, pg.GroupCommits(s))
-	}
-	for c, ts := range turns {
-		slices.Sort(ts)
-		for i, n := range ts {
-			if n != i+1 {
-				t.Fatalf("%s: turns are not 1..%d: %v", c, len(ts), ts)
-			}
-		}
 	}
 }
 
