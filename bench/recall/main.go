@@ -59,17 +59,18 @@ const (
 )
 
 type config struct {
-	adminDSN string
-	convs    int
-	entries  int
-	chunks   int
-	queries  int
-	warmup   int
-	workers  int
-	duration time.Duration
-	seed     uint64
-	keep     bool
-	profile  string // CPU profile of the per-conversation service side
+	adminDSN      string
+	convs         int
+	entries       int
+	chunks        int
+	queries       int
+	warmup        int
+	workers       int
+	duration      time.Duration
+	seed          uint64
+	keep          bool
+	profile       string // CPU profile of the per-conversation service side
+	corpusProfile string // CPU profile of the corpus service side
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cap on each measured side; fewer queries are measured when it runs out")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed for the choice of conversations, texts and queries")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the per-conversation service side (HTTP) to this file")
+	flag.StringVar(&c.corpusProfile, "corpus-cpuprofile", "", "write a CPU profile of the corpus service side (HTTP) to this file")
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
@@ -643,7 +645,12 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 		return nil, err
 	}
 	setOf := func(query) *vectorSet { return set }
+	stop, err := benchkit.StartCPUProfile(b.cfg.corpusProfile)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := b.measure(ctx, qs, len(qs), b.serviceSide(func(query) string { return "bench-corpus-reader" }, mem.ID))
+	stop()
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -101,6 +100,27 @@ type choice struct {
 	score  *float64
 	admit  bool
 	reason string
+	doc    *docValue // a document chunk's decoded value, once decoded (see document)
+	frag   string    // the rendered block, once rendered (see reader.fragment)
+}
+
+// fragment is c's block, rendered once: topK renders it to cost it against maxChars, and
+// finish puts the same text in the prompt.
+func (r reader) fragment(c *choice) string {
+	if c.frag == "" {
+		c.frag = r.block(c)
+	}
+	return c.frag
+}
+
+// document is c's entry decoded as a document chunk: decoded once, since finish reads it for
+// the candidate's attributes and again for its block.
+func (c *choice) document() docValue {
+	if c.doc == nil {
+		d := decodeDoc(c.e)
+		c.doc = &d
+	}
+	return *c.doc
 }
 
 func (r reader) run(s Strategy, skip map[string]bool) readResult {
@@ -431,7 +451,7 @@ func (r reader) topK(s Strategy, skip map[string]bool) readResult {
 		case admitted >= k:
 			c.reason = ReasonOverMaxEntries
 		default:
-			frag := r.block(c)
+			frag := r.fragment(&c)
 			cost := int64(utf8.RuneCountInString(frag))
 			if admitted == 0 {
 				cost += int64(utf8.RuneCountInString(r.header(c.e))) + 1
@@ -539,7 +559,7 @@ func (r reader) finish(ev Evidence, choices []choice, prompt []int, maxRejects i
 	positions := make(map[int]int, len(prompt))
 	var parts, ids []string
 	for pos, i := range prompt {
-		frag := r.block(choices[i])
+		frag := r.fragment(&choices[i])
 		if pos == 0 {
 			frag = r.header(choices[i].e) + "\n" + frag
 		}
@@ -567,7 +587,7 @@ func (r reader) finish(ev Evidence, choices []choice, prompt []int, maxRejects i
 			cand.PromptFragment, cand.PromptPosition = &frag, &pos
 		}
 		if c.e.Kind == KindDocument {
-			d := decodeDoc(c.e)
+			d := choices[i].document()
 			cand.DocURI, cand.Heading = d.DocURI, d.Heading
 			if d.Page != nil && *d.Page != 0 {
 				p := *d.Page
@@ -591,7 +611,7 @@ type docValue struct {
 
 func decodeDoc(e Entry) docValue {
 	var d docValue
-	if json.Unmarshal(e.Value, &d) != nil {
+	if decodeValue(e.Value, &d) != nil {
 		d.Text = string(e.Value)
 	}
 	return d
@@ -599,7 +619,7 @@ func decodeDoc(e Entry) docValue {
 
 func messageContent(e Entry) string {
 	var m Message
-	if json.Unmarshal(e.Value, &m) != nil {
+	if decodeValue(e.Value, &m) != nil {
 		return string(e.Value)
 	}
 	return m.Content

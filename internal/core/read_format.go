@@ -41,12 +41,12 @@ func (r reader) header(e Entry) string {
 // closing tag of the block's own element is defused, and attribute values
 // are escaped, so stored text can never end its block early or forge
 // attributes.
-func (r reader) block(c choice) string {
+func (r reader) block(c *choice) string {
 	e := c.e
 	switch e.Kind {
 	case KindMessage, KindSummary:
 		var m Message
-		if json.Unmarshal(e.Value, &m) != nil {
+		if decodeValue(e.Value, &m) != nil {
 			m.Content = string(e.Value)
 		}
 		a := attrs{}
@@ -60,7 +60,7 @@ func (r reader) block(c choice) string {
 		return element("memory", a, m.Content)
 	case KindFact:
 		var f Fact
-		if json.Unmarshal(e.Value, &f) != nil {
+		if decodeValue(e.Value, &f) != nil {
 			f.Value = string(e.Value)
 		}
 		a := attrs{}
@@ -71,7 +71,7 @@ func (r reader) block(c choice) string {
 		return element("memory", a, f.Value)
 	case KindBeat:
 		var b Beat
-		if json.Unmarshal(e.Value, &b) != nil {
+		if decodeValue(e.Value, &b) != nil {
 			b.Text = string(e.Value)
 		}
 		a := attrs{}
@@ -82,7 +82,7 @@ func (r reader) block(c choice) string {
 		a.score(c.score)
 		return element("memory", a, b.Text)
 	case KindDocument:
-		d := decodeDoc(e)
+		d := c.document()
 		a := attrs{}
 		a.add("id", e.ID)
 		a.add("doc", d.DocURI)
@@ -94,7 +94,7 @@ func (r reader) block(c choice) string {
 		return element("source", a, d.Text)
 	case KindSnapshot:
 		var s Snapshot
-		if json.Unmarshal(e.Value, &s) != nil {
+		if decodeValue(e.Value, &s) != nil {
 			s.FinalContent = string(e.Value)
 		}
 		return pastTurn(s, e.Turn, c.score, r.m.Projection)

@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -161,6 +162,17 @@ func (s *Store) runShared(units []*commitUnit) {
 		err     error
 		culprit *commitUnit // whose statement failed first, if a unit's did
 	)
+	// A unit whose callers have all gone is not written: nothing was sent for it yet, and
+	// nobody would learn its outcome. (The others' contexts must not carry it.)
+	units = slices.DeleteFunc(units, func(u *commitUnit) bool {
+		for _, p := range u.parts {
+			if p.pt.ctx.Err() == nil {
+				return false
+			}
+		}
+		u.done <- commitResult{err: u.parts[0].pt.ctx.Err()}
+		return true
+	})
 	defer func() {
 		if r := recover(); r != nil {
 			for _, u := range units {
@@ -177,6 +189,9 @@ func (s *Store) runShared(units []*commitUnit) {
 		}
 		s.commits.handOff()
 	}()
+	if len(units) == 0 {
+		return
+	}
 	var members []*pendingTurn
 	tenants, namespaces := make([]string, len(units)), make([]string, len(units))
 	for i, u := range units {
