@@ -86,7 +86,7 @@ type sqlKey struct {
 }
 
 // sqlTexts caches the texts cachedSQL builds: bounded, since every count is (maxInsertRows
-// rows; memories × kinds pairs, a tenant's memories being few).
+// rows, maxSpeltPairs pairs).
 var sqlTexts sync.Map // sqlKey → string
 
 // cachedSQL returns the text for key, building it once.
@@ -108,52 +108,64 @@ func cachedSQL(key sqlKey, build func() string) string {
 // The probes are spelt out, one scalar subquery per pair, in a text per number of pairs. Over
 // unnest'ed arrays instead, Postgres' generic plan assumes 10 elements per array and costs 25
 // times the real plan, so every execution of the prepared statement was planned afresh: a
-// tenth of Postgres' CPU in a turn write. Spelt out, the generic plan is the real one.
+// tenth of Postgres' CPU in a turn write. Spelt out, the generic plan is the real one. Past
+// maxSpeltPairs pairs (a tenant with many writing memories) the arrays come back, planned each
+// time, so that no statement grows without bound.
 func maxLiveTurn(tenant, namespace string, memoryIDs, kinds []string, now time.Time) (string, []any) {
-	sql := cachedSQL(sqlKey{"max-live-turn", len(memoryIDs) * len(kinds)}, func() string {
-		return "SELECT " + maxLiveTurnExpr(len(memoryIDs)*len(kinds), 4)
-	})
-	return sql, append([]any{tenant, namespace, now}, turnPairs(memoryIDs, kinds)...)
+	expr, args := turnProbes(memoryIDs, kinds, 4)
+	return "SELECT " + expr, append([]any{tenant, namespace, now}, args...)
 }
 
 // assertHighest is the query that fails (division by zero, SQLSTATE 22012) unless maxLiveTurn's
 // answer is highest: a turn write's prediction, checked under the lock.
 func assertHighest(tenant, namespace string, memoryIDs, kinds []string, now time.Time, highest int) (string, []any) {
-	sql := cachedSQL(sqlKey{"assert-highest", len(memoryIDs) * len(kinds)}, func() string {
-		return "SELECT 1 / (CASE WHEN " + maxLiveTurnExpr(len(memoryIDs)*len(kinds), 5) + " = $4::int THEN 1 ELSE 0 END)"
-	})
-	return sql, append([]any{tenant, namespace, now, highest}, turnPairs(memoryIDs, kinds)...)
+	expr, args := turnProbes(memoryIDs, kinds, 5)
+	return "SELECT 1 / (CASE WHEN " + expr + " = $4::int THEN 1 ELSE 0 END)", append([]any{tenant, namespace, now, highest}, args...)
 }
 
-// maxLiveTurnExpr is maxLiveTurn's expression over pairs (memory, kind) pairs given as
-// parameters from $first on; $1 is the tenant, $2 the namespace, $3 the clock.
-func maxLiveTurnExpr(pairs, first int) string {
-	if pairs == 0 {
-		// No memory or no kind: nothing to probe. The parameters are still referenced, so
-		// that every shape takes the same leading arguments.
-		return "(CASE WHEN $1::text IS NULL OR $2::text IS NULL OR $3::timestamptz IS NULL THEN 0 ELSE 0 END)"
-	}
-	var sb strings.Builder
-	sb.WriteString("greatest(0")
-	for i := range pairs {
-		fmt.Fprintf(&sb, `, (SELECT e.turn FROM entries e
-		WHERE e.tenant = $1 AND e.namespace = $2 AND e.memory_id = $%d AND e.kind = $%d
-			AND e.turn IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > $3::timestamptz)
-		ORDER BY e.turn DESC NULLS LAST, e.idx DESC NULLS LAST LIMIT 1)`, first+2*i, first+2*i+1)
-	}
-	sb.WriteString(")")
-	return sb.String()
-}
+// maxSpeltPairs bounds the (memory, kind) pairs turnProbes spells out.
+const maxSpeltPairs = 32
 
-// turnPairs lists every (memory, kind) pair, flattened, as maxLiveTurnExpr takes them.
-func turnPairs(memoryIDs, kinds []string) []any {
-	out := make([]any, 0, 2*len(memoryIDs)*len(kinds))
+// turnProbes is maxLiveTurn's expression and its arguments, which are parameters from $first
+// on; $1 is the tenant, $2 the namespace, $3 the clock.
+func turnProbes(memoryIDs, kinds []string, first int) (string, []any) {
+	pairs := len(memoryIDs) * len(kinds)
+	if pairs > maxSpeltPairs {
+		return fmt.Sprintf(`(SELECT coalesce(max(t.turn), 0)
+			FROM unnest($%d::text[]) AS m(id)
+			CROSS JOIN unnest($%d::text[]) AS k(kind)
+			CROSS JOIN LATERAL (
+				SELECT e.turn FROM entries e
+				WHERE e.tenant = $1 AND e.namespace = $2 AND e.memory_id = m.id AND e.kind = k.kind
+					AND e.turn IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > $3::timestamptz)
+				ORDER BY e.turn DESC NULLS LAST, e.idx DESC NULLS LAST
+				LIMIT 1
+			) t)`, first, first+1), []any{memoryIDs, kinds}
+	}
+	args := make([]any, 0, 2*pairs)
 	for _, m := range memoryIDs {
 		for _, k := range kinds {
-			out = append(out, m, k)
+			args = append(args, m, k)
 		}
 	}
-	return out
+	expr := cachedSQL(sqlKey{fmt.Sprintf("turn-probes-from-%d", first), pairs}, func() string {
+		if pairs == 0 {
+			// No memory or no kind: nothing to probe. The parameters are still referenced,
+			// so that every shape takes the same leading arguments.
+			return "(CASE WHEN $1::text IS NULL OR $2::text IS NULL OR $3::timestamptz IS NULL THEN 0 ELSE 0 END)"
+		}
+		var sb strings.Builder
+		sb.WriteString("greatest(0")
+		for i := range pairs {
+			fmt.Fprintf(&sb, `, (SELECT e.turn FROM entries e
+			WHERE e.tenant = $1 AND e.namespace = $2 AND e.memory_id = $%d AND e.kind = $%d
+				AND e.turn IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > $3::timestamptz)
+			ORDER BY e.turn DESC NULLS LAST, e.idx DESC NULLS LAST LIMIT 1)`, first+2*i, first+2*i+1)
+		}
+		sb.WriteString(")")
+		return sb.String()
+	})
+	return expr, args
 }
 
 // upsertEntrySQL writes one entry ($1..$21, entryInsertColumns order; $22 the write's clock,

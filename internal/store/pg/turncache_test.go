@@ -450,3 +450,28 @@ func TestSharedCommitLostConnectionIsNotRedone(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnDerivationManyMemories: a tenant with more writing memories than the turn check spells
+// out probes them over arrays instead; turns are derived the same way, predicted or not.
+func TestTurnDerivationManyMemories(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openStore(t, pgtest.DSN(t))
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var many []string
+	for i := range 40 {
+		many = append(many, fmt.Sprintf("other-%02d", i))
+	}
+	many = append(many, "why")
+	for want := 1; want <= 3; want++ { // the first the long way, then predicted
+		w := snapWrite("wide", 1, 4, 0, now)
+		w.MemoryIDs = many
+		out, err := s.WriteTurn(ctx, w)
+		if err != nil || out.Turn != want {
+			t.Fatalf("write %d: turn %d, %v", want, out.Turn, err)
+		}
+	}
+	if hits, _ := pg.PredictionStats(s); hits < 2 {
+		t.Errorf("%d predicted writes, want 2", hits)
+	}
+}
