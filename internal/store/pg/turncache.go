@@ -23,9 +23,10 @@ import (
 //
 // Writes to one namespace from this process are queued here first, so each sees the turn its
 // predecessor committed and the guess is right; writes to other namespaces never wait for each
-// other. While one write of a namespace is in flight, the writes that queue up behind it are
-// then written together, in queue order, in one transaction and one round trip (group commit):
-// a busy conversation costs one round trip per group of turns, not per turn. Each still gets
+// other's locks. While one write of a namespace is in flight, the writes that queue up behind it
+// are then written together, in queue order, in one transaction and one round trip (group
+// commit): a busy conversation costs one round trip per group of turns, not per turn. Groups of
+// different namespaces may share a transaction too (turncommit.go). Each still gets
 // exactly the turn it would have got alone; if Postgres refuses the group's batch (a stale
 // guess, a live entry in the way), each of its writes is redone alone, so a write's outcome never
 // depends on another's. A lost connection is not redone: the COMMIT may have been applied.

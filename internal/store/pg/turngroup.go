@@ -50,7 +50,8 @@ func (s *Store) writeTurnQueued(ctx context.Context, w core.TurnWrite, memoryIDs
 // outcome, and hands the lead on. The writes this process can predict go together, as one
 // unit of a shared transaction (turncommit.go); the others — this process does not know the
 // namespace yet, or a write brings a fingerprint it has not seen — and every write of a unit
-// whose transaction failed are written alone, in queue order.
+// that could not be committed with others (see writePredicted) are written alone, in queue
+// order.
 func (s *Store) lead(key string, memoryIDs, kinds []string) {
 	defer s.turns.handOff(key)
 	group := s.turns.take(key)
