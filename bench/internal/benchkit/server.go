@@ -19,6 +19,7 @@ import (
 // loopback listener, with a keep-alive client for it.
 type Server struct {
 	Service *core.Service
+	Handler http.Handler // the real handler the listener serves, for in-process calls
 	BaseURL string       // http://127.0.0.1:<port>
 	Client  *http.Client // no proxy, no compression, 30 s timeout
 	srv     *http.Server
@@ -60,6 +61,7 @@ func StartServer(store core.Store, embedder core.Embedder, maxIdleConns int) (*S
 	}
 	return &Server{
 		Service: svc,
+		Handler: handler,
 		BaseURL: "http://" + ln.Addr().String(),
 		Client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		srv:     srv,
