@@ -7,11 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/embed"
-	httpapi "github.com/footprint/footprint/internal/http"
-	"github.com/footprint/footprint/internal/store/memory"
 )
 
 // BenchmarkRecallHandler is the server's own cost of a recall: the real handler (validation,
@@ -30,24 +25,10 @@ func BenchmarkRecallHandler(b *testing.B) {
 	}
 	for _, regime := range []string{"conversation", "corpus"} {
 		b.Run(regime, func(b *testing.B) {
-			hash, err := embed.NewHash("hash", 384)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h, err := httpapi.NewServer(httpapi.Deps{
-				Service:      core.NewService(memory.New(), core.Capabilities{}, core.WithEmbedders(hash)),
-				MaxBodyBytes: 1 << 22,
-				CursorSecret: []byte("bench-secret-bench-secret"),
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			call := inProcess(b)
 			do := func(method, path string, body any) *httptest.ResponseRecorder {
 				raw, _ := json.Marshal(body)
-				req := httptest.NewRequest(method, path, strings.NewReader(string(raw)))
-				req.Header.Set("Content-Type", "application/json")
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
+				rec := call(method, path, string(raw))
 				if rec.Code >= 300 {
 					b.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
 				}

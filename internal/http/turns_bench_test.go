@@ -13,30 +13,37 @@ import (
 	"github.com/footprint/footprint/internal/store/memory"
 )
 
-// BenchmarkPostTurnHandler is the HTTP layer and the service's share of a turn write: the real
-// handler (validation, decoding, embedding, building the entries, the answer) over the
-// in-memory store, called in-process without a network. bench/turns measures the whole path on
-// Postgres; this isolates what the server itself costs per turn, allocations included.
-func BenchmarkPostTurnHandler(b *testing.B) {
+// inProcess builds the real handler over a fresh in-memory store with the built-in 384-d
+// embedder and returns a function that calls it in-process, with a JSON body.
+func inProcess(b *testing.B) func(method, path, body string) *httptest.ResponseRecorder {
+	b.Helper()
 	hash, err := embed.NewHash("hash", 384)
 	if err != nil {
 		b.Fatal(err)
 	}
 	h, err := httpapi.NewServer(httpapi.Deps{
 		Service:      core.NewService(memory.New(), core.Capabilities{}, core.WithEmbedders(hash)),
-		MaxBodyBytes: 1 << 20,
+		MaxBodyBytes: 1 << 22,
 		CursorSecret: []byte("bench-secret-bench-secret"),
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	do := func(method, path, body string) *httptest.ResponseRecorder {
+	return func(method, path, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
 	}
+}
+
+// BenchmarkPostTurnHandler is the HTTP layer and the service's share of a turn write: the real
+// handler (validation, decoding, embedding, building the entries, the answer) over the
+// in-memory store, called in-process without a network. bench/turns measures the whole path on
+// Postgres; this isolates what the server itself costs per turn, allocations included.
+func BenchmarkPostTurnHandler(b *testing.B) {
+	do := inProcess(b)
 	for _, def := range []string{
 		`{"id":"chat","type":"episodic","strategy":{"kind":"window"}}`,
 		`{"id":"why","type":"causal","strategy":{"kind":"topK"}}`,
