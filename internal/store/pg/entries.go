@@ -39,7 +39,7 @@ const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || ch
 // much as a row's insert. Nothing is returned: every row stored is exactly the one sent
 // (asStored), and returning them cost Postgres a jsonb rendering and the server a scan per row.
 func insertEntriesSQL(n int) string {
-	return cachedSQL(sqlKey{"insert-entries", n}, func() string { return buildInsertEntriesSQL(n) })
+	return cachedSQL(sqlKey{kind: "insert-entries", n: n}, func() string { return buildInsertEntriesSQL(n) })
 }
 
 func buildInsertEntriesSQL(n int) string {
@@ -79,10 +79,11 @@ func buildInsertEntriesSQL(n int) string {
 // parameters); a write with more entries uses several.
 const maxInsertRows = 256
 
-// sqlKey names a statement text built for a shape: its kind and its count (rows, pairs).
+// sqlKey names a statement text built for a shape: its kind, its count (rows, pairs) and the
+// number of its first shape-dependent parameter.
 type sqlKey struct {
-	kind string
-	n    int
+	kind     string
+	n, first int
 }
 
 // sqlTexts caches the texts cachedSQL builds: bounded, since every count is (maxInsertRows
@@ -148,7 +149,7 @@ func turnProbes(memoryIDs, kinds []string, first int) (string, []any) {
 			args = append(args, m, k)
 		}
 	}
-	expr := cachedSQL(sqlKey{fmt.Sprintf("turn-probes-from-%d", first), pairs}, func() string {
+	expr := cachedSQL(sqlKey{kind: "turn-probes", n: pairs, first: first}, func() string {
 		if pairs == 0 {
 			// No memory or no kind: nothing to probe. The parameters are still referenced,
 			// so that every shape takes the same leading arguments.
