@@ -118,7 +118,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	})
 
 	v1 := func(next http.Handler) http.Handler {
-		inner := withDeadline(d.RequestTimeout)(limitBody(d.MaxBodyBytes)(keys.authenticate(limiter.middleware(keepBody(validate)(next)))))
+		inner := withDeadline(d.RequestTimeout)(limitBody(d.MaxBodyBytes)(keys.authenticate(limiter.middleware(validate(next)))))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/v1/") {
 				inner.ServeHTTP(w, r)

@@ -1,11 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -16,7 +13,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/go-chi/chi/v5"
-	nethttpmw "github.com/oapi-codegen/nethttp-middleware"
 
 	gen "github.com/footprint/footprint/internal/http/api"
 	"github.com/footprint/footprint/internal/http/eventio"
@@ -31,14 +27,13 @@ import (
 // generic validator cost more than the rest of that path together. Their
 // parameters are still checked here.
 func newRequestValidator(logger *slog.Logger) (func(http.Handler) http.Handler, error) {
-	full, err := specValidator(logger, false)
+	spec, err := gen.GetSpec()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}
-	paramsOnly, err := specValidator(logger, true)
-	if err != nil {
-		return nil, err
-	}
+	routes := newSpecRoutes(spec)
+	full := specValidator(logger, routes, false)
+	paramsOnly := specValidator(logger, routes, true)
 	return func(next http.Handler) http.Handler {
 		all, params := full(next), paramsOnly(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,30 +61,84 @@ func isEventBatch(r *http.Request) bool {
 	return rc != nil && rc.RoutePattern() == eventBatchRoute
 }
 
-func specValidator(logger *slog.Logger, paramsOnly bool) (func(http.Handler) http.Handler, error) {
-	spec, err := gen.GetSpec()
-	if err != nil {
-		return nil, fmt.Errorf("load embedded spec: %w", err)
+// specRoutes finds a request's operation in the spec by the route chi already matched: the
+// generated router registers every operation under its spec path template, so the template
+// chi reports is the spec's key. (kin-openapi's own router would match the path again
+// against every operation's regular expression, one after another, on every request.)
+type specRoutes struct {
+	byRoute map[string]*routers.Route // method + " " + path template
+}
+
+func newSpecRoutes(spec *openapi3.T) *specRoutes {
+	// Authentication already ran; the validator checks shapes only, so security requirements
+	// are dropped from its private copy of the spec rather than checked by a no-op.
+	spec.Security = nil
+	rs := &specRoutes{byRoute: map[string]*routers.Route{}}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			op.Security = &openapi3.SecurityRequirements{}
+			rs.byRoute[method+" "+path] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
+		}
 	}
-	// Route on paths alone: the spec's server URL is documentation, and the
-	// service may sit behind any host name.
-	spec.Servers = nil
-	return nethttpmw.OapiRequestValidatorWithOptions(spec, &nethttpmw.Options{
-		Options: openapi3filter.Options{
-			// Authentication already ran; the validator checks shapes only.
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-			ExcludeRequestBody: paramsOnly,
-		},
-		SilenceServersWarning: true,
-		ErrorHandlerWithOpts: func(ctx context.Context, err error, w http.ResponseWriter, r *http.Request, _ nethttpmw.ErrorHandlerOpts) {
+	return rs
+}
+
+// find returns r's operation and its path parameters as they appear in the request's escaped
+// path (as kin-openapi's router gives them: the handlers unescape them when binding).
+func (rs *specRoutes) find(r *http.Request) (*routers.Route, map[string]string, error) {
+	rc := chi.RouteContext(r.Context())
+	if rc == nil {
+		return nil, nil, routers.ErrPathNotFound
+	}
+	pattern := rc.RoutePattern()
+	route, ok := rs.byRoute[r.Method+" "+pattern]
+	if !ok {
+		return nil, nil, routers.ErrPathNotFound
+	}
+	if !strings.Contains(pattern, "{") {
+		return route, nil, nil
+	}
+	params := make(map[string]string, 2)
+	path := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	for i, seg := range strings.Split(strings.TrimPrefix(pattern, "/"), "/") {
+		if len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' && i < len(path) {
+			params[seg[1:len(seg)-1]] = path[i]
+		}
+	}
+	return route, params, nil
+}
+
+func specValidator(logger *slog.Logger, routes *specRoutes, paramsOnly bool) func(http.Handler) http.Handler {
+	opts := &openapi3filter.Options{
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		ExcludeRequestBody: paramsOnly,
+		// Schema defaults are not written into the body: kin-openapi would re-encode it, sorting
+		// object keys and re-escaping strings, and handlers must read the body byte for byte as
+		// the client sent it (absent fields are defaulted in core).
+		SkipSettingDefaults: true,
+		// The body keeps the value the validator decoded, and the generated handlers bind that
+		// (runtime.BindJSONBody) instead of decoding the JSON a second time.
+		KeepValidatedValue: !paramsOnly,
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			route, params, err := routes.find(r)
+			if err == nil {
+				err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+					Request: r, PathParams: params, Route: route, Options: opts})
+			}
+			if err == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
 			p := validationProblem(err)
 			if p.Status >= 500 {
-				logger.LogAttrs(ctx, slog.LevelError, "request validation failed unexpectedly",
-					slog.String("requestId", requestIDFrom(ctx)), slog.String("error", err.Error()))
+				logger.LogAttrs(r.Context(), slog.LevelError, "request validation failed unexpectedly",
+					slog.String("requestId", requestIDFrom(r.Context())), slog.String("error", err.Error()))
 			}
 			writeProblem(w, r, p)
-		},
-	}), nil
+		})
+	}
 }
 
 // eventsProblem turns an event batch's decoding error (eventio.FieldError)
@@ -263,33 +312,4 @@ func paramProblem(err error) *Problem {
 	p := newProblem(http.StatusBadRequest, "invalid-parameter", detail)
 	p.Path = name
 	return p
-}
-
-// keepBody wraps the request validator so that every handler reads the body
-// byte for byte as the client sent it. kin-openapi re-encodes a body when it
-// fills in schema defaults, which sorts object keys and re-escapes strings: an
-// event payload's key order is part of its identity, and a truncated
-// payload's length and SHA-256 are recorded. The validator still checks the
-// body; only its rewrite is undone. (No handler relies on those defaults:
-// absent fields are defaulted in core.)
-func keepBody(validate func(http.Handler) http.Handler) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Body == nil || r.Body == http.NoBody {
-				validate(next).ServeHTTP(w, r)
-				return
-			}
-			raw, err := io.ReadAll(r.Body) // limitBody already buffered and bounded it
-			if err != nil {
-				writeProblem(w, r, newProblem(http.StatusBadRequest, "invalid-request", "The request body could not be read."))
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(raw))
-			validate(http.HandlerFunc(func(w http.ResponseWriter, v *http.Request) {
-				v.Body = io.NopCloser(bytes.NewReader(raw))
-				v.ContentLength = int64(len(raw))
-				next.ServeHTTP(w, v)
-			})).ServeHTTP(w, r)
-		})
-	}
 }
