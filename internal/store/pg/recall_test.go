@@ -2,11 +2,16 @@ package pg_test
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
 
@@ -61,4 +66,116 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 	if res.Mode != "ann" || len(res.Ranked) != 5 || res.Ranked[0].Entry.ID != "d#3" {
 		t.Errorf("ann ranking: mode %s, %d results, first %v", res.Mode, len(res.Ranked), res.Ranked)
 	}
+}
+
+// TestRankingRunsGenericPlans: both rankings run on their cached generic plans, planned once
+// per connection rather than on every recall, and those plans are the right ones — the
+// namespace's b-tree for a conversation, the HNSW index for a corpus — even with a large
+// namespace in the table skewing the planner's estimates (which is what made Postgres re-plan).
+func TestRankingRunsGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := pg.Open(ctx, pgtest.DSN(t), nil, pg.WithMaxConns(1)) // one session to inspect
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	vec := func(seed int) []float32 {
+		v := make([]float32, 384)
+		v[seed%384], v[(seed*7)%384] = 1, 0.5
+		return v
+	}
+	var chunks []core.Entry
+	for i := range 2000 {
+		chunks = append(chunks, core.Entry{Tenant: "acme", MemoryID: "docs", ID: fmt.Sprintf("d#%d", i), Kind: core.KindDocument,
+			Index: i, Value: []byte(`{"text":"x"}`), Embedding: vec(i), EmbeddingModel: "m"})
+	}
+	if err := s.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for i := range 3 {
+		if _, err := s.WriteTurn(ctx, snapWrite("acme/c1", i+1, 384, 0, now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := pg.Pool(s)
+	if _, err := pool.Exec(ctx, "ANALYZE entries"); err != nil {
+		t.Fatal(err)
+	}
+	conv := core.RankQuery{Tenant: "acme", Namespace: "acme/c1", MemoryID: "why", Kinds: []core.EntryKind{core.KindSnapshot},
+		Vector: vec(1), Model: "m", Limit: 5, Now: now}
+	corpus := core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs", Kinds: []core.EntryKind{core.KindDocument},
+		Vector: vec(3), Model: "m", Limit: 5, Now: now}
+	for range 8 { // past the five custom plans Postgres tries before it would consider a generic one
+		for _, q := range []core.RankQuery{conv, corpus} {
+			if res, err := s.RankEntries(ctx, q); err != nil || len(res.Ranked) == 0 {
+				t.Fatalf("rank %s: %v, %d results", q.MemoryID, err, len(res.Ranked))
+			}
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT name, statement, generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE 'SELECT tenant%ORDER BY embedding%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type prepared struct {
+		Name, SQL       string
+		Generic, Custom int64
+	}
+	stmts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[prepared])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stmts) != 2 {
+		t.Fatalf("want the two ranking statements prepared, got %d", len(stmts))
+	}
+	for _, st := range stmts {
+		if st.Custom != 0 || st.Generic != 8 {
+			t.Errorf("%s: %d generic and %d custom plans, want 8 generic (planned once):\n%s", st.Name, st.Generic, st.Custom, st.SQL)
+		}
+		// The generic plan itself, under the batch's settings: a conversation is read through a
+		// b-tree bounded by its namespace (entries_newest_idx or the primary key, whichever the
+		// statistics favour; never a scan of the table), a corpus through its HNSW index.
+		corpus := strings.Contains(st.SQL, "::vector(384)")
+		args := "'acme', 'acme/c1', 'why', '{snap}', now(), $v$" + vecText(vec(1)) + "$v$, 'm', 5"
+		if corpus {
+			args = "'acme', '', 'docs', '{doc}', now(), $v$" + vecText(vec(3)) + "$v$, 'm', 5"
+		}
+		var plan []string
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_sort = off"); err != nil {
+				return err
+			}
+			r, err := tx.Query(ctx, "EXPLAIN EXECUTE "+st.Name+"("+args+")", pgx.QueryExecModeSimpleProtocol)
+			if err != nil {
+				return err
+			}
+			plan, err = pgx.CollectRows(r, pgx.RowTo[string])
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := strings.Join(plan, "\n")
+		ok := !strings.Contains(p, "Seq Scan") && strings.Contains(p, "$1")
+		if corpus {
+			ok = ok && strings.Contains(p, "Index Scan using entries_doc_hnsw_384")
+		} else {
+			ok = ok && !strings.Contains(p, "hnsw") && slices.ContainsFunc(plan, func(l string) bool {
+				return strings.Contains(l, "Index Cond") && strings.Contains(l, "namespace = $2")
+			})
+		}
+		if !ok {
+			t.Errorf("generic plan of the %s ranking:\n%s", map[bool]string{true: "corpus", false: "conversation"}[corpus], p)
+		}
+	}
+}
+
+func vecText(v []float32) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(float64(x), 'g', -1, 32)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }
