@@ -108,6 +108,9 @@ func (rs *specRoutes) find(r *http.Request) (*routers.Route, map[string]string, 
 	return route, params, nil
 }
 
+// specValidator returns middleware that validates a request's parameters and, unless
+// paramsOnly, its body against its operation in the spec, and answers a failure with the
+// problem validationProblem makes of it.
 func specValidator(logger *slog.Logger, routes *specRoutes, paramsOnly bool) func(http.Handler) http.Handler {
 	opts := &openapi3filter.Options{
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,

@@ -23,19 +23,8 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
 	s := openStore(t, dsn)
-	vec := func(seed int) []float32 {
-		v := make([]float32, 384)
-		v[seed%384], v[(seed*7)%384] = 1, 0.5
-		return v
-	}
-	var chunks []core.Entry
-	for i := range 50 {
-		chunks = append(chunks, core.Entry{Tenant: "acme", MemoryID: "docs", ID: fmt.Sprintf("d#%d", i), Kind: core.KindDocument,
-			Index: i, Value: []byte(`{"text":"x"}`), Embedding: vec(i), EmbeddingModel: "footprint-hash-v1"})
-	}
-	if err := s.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks); err != nil {
-		t.Fatal(err)
-	}
+	vec := testVector
+	putCorpus(t, s, 50, "footprint-hash-v1")
 	conn := connect(t, dsn)
 	if _, err := conn.Exec(ctx, "ANALYZE entries"); err != nil {
 		t.Fatal(err)
@@ -80,19 +69,8 @@ func TestRankingRunsGenericPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	vec := func(seed int) []float32 {
-		v := make([]float32, 384)
-		v[seed%384], v[(seed*7)%384] = 1, 0.5
-		return v
-	}
-	var chunks []core.Entry
-	for i := range 2000 {
-		chunks = append(chunks, core.Entry{Tenant: "acme", MemoryID: "docs", ID: fmt.Sprintf("d#%d", i), Kind: core.KindDocument,
-			Index: i, Value: []byte(`{"text":"x"}`), Embedding: vec(i), EmbeddingModel: "m"})
-	}
-	if err := s.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks); err != nil {
-		t.Fatal(err)
-	}
+	vec := testVector
+	putCorpus(t, s, 2000, "m")
 	now := time.Now().UTC()
 	for i := range 3 {
 		if _, err := s.WriteTurn(ctx, snapWrite("acme/c1", i+1, 384, 0, now)); err != nil {
@@ -172,6 +150,28 @@ func TestRankingRunsGenericPlans(t *testing.T) {
 	}
 }
 
+// testVector is a 384-d vector with two non-zero components chosen by seed.
+func testVector(seed int) []float32 {
+	v := make([]float32, 384)
+	v[seed%384], v[(seed*7)%384] = 1, 0.5
+	return v
+}
+
+// putCorpus indexes one document of n chunks d#0..d#n-1 into tenant acme's corpus memory docs,
+// chunk i with testVector(i) labelled model.
+func putCorpus(t *testing.T, s *pg.Store, n int, model string) {
+	t.Helper()
+	chunks := make([]core.Entry, n)
+	for i := range chunks {
+		chunks[i] = core.Entry{Tenant: "acme", MemoryID: "docs", ID: fmt.Sprintf("d#%d", i), Kind: core.KindDocument,
+			Index: i, Value: []byte(`{"text":"x"}`), Embedding: testVector(i), EmbeddingModel: model}
+	}
+	if err := s.PutDocuments(t.Context(), "acme", "docs", []string{"d"}, chunks); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vecText is v in pgvector's text form.
 func vecText(v []float32) string {
 	parts := make([]string, len(v))
 	for i, x := range v {
