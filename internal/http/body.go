@@ -8,10 +8,13 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // limitBody buffers a request body of at most limit bytes (413 beyond it)
-// and refuses bodies that are not JSON (415). Buffering lets the validator
+// and refuses bodies that are not JSON (415) or not UTF-8 (400). Buffering lets the validator
 // and the decoder each read the body; bodies are small by contract.
 func limitBody(limit int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -47,6 +50,10 @@ func limitBody(limit int64) func(http.Handler) http.Handler {
 					"Send the body as JSON with `Content-Type: application/json` (event batches may also be NDJSON, `application/x-ndjson`)."))
 				return
 			}
+			if !utf8.Valid(body) && !isEventBatch(r) { // event batches are checked as they are decoded (eventio)
+				writeProblem(w, r, invalidUTF8Problem(body))
+				return
+			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
 			next.ServeHTTP(w, r)
@@ -66,4 +73,39 @@ func isJSON(contentType string) bool {
 func isNDJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/x-ndjson"
+}
+
+// invalidUTF8Problem is the answer to a JSON body that is not UTF-8, as JSON text must be
+// (RFC 8259, section 8.1): a 400 naming the member that holds the first invalid byte. JSON
+// decoders would otherwise replace such bytes with U+FFFD, silently storing something other
+// than what the client meant to send.
+func invalidUTF8Problem(body []byte) *Problem {
+	var ptr []string
+	offset := int64(-1)
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	for {
+		_, err := dec.ReadToken()
+		var se *jsontext.SyntacticError
+		if errors.As(err, &se) {
+			for tok := range se.JSONPointer.Tokens() {
+				ptr = append(ptr, tok)
+			}
+			offset = se.ByteOffset
+		}
+		if err != nil {
+			break
+		}
+	}
+	path := dottedPath(ptr)
+	if path == "" {
+		path = "(body)"
+	}
+	reason := "is not valid UTF-8 (JSON text must be UTF-8)"
+	if offset >= 0 {
+		reason = fmt.Sprintf("is not valid UTF-8 (at byte %d; JSON text must be UTF-8)", offset)
+	}
+	p := newProblem(http.StatusBadRequest, "invalid-json", fmt.Sprintf("`%s` %s.", path, reason))
+	p.Path = path
+	p.Errors = []ProblemError{{Pointer: "#/" + strings.Join(escapePointer(ptr), "/"), Detail: reason}}
+	return p
 }

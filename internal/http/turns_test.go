@@ -203,6 +203,7 @@ func TestTurnNamedMemoriesAndBadInput(t *testing.T) {
 			code       string
 		}{
 			{"NUL", `{"messages":[{"role":"user","content":"a\u0000b"}]}`, 422, "invalid-field"},
+			{"invalid UTF-8", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "invalid-json"},
 			{"bad role", `{"messages":[{"role":"robot","content":"x"}]}`, 400, "invalid-request"},
 			{"no messages field", `{}`, 400, "invalid-request"},
 			{"wrong type", `{"messages":"hello"}`, 400, "invalid-request"},
@@ -218,6 +219,10 @@ func TestTurnNamedMemoriesAndBadInput(t *testing.T) {
 		}
 		if n := len(e.do("GET", "/v1/conversations/bad/entries", "", "").json(t)["entries"].([]any)); n != 0 {
 			t.Errorf("bad input wrote %d entries", n)
+		}
+		// Invalid UTF-8 is refused, not replaced by U+FFFD, and the problem names where it is.
+		if r, _ := e.turn("bad", "{\"messages\":[{\"role\":\"user\",\"content\":\"ok\"},{\"role\":\"assistant\",\"content\":\"\xc3(\"}]}"); r.json(t)["path"] != "messages[1].content" {
+			t.Errorf("invalid UTF-8: %d %s, want the path messages[1].content", r.status, r.body)
 		}
 		// Client vectors set the memory's fingerprint; the server's 384-d
 		// embedder is then a mismatch in this conversation.
