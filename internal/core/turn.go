@@ -120,7 +120,8 @@ const (
 	MaxMessages      = 500
 	MaxContentChars  = 100_000
 	MaxVectorDims    = 8192
-	maxTurnNumber    = math.MaxInt32 - 1
+	maxTurnNumber    = math.MaxInt32 - 1 // the highest host turn; the stored turn may be one more
+	maxStoredTurn    = math.MaxInt32     // turns are 32-bit in storage (the pg turn column)
 	defaultKeyTTL    = 24 * time.Hour
 	maxMemoriesWrite = 256
 )

@@ -194,6 +194,11 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		}
 	}
 	build := func(turn int) ([]Entry, error) {
+		if turn > maxStoredTurn {
+			return nil, turnRefusal("turnNumber", CodeInvalidField, fmt.Sprintf("this conversation already holds turn %d, the highest turn "+
+				"number there is, so no later turn can be written to it. Use a new conversation id, or forget this one "+
+				"(DELETE /v1/conversations/{conversationId}) to number from 1 again.", maxStoredTurn), nil)
+		}
 		var out []Entry
 		for _, side := range sides {
 			f, b := facts, beats

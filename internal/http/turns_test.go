@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -169,6 +170,14 @@ func TestTurnNumbering(t *testing.T) {
 		}
 		if a, b := turnOf("odd", ""), turnOf("odd", "-3.5"); a != 1 || b != 2 {
 			t.Errorf("missing then negative → %d, %d", a, b)
+		}
+		// The highest turn there is (turns are 32-bit) can be written once; a turn after it is
+		// refused, naming the field, never a 500 and never a wrapped-around number.
+		if a, b := turnOf("last", "1e30"), turnOf("last", ""); a != math.MaxInt32-1 || b != math.MaxInt32 {
+			t.Errorf("huge host turn, then one more → %d, %d", a, b)
+		}
+		if r, _ := e.turn("last", `{`+qa+`}`); r.status != 422 || r.json(t)["code"] != "invalid-field" || r.json(t)["path"] != "turnNumber" {
+			t.Errorf("a turn past the highest: %d %s", r.status, r.body)
 		}
 		// Newest first by turn, not lexically (msg-10 sorts before msg-2 as text).
 		for _, host := range []string{"2", "9", "10"} {
