@@ -5496,6 +5496,25 @@ func (response GetCapabilities304Response) VisitGetCapabilitiesResponse(w http.R
 	return nil
 }
 
+type GetCapabilities400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetCapabilities400ApplicationProblemPlusJSONResponse) VisitGetCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetCapabilities401ApplicationProblemPlusJSONResponse struct {
 	UnauthorizedApplicationProblemPlusJSONResponse
 }
@@ -5590,6 +5609,25 @@ func (response ForgetConversation200JSONResponse) VisitForgetConversationRespons
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetConversation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetConversation400ApplicationProblemPlusJSONResponse) VisitForgetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6850,6 +6888,25 @@ func (response ListInfluenceStrategies304Response) VisitListInfluenceStrategiesR
 	return nil
 }
 
+type ListInfluenceStrategies400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListInfluenceStrategies400ApplicationProblemPlusJSONResponse) VisitListInfluenceStrategiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListInfluenceStrategies401ApplicationProblemPlusJSONResponse struct {
 	UnauthorizedApplicationProblemPlusJSONResponse
 }
@@ -7315,6 +7372,25 @@ func (response DeleteMemory204Response) VisitDeleteMemoryResponse(w http.Respons
 	return nil
 }
 
+type DeleteMemory400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteMemory400ApplicationProblemPlusJSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMemory401ApplicationProblemPlusJSONResponse struct {
 	UnauthorizedApplicationProblemPlusJSONResponse
 }
@@ -7447,6 +7523,25 @@ func (response GetMemory200JSONResponse) VisitGetMemoryResponse(w http.ResponseW
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetMemory400ApplicationProblemPlusJSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8032,6 +8127,25 @@ func (response GetRecall200JSONResponse) VisitGetRecallResponse(w http.ResponseW
 	return err
 }
 
+type GetRecall400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecall400ApplicationProblemPlusJSONResponse) VisitGetRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRecall401ApplicationProblemPlusJSONResponse struct {
 	UnauthorizedApplicationProblemPlusJSONResponse
 }
@@ -8492,6 +8606,25 @@ func (response GetRun200JSONResponse) VisitGetRunResponse(w http.ResponseWriter)
 	return err
 }
 
+type GetRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun400ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRun401ApplicationProblemPlusJSONResponse struct {
 	UnauthorizedApplicationProblemPlusJSONResponse
 }
@@ -8624,6 +8757,25 @@ func (response GetRunContext200JSONResponse) VisitGetRunContextResponse(w http.R
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunContext400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunContext400ApplicationProblemPlusJSONResponse) VisitGetRunContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9535,6 +9687,25 @@ func (response GetStrategy304Response) VisitGetStrategyResponse(w http.ResponseW
 	}
 	w.WriteHeader(304)
 	return nil
+}
+
+type GetStrategy400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetStrategy400ApplicationProblemPlusJSONResponse) VisitGetStrategyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type GetStrategy401ApplicationProblemPlusJSONResponse struct {
@@ -10938,428 +11109,428 @@ var swaggerSpec = []string{
 	"4qLjUkMquB6A8+PCl7NcdDST2buhJIIzA/46xziNQREFXI9uvQbCM5Mab1orXKj9uDt51wBmbcjW9WG8",
 	"mihetJa5oeW6FMWNLUChKuYIm0YSiBgnIUlKyq+NleQi2GglKYfrSqVLsos5VWFFF1tEYypgYDgWFSNX",
 	"DhjjMksOz50KFvM6bGjzLVme2SoZwCH374aSar9IhjRqZA68ApiQeNUvLeYas614d8OXua5CbFNfMr+7",
-	"LNT52aI8k+iHSSG2UZjptNiSVrKz3deGxLG9cAEbpXAPc7+053dAkjXl102O+b/s/f1uG8m1NorfSoF5",
-	"AZOzmzRJUZZEIchP4/FklLE8jqzJJJn2L11kF8WOmlVMV1MSY+hg/3WA8+/BC+wrOOdG9p3kSg5qrVUf",
-	"3WxKlK1Jxtnz4sWOR+yP6vpcH896HootfQTSw86d3ShOiB2nGR1iGoeYlubWfQouxJenPjyN3uG1P280",
-	"STifKkqAdu5H91XMhuuleRxClWsP9wqIQB11G5PqhrUhvAGlfGBxQa2pAK4GrCXAKi7cFxvX+f3cXZbH",
-	"yOOgeNlE5rWrbfZord0tPFOb7SIgk+Un31Ti+mkYp5pZk84caQZ4HxG6GpFn4YBDpUaaEhEVHhZnTVeA",
-	"CB1G/X7f2I/gzRQ7Fik/TqEsELJ9jEzZ4zethxLTtP88gb5tbdWSTOf92dvKLtTsplI5Hco91upSUTQp",
-	"qy65XiwTYtdJxhRQouXrClYBbU6rd+zos7zUaSzx0W0Os8lJLUYhEKcQXSocDEqPsxKFNGJp9goiPNnY",
-	"Fnq+RHbMKuLhFxevzbEFdfixDIwHvC5EBqNJaC/oeePCfrVUZSztp8vUl9hibS0wxVE0DhJFgBUoQtFS",
-	"KDxORS5K64SaH2nG1viEqM8hyY9d27Ja6inOKGxotSzFG6b+/oecrLchLWuDGmsKFi7ISRubUYLSo6UW",
-	"HLMBLPL9F00qOFYA5y9OBef/Z/7Pf5j/82sUxWFtqOnkWc54mhZCm2251BsAXLCyD6Z7tZUz3H/xWMHU",
-	"4f6LZoTt20JNcrF4nGLZiWTnX79kR6P9A7bEB/TYl0JnKVWkIgGVZhORQwEkXcQWfI1SsbGEUE/EpioV",
-	"Xb0U02yGcf4JdCeWc5gNwCqfaXEtZKDcAL91IpbY1Me3wcXwI+OgYUS5EeRtiiVdn8nLi/VS2BvMheR8",
-	"4u+Mw0M6zTmRhyngqV8t1cK99BegZXNTIDlopkE7OSx26bEz028YwZyI8kYIyQqRC65F/WgZbckcFIUq",
-	"GvbHU5lm11m64jmmpiCcaYsanRgKEHyaRc7znROH1AFfm6e+Mm/fRXwiu23CQqKIOR5/VoHRJ7xKlix5",
-	"OYdFFWrNwXG3u6IdErg0kC3PZkICywR0kJ2aLvXk68J+HLzvAfvWDilxPOiELrf5XfQzSULzXCtbLJb8",
-	"sXuOP3ZP04TNBU8DhXPQtypYri57DXJVm7RCYqsCKygi8xRgX/arn18PngfFyL2GfWnzFVkptkeTcFgJ",
-	"FmxfgzBSDD//OJ3z8v2Or9piBZiXfXNx8dbyS5gFXDGG9o+OAito1G8W08zKpsDhu7kqylAKmSr6YMMz",
-	"T9kBFe5zLPW5//35qekdUUB9pOQLy80TviFiyXP6b/38g/m6u106rDklgJ/pOjPC7a7J9Ar3uC1+EZ/k",
-	"ImILPp1nUnTNfAKCclLLwSyvO0Fe5hnEAPVNVk7nTMlYmv3Q5oiVNDPD7KNJj70RNzCMGs4UsyGkaZ3W",
-	"I5PXPM/S7l811Xrhf1rpTv+XJS/4QpQQnrV/C3AERPoS/sn+sytV2Z2pokudR2ZJNyioDZ4JO0jwQPvf",
-	"aCp1EWrjUYwuhQQBOfOeFRrEkq/KuSqyv4NZNFHpulsq1QWMO/yuV0ukvesuRJpx1zpRzlUKbeZ5rm7g",
-	"dts4xPO0fJa5u8j0gkR57UVIo2D+kIrFUpVCTtfdK7HuOo4zrGFyn1KsZPU/ZpkERQGo7ShFF/D4gj7r",
-	"mmc51R1bMd+qhdcwOg/FHjcPooayivvJqezZLAqxW6LeHS/NW6sNmgc1E1RfBsfXW7yb2fJcuy3+yu69",
-	"6+e7njO1JW7bdS9z09tKPr/a/pcoNm8hXKTahZQkS16UPkHlBektl+Rc3WjjkLhaVQpm1xjba0k/2B80",
-	"HPhqJcGjmarFIivt7WFAw3hls1WeJ2NEKYOzUt0UPJt8LbWHDzVuxiqvzbrwnoc8i9+HCka1QD5qco4T",
-	"d1rfKySKkZFS3Bor4PuLr7uHpHPKLiwFe1Zqkc/AUYMtkuQBKk4EvXQ6m+zvpS/SvfRwxgcDsT89nA6O",
-	"9ofp/lDsT0diNpnsHx2keyMxm06HR3yW7s/20uFgOBpM+weTfvXTDwYVD+Sg6oLQKx8QMI1a50ArK7Te",
-	"xp1nDgzcbiEG2loqXV4WQj+eUQ+elICeLRv2+8eALiqQUpVbVxcMnrWdS2y/vxdmSLAx7x/ktKXGPoQn",
-	"UYXAcFkzdZ99TtMKPQ/CyJsotJDBi+zHqhOLH16dJcU0/0t/8Luvfn/0cnR28Odvhz8cXtQ8i6pY7aBK",
-	"PGnuD0o9Pwz60ai/bdSh9R+Bt7cF1/SNM1XgWsCVkmmWwL8S9F0A2RFRefVcxJJyw3Z9QcAqMT62A0aC",
-	"YKnn6oepMQeKHrjzmLh1pMiotEoEfMy2tq09Gg5ZUjnzkUu5nCexpCZucSwh14h8pediwTPZzP6CfLfA",
-	"tkhnCaSFn2mXAjamFTbtmCUT0JNMYhnwayyz6RVGlWZZqVm7xGda0UKuzUYrsrzto5jsORt1kgC2Aomu",
-	"RVayyaqkMCiS4zVILjyouUDKidslIseBDkoGQ+hFr5ymH9gaPQZM9BmiKitl4WRB10vCo48oCWftkNkp",
-	"CXIMpo/eKNfda8zNaOKg0BFklTRTBXa3xvQsaWeYTT2W0K/aEUb7WQYM0LLiDoM+5RxU8EWKU1ThgCyO",
-	"SRpICsikUnPwNsfhEQhcZtq0OstzEIAF8UqM1zkVwGa1SycKY6FToSwwVuHDN2bhTT12Ui/Vl8rmQukq",
-	"p8LaY1+Dt1CIYiUplhtKd0UsF/xaxDIBBS3S11yZ0WCmN9rYjUSOiEqgPitCy6YTS08sgrSNq3KqFsLR",
-	"qZgf7IR8jExXPU15fyAkrASoZ8zzNU19Z4QFoHCIHyG2w61SrNfCYSHGS2EZHSnbLl2yOVXGwHiDq4RX",
-	"lFfNT7F0iwxrSkf90SN6oQZ6d53wYtTUB/dB4itRbK3YjBdenuMYa58t/wQeD0h9RQeEy8H/k0VWzNZc",
-	"OcAiBqqfOKgAynhmjLkbJ4iEeGgzFedcz30m4idKjD2UgnJc+6YlM1Uc02IRxMUvHObBgs9JnQvjFtyp",
-	"5clU+/TeoxW7tphE26gxT8JikQz4jqCR44C5KAo3Wnud3cOOY6kg/pnjZQHVhIu8IfULlWUA9I1dBJBS",
-	"2y+0h4MiI7b/2BkUKKBeNf4jcLKs4WA8i6TRdtihXtvahlx+NOLWf/h2Phy8ZqNIpffovXI3sfTtmyVY",
-	"AeEWZlGhTWqAqB6gxWKSw7m3IS3/iJIsql96cI/7WLnbx6NIHqnIdD+5j5/tIdERbG5qVjlvIvZXBSKk",
-	"eH7GrTiW5v+3koiJWz4t87WFCyKwUc/BNtGiIfm/jStoh23LNZISngHwxEZhNM+eREDQjU5NCTeoR3Yz",
-	"trKeat2+xfGDvRZIo5vhdIUoUfYVmKZrMGFINrfG+wfGd1vniqetcetDDKSAcWsck8bxX2BZ6LgVxa1C",
-	"3ei4Nf7xQ9yCv56mcCGii+EKdFjhr6nIs2thtjvzAywYuldfreCKi5Mvu4N+98vX38IlfwPRRE+zPP5A",
-	"qoo8J8KR0WB4dLQXURijNW4dTQeDw32+P90XR7Pp/ujFYHjYPzw6OBDicLY/OpwMh/uH6d5gcsD76d50",
-	"wA/FkRhOB7P+bMhHkwMfbQeMbq9wQlI1KCz2VRMrjy4LwRdYzkTQwT5CbI0NnlojBGMyGBl9Wpr4hSj5",
-	"41K2CMsuecpLjrVflIsPymL8PHOToxESaCbWM83gUVzTR6MmA6RO8di3yH4Gu51GmKQzFrhmyYc0W4BC",
-	"TbG4S1h7JXOhPb8+Xqr9gzRZ51wCzgIjx4yaitYo7ghwjNo8iS4pLAluFcRXYaNqmy0m8dTt5JDLVY4R",
-	"aOpFl0BsjVt/1Ur2zvnNmcO97ppeLMRS8C12ifkFw6bkhHS9w1qBbIPZzrMcmd1jicZC2xkT1BORzeSq",
-	"Av/VGbMrMyzWOo7AXc9K+wSpmM5V6fzPZMFviZV+W2FdZcHeX0krZHmBV9OBvks1Ed7WWGgNq9JVe9qJ",
-	"un2zbAygnDjYPBqD4ZapN5Xe6lXEzQSxmLatP0oiLD+7XKmVZno1m2W3NgJF+0ibl2yhdMkGffbf/xX2",
-	"f+cxonjBydBgNzXm22lD2uXRmbz8Gi9Ha2IHW2JTNQIfgPdHtiPvHbuvXRObOtsKQAh5LXK1FM80FT+H",
-	"cduZUuWyyGTZczf0rgfVCP+Wax7OLu3Kav4oKvOxpzKP5XYuc5bgv7rgYkCuBP5Fti7EmOy1sUzyfAHX",
-	"bJS1WJqzHkvACKsog2UAtUePr8TgUkQFGqqG3G3jgUe1nOZA0IoOQSvvgpj+WHqW5hoELKBfDz+uFZHE",
-	"ILK1VbnE8YcH8jJB6KGRO7KO9JpCMpqgXi9GAZgzwjPFfA4VVSEKLJaqQBwY+IiyDg6LmAWGAe9rN6nD",
-	"vczAbLpgOwC9GpkVm2PvK7ltN3QT/xnqcIge+87WowMeNsSXOHrxK6lu0HVCOOqVWOsm5hvSy9isjqZ0",
-	"sGVmBP8RAILpFl6yqjD3w9U74dUPKwE5NQbaoiuyLSiMYVVdSsWuhFiGZVATtZIoSfSUkkDp/eBbm1E/",
-	"xqJnBFXYHoet5WOdffjql2rVtLd9U5NFQnY/PP2gMIZJs2FZYxHObUjRwKl6TlfCMIDABvsP5l+XPG0X",
-	"OszB9unXdh1mus/q5HSgnLzkVwiuBgYs/N7mybnl27ahY7wXUZtuVTOCtcXfVhxIw+uqQU/sVljDYxte",
-	"a2n2/DTTZSanblFkkonZTEzLB5S2G8HlyxCIez+e0F74+GiG2a7vX0N0yXGlMotgOhGR6EIimX5Xciqa",
-	"NoWPXmrOon5wY6K3znlqLX7EnVP1mvGJQETNtArsfvfop50sD8RcLCIeklKQqn2K2MoKK3gC/aUAT1Td",
-	"2revxsrGttn14TpotE1X24W34SgN0rAoLT3GLFxQuuuYTKhUV808h3RYtuvKEvGx3jit7wSMT9S1YP1Y",
-	"ogBFsJlsiIgds8TphjFItDN/E8iiNcmH+V0R7Lqcl6KgZxMEz2uUbRoAzYLhFxUBWm3TUfDxtkM+RhDf",
-	"lVDvFEDebp14DlWMScwea6080trAUb7H5oD5QAkMmglPuqg/QRKwYW3WF+R2JfPzlYSr3hI9QoOChqM/",
-	"sEvhI532T3WnGwnWLvlyp5jGb/nS8rGdzBoRgpaODU6gwOBAIztHhJI3tDZo2YAbJvkphVDv3RnRoHok",
-	"rscsA7vEwNx9jAdxUaxEEM0HT4ZP5yS7KKTZRWGPuwmK1bwSYsOyrX2we/WWT94G4YdaISydtplo0zrY",
-	"45aFSldTs5EQeAFOakeuChAIpPOngj5gBWqTrEAPcQ0dKIIvOBawmRlA7upgeOicz1j60iT2YGVS3SUt",
-	"VrILsLDD/snBRUNFwePKkAbDw61+6ccRsEKPKjineuwVdB6GPzNje+BjmmbTpzmRuxnKX52+uzh98/LC",
-	"rmC7anvsRK4tiUamXS0LCACZUfeAxKXSWZldo3ABcMmFZzVFWiI26Ed9ADWCpg+BnTSzSvapupHHZCEM",
-	"zJVQnpppNs35glzZrKzxDbma643y8I+02WFLfeWi+Q/Tfn1rvGu5Wogim9osgvmgwobKQCXjefBfOoEA",
-	"hDknnG3MNdMkMul0iquphy1qYE/qY9jVT9dFLszE8xwwH9NcTa+qjFDIqW496GQhSt674Xn+0lx6ppOP",
-	"dzbuN93JGKlAbBD5sZJ259JPh9xYyWY61H8taSlMgCa9HQX++VTIMl8798YaHbsZFyv5oEmxaVw1H7nv",
-	"IGF71liCg+KTBZdXqIpLYVrM8VIFMZ+WFizPplymmZlHWLQLYEVzFZcSNX35clmo22xhLsGwRfubN+9+",
-	"6GDoFBB+4BtwM5u1KCyWz/gHiBkrbRkzhoWnSuos3RTkhXa1ohaXska2RT88AMF+d5VtpdP5Yb72wDas",
-	"lHcQQ4CJd82kchXQ7i894zUVy5VOxuCjNUkqRE1kl3SzVGUX4uYYXke+S1zXiAZICNCLCupwwxxEiFUX",
-	"zn+q33bjCOVAAMiDFINF/6H2NVSMSIW156WyzGq1aLv7uJBM3TUU/11pQ3U03C0PZUkA7d4s17ILt0QA",
-	"lkeuFv0HTGvc77FhMgTyK1xeOajwZE1ZkZAYDtKo1XxKKBjZ2cFOJLqCSvsal6z7mm1qcZSAyWR3Waip",
-	"0IT5Y21Xfr8qrrNroQEPC0dKp8cSWx2RjNlb+icGGpaX+GFhVgzfZCwjW1NRLaW3f304sxKq3z6ihtxP",
-	"ZEeOghMcyr4RwCsCgw5OJV5CWXZE9IFkP2i77DLJ2pzN15MiS0GFy9eqsjy7EjeZFh2E5RETL4jd8ukc",
-	"Hgs+FjZzgosYZgWUB+oEi7PewZy0uGgnUUlbXcScfK9/9/MP5uF3dePazv3WTSZTddOKWhrka4b9DSzK",
-	"bosEu7OxqAQesDEZ74c3BEO7XWvXa3TS9z+10G4lwwhpJ4huhoq7u7GrBP2+Kzn147v95yTZ+4lKvU8q",
-	"uBuxrCd65lvgRg7lJ6KwcD94VxWMFFjiuP4eu72Eq7WdFnxWsmF/2O8OhuxaTflklfNi3cFtJdOw/oEe",
-	"yWwLY/C9swJ5ISLraOmIMnxIBORfqK3eKm1dGtidjHVTJj12SsYCDkwge28GmyNbAdpNcu2oM5BVDqt0",
-	"2VwU4tj3GhxpAjwhDoAHGxes4HX8ibODsHFlmf3zJI4/cY7C8GzjIEXY7waxB4y2o294HK7X8ht/kgIz",
-	"2Qn3KjDjh/lNyy2C3cWZq4zV2zKQcAkY93gnuwFTniay18+0iCXjjYZ1ZMRe705mt4R67CuRZxNhLszX",
-	"aNquJCyJAqIgsYRa6BprB5SrSJbIVZ4nEThwQtuVAxV14I92bHkBBskQlfBMM3Uj7VUK14mtGaMibj3n",
-	"S2FxG6UAYoLLWI6GwzA+wNmlkBB2oDcDf0ovlrHssuRDDGMIeFY8uxEHm/1dxHB8k/0mxQ1IzkGxtjU/",
-	"e+wVEQZHjt8+Yq4SubfxBizegzcs+C1xhrv3cOIHR4/U2bigyGY2FyjrY/gM/+rNtxDHmfmCKG7h0+LW",
-	"+EUUt/J8AZeA+ja2Q6Uih79dLsvuSHWNzx+3THsAEZHg/Qm7FsWEl9kiYjNF6tLGXsX+VxU2W9+4Y9p/",
-	"uGSvX59tNrVUSwQP4z/Ge+afllwwbo37vX07AuCG6qBbIASGONFpWSGGtg/osXduVJDuOWiPRSeRkiu5",
-	"C97DVkXDAJLrBU2mf6sCfqFwKfYcpNVzzBRiBlWWipA3qrC01+92mTKpmPI1vG/O89nrbCbOzIw5fDGC",
-	"DJh5Wy58r8x4apfEpbhvkqBhTaBvuwMQwPv+FfHevBO2Ve2phB5cCbFssKYTKE3UzFntbsthbc+hgAd/",
-	"J6Ig+sYpYLPkZEfS9qsfY6JvhQo/AAauWIzN+zLsgY5b3e+1VQF8MxtEk8ORhI6eazpuAuYb7FoHmurl",
-	"t/DFMC/hWJrCMYZjXXUK3aN2dQmbA3uBlH4DwUToT5jZCUSa9o+kdlPth91Rstv1/w8+Tf7/HdYBN0IL",
-	"iQ0Uw2nGqQQ1VjnLV1Ad691gwl87UotY4uGF9cIiZXyhLKod36edV+wMGhYQw+pYcjZVRSGwYJXnbFmo",
-	"2zX7x3/+b9BMWqymAQzB7M1Q/mSJueHk/Md//u9YYriOw44oxhh25VQGi1W12hcCom9eL5aF0xi0cgsw",
-	"VZnvGrQ5EOBKnIOEvAEsG6bAoPBe2VYRMoAcJoxUmg2DhB/SbBqSOtdbaPNxGCuzRcVYjB1LoNQEDwa7",
-	"JSttNXJqjPAJ1yLPpK0mtj8B13ZnjHa/+UikdbXxabwMAnUlm+Wo1BR0cyaNz7Dgf1VwHhkjpGS54Lpk",
-	"Q99w+pB2Yp6gE/bf/8WGDOvRzalrfkwi6Hv4J/vH//X/sGGHqBvrLadWHGNsMmi1aTDEOG+49t9nWmib",
-	"NMBHREgwbj+n9ppY1t+TGQNwmq90di0SX4AesUza3jHvxskWy63tXclS6NI21byzNhbWFaqx5ppOewiF",
-	"Yabi5vj0Po5s/uOJrKUq72V9tmWnNNnN6NyoItUR03zti22DzQCpdG7Xu4VLmimxTxp3oDAsHbGBLXGd",
-	"Z5dzqKz7BG10nMj3jFl9aYRT4OPG7B7C7WDXhk5t9yHdDvtJkovbbMrzrroWRc6XScS6g+Bna+J0eZ5d",
-	"SuPoAZVG0/5sGc9ov/10Ou/dNI5O7deFMTCaXw+erDgd/kBX30/AHRKphTrv/m1u4CNatLQg7jl7/+Ab",
-	"uiW+4YvPaieX5uY0UyvjMNG8tqoT9PAkgHDkogO5ILtdRvX902zAlZ0OzrHdNy1rubknUlIm/O/w+RB0",
-	"wGfX8zP+hodMtousCY2EQuSg5ZKJguV8InLGIcqXWjEdsVXGKjRD58qM6g0vFpBrymtNxZ8fSOsB7833",
-	"HyGh43GGRHPjDn9bm1kpkoWAyWBvMIxaalXCfx2+aCgQbQysvCUCAHjR06LzbGM2jGZXzPMTvHZjJZsm",
-	"uLY0LcgLpZyAzSN1jkqlck+0zEjDKV0VtpyzQfuIFwgmofJkM2uhOBm1oiEH3Er5gl+KtKtkFwSREJIC",
-	"UR3zWdQeyRewbKBU+y+BHBI8Sq/y8m0hrjNxg1XTxYJTNfT52Ul3f384oOCJaeRrs1TQ/1/wLBdp3Lrb",
-	"LDK2bW9AjxWXKJFoIWvUF2AHN1Hdfqw76jrhvlQq0pXAdzTH6LHrGiElSoFmEF80MqE+oARS6/YtLKOu",
-	"wpfh9ZiG2lSfamRHrk1w+JLGab0q5KtAQfYjAI44q71ErZvSz7S1M1mdYhFTv1kZSyoyousdvyIJsXww",
-	"f79LOlEg+4kgbYx84vNjSWw/gBt0e7jnYAS70qxC7EnNJmKeSRRuAlC5mRPE8gTuOUj4bTG4PXFi48jV",
-	"mB8/Aun9FT1hB4huukIhprMt1mSugi3GdMEVtCcUXtxiiG1unt72cvpP99mwIQS+jXMkV2rJ/M2dasse",
-	"qLRprteoHJ73ylb6K+9QyOzldvi++dluTh8xgO6s2AEQ1bgiPwY2ak4aB+W3kDdeAbw1IMgryMV78aJQ",
-	"OhogHe+inaWnK5vMo5nASBHVwoCCFYv4cXMSLC27nwckNXOFeXIwfGyVGsxpZDpuMPYzoQaj/XHh1Fzc",
-	"pGQ/YBBJCrDIbUgJOSDNB8EdkVO5yLQVNGHtYb9POV6p1NLSRTwxdZjljtnKLhBye2qKmwVcVG7k3XmC",
-	"UD4HN8fybQ6EqOZZCV2GsY5FRd6sxy7M4zKNMXRxu8yzaVaCthmIj+Q8kxdAtjdTea5uAnU5G6VTAfPm",
-	"rRdSA7xxxCYkGeE+qBJChK+xfH49dh5QhwC1J2Qt6/SBjn6M8vqxJKa7tgWI4n9DSSr6XR34Ikc0GFAZ",
-	"wjdK6youVYHWGNe2NJC1E6m62GVd1HwzBzB477EsBEeSs8esAk/ZFBQuvWiYKo/mdXuDh9K9tQqwGeLp",
-	"FTHO5pkse+wMs8wQ7OsSCB0yUrm6YQMzukBiyTUbEDcx8D8jvSYM4YLftn0TIhcZyrNrx8MJN/0HG3SS",
-	"HYHoG1LwtClss93eKLVshoMGdRYBHBSkf/O8CbTUTBeOSxSYMW00bje68MJBVe8bzEAjcpNziiPH/T20",
-	"3qYLtvHjkZqv74PIngETexo0HIiYM2oWPVcF1TxSPABRBXSLV243/rd2f1fFmFG+ORmzubpBAQAnXVbJ",
-	"hWJhnFMMJjnnkAvXWrzot8BP4DNhh8IRUPNtEHdPaVnmk7XSOGDAKWlBAlBNM+N5PuHTKxyVxKkiPWLB",
-	"v3Kd+EaVtSMi1Gxw617SLH7IiIDZfhe16Mi/ByST2dRoZfYTosl8zc623KqQ7+h1m4WXm5/yQBkCFcgQ",
-	"3SWZKDZ2hivUDIs7oe3B3Hoopkx37NwlkS/X9bEuQeDxR/XOD/Tmh3untsBtk/14blvi77aN90nFrKuN",
-	"NebC1/+Eve4jBTp32iED2P/m6eA0H+lZ2zrwh22zAzZJAK0EtQMNEsrbrLcs1RZGZaeRm7uqQMEnEh4k",
-	"ybvdE9uvSMdyl2X3MSOwvTfN5252JUgLTVdFVq4BiYFdMxG8EMXJqklr6USyk7en7EqsMUl8uSoCiiFk",
-	"nWknX3/33cXb89M3F385eXv6l29f/ekdBDwgqmIMjRMSRiHC8C/hhZggnV6JNTF3o5ViXqVFLiy1DRqG",
-	"uHdDH0CIC57gjY95WS5bd3eQ2mvCRDsiKWQft+y3oHpjAR2iuM6mAsb79esztL005MPR90f5Ix3LL76w",
-	"u9EXX7A2yZkB3s7zSXUitlQOD1Pxaom4Ql8BKxaQ7wG3bVklxnNcLUoKW0NJl07VwtYQVFnAtYolrwSW",
-	"WDWuBBVXNkFwy6elNfOsK+DCSpS2z3RYTGP8cDYXPDfuSgWb6rAgEQWuLPr4mY7llC/5JMuzEtAy1N/Q",
-	"nZkn663U7CgUofOOv45l23QoBJxXhQT/EXJAYBJKAA9cihL5n2xqqRqtSzuR6+2GzquwLWkcpcDV0GNH",
-	"k1V15cI+td1IweGag1cGvMP+yDLePN0WCGxTHjnkUq/YA8YvhDH61a+YWV5Clhmy+Zk/vhPIyGjXLiCw",
-	"cNEQ9tAVNSfPrweJpVsdm5sZY2y6KnLW/YbFrea1+7/8kv/21Z/iFjMrcPz8+WB40Ov3+r3B+LB/2H9+",
-	"PXhux8DCQExzUjF1ooS4vo9ZUDDF2ffnrxFkMlEpCXCbriFn0XqPxHZJC6ruSBa0UTrhkFF/5Nht8+xK",
-	"BHW91UBJj504ajRlA7Wm3RBASUb9QYJ6iQBSTX744YduMATCdlISGL+0VUJe0yoBBBvqlVhrW75mXpuL",
-	"rnWQE0K5J4gXIdlEO2D+aQQq7cUyeY5L9O9Et/8c2An+nlD6WgoscKerYQaBAhMMEW40o9tbuHcf/heR",
-	"MJolkGLEWWaVzf7jr2Bjt63yZKfH3oFQWCyVZMlUpSKJSIoIEN6w55pneykDKOcJZMsS8gWOnbIYcJ+g",
-	"4pAXYISnLJwGY4/9wQGRUfWD5xo1+jQHuE8hYtlOdFYKp/zRiUjD1Us23KjiSoC+e3abRBa5iGqHa7WC",
-	"2bjkuhSxNEu/Q1ZaXZyPtRMtRNKpLSnNun9kb797d/HwimFxjHeyR63Eyl3PSI26e7FeijELB9AM3LPw",
-	"6pQ9+xC3spRgxRyxseZ0w4QZwUJDoOm6gi29e4bP+hUbDYfsQwwadXBFXSAMnmEGAFHOwV/pAfD/4tYs",
-	"u41b4wdxrOY/BL6pCrmMW1Gv17szQ3DuZb1QnWG20sJFjCw63kx4usJMGssuVs65RCmVWJJaIWKNEycY",
-	"mRyzv61wZ+Yly1J0iTA+hVyTVlGP1pxtUJZqt2XXVCTbW7kKLVVENzlmjqd0eBhLT4gIPBQWxgJTFwQo",
-	"yXBQq0IfB2IjwSa14FdmuzY29WrZY6+QBP+Gr7G0y9gecOY1K18WQi+VBO0snpq9Gvhc7Wlj9RFhX8eA",
-	"p+0/2y9v+SXsq7F8qfLc8fkXlpdfOyJhToyXYEOzti/ZjViv14OFaWn6A9nUTJN4ZuJL2ZMeO9FXDk0C",
-	"dheUrE/WUOxAAEHz2bFcSdxw0rB2/ZglwPKVMC3IcoUHmEnK2rSHs/1+ZIcrlsN+v9Nj2AD6wCX/2wr3",
-	"NZ1dAqeT+TfAFWEBeYgkng6gnUuiBBUCE2MebO48H7WLPHtwo/oNfPmvh275/+P//L/N8ndHf2v8Y6/X",
-	"ex/FAXsA7inr383/LM/zaXb64nTx5/mf9s7/fir7vau936VH/Pe3cevun/sJxhUZvsAx/fVDrXtGM/al",
-	"rVdBC8fZwl6FIrSA0XRAX8EYFsmrC36ZHBt3KXWsCJmMZXI6675RUnTPeDmdJ2TlMD/9NiycZK8/Ym9U",
-	"yc5Ums0yADUB6lcqWHH1GZHBEVF5zZjFrYPpIN2f9MUR35uN0uEgbj3bfloFmy31hjHbJRntsbzIzIZh",
-	"ZrcxEfb29o7MbvD9xUvch8JELmsnw/7wRXcw6O71L/ovxv398d5RbzDc+3PSOY6lzRXj4yh0VH0CdXhW",
-	"UOpB4OaTnDnWbJSL9R6hF/ZsjVsD83GA6VkKyZdZa9za6/V7ey3UIgZ32VpX5t+XohFcjqMBual5lgur",
-	"WAE148YIMq6mvATxW6hDnM7FFFIdxnES0jgk6yiWwNlgLNwJ14KpVWk2FGeqmm0apfOncwGjAOJi6ED6",
-	"7fw4luag81YgbiGcXGq1pGQ2QHQuRfkNfB1Ca2Ajh48e9vtOCg15R+umxDaxQHWF6E1j0D0U26B3gyO/",
-	"GakJepDn2TUEefCQgSaGx9C2F9Hlz/947nSe7+7CsEhr/ON7W4qxbo1br7NrIc1LzcEF2Q5+qaHyAEQh",
-	"Wu/NzdS1O04I6xE4GgQUeZpaAjuIrWfGzJBTvKDkV8ZRKfhslk3xSNjv77E2Jj7PRVmsu8BblnQcndaU",
-	"S6lI6wYOW1gPVJeH2BWA2W2ZBV4D8skmwn2qkbtND9+ohhlyDhRsMLmxo55sekSt/f7etltc5zz/PhDK",
-	"vW9Kua+4f05dD56Hp8bWyUU4WtpWbBnySiJrgy2N06ydpRGxNKTZQkhNBdLGM0NjL6vQV3UieMDr12eO",
-	"iVxHhCm3SPcbh0XjpTGMzd8rBOcua+v0XFBBD4o35EwVUxJOjaU7NZ/psK6ezXJ+iRu+6fVVaekWzSf3",
-	"4OgV4FJSeQscpuw5qx2eW6b5y7CHqZpXlDBjfmweb3/J89OZeQE8v3X3/lPWCdzh1oNZNG62VClDgM16",
-	"leVlN/Nlj6aT2XdLIU9OgUCel5npkEpVpBnf16/PzGFnHFmPnLHf6ji/msr2v6RXRkzNZlD6gZX2pSgW",
-	"mcx0mU177DUC7bF+3sLqga9nzvXcfIEqcIdzPgqT3cuCL1BQMTNHWmnOMqbnvBCprZyAw05wmclLyGb4",
-	"6dsa7x2OolZmRnOOgj5UGThHUaaHuMw2e82sO48p8iT8tfcO9vde0IvBVMi6esHz3DcA/+qo8cct0BBx",
-	"T+7u0Q1m4uCaCJjX3vJL8Q5KGvf7kDr4UqVrUt4Z9EeH+wcv4M/+umG/fwdk/Dia0DAoxwtaEFQFw2ud",
-	"Ii41OSCXqbL5YLn8XdT6uyjUS4haVSfpqey6skhwrTbmKPgwIE36P28W/gQj3DB6jjmocex2PmMrO+IW",
-	"QyyM7ldcm9qRa/bih45auOYu+qTjea8/evh4fqNK6xWZ9436g52OdC/pb24aHj180zkvxWuSzwfbof/w",
-	"Packq49K+DBabnF9RcxHdV6XwHBwZ2dgO4TJk+cfqtSadzgTm5lbXxVcW7IY4rXCHBE6DpmuUhC23Z8d",
-	"AWVnHMuAMdVHf6z6nLhdZphHFB7whYhAiZau1Ai/APfohhuTYearTicC0jyUpvW5F9cqdJ6ykkLeAK0H",
-	"IVrtSA56LBHmS9MkkPu1KeBYFmKhrkV6HOaVqlhUC1Ss9BH3pj6pUtNbxqyf4CYy6o967KwhCVYItpKl",
-	"WhlPIIC7QTAKPtts0CLFFKFF9Zm/D7BIucnGwdaHVKmPNnMCutBPN3KwM6qnxwmbqVXRRXjaarlURVnp",
-	"6DE7dLBRcOanc14mETuE/4DcfBKxPQe9x4scij2pHDf0/sHR3Z3j0QPqt1qj3gRYFhzbpsf0H7Gzfg1D",
-	"QVivLTtrZX6hlOulMpP8CZ2Zn/XO97G+lhs37OXaUg23ynBfbL2/e+xqqLMOv99pv31O+8pDXlyQsp4r",
-	"UosjrbJgOZjdEDCabrdqV3ZUjI5dZ9pYtAB8vXGsDEAyMFkTEgEEkSwrJm5YQTmLgxqzN99doJAFWldE",
-	"+EAoBUhgtJOFvuwO+t0+yDibVxaYNoEfjrqDpNNjryzCxictoR16ZZxQri3SRps9IOcaYQhfZ7kx0yZr",
-	"ZpkYo5COMCkzSLZ6aD/0AHAbmZeggiFWf5qT5teeprjHXmcIKiDOAi4hw6o1mIwYaEX98wT/TkI4zBhm",
-	"Vj+VAv/QFkoHYIIZTr1YTl0eo2mLzjNdUr98yt4cbatEcLAmy6nmkaMbIleZuRGVsl3dnTMsdw3ShPik",
-	"xkbVG2SGstqchb7c0hqi6dqtLYC/ssyL9zbFIdsrlbXVRmExbFOjzLU7NwpKeqE9D8UXcLq2drgUdt1d",
-	"LiTm5ic4yWE3eXtP3ZK9GEfha3e52a7tSf3gve/oSrzz7lEDDzQ3DQdtqFtB41/dI5/0sN3hDPySp3Rb",
-	"69/+fDaDUjudn2k7DD+bc/r5B4HQzbutJ7aZRe4QBpKSAIRqWZ8rtWtw+q0BcAo0kkhJWNG6B3EBZOAO",
-	"PCw0eC243Zi7qO2jyjmqxeIZu9ftU52pPSaRKRsBoj0EQXDMnEtqti8SqZx8mlWOO3aphGarJZusMVQM",
-	"TTHn8wlcJdKTMmHGYdLGG5Pqxgd+CT6k5+pGU/0OvBkUUTBrPVktlj3Wtkexy3BB43oddiKdx0gSHCGk",
-	"y0K5qOIIHD6AcVn68o2oL4zD5lm7na3SPBhVee15+hHHp0fqYnDr447TRxkEux4wT3Aa8O1kJG4z/5pP",
-	"qe99teCDN1GZnrvPnh07Hx3uTnPGOxvx4VMLA5Mp3f64o2ebf+emzud2vOwSYYMvf6PKr9VKfl6H0jkQ",
-	"jEoan5/wFIo+bJsUoEgUMRAIcLt5xJBEYA+1ac0iG4Pr9ZcsTTYsZnOL3YSWHHL4tAfRYfbRm5CrY9j1",
-	"GEWUNWS1Pu3URiL8rYUuKdNZioZcJcAIOuI1QD0nn/YVN76muTmE/5Mva1G3tlDOTAoEmWUy0IQATR+A",
-	"JIeyQFghkLo66w4B9rXPWFZO9li2uZeosEW6HttMiHjd8XB1z+fl4oMO6F+gJRvaE0BaCBWbJeCFAPve",
-	"Tmw0DTHFsYQD3yLhG4RHvCBIFDTFEp7FsuDyKnLZYCvmlS4yeC3A8LKZ6aKI6vBi+cUXZgjhrOx98QXD",
-	"ClsKebEE/k6MTFBVHDGRE/jXly5LVyhhTBEqGLehQhow+lA6wzlpQEJBCZadC4A3RpUkdWbxoeThj4ZD",
-	"llgMK0BFk1i2EUFsG9vpsXcOCmXL72FagMxFG4GrEZH+RrEESs/ISYBUKDuwf4j7lkgCgBzX9NXJpngM",
-	"9LUGZjIaM2OnWZJDP1qZZidffveHVzjR7AuOq+V7GTHymnlRqbrHknYbnK5PEs3XOpYJ1B933bOTHkuk",
-	"4IXQ5VmmdWJRBhNHQUd9laVIMTnNBQfSeZYsgbPpLYhtKeluxeATxanwGrScYWaYvqEedNx92nRb4ivy",
-	"4VFYJaLYclVWH9ZjX6sioFLAKlk3nafzlbyyKL5ZwS+tbgAvI/ZXBTsAgRHiVhxL8/9bCUzH+gfBl0QM",
-	"dYRJP9IsAyzFWZcCK4TMvyKPXkWiUvoWdBdMkywAdj3GwqosxbqqX+F/0hlAtVYRZSdg5RfCOD3XPE9w",
-	"RJDZlHYYGscOSQgBd021Bh8YRAuRZmVQV7TksPJCiHGl3cjnaa6/mSu/DW/5BrO6EoTHIJGXmwzYYzHW",
-	"z9jqDq4DqXwSM9DCrC0koMYndQvzYtoPdCxrp8gzOxyVUWXhoNI8O0dyAzPJKnVamXZpIdSEQQ4EEktz",
-	"lA6xbMNRZrGf+BrLH0xHyPMP9nogE/KDBzwMiLJOUIDQMw3JsIDJkdJCosUMGpZFoPST+fyABaLH3uDG",
-	"aDsZWi5pyOxRAf2FnhEiywiKDCywsP/g5vgN1/OEtd99c9Id7r+wpFDfX3zdPYRprjtIK011UMB0o8/F",
-	"gmcSxOTsWCvLYwEFeWY3R20miUvfVpjTY45ZgpttErA1g1gDfvWMgEhtVI9GUmozefRqIZhUJNs8EWvl",
-	"UKXqxpwqjvA96dAUsHy6sNEQdaAl6qc54IP1j1mnZuoEVCIADbccn2SAiEWHlcoXEmpz2MKn0KaK7nAU",
-	"zgtL5EZki7aqLQjMW8ZFgEqoxZIXIvDnEbXlJwJu/nYyOfLEsc9pmPVkeyZN6AgxJpb9mw0MVOoKg7oc",
-	"LYTEhRQoopllgJXDsfRPt7QknmX4mWZqVU7Vgu6p0yA3RQrIiP3UfCmYFF+qdP1Il9rSYVbzkucwXDBW",
-	"e2YhUcK0e3CwN/BD7zi8aCtyoDlMF1fmRSWviT3oi4nHN/P1r8AHGbTeh7xHP7Zu5mvzJwx3oEX+ZXc4",
-	"7B9A5cdyDqkoXaJC8pJnBWi5fSXy7Br2meGIpaDdfqnGMBNPSd0a83fGAJPpb8BTC5mFfFc4A9LuD2AF",
-	"GiPQ2YAw1tTnx7gjlTfKJ9ncELseCL/Q86RFGOF5Hzblx2A0MX9nuvVGUHUjUZcCMqHg0yuRMj0tBJZe",
-	"ogmDhIi/MW6ZAifOtB2cRP/g+o/vLUHDCBPYv8fur04RNF3bKJ8RWK2dsbV3Gaeuk4Cq2Npp1a5p/PRT",
-	"TaYJl4QXAVP9FMZ0LvIlVM2ZhwZfyrXOdMll2boDyMrfmj4DKUBMA6XnOYIro4A11vKzm6k9clrUYcOb",
-	"j5XW+AUU4tsJ/KlDuKJdw2rzHr0c/vG8FQzXI3DOcNIDhdpdtcif2CE/MVoXbi33BsHs/ogtAlV24EE8",
-	"kelLsyAeuv9leLV/SMEvX6JI4UMPOOeX9rZHdt92oMUrz4DjbDzyaGwtOOr8VU5d9LU1UvGn1oRcEq2s",
-	"uCWsvTWVvO0H5h4S76O9h2fNv2MEEHsesU2VQOBgh/DcW5QGvlDqNS8wTzga7O/SUjoDRXom0oxbNajR",
-	"cLhri7+XVFuCscHPKnKJdAbky+KcrdYxwv7jQ5p05O0IFHwOxAM/YSDvLbBkqB2oH8m3aorXQTAFGAWs",
-	"cgxJs5MAG0ALv3vzigXIQuCpczXNMsQvk/fomAq5AxKzpFTLbxO2cfWCXH4PHQdUvqfWsqwXICdUJ82K",
-	"iFOe5/WGcE8oa78YxDGM60InIUj4eWHqlUYiWCJNBORkJnnuJLeMo+hifSS7Sb+hhA/0oYAoaUWPt50Q",
-	"4jIJqJekuLEoz1TbWvh1wHAZyyp9WzshriTnO114WikM1HhOugRjqfNMlmNLyVAjvIslMd6xpya8Q4cJ",
-	"iDeIOnCq8tzYBSAE5Cq5LDWsFhrbcBw4Ss+si05GKtVVa0rIfvGFBRqWCictRvgq4ip+Jgb0mLVxpgnv",
-	"SPJkBYsacmSyNgmCYLs6YygPDbm9MExtvGDbyB+Av8HaxjBIXh+5EBibxGVDZKeqgmbDYHmKer6NzKeh",
-	"EnPnmEq7w+g6yMpWwuvGyyOhZG/RN1HJwKtoCC1omCBwmj4QyWGZX77mG39A/K6XsY9I2wOw9X7szcSg",
-	"0iRiJ2cV+TtXBOGg0ubVYxfmtjOD9I+Dhf6MVjlrg0U/WdM24b63EwVBbozB2ObRY0LC1VTcos6FGQr7",
-	"xNre5kmkj0nvz5Jb2PgjKOr0go45U6nIE7ZY6RK4hlwspur90wKz7XNkN47yD/XVXOydQpQQfLdd2F1k",
-	"GuozkmOn9OZmCehgbmwP1A/I4pIDDZq5uBLTxwfZeN7rTF7hJKeAGsZxUGdCblbaY8MhE+KsPEg57MAN",
-	"C2H7bZywPfalKucwfYs6zyoucQrKAFUqREB2o38FkWQbJfMR/lhmciaKwoULsgVx4JBzYal2Nghe8Qlq",
-	"ZqkhMY1WYXDFxR8GJIGYUauOC6OWdnex/EXJaSoWS1UKOV13vxXrxDQeC59ZIcypo/lMUFCXL0Qsr8Ta",
-	"H07mT1j9CutyrQMKJtsbbYrVuzeV3XO4GKJXxUoknVCD0uwfWYWS/CabimOc9PA+1wLO0gxiqrLERrhZ",
-	"F3zUlVh3C2Gme2MMyhhNF2jAfQoy9CEgiG/Qt2L9qXEr69p/J/OaS/9D9ZAC9mZzJnXG4e5SiUb8MwIQ",
-	"VSLefWMZT+tk4Y0ZaLS4nL1KDFRVq9Xx+OIxoMlQNCtQ3UjKUbQPK0W5pULFTkqnmK5leq6KkvK1W07c",
-	"TZwY0ea5AaCysGBLIIZh0xS3n2OjokqBTRg1MyfuZg2f7abqsWC6eroQXRunhF+7h61KJO3Hfm8wjLr9",
-	"3t4g6vf6h1G/NxqZ/+7vR/3e8MD8c3AU9XsHe++jH/u9/pH5y3AY9XsDc8X+AK4wNw/wJ/PXF4fvfXzy",
-	"Ma+4qwY6CdwFPXpvCNAYhVme08bvZEqYnmfL+6N8VqkELsUpkkno9MlKY7E4xErtWcYLMVcrLZiecinN",
-	"kAG9D2qc9HaZ5QP0I2FQLojxNSzJsYU43hANp4uL+7eNNWvjpBHC8JRC1YROxJB82544kGiQaUPUNeTh",
-	"D9QpTP+aA1NCNB46tFUl7UcFGVCHCQN0rahl+utdJqeCIs7r1ngYbarRAGc39NVXKEbDlGQkRkP1pTZg",
-	"nZthgJKGvb4LXYOTYK2+gttyeEnx6x4QHvBLQRkFrfIVbCBmPELti8HhqF/VpRjWxSG2KyAFYhA/fl7K",
-	"O+/vtq6ns3Ulxur0WehsrQ54j72EDILNHbiW3r/uTp8tmFZAx0OhXl722Omza8HUUkhv0MM6dqsUynKC",
-	"toEIfCGWPEtpDZImF2TrYe7f8LVZBrBMoQO2rtJAbeDHVjHN/wLR5MP+l3t/ePHm6PfDH8wetBFtPuyf",
-	"HFy0qmt87xExZy/a8ZNEnKU6a8zhnEhSr6coldsRpKOFR6ZjT0A95zp0invsTdV7taTgvXC+S9V10yyk",
-	"3/7xfUA8/eN7zKl8r0Vx5uGplda6sUK/89HNDm0bysg6w8cFAgqxMOdksfO3mafaD7z/+x41IbbH0N9s",
-	"Un2PvU1cGyJw8Grf3gOpE7V09OzZdH4chEowJ2+1S2t9APgvG5+oxtIbzPiHQur+FnfHJxakDzHC/pj1",
-	"wRebZbHw1dbWw2N008QLZ58f9oYZ+EyHQRsHsoc4C6lyOgrqSuozmGgUoSEg66e8YFmoWQb6EQ89/qQa",
-	"z1lBQeIsg6S2LV3EsgGCS1qdThfiqb55zmU6UeoqfDU+OMiuDsJlQ+zhPwLIdgAgW/yXz4njo8FSNI3f",
-	"8Xo0KTEDutUWAzG1wBqr2uXzQvgw24Nz4V/Sl3tb+3LP9c3eTn153/XUl/4GRE7XrvLzOriygquu3WDn",
-	"6d3T7Z3uSAg2z141StwgtRAxF34n5R8qXawIeqAwgguxV0uKPX10LMNAsdPG+Lntoz+r5KYZ1M8ptWna",
-	"+1knNoGop5oWvKc04xHpzOcoyvjcwiCeIL/5cIwNNvbteVD8XsyEIiTPVkdjroAYtAmBjRL4gF60Ze6x",
-	"bIfwugqCAWoOMwTlYgjZx6afaY+cSzpRRfy+ZJeqjDao3uzvGN7UsfS1C2gGqCK7hJyj+RpUxV9Cq/66",
-	"Si/xqHHRhE6PnVhJenh4oNzv8ejsy5N3r16fvnkFdfmlyHMdNMlXQQQU4yATFVVZWmxnUcSZxKk1oTaD",
-	"2HkqjLNJmytBIY19Q0rYCUTQcB8mtWoXoJ8F2YweO2FNn6bNocrzWNI4Uupy5spOIM6zAAcBb4LwusTP",
-	"YmW2EBbCHstMq5yXmCzGlsLndUM17HHwmKxsUNJH3v0F/6sqshLS6+bRjOWC65INNwTdq9+T0SyRik24",
-	"FkDOBReaR9DLetCkqib32BaL+CdB4Q6+dYDPgIyOgOQCw1w7PXHLO6svrEh+j6sx4ojIh/AgXPvnmCew",
-	"Nofm26wJCDUQIUTjpEJPxh2sE1iUDAsLYJg72CKnOD4mZbygY2uy47G0+wIvBLsSy9LH4io1wgBfAlIa",
-	"xwCaacDYE39MLae8QeyUeXnIY2Y+PMHvTioVTkhCjcBtRchvxtmb718HdGqY5gC+jbBiZgvENkDh/sug",
-	"tnbc6w5YdV75Whg7SBF2ziW/FlSZQvse9l1ojtNfxq0/CT1mN4LigzbUayOKamYDjmssuCjN39lwBDkM",
-	"xMf+bcXzbLamOBXUtwkXdzrv7u0dhREqxORisSC2GqMCtEgo1meOT/eXSsqGAOF2R+sOgnBvsH0QJ/WY",
-	"DRDWixU5e/3GPniVi2lZKJlNtWfANd0hXIfQY+7pEAsRpqRRruSlKNhSaaC9wcTLoLsWvGA3vCi4LNdW",
-	"wgbZ2QGRzICOb8z0nOc5O4WwH0YQeVZsdONvqt3YDJJ2/eh4E3fzGuwyeEQYbvAkEx04gmtT3W5LFRwt",
-	"xIHTk7I1biFR97A7fHHRPxwPj8b7g15/cPjnB+YZ0STyCYY1z7/s/37/m8OXwzcv/tDaOgch1UYn1kc1",
-	"b28w7h/0RqPhnx89fhsNHl4c/DD649G3e2etjxjbbf5gvUgh8wbFv2u5OMohfg6elB28z96bgjOKZhgk",
-	"rJl1gXACBu4VWcMf51jZm7eynfH8ikREwHWAtGFFVKuiUVZV1drUTZaOEppEeAKUR5POViwd9ohQpd7R",
-	"cABveKIraPLwG5nGEtOax/5nc9ZRrhNWLs60qiQxFMSU66QTxRKDapcr4E6po46QmCrUdSYHYYxFhAGg",
-	"yLWLsFIbJeaRZ+UkrjTj3mBA3pa1g/9kA7gev3SMhRQ2Efbg86kGsf6CyTr0DC2iCqpOqMfoW8ARxZ97",
-	"7CTPrROEZG5KmUtXSxZw1EFlU/FMOxSwkvl6vKkElqVVJFJQgI7T7YsvWNvau50wBAf8tgC4szBcUJAy",
-	"RwVW65mLqFRvbAG5Idw2ctYSwDooMw7/vhIylivMA5l+zlJi7+cVkN/azmTQRwdki28dka6nQaoFrgjA",
-	"tsAeMwYXKomATf3STJdEqq794qA/aIVAh9C/sUe8ph4AVoAWc24mNgYHwA/FtUB1pGP0ZO0Yw+mWi/TS",
-	"9Ak+AybyZB38VyzbWgiWXIryfCVf2vcHxYJ+yoSrIJNstsrzsKjZIxRc4fbJm69YISiA4moIdUSIHAxg",
-	"a9sb34EtDxKPCdr1QJdAgLva7uLiMpm04uoYqodGY8EvVJsGERlWLQO1Med7ikFrtLr1BeRL1NuO38n9",
-	"CRrGYwnV1l1HU2WbUyoVBe00A5ulgW4bjrCvbC35FYBPgUASG6VX0zk6uo6VwY29fhZLHHzaiaG6trHx",
-	"SNCB26hW+bWDjzjiKIckleoGkfDY1xZeYmsAwDvteKx6LLdWt1eqnKGBtho6C7o1K2PJa/Ew0uwDxyxZ",
-	"FkILWcL2BiskMzMwIQxBmkQI0TQWPTG6WP8cd8xMs4RQ7gmGjrBFlCKtVWpTQSP3qpXEsrVtrZq9C4Xx",
-	"8XInrsAqtb8A78VF8I5KjWEV2LrjYBnQwkDagKAWD7BxEs8EFMlc0yxxyg4sk7N8hcXDttrXrP5YJnmm",
-	"y1P7qyfVIAVEM3reTzQLDH09aANRq1nZs0yZrXhZqFsi+UOBjJUWmuZZQ2wP4NwiBMlVjKSNUB/FaE3v",
-	"1qqKO8dAO5BQNyYuNlisckFd/JVYlnOPNk/NfybsDVJwsAFtIaEOaCgDymUscRCIRQ9QpmR/EWsN3ZsA",
-	"rvANy8W1yIEjmed5L5Yv19PcksYurPsMUHMldVmsgmoZpIzjEifeRNiaczP0ROcmNppoY4MOL6HZRMyQ",
-	"+IPKIXx7TSsQtyxSjH7i3lKKJZLQmV2MuFDydSxBRMH2C+XLLPPcDc+vmABVqNIRZZdUKVwKXR7H0vb3",
-	"xHghBA/O/u52MJy9IAJcGQGrqrUljFYJMz8ceGtL5cyFjY0Rzargz6FMbScohjhxI1BlKedhHDCqbBe2",
-	"WNbaeGHoGvc0R7XnhOcxGHgJFVtoTDQF9oJg+pOS2n6jbtiCy7WdxWacUBpX2Vk0ZgOEmlshG/uDtuB0",
-	"wOuCHsUQ9UHtN+vqvLWJDHN6OaJQYGBQzJi+VnhxH3vAkXENm5kAYapVaGKd3MUAxB5QHH//fqH8pyDr",
-	"s7PhYcY+e+UrD9tHrX4lL88h/PbgM37w11aesjujXuWuZl49f8n/mHDJ5xJ7eIWrj6wM5+I3xhqif1Ya",
-	"loIazgbpeoaYrVELs/fUKHWAQMVYk0CxRfZRZOmk9Jwv7VFiPLW6Vjq5SPaHZ8joEjkDdiG4XhXgoVgH",
-	"iwLCumKDXnxz+i4QBrEKYHC0BFJakQsSCLaSC+GehgRWwJdGxmfHZhCJ8L2rrkWR82Uyth9WuDMydHef",
-	"aaxwlVNIfYF0DmtPuRbdmcpTcgbMnaRsixBrErdFMJNXsDWPUAWotXYo8Wx2azWdrjz/l3E4IARwW0as",
-	"b86BQY99XQgBWsIVdaCI8fwGkwrUJ5iQsxVwWBtneoO+c6p0Jo1FsMhybvOi9bdijjDd6IvI1v2lPmdX",
-	"Uc6h3d/c76W8ugP6hDdCgJ6l++24QQIsmXM9T8InhPMmVDBCZKlCi6Q6iclwDqcwvqpusTudZjRJXFGc",
-	"m9lKVhLmTjvYkc/xJtN8PWacHEcYZONELSY5PdxhDYgfTgqIwBZZjsWQgC3EmJkP0lUN9ibLHFnLMBFd",
-	"S5w7TblxJcGF/IpQlbarYmupCJA+UWkG5QN7/RFpglpTEDgJMXm2TR2gwRf6V4vVSUX8uEU9ZxrsQ8Ek",
-	"ctMzzSB6XknchHtvIw/zLvuN3WxwE7Hby0PbRxVQU9tAqrsHlj7iBuLOOuOlN8xotOztsFnHEwN7oFtK",
-	"Gy2myMg+rO21ZirYpWdzUeGGDXjuDQP55caWNRHljRBNn7vztuUqma2OdcN+9fh+aNrQrMDIDttZtRud",
-	"kFzLd+jmvl7tU8pI1jo1eBIicz1v9MOzPdiv0QlxX4YyLitZ6s4vc/+Xuf+Uc3/3Gd/Yk7UJv7NfVj+W",
-	"tgpuXMwbon0ZUhJ4axiBFr9ICP4EEoIgulFuGYX7kr6+DHaLT3QRpuEWG6J2EQ4qVRekwAV8W74kjSTQ",
-	"DISIechWbNN3INECDIX6GJCrztTi2usstYPoPl8IK8bUwTIqTji6RrPqzFdNPM6W+lmr7SBEvSK3k/NH",
-	"3fvaXr77VkA37iC4szlHflHb+YnVdoLqILvQ3Z8g5NIISP8K2HY043bIbHC4lnXH5IsfT2APmguozTU+",
-	"EWez7FakBKPzp26hSyR64Tm7yaQeV1zJZ5q9++bk7SsE4aoJ0JpR5S9Kvx0zzubrSWH8QnSVgfgFq0kT",
-	"v70lkW0OZCtWhc6uRb62ucsARO6Zai7+9PYVqOEsidgbJMrAoDMPwUZ7/9f8SJiB9VJg5Rvebd9ir3qm",
-	"GYBhNZIN4w/nr37//en5q7NXby7eBSm0itgra6MftXRiBvjtsfTd3cGUIbYO8wLDISuNR24czWWhJrlY",
-	"mHZbAhNoi2Oy70SMMzBMKQyuiivN2sksu6XUGw6/Pa/biRaCQkXfSaZXoAUUpserswIRqta2sokdG1Kw",
-	"5hVVo2UygoycBqL0ARqgLHmtcJNMGO4B8HLMnP0mLdbnK/lr4Gzx9C/QOcA9EKK9w2HPkB1sZmzn9qh/",
-	"ZBPzXTx8TL9MVmVYjmARGQXEKoprkY4ZjxHtHH70BgNXWV0qHM40z3Ecy4mxVunx7eD7I8D865IvlhA+",
-	"k+oGYBGW35UEkCwLjh1rbs7AnCEyEl/kZArWQIUtgIkJSCsA/oTRQeAWM5NZNx2e+LgzK2x0r4zSH0zr",
-	"eCkIql8seI5c8Pn6GD/UoXLCFApBL5uyKDDKzWkUcugoZTJRKhdc2pTJx4PDCwEagg+T7NrZ3BkzziYA",
-	"2c8oUuYEJt2UD73ALPUiUu73cQs1I1ruiyxdIezyuAHUHVK8hZYL/QB0tVI4tkPmNKmqDciVvOxutMIp",
-	"jNMLo7rPSj+7xmrQKx/0jYE05/nsdTYTZ7o1Pnwx6veBcpfuAAUM8GTkuymomfd7Q4jNN31vhTS24oPX",
-	"SlrNQXV+8tvuLOfXalWIJsIRKlKleQZXFq2xeUfLKbmHpa0pkhmRaM5m35Rq+a0ZJ/M/433/BdYhgy/A",
-	"X8PGv7Pca3TGunT6ZB24sU16+V5rPvPVr/c2zWJdTC/v28bsmWaVuRme4f7RsE8D1NR6Gt9K+19VZxSw",
-	"FtnDBdi4h30HTQu/ogkAPcUhDLGF16KY8DJb9Oxnbp+ctdk37DfOokcatD8hIYbvzfsJlOe8pI32sY1v",
-	"ssS/MnNsRfiNdvXIRBKu2pkN+xqaeERhZln+PTF/cGZ5Mrkbrp+U5/jxtQ52tT0oSadtf0X/olEJpAZv",
-	"uLYyUpVeb7aqaq6TNY4e6lt33WdTnr2Du/VSyVmeTcufdylBpYTglSzN7v45OZToFTqnsNmlrAWPnn+w",
-	"2NY73PtzUYomh9P8Xdc2oR77cu1CryHtQWZxOrrkawdjR4uyzStxBotMrBFDZiAKRPTNcEHnOJbJb5ar",
-	"4lKQGwE1lfYSzW5Envv0PjDUekbpJlMZP3Y3U/kk1wpfyEKYb6DZ7aggMgu6rXAN7mZAw+d9hP1cOe5G",
-	"28YvBc4is2s9aVznp0LVfJaIGuzpBxZhtF22eCMG5zHVY5/Mp1mhQ498ma80YrG9bwqBAeecBqcWVXaK",
-	"NCMVQAaUThM+vYrlSlLSG1iN3n5/kbA2oc1BB4/iKe65nS1avmdeXveT7LHP0lrYagn8stieVhv2oaX2",
-	"uPzBmaUXAjqQVSMbCFQM1A9DKtqDuBTwtFq5U9G9pjhLGojgxVJJG/uBOAUFUDdCgpB3IdbtTo+dltrH",
-	"3mLpxb+Z0/5eLVOstSXZ72OWuPLbBI5kZFb/bllmC0whT5WcropCyOl6jNAZ83F+H1mrFWRsvHQ41U3E",
-	"csaznDBJEJ+je4BIIgc6jmzGtFoIiHLk2t2aBnHdWGbSJoR7zNa1+/c7nxX4dAsIShOAmyikeeq1+RK7",
-	"vbk9DaJ5esySLCUudNR1BLtkycs5VqJBX1PaCz817Lnnla7lhaBAsq08xM0xRS15gCPlpl2uSMzSRBw7",
-	"cQa3n1+qa1FI7XTioLxBqhvWbLlQD56F8uUfF0ArBPrkVVqBlKLfVhf1csUBu0X1gjQs2OuEvf/ECMLD",
-	"UYNRU9QgalFbiDS3MFvYRZEt63Go3766wJnipwRMF0B+wGHXFIEim2uzeH3Q3etf9F+M+/vjvaPeYLj3",
-	"51b0MZ/tgltuCwtDKT62RQ15uJf2mnvJzdv7vyDszEeehrQrPnlA5vMejtGuwzHs9gcX/aPxYDju7/VG",
-	"+y8qwzF8+kCG3YQ3Ixm4Md0fzfi3Qe5XzJ5fQhk/H8MOSbs/Npbx3JFkPp4+rmoBNubfT2UqbkWgAk8l",
-	"vBvpjs1gByla4O9OxGJbWqTHTuQaRXl8GsKYgjoUYKlyOY0rGxy6iAygabzwYjwR2iyhCg/5khB/nouC",
-	"aHo8FyliCro3WSpIhh64fn05W1Wnv6Kv75TTX85XoI8Ogsx8OnddBmJM4hbVo/Uyz0qmJDPjclnw5TyW",
-	"UAbIwbBqT3Iur1ieSaE72Pek/A3caFj59X8Mon6/H5QsHMeS+wdaUiIghLc8Wvhei0wE5KYFB2Ygsw81",
-	"kT0GXwHMfabjEiwIT9W0ViIunVIwlj9a6oo+y6T78Fgi/KKdYBJed5cqz6brX/WTiNX/Nkgi1uv1OlZx",
-	"DT47lhYAn5W60qGpmn5fZOY5S35p2pGYXRnKi8G6XYiSp7zkSQRghU2EpYNdeGQlBAuglnm1NN9hVb5d",
-	"Vb8vVZ9SNzkRma5lsTXDf2oZbYN1Y7VrMm89wy2IECHHKyvHWAGYO8V3sMaBdcC4PKlzU8xhpiQsFyRo",
-	"hfgcJOR9cJDk010joAV6DsVDueDXQJYcS13yXNgXTsQ8k2mPfRVsAUQQCccW1uxi0+mnWFYl7mBZAvkD",
-	"9M+F01vHCA0pphHmBLFzurfgt8bM/3JdCp2w9miwR9XIWdk5jiX4brk5aJzAViYtpaFtWyNwANrqvuaT",
-	"nAqXnq0yRd0oZn8JSYyRP9AL9fklqmGNMiHV6nKOGKcbu9Ir/obf7H+E//q+yFrj1rwsl3r83AZ7elO1",
-	"eG4b8JzWVW+Zzsi0AbyuU5rISrHQ1gCsLkKgWcZ1Y96eqykHqQCQtijEdYZG2wHEHi6x5tTsbObgME8l",
-	"zDdIJjASe/BUawEOp5l7DlV3GUBiQgUE/OsKFgHIWyBFIXJTz+2bbJxhOVelssXeep4tXW7YfDl4SMfs",
-	"RqAewjYJBWqkGcFQC6WHxcE7jYN99cZAkElBqG17mR0R+9/Pp1zylLdcD78ruTkl0uCbFHsJFyExBts3",
-	"fzmoirccM3Fr/H5N1wx7jyOVtuvmS6zh+Sl8IJz1472oRbsKSbDgn4fNMxUUNeiSwZauA1DHrqjyVNze",
-	"T57tTaIb4XfAMVuKwv0WsbktFafdNCtjORFTvhDHTMFelW9eBA+0nNz/tjq9nwftmjsoPl/eNZjMmyY8",
-	"BRvuczjIsn3+wRJy3W3F4J9YOiQf+bW0ughABCW7gAj+mbObwT5/SPa6Qes6EIBF6hMgZsGS4ypdGpoW",
-	"PXZaWvYVJUvzN7gZxS3NE8dUAoCamN9wPU+MY1Jj8nJkQQSsHPVHLM+uBJk+oOBudScgSr4la3RuAWGf",
-	"mDV6AjX0J5M1v/AIEeqmzyIphJ/1OaeGqmRkTVLbj00QndOa90QFxUreX4Tjl8hK6gi9U4xF5mtH75IV",
-	"uoyYWqLBY36Q+dqsG6XBPsYaxRqttCP467G3YEZiDgTrbEj11FbjwFq0yIQ8F1txEXmmy/OVfHztTcj4",
-	"8HWWlyTp9ZRqmP/c8h6opnZFUcbEX/9u/md5nk+z0xen8neDSda/Oft++er7i8ub31+k35/Kfm86/MPt",
-	"YvB7Y5PizADlNPO40mE/qgydxigjCcbR4XDQilppoZZLkb66Rq+mH7WETBtD3oP9cX/UO+ojfa65/qVx",
-	"HMFQtPIMDkpr5ti5KIHOCZ4NZyA8f8Fv7dv2AWbqphaps3UPpnui1aBudvRy+MdzlNIryq1tHPZGgwPT",
-	"xrJYySkvKx+HWjQj1H/7yXpqOB4Nevt7/XpPjQYf3VWD/uP6yirB3dNXw/HeUe/Fi8H9fbX3CKv9fCV3",
-	"qf4yk/WXeq+fuN6rwH3VnUIreV+d13dLYUy9KisY5PlBtLZYSShmUMjOXhpPXc2IYtO0i8wuvSquQTGD",
-	"g2IZL0okccVyJ4hU2XPn2DENEt0r6mhgoTWoO6MMymrZY6Z1qM7gwnY2ZofVOaA20D9C6lhbsRMSmvIl",
-	"ytXbBZWYP6H1+dXpu4vTNy8v6EtYQWtxjDwlwD7a9RyZXEq1khQJaUOpl+VI7dni8gQkxxPou5lSpVm1",
-	"ZW/jqg4JgS/RrzIfYWzwMpvyPIoldBrEYPBf5hgOQYdXgrQxgdLP9BUSUM7NxUizUoil4BRmRJkGqZjO",
-	"FdXrYRAQRjPTbnR5yQZ99t//hZiFKV8es4lYK5kygUQucCEyP+ap0KXtuUtFFX0OurECdtqksnVa3brm",
-	"fQ+UAJlWoAcTjlcoQMHZUumszK6hcD8rhSX9a/cjJsUlNz9FMAioINhhC8GlA9LwVV5GbNCP+v3+MU5z",
-	"4lk0m2y/34fyxZwvliKNjbPmfuixEzYrMLDKczOJoKaNei5VN6T1bL88+ABKesItkonZzDLNfPGFV5g2",
-	"s/TNaiGKbMp4UfC1piA3l4HUPs0vr7ic4GSYmZ6hyVSXi08+pNkCBBmKxV0Sy5UEKhqixHkVPMo0tFhZ",
-	"Zsp3ZhUDBA9WkDtPgg/CStCAlhjGFmhqMTmwECXv3fA8f5mr6dWZTo5rFIk2oWOcxxsik4VdBSIxNH0i",
-	"YlIFf7NYkegFNUNaju0mO9NYvlgu9vGhZguErJW+eN5wukCkxwFjBFTXaSowDCLJUAi0IfJnCdpXhWQj",
-	"HE6r+RdaJ1UAyf1Wy6dbW9ZkunuMGfDTqFfgldZssyCNx9ttgUnWDy0yeuJPa73ea5bu3sNbNSRWULJj",
-	"pnwz4qJYyeOwhBYrmLPylzKSwIpbyVdgRPwLY6M7NPNCqTMu1+BC/6uMze9IKickpN20O4MAxvMPsDTu",
-	"7g1keDtUyGuRqyXRsFl2b4wuWFMNj4uIzBFjORWaTJzqJTZ9i/x/GOcos8uVWmmmV7NZdhsSNQq+GIfH",
-	"EaueRp7BQElhjrkMDRhca7FEtvvthg6YQTXTCDi+bTrCHH+ytKmzrAQGYpAmMt3g8ngcTDYu13BKHwdq",
-	"icirnGmWrpDokH1H1jeDUtHwoHIRU3OKYjdNkJTlSqwdNgHFKjRoloW2wPZekspYKugpJ4ysDjuUTtbR",
-	"7urbIrV0eH9amNadHA9FaOnCczefHxWfdfds0fiZevamn39cdiU/66Ds/bvSoyOycKZXwrF2N3tO3t39",
-	"uxrsCFbIBqUQxl7v0UtgRIFeIEgeBuI3iMBJI1z5jp4en+1nFzst3U7kHFTT4sSKQtT4PwFo47jsgSlD",
-	"SSzzQbPaeANvoUkAqbKVZ/f4x7FsN/rGbFfXOJaBb8zZ795994YRDQz8wQlNmH3Odx8WL2DQIZZWpoAe",
-	"hRRVE+DGm3lvGs0gK5VymibgzsQyydIkYgmQlybInwd9nhSiLDJxzXNgLQAEFZdXwSWxhL+8BVdVyaRD",
-	"LP4E+2ee7CpoHfMAq4Cot8gu5yXwyvTYqQ0RVLraoYIgC9H2VFj03IjVwgkdy7KfWl0QczeRAGI8H6MH",
-	"OrEIIazG6FZfGz7BYe/O3FDAXDmphU0mIlfyUluRJmhyVmo/QqbbSzoDyEIl99Jchv5kcEHbomRIq8RK",
-	"K+lSLTEWVWk0DuBEICKMYiQWUsizvNOLza5neV5IoImWWga8OaYXQbMKAiJ48I2tBm3YPahzAhNM4Yea",
-	"br/koFKVIvVdnrN+j73EXGwhYplnunSqTMSZVM5FVpC9gdMeU7v4Mgt8+wblpUynmw0Htxg6u2dZjooP",
-	"ThnEW1m50uU4ljAb6zaJWWkQHumHMZ+pbS4jCsIe7DN4csJN4E0Rz21Z9UxAGoUUSkGagE+4TJUkuYec",
-	"l8C1a96w4Gtj5tBLiL14i41AWkFPUAdofbRadYdkrqHM6flSd1mgoOmcwbDvJgV+BpBE7uHgK1mtATEX",
-	"oCi+ndKt8Shq4fZPWR1o+jdczwFXw4f7L8bppC/S/mww25sc7g/3Bi/6sxf7s6HYGw3S0eHhwf7B0d4w",
-	"HY2G6Yv+dD9N98RhenAkJkejo8konUyhm2CFgw+qc1Wah0OavxW1cCMEvJ4TANHu7xVPG3bz7vWoFR7B",
-	"7yhygRHk8CHsemQO0ffRpjNfc9YHw36DJ/3lwbeDV8ilcqNeYu89YNJRY4I58qhwhr9pm8+9ca7/Yt79",
-	"1OZd6ZXKyNQzNoyt9jMnUOTUxQjo8RPaf+LaFgE8YP7VPVKCSaK/iTA22m8TkNNJoljStkKpe4s7t9l3",
-	"wrQSryYowIS0mrDTxnJhnMiKF4wZFJ/v2KDXxPf32IViS4UyMN7/NJaEFDf0yAjvduWT+B0gV8xv6HD6",
-	"LV+COfBD4CxaBDy9a4MakPoKkD2b7jdkFMEN1VbUp3YjvIbsmUu+TKyKFuroY3EFPNecgKydmFMdKNuT",
-	"UiXEFaeza9EZxxKSWitjU6nMgrdBtvw6Q9k3L/po/WV9BSqysdRZDigM6oqvQd0ITt7sWnjhpxOo8xwD",
-	"GAqnVBcnRlJRaTcnJnsHjnv3nflA3DDtJIKWoYCS97VXssxyMCvJ69ZWuE2mVgcLeyvTWLxoDuZYMsZY",
-	"lo4ZFhqE0xRrDvAKuNNeZAzV8Edjmrnf5oKdU17iFQ4OhmJAd1jNwMi3N8cSYG1KSsf8mLzmuuzCnd3T",
-	"rxxfAKJpl4WYCqwNUNcCcnAwrTo0cposaatTxWmiImdiw9gCLs4OLnQKZbhQlAHab5YfpAFhflHZDX7y",
-	"h7gFnkBr/I///H+juFUq/OddYkXrjXvRYy/VAgxTqDNh7WQMHFpdbiZH0kEXBt6Oca/BPtOmV1K9aV79",
-	"bZWJsuf2BhvWiaWxedZOOUvwxT2IHDp/H7s/wtbzpOAaM9gYM0ufgkD3ktfqdZPfwFT49aifjO2WNEJC",
-	"78FRJZIVyJWxaZ6hwspCwGZZoWa7dvUBGWYNwIgh1wYaWVxiRfSCQ5+fn5109/eHA3MuEjtLWfDp1V/0",
-	"PFsCe7cv7SyVynsIGXwf2c8xUwzBJaVqjQeDI7AalsT1u/mx3YFZX8MXMEV+PSSZE5zY5Y1yOzqcGKVi",
-	"U7UQ939iHwsVgNLMp/la48HB0Yv+4GivPxwNsErB9UKjSbs3GcyMrToUB/xocjgdpS/EYNbnw8nedJTu",
-	"ixezg/7h4GjI9yaj6X76QhzMDvtHA/e7Be2TpqZTXUVd7z2weAlUN24VU1Tz/v3Ry9HZwZ+/Hf5wCIiZ",
-	"ih3su74eo4Dpa4f44e/f26t+vyPEG+9FLbBWjBuzLLsj1V1kMgvenOeLXmHTHu+jljvlH1c+bde1Y3Xe",
-	"OGQqqbYWbemXfBnL+nY2GtjdzEw3s1GbI2Iw7FPWd8zcTA1uxlMDV0QMXxe3xrGf1HErim0fxa3xhxjW",
-	"A15TWRFwoVlHeBWsJLjMrqXYWM6mWeFO6ps5cM3EvsVNpbGlg7Cllas3GktTGq78k1oVlaIZ03TNSrVQ",
-	"RaFueqaBpj01CqYqonv7Ce/z5c+0W6/2hLdhdQBZLfjtayEvy3lrfNTvHwyOjob7o4NR/+jIy8rpstgS",
-	"sQ5hW/Y1qiC+9XuslQ5Jv14Le9j8mxZRfK4elNkEWDkvoOBNFWQtoh/lptTTeUzbcGcnyyVqc7IJL6fz",
-	"cJplMkA3BY7HMeN0E8YsIdHG0EIqMiAWtprFaIJjfiuTuuQAHwFL0ThMWGHKYzm8vQ0AQtiSMGsW2MaX",
-	"orSp9NuS5nYsyYi8CE10F04MVFHh0WNfb0QWhzHKEZ7VTiDWmnSCoqSKFaIVm/HCCr9Z+VTn7hDxL7pE",
-	"TlIe6jm/+IKdkOOI9cr08qUosF0RmLGaLcx/ZPIylsn//8eT7p959+/v6X/73aO/9Mbd9x/60WB4cPe/",
-	"EtYe9fsYBb3JtOh42p6JStcYwc7kPTWlHZRVvUY/VWnBEtpTE3BzoMKUaqdfjNi32ZfWRzBd/Oa7C8tY",
-	"BC82/009NUaIUSyvxLJkLqCHUtE22D4RKPKLYrLyEkBytjwR4UVqFktzC7zSbHRWS9org/Kc5bDFQhve",
-	"fXPSHe6/8OAr0ARzDUiiKjyOJTVAiAu3UzQdlwjVF/rcrrX3gQqpWMmu/SFpsutxyTiz/uNhUOWqkAAJ",
-	"q/PeUP2DC0jb4D4FYkoU9WCvX5+xOg1zYE/+z7Qi/2m24yOsRZgrtso0qsyL265MN5BZrQ+BnVT/yk1b",
-	"yfQPXIo9BBdkaMNt6fa4dRfF0FX4hKCz4vocuYvlhw2zDTphsyXQf3BZ0INwme3mGBiyd3r33p559z1G",
-	"3YXNN9pInGZS3Bi/v5uKHI0C2GvGEBRJCDCyXJWJU8AwO7a5IzwjeWVrhzhCj33pySsohoDhKNxzjSUR",
-	"6FdA/IVrlmDLfszeJxHLYgm7kdl+pJLdgA6DCCZwt5mpYsHNhJ8A+UfV7nxxMOgfHr4YNdqbT02pTdv/",
-	"xvYEiBk4QnnJ9k0nOd00a3EMhn1rWFPA1T6sArgE3CCC/9zLwMevIH1OA+d/A/IHFGLmYKo20yYdt792",
-	"GLxzyxub3td/xMLH8+b+CkM0kSABCVeL9H+Kfb8jevBriyn9WeMHfw6OCE43ux2CiVMA2uthBOFzNHke",
-	"T7z0kFdyxourTZAagN42siiWmLHt60+cJdaJ0AVG50oUGoRgMfOuHeSAXHqyCmMpZIX90qbovUOCOy9Y",
-	"/0r2WJB113wN1Pxe1gYQUFwyQGdoJkDAqFiJDqTgzQJ2Ce025GA7x1SDzR0oDx4Cjg9UIRCWD4xTnOdU",
-	"m2MzShUTtcq2HbSVqrdjWdHFwUwFsQITXU4hygIgzJrPQs1EcDtAcGclqKBgN2sYf/zUigDXczX2GVvH",
-	"wDWbrkqm56ooWZsDOlOtysj0bMH13I4/JMg71c2+khY3cz8EL26+qxB8OicIgpBp87PgfH1UuBBH96c5",
-	"p7f03v0QC4upkIo58Glk/suWYm7vxGZsQVgKgEf6zvWZcP9GOcAWsMI2G6B5WE8qS2/7aP5S3ruljuLu",
-	"CSsp7MdvVlMUK/mL2fOL2fNRZg/21APGTiixdQ+uxJE7O1U+UDvkS4cZGTuC5ckqvRRlRKJg2d9FxEq1",
-	"/DaKpbgtCz4tIwaCXBFJC9rgJ0CGCTtBSAuvEaCEdshLIo/EUCJaRywrI7wtKxmdI9ocgzequIIaDzwX",
-	"ENMB+X/5DtanLTImuUQb9gTr5uKb03ehNuKUSyKfiWU7cXLHScBSs5IL4VrgULMJYQtJxBD5JAhsYD4j",
-	"YW0wiKzAI0ckrpWGRFFE/0LUDIll9aaqjiO1tRMx0QPg5G9fXbDqiP/GvOPXlsoXE7a1dyA/m3SKbrFE",
-	"Lb9KINriiY3p9uqCXybHSLtucT6mA05n3TdKiu6ZcesSqHg1hio3u10GBRt7/RFBDay009yYN2imbQMS",
-	"vAvVhe8VPfnOdJX/durkQPIk7PCKwklIdtykcwIRh8dxGuNesiksnkCnjxG3XWls4+AyqW56LAHjg+6y",
-	"JCuA4pdSlT12AkU2xNFIOC7ozh00XLykd/iBG7otD6MsTmdm+M8w2Pf+CfiQaBt6GJZJW8hLd8fuJ/cu",
-	"euPBhrgpMh5RYmYGC36zIufnrTr+78V50SxU7vSOGlTK/SRrOC6ffzD77vYSw+9kKGGLh9tkTfq+U65F",
-	"VwuJDANjlpgDMomgOM78+yqBpFUsqeIcb0OpXdgmIYsFG39CpSYsB5YKLLe7FrLHXhqHzazdWAJdUuno",
-	"GFy7tuDc33nl0PuFpPwBbdqCRw1L0BBIqpuoI5OHbWbJy7nfZYBvvu7/hYs0jPSOQMfT/mcDwuCfvhk5",
-	"Q2cHjDhdaXv4VM7UIxR+foDLqjc/ejej2+7fzXDGflbb1U/lqNh++1eAMGpyXGa4JoKIWNwabdyvzJ1i",
-	"ugJZV7NyJ4IXojhZmUXzI1RGIGqheV0DD7DFNWCNnhPH42laCA020qrIiRN3/Pz5YHjQ6/f6vcH4sH/Y",
-	"h4VFLas//3V2LYCuFtgcgSVXaB2BsamK6VzAx6kCL8A0Os+5nIpCg+xbqa6EBDl2TAvQPuJSofUX/uCM",
-	"vU0jauz3zM3TIAiZEme4jtjr12f4A4oAIns24ePPBU+7C6WBHlOmbGo34WPGoeI7VMQGSpxVlpeuxlIL",
-	"Vt5Q+RF9lB/Vze86q8tz6R47qcnLt28sHzxwNqIv8e7i/OTi1W//xNpzdeOUepBJhDjuO6xUl+gHpWKa",
-	"pQL9K47cIaBdpMlb4qUjTrdU1OEXONLRzQ84qdIAZuBEYK3P1BxykmVphBnEJcgsLR1LJyLuQ9JApUss",
-	"f3TRYWgqxKWDkn4rHIJfYFqP8At0AGBY7aEmxPIYDlaUYKeKECK/tAKRpWJamBlCrKjUTfQaAN0cm6lt",
-	"A/OVLy6tEmNWVkc9lD1o6Dis8+Yp06Bg4PxlJ9tvPp1c4spnOyUDVZjPpktMH0ksepWEqkAWVp8mcJT4",
-	"tpg4llMuUxRdnypQFADNSJ4usrJE2XpwQMC9pynmRe050Uch0Sq4Y0GxsGZ5Jq9YWV0LRHS52R3nYRW2",
-	"DojEIjaHekVHKGbnVxXYGEub+EBFAF6gQhR2XQ3fhWxhGFiJKD2JVcwWbCUxfSnMnoZRmKw8xvEipzhC",
-	"zKOFx5mBwBSOGRRI6USVORdUZ99fglTtr9XWyWMaAYjXHntluj2TNGlQjgBd+6jybl9BboY+zyH/YFoj",
-	"o8Z1YYbU3gtAdthZTAe3bQmDWJZzQnKS9ha0gW5G3VXcWF9nVhrBzJJsanoMCmBimcmZKIB82AWOcIjT",
-	"LAWTGqZSUDpj5h5Z1u4hVILbY6dylq9gokNBtmYgnaBXeimmpdmvUQ5hqopC5ETpbvYhdQtKJEQ+zFda",
-	"6OOAHmuC17JCmEEx/TLLioUZ42kueAHUdIvK4Akcltbd+7v/LwAA//8=",
+	"LNT52aI8k+iHSSG2UZjptNiSVrKz3deGxLG9cAEbpXAPc7+053dAkjXl102O+b/s/ftyG8m1Loi/SgZ8",
+	"IgT0LkAACN7AcPhHqdVuukW1TLHdtrv0cyVQCaLMQiZcWSAJKzix/5qI+XfiROwnmHmR/SZ+kolca+Wl",
+	"CgUSlNR2t3efOLGtJuqSldd1+db3UWzpI5Aedu7sRnFC7DjN6BDTOMS0NLfuU3Ahvjz18Wn0Dq/9aaNJ",
+	"wvlUUQK0cz96qGI2XC/N4xCqXHu4V0AE6qjbmFS3rA3hDSjlA4sLak0FcDVgLQFWceG+2LjOH+busjxG",
+	"HgfFyyYyr11tsydr7W7hmdpsFwGZLD/5phLXj8M41cyadO5IM8D7iNDViDwLBxwqNdKUiKjwsDhrugJE",
+	"6DDq9/vGfgRvptixSPlpCmWBkO1TZMqevmk9lpim/ecz6NvWVi3JdD6cva3sQs1uKpXTodxjrS4VRZOy",
+	"6pLrxTIhdp1kTAElWr6uYBXQ5rR6x44+y0udxhIf3eYwm5zUYhQCcQrRpcLBoPQ4K1FII5ZmryDCk41t",
+	"oedLZMesIh5+efnaHFtQhx/LwHjA60JkMJqE9oKeNy7sV0tVxtJ+ukx9iS3W1gJTHEXjIFEEWIEiFC2F",
+	"wuNU5KK0Tqj5kWZsjU+I+hyS/Ni1LaulnuKMwoZWy1K8Yervf8zJehvSsjaosaZg4YKctLEZJSg9WmrB",
+	"MRvAIt8/aFLBsQI4f3EqOP8/83/+w/yfX6MoDmtDTSfPcsbTtBDabMul3gDggpV9ON2rrZzh/sFTBVOH",
+	"+wfNCNu3hZrkYvE0xbJTyS6+esmOR/uHbIkP6LEXQmcpVaQiAZVmE5FDASRdxBZ8jVKxsYRQT8SmKhVd",
+	"vRTTbIZx/gl0J5ZzmA3AKp9pcSNkoNwAv3UiltjUxzfBxfAj46BhRLkR5G2KJV2fyavL9VLYG8yF5Hzi",
+	"74zDQzrNOZHHKeCpXy3VwoP0F6Blc1sgOWimQTs5LHbpsXPTbxjBnIjyVgjJCpELrkX9aBltyRwUhSoa",
+	"9sczmWY3WbriOaamIJxpixqdGAoQfJpFzvOdE4fUAV+Zp74yb99FfCK7a8JCoog5Hn9WgdEnvEqWLHk5",
+	"h0UVas3Bcbe7oh0SuDSQLc9mQgLLBHSQnZou9eTrwn4YvO8B+9YOKXE86IQut/ld9DNJQvNcK1sslvyx",
+	"e4E/ds/ShM0FTwOFc9C3KliurnoNclWbtEJiqwIrKCLzFGBf9quf3wyeB8XIvYZ9afMVWSm2R5NwWAkW",
+	"bF+DMFIMP/8wnfPy/Y6v2mIFmJd9fXn51vJLmAVcMYb2j48DK2jUbxbTzMqmwOG7uSrKUAqZKvpgwzNP",
+	"2QEV7nMs9bn/3cWZ6R1RQH2k5AvLzRO+IWLJc/pv/fyD+br7XTqsOSWAn+k6M8Ltrsn0Cve4LX4Rn+Qi",
+	"Ygs+nWdSdM18AoJyUsvBLK87QV7mGcQA9W1WTudMyVia/dDmiJU0M8Pso0mPvRG3MIwazhSzIaRpndYj",
+	"kzc8z9LuXzXVeuF/WulO/5clL/hClBCetX8LcARE+hL+yf6zK1XZnamiS51HZkk3KKgNngk7SPBA+99o",
+	"KnURauNRjC6FBAE5854VGsSSr8q5KrK/g1k0Uem6WyrVBYw7/K5XS6S96y5EmnHXOlHOVQpt5nmubuF2",
+	"2zjE87R8lrm7yPSCRHntRUijYP6QisVSlUJO191rse46jjOsYXKfUqxk9T9mmQRFAajtKEUX8PiCPuuG",
+	"ZznVHVsx36qF1zA6j8UeNw+ihrKKh8mp7NksCrFbot4dL81bqw2aBzUTVF8Gx9dbvJvZ8ly7Lf7K7r3r",
+	"57ueM7Ulbtv1IHPT20o+v9r+lyg2byFcpNqFlCRLXpQ+QeUF6S2X5FzdauOQuFpVCmbXGNtrST/YHzQc",
+	"+GolwaOZqsUiK+3tYUDDeGWzVZ4nY0Qpg7NS3RQ8m3wttYcPNW7GKq/NuvCexzyL34cKRrVAPmpyjhN3",
+	"Wj8oJIqRkVLcGSvgu8uvukekc8ouLQV7VmqRz8BRgy2S5AEqTgS9dDqb7O+lB+leejTjg4HYnx5NB8f7",
+	"w3R/KPanIzGbTPaPD9O9kZhNp8NjPkv3Z3vpcDAcDab9w0m/+umHg4oHclh1QeiVjwiYRq0LoJUVWm/j",
+	"zjMHBm63EANtLZUurwqhn86oB09KQM+WDfv9E0AXFUipyq2rCwbP2s4ltt/fCzMk2Jj3j3LaUmMfw5Oo",
+	"QmC4rJm6zz6naYVeBGHkTRRayOBF9mPVicUPr86SYpr/pT/43Ze/P345Oj/88zfD748ua55FVax2UCWe",
+	"NPcHpZ4fBv1o1N826tD6j8Db24Jr+saZKnAt4ErJNEvgXwn6LoDsiKi8ei5iSblhu74gYJUYH9sBI0Gw",
+	"1HP1w9SYA0UP3HlC3DpSZFRaJQI+Zlvb1h4NhyypnPnIpVzOk1hSE7c4lpBrRL7SC7HgmWxmf0G+W2Bb",
+	"pLME0sLPtEsBG9MKm3bCkgnoSSaxDPg1ltn0GqNKs6zUrF3iM61oIddmoxVZ3vZRTPacjTpJAFuBRNci",
+	"K9lkVVIYFMnxGiQXHtVcIOXE7RKR40AHJYMh9KJXTtMPbI0eAyb6DFGVlbJwsqDrJeHRR5SEs3bI7JQE",
+	"OQbTR2+U6+415mY0cVDoCLJKmqkCu1tjepa0M8ymHkvoV+0Io/0sAwZoWXGHQZ9yDir4IsUpqnBAFick",
+	"DSQFZFKpOXib4/AIBC4zbVqd5TkIwIJ4JcbrnApgs9qlE4Wx0KlQFhir8OEbs/CmHjutl+pLZXOhdJVT",
+	"Ye2xr8BbKESxkhTLDaW7IpYLfiNimYCCFulrrsxoMNMbbexGIkdEJVCfFaFl04mlJxZB2sZVOVUL4ehU",
+	"zA92Qj5Fpquepnw4EBJWAtQz5vmapr4zwgJQOMSPENvhVinWa+GwEOOlsIyOlG2XLtmcKmNgvMFVwivK",
+	"q+anWLpFhjWlo/7oCb1QA727TjgYNfXBQ5D4ShRbKzbjhZfnOMHaZ8s/gccDUl/RAeFy8P9kkRWzNVcO",
+	"sIiB6icOKoAynhlj7tYJIiEe2kzFOddzn4n4kRJjj6WgHNe+aclMFSe0WARx8QuHebDgc1LnwrgFd2p5",
+	"MtU+vfdkxa4tJtE2aszTsFgkA74jaOQ4YC6Kwo3WXmf3sJNYKoh/5nhZQDXhIm9I/UJlGQB9Y5cBpNT2",
+	"C+3hoMiI7T9xBgUKqFeN/wicLGs4GM8iabQddqjXtrYhlx+NuPUfvp0PB6/ZKFLpPXmv3E0sfftmCVZA",
+	"uIVZVGiTGiCqB2ixmORw7m1Iyz+hJIvqlx7d4z5W7vbpKJInKjI9TO7jZ3tIdASbm5pVzpuI/VWBCCme",
+	"n3ErjqX5/60kYuKOT8t8beGCCGzUc7BNtGhI/m/jCtph23KNpIRnADyxURjNs88iIOhGp6aEG9Qjuxlb",
+	"WU+1bt/i+MFeC6TRzXC6QpQo+wpM0zWYMCSbW+P9Q+O7rXPF09a49SEGUsC4NY5J4/gvsCx03IriVqFu",
+	"ddwa//AhbsFfz1K4ENHFcAU6rPDXVOTZjTDbnfkBFgzdq69XcMXl6YvuoN998fobuORvIJroaZbHH0hV",
+	"kedEODIaDI+P9yIKY7TGrePpYHC0z/en++J4Nt0fHQyGR/2j48NDIY5m+6OjyXC4f5TuDSaHvJ/uTQf8",
+	"SByL4XQw68+GfDQ59NF2wOj2CickVYPCYl81sfLoshB8geVMBB3sI8TW2OCpNUIwJoOR0c9LE78QJX9a",
+	"yhZh2SVPecmx9oty8UFZjJ9nbnI0QgLNxHqmGTyKa/po1GSA1Cke+xbZz2C30wiTdMYC1yz5kGYLUKgp",
+	"FvcJa69kLrTn18dLtX+QJuucS8BZYOSYUVPRGsUdAY5RmyfRJYUlwa2C+CpsVG2zxSSeup0ccrnKMQJN",
+	"vegSiK1x669ayd4Fvz13uNdd04uFWAq+xS4xv2DYlJyQrndYK5BtMNt5liOzeyzRWGg7Y4J6IrKZXFXg",
+	"vzpjdm2GxVrHEbjrWWmfIBXTuSqd/5ks+B2x0m8rrKss2IcraYUsL/FqOtB3qSbC2xoLrWFVumpPO1G3",
+	"b5aNAZRTB5tHYzDcMvWm0lu9iriZIBbTtvVHSYTlZ1crtdJMr2az7M5GoGgfafOSLZQu2aDP/vu/wv7v",
+	"PEUULzgZGuymxnw7bUi7PDqTV1/h5WhN7GBLbKpG4APw/sh25INj95VrYlNnWwEIIW9Erpbimabi5zBu",
+	"O1OqXBaZLHvuht7NoBrh33LN49mlXVnNn0RlPvZU5rHczmXOEvxXF1wMyJXAv8jWhRiTvTaWSZ4v4JqN",
+	"shZLc9ZjCRhhFWWwDKD26PGVGFyKqEBD1ZC7bTzwqJbTHAha0SFo5V0Q0x9Lz9Jcg4AF9Ovhx7UikhhE",
+	"trYqlzj+8EheJgg9NHJH1pFeU0hGE9TrYBSAOSM8U8znUFEVosBiqQrEgYGPKOvgsIhZYBjwvnaTOtzL",
+	"DMymC7YD0KuRWbE59r6S23ZDN/GfoQ6H6LFvbT064GFDfImjF7+W6hZdJ4SjXou1bmK+Ib2MzepoSgdb",
+	"ZkbwHwEgmG7hJasKcz9evRNe/bgSkFNjoC26ItuCwhhW1aVU7FqIZVgGNVEriZJEn1MSKH0YfGsz6idY",
+	"9IygCtvjsLV8rLMPX/1SrZr2tq9rskjI7oenHxTGMGk2LGsswrkNKRo4VS/oShgGENhg/8H865LP24UO",
+	"c7B9+rVdh5nuszo5HSgnL/k1gquBAQu/t3lybvm2begY70XUplvVjGBt8bcVB9LwumrQZ3YrrOGxDa+1",
+	"NHt+mukyk1O3KDLJxGwmpuUjStuN4PJlCMR9GE9oL3x6NMNs1w+vIbrkpFKZRTCdiEh0IZFMvys5FU2b",
+	"wkcvNWdRP7ox0VvnPLUWP+LOqXrN+EQgomZaBXa/e/TnnSyPxFwsIh6SUpCq/RyxlRVW8AT6SwGeqLq1",
+	"b1+NlY1ts+vDddBom662C2/DURqkYVFaeoxZuKB01zGZUKmumnkO6bBs15Ul4mO9cVrfCRifqBvB+rFE",
+	"AYpgM9kQETthidMNY5BoZ/4mkEVrkg/zuyLYdTkvRUHPJgie1yjbNACaBcMvKwK02qaj4ONth3yMIL4r",
+	"od4pgLzdOvEcqhiTmD3VWnmitYGj/IDNAfOBEhg0Ez7rov4EScCGtVlfkNuVzC9WEq56S/QIDQoajv7A",
+	"LoWPdNo/1Z1uJFi74sudYhq/5UvLx3Y6a0QIWjo2OIECgwON7BwRSt7Q2qBlA26Y5McUQn1wZ0SD6om4",
+	"HrMM7BIDc/cpHsRlsRJBNB88GT6dk+yikGYXhT3uNihW80qIDcu29sHu1Vs+eRuEH2qFsHTaZqJN62CP",
+	"WxYqXU3NRkLgBTipHbkqQCCQzp8K+oAVqE2yAj3ENXSgCL7gWMBmZgC5q4PhkXM+Y+lLk9ijlUl1l7RY",
+	"yS7Awo76p4eXDRUFTytDGgyPtvqlH0fACj2q4JzqsVfQeRj+zIztgY9pmk2f5kTuZih/efbu8uzNy0u7",
+	"gu2q7bFTubYkGpl2tSwgAGRG3QMSl0pnZXaDwgXAJRee1RRpidigH/UB1AiaPgR20swq2afqVp6QhTAw",
+	"V0J5aqbZNOcLcmWzssY35GquN8rDP9Jmhy31lYvmP0779Y3xruVqIYpsarMI5oMKGyoDlYznwX/pBAIQ",
+	"5pxwtjHXTJPIpNMprqYetqiBfVYfw65+ui5yYSae54D5mOZqel1lhEJOdetBJwtR8t4tz/OX5tJznXy8",
+	"s/Gw6U7GSAVig8iPlbQ7l/58yI2VbKZD/deSlsIEaNLbUeCfT4Us87Vzb6zRsZtxsZKPmhSbxlXzkfsO",
+	"ErbnjSU4KD5ZcHmNqrgUpsUcL1UQ82lpwfJsymWamXmERbsAVjRXcSlR05cvl4W6yxbmEgxbtL9+8+77",
+	"DoZOAeEHvgE3s1mLwmL5jH+AmLHSljFjWHiqpM7STUFeaFcranEpa2Rb9MMjEOx319lWOp3v52sPbMNK",
+	"eQcxBJh410wqVwHt/tIzXlOxXOlkDD5ak6RC1ER2STdLVXYhbo7hdeS7xHWNaICEAL2ooA43zEGEWHXh",
+	"/Kf6bTeOUA4EgDxIMVj0H2pfQ8WIVFh7XirLrFaLtruPC8nUXUPx35U2VEfD3fJYlgTQ7s1yLbtwSwRg",
+	"eeRq0X/AtMbDHhsmQyC/wuW1gwpP1pQVCYnhII1azaeEgpGdHexEoiuotK9xybqv2aYWRwmYTHaXhZoK",
+	"TZg/1nbl96viJrsRGvCwcKR0eiyx1RHJmL2lf2KgYXmFHxZmxfBNxjKyNRXVUnr718czK6H67RNqyP1E",
+	"duQoOMGh7BsBvCIw6OBU4iWUZUdEH0j2g7bLLpOszdl8PSmyFFS4fK0qy7NrcZtp0UFYHjHxgtgtn87h",
+	"seBjYTMnuIhhVkB5oE6wOOsdzEmLi3YSlbTVRczJ9/p3P/9gHn5fN67t3G/dZjJVt62opUG+ZtjfwKLs",
+	"tkiwOxuLSuABG5PxYXhDMLTbtXa9Rid9/+cW2q1kGCHtBNHNUHF3N3aVoN93Jad+erf/lCR7P1Gp97MK",
+	"7kYs64me+Ra4kUP5iSgs3A/eVQUjBZY4rr+nbi/ham2nBZ+VbNgf9ruDIbtRUz5Z5bxYd3BbyTSsf6BH",
+	"MtvCGHzvrEBeiMg6WjqiDB8SAfkXaqu3SluXBnYnY92USY+dkbGAAxPI3pvB5shWgHaTXDvqDGSVwypd",
+	"NheFOPG9BkeaAE+IA+DBxgUreB1/4uwgbFxZZv88ieNPnKMwPNs4SBH2u0HsAaPt6Buehuu1/MafpMBM",
+	"dsKDCsz4YX7Tcotgd3HmKmP1tgwkXALGPd7JbsGUp4ns9TMtYsl4o2EdGbHXu5PZLaEe+1Lk2USYC/M1",
+	"mrYrCUuigChILKEWusbaAeUqkiVyledJBA6c0HblQEUd+KMdW16AQTJEJTzTTN1Ke5XCdWJrxqiIW8/5",
+	"UljcRimAmOAqlqPhMIwPcHYlJIQd6M3An9KLZSy7LPkQwxgCnhXPbsTBZn8XMRzfZL9JcQuSc1Csbc3P",
+	"HntFhMGR47ePmKtE7m28AYv34A0Lfkec4e49nPjB0SN1Ni4ospnNBcr6GD7Dv3rzLcRxZr4gilv4tLg1",
+	"PojiVp4v4BJQ38Z2qFTk8LerZdkdqa7x+eOWaQ8gIhK8P2E3opjwMltEbKZIXdrYq9j/qsJm6xt3QvsP",
+	"l+z16/PNppZqieBh/Md4z/zTkgvGrXG/t29HANxQHXQLhMAQJzotK8TQ9gE99s6NCtI9B+2x6CRSciV3",
+	"wXvYqmgYQHK9oMn0b1XALxQuxZ6DtHqOmULMoMpSEfJGFZb2+t0uUyYVU76G9815PnudzcS5mTFHByPI",
+	"gJm35cL3yoyndklciYcmCRrWBPq2OwABvB9eEe/NO2Fb1Z5K6NGVEMsGazqB0kTNnNXuthzW9hwKePB3",
+	"Igqib5wCNktOdiRtv/opJvpWqPAjYOCKxdi8L8Me6LjV/V5bFcA3s0E0ORxJ6Oi5puMmYL7BrnWgqV5+",
+	"A18M8xKOpSkcYzjWVafQPWpXl7A5sBdI6TcQTIT+hJmdQKRp/0hqN9V+2B0lu13///DT5P/fYR1wI7SQ",
+	"2EAxnGacSlBjlbN8BdWx3g0m/LUjtYglHl5YLyxSxhfKotrxfdp5xc6gYQExrI4lZ1NVFAILVnnOloW6",
+	"W7N//Of/Bs2kxWoawBDM3gzlT5aYG07Of/zn/44lhus47IhijGFXTmWwWFWrfSEg+ub1Ylk4jUErtwBT",
+	"lfmuQZsDAa7EOUjIG8CyYQoMCu+VbRUhA8hhwkil2TBI+CHNpiGpc72FNh+HsTJbVIzF2LEESk3wYLBb",
+	"stJWI6fGCJ9wLfJM2mpi+xNwbXfGaPebj0RaVxufxssgUFeyWY5KTUE3Z9L4DAv+VwXnkTFCSpYLrks2",
+	"9A2nD2kn5gk6Yf/9X2zIsB7dnLrmxySCvod/sn/8X/8PG3aIurHecmrFCcYmg1abBkOM85Zr/32mhbZJ",
+	"A3xEhATj9nNqr4ll/T2ZMQCn+UpnNyLxBegRy6TtHfNunGyx3NrelSyFLm1TzTtrY2FdoRprrum0x1AY",
+	"Zipujk/v48jmP57IWqryQdZnW3ZKk92Mzq0qUh0xzde+2DbYDJBK5269W7ikmRL7tHEHCsPSERvYEtd5",
+	"djWHyrpP0EbHifzAmNWXRjgFPm7MHiDcDnZt6NR2H9LtsJ8kubjLpjzvqhtR5HyZRKw7CH62Jk6X59mV",
+	"NI4eUGk07c+W8Yz220+n895N4+jMfl0YA6P59ejJitPhD3T1wwTcIZFaqPPu3+YGPqJFSwvigbP3D76h",
+	"W+IbvvisdnJpbk4ztTIOE81rqzpBD08CCEcuOpALsttlVN8/zQZc2engHNt907KWm3siJWXC/w6fD0EH",
+	"fHY9P+NveMxku8ya0EgoRA5aLpkoWM4nImcconypFdMRW2WsQjN0rsyo3vJiAbmmvNZU/PmRtB7w3nz3",
+	"ERI6HmdINDfu8Le1mZUiWQiYDPYGw6ilViX819FBQ4FoY2DlLREAwIs+LzrPNmbDaHbFPD/CazdWsmmC",
+	"a0vTgrxUygnYPFHnqFQq90TLjDSc0lVhyzkbtI94gWASKk82sxaKk1ErGnLArZQv+JVIu0p2QRAJISkQ",
+	"1TGfRe2RfAHLBkq1/xLIIcGj9Cov3xbiJhO3WDVdLDhVQ1+cn3b394cDCp6YRr42SwX9/wXPcpHGrfvN",
+	"ImPb9gb0WHGFEokWskZ9AXZwE9Xtx7qjrhMeSqUiXQl8R3OMHruuEVKiFGgG8UUjE+ojSiC1bt/CMuoq",
+	"fBlej2moTfWpRnbk2gSHL2mc1qtCvgoUZD8C4Iiz2kvUuin9TFs7k9UpFjH1m5WxpCIjut7xK5IQywfz",
+	"9/ukEwWynwjSxsgnPj+WxPYDuEG3h3sORrArzSrEntRsIuaZROEmAJWbOUEsT+Ceg4TfFoPbEyc2jlyN",
+	"+fEjkN5f0hN2gOimKxRiOt9iTeYq2GJMF1xDe0LhxS2G2Obm6W0vp//0kA0bQuDbOEdypZbM39yptuyR",
+	"Spvmeo3K4fmgbKW/8h6FzF5uh++bn+3m9BED6M6KHQBRjSvyY2Cj5qRxUH4LeeMVwFsDgryCXHwQLwql",
+	"owHS8T7aWXq6ssk8mQmMFFEtDChYsYgfNyfB0rL7eUBSM1eYJwfDx1apwZxGpuMGYz8RajDaHxdOzcVN",
+	"SvY9BpGkAIvchpSQA9J8ENwROZWLTFtBE9Ye9vuU45VKLS1dxGemDrPcMVvZBUJuT01xs4CLyo28O08Q",
+	"yufg5li+zYEQ1Twrocsw1rGoyJv12KV5XKYxhi7ulnk2zUrQNgPxkZxn8hLI9mYqz9VtoC5no3QqYN68",
+	"80JqgDeO2IQkI9wHVUKI8DWWz6/HLgLqEKD2hKxlnT7Q0Y9RXj+WxHTXtgBR/G8oSUW/qwNf5IgGAypD",
+	"+EZpXcWlKtAa49qWBrJ2IlUXu6yLmm/mAAbvPZaF4Ehy9pRV4CmbgsKlg4ap8mRetzd4KD1YqwCbIZ5e",
+	"EeNsnsmyx84xywzBvi6B0CEjlatbNjCjCySWXLMBcRMD/zPSa8IQLvhd2zchcpGhPLtxPJxw03+wQSfZ",
+	"EYi+IQVPm8I22+2NUstmOGhQZxHAQUH6N8+bQEvNdOG4RIEZ00bjdqMLLxxU9aHBDDQiNzmnOHLcP0Dr",
+	"bbpgGz8eqfn6PojsGTCxp0HDgYg5o2bRc1VQzSPFAxBVQLd45Xbjf2v3d1WMGeWbkzGbq1sUAHDSZZVc",
+	"KBbGOcVgknMOuXCtxYt+C/wEPhN2KBwBNd8GcfeUlmU+WSuNAwackhYkANU0M57nEz69xlFJnCrSExb8",
+	"K9eJb1RZOyJCzQa37iXN4seMCJjt91GLjvwHQDKZTY1WZj8hmszX7GzLrQr5jl63WXi5+SmPlCFQgQzR",
+	"XZKJYmNnuELNsLgT2h7MrcdiynTHzl0S+XJdH+sSBB5/Uu98T29+vHdqC9w22Y/ntiX+btt4n1bMutpY",
+	"Yy58/U/Y6z5SoHOnHTKA/W+eDk7zkZ61rQO/3zY7YJME0EpQO9AgobzNestSbWFUdhq5uasKFHwi4UGS",
+	"vNs9sf2KdCx3WXYfMwLbe9N87mZXgrTQdFVk5RqQGNg1E8ELUZyumrSWTiU7fXvGrsUak8RXqyKgGELW",
+	"mXby1bffXr69OHtz+ZfTt2d/+ebVn95BwAOiKsbQOCVhFCIMfwEvxATp9FqsibkbrRTzKi1yYalt0DDE",
+	"vRv6AEJc8ARvfMzLctm6v4fUXhMm2hFJIfu4Zb8F1RsL6BDFTTYVMN6vX5+j7aUhH46+P8of6Vh+8YXd",
+	"jb74grVJzgzwdp5PqhOxpXJ4mIpXS8QV+hpYsYB8D7htyyoxnuNqUVLYGkq6dKoWtoagygKuVSx5JbDE",
+	"qnElqLiyCYI7Pi2tmWddARdWorR9psNiGuOHs7nguXFXKthUhwWJKHBl0cfPdCynfMknWZ6VgJah/obu",
+	"zDxZb6VmR6EInXf8dSzbpkMh4LwqJPiPkAMCk1ACeOBKlMj/ZFNL1Whd2olcbzd0XoVtSeMoBa6GHjua",
+	"rKorF/ap7UYKDtccvDLgHfZHlvHm6bZAYJvyyCGXesUeMH4hjNGvfsXM8hKyzJDNz/zxnUBGRrt2AYGF",
+	"i4awh66oOXl+M0gs3erY3MwYY9NVkbPu1yxuNa/d/+WX/Dev/hS3mFmB4+fPB8PDXr/X7w3GR/2j/vOb",
+	"wXM7BhYGYpqTiqkTJcT1fcKCginOvrt4jSCTiUpJgNt0DTmL1nsktktaUHVHsqCN0gmHjPojx26bZ9ci",
+	"qOutBkp67NRRoykbqDXthgBKMuoPEtRLBJBq8v3333eDIRC2k5LA+KWtEvKaVgkg2FCvxVrb8jXz2lx0",
+	"rYOcEMo9QbwIySbaAfNPI1BpL5bJc1yifye6/efATvD3hNLXUmCBO10NMwgUmGCIcKMZ3d3Bvfvwv4iE",
+	"0SyBFCPOMqts9h9/BRu7bZUnOz32DoTCYqkkS6YqFUlEUkSA8IY91zzbSxlAOU8gW5aQL3DilMWA+wQV",
+	"h7wAIzxl4TQYe+wPDoiMqh8816jRpznAfQoRy3ais1I45Y9ORBquXrLhVhXXAvTds7sksshFVDtcqxXM",
+	"xiXXpYilWfodstLq4nysnWghkk5tSWnW/SN7++27y8dXDItjvJM9aSVW7npGatTdy/VSjFk4gGbgnoVX",
+	"p+zZh7iVpQQr5oiNNacbJswIFhoCTdcVbOn9M3zWr9hoOGQfYtCogyvqAmHwDDMAiHIO/koPgP8Xt2bZ",
+	"XdwaP4pjNf8h8E1VyGXcinq93r0Zggsv64XqDLOVFi5iZNHxZsLTFWbSWHaxcs4lSqnEktQKEWucOMHI",
+	"5IT9bYU7My9ZlqJLhPEp5Jq0inq05myDslS7LbumItneylVoqSK6yQlzPKXDo1h6QkTgobAwFpi6IEBJ",
+	"hoNaFfokEBsJNqkFvzbbtbGpV8see4Uk+Ld8jaVdxvaAM69Z+bIQeqkkaGfx1OzVwOdqTxurjwj7OgY8",
+	"bf/ZfnnLr2BfjeVLleeOz7+wvPzaEQlzYrwEG5q1fcluxHq9HixMS9MfyKZmmsQzE1/KnvTYqb52aBKw",
+	"u6BkfbKGYgcCCJrPjuVK4oaThrXrJywBlq+EaUGWKzzATFLWpj2c7fcjO1yxHPb7nR7DBtAHLvnfVriv",
+	"6ewKOJ3MvwGuCAvIQyTxdADtXBIlqBCYGPNgc+f5qF3k2aMb1W/gy389dMv/H//n/22Wvzv6W+Mfer3e",
+	"+ygO2ANwT1n/bv5neZFPs7ODs8Wf53/au/j7mez3rvd+lx7z39/Frft/7icYV2R4gGP668da94xm7Etb",
+	"r4IWjrOFvQpFaAGj6YC+gjEskleX/Co5Me5S6lgRMhnL5GzWfaOk6J7zcjpPyMphfvptWDjJXn/E3qiS",
+	"nas0m2UAagLUr1Sw4uozIoMjovKaMYtbh9NBuj/pi2O+Nxulw0Hcerb9tAo2W+oNY7ZLMtpjeZmZDcPM",
+	"bmMi7O3tHZvd4LvLl7gPhYlc1k6G/eFBdzDo7vUv+wfj/v5477g3GO79OemcxNLmivFxFDqqPoE6PCso",
+	"9SBw80nOHWs2ysV6j9ALe7bGrYH5OMD0LIXky6w1bu31+r29FmoRg7tsrSvz7yvRCC7H0YDc1DzLhVWs",
+	"gJpxYwQZV1Negfgt1CFO52IKqQ7jOAlpHJJ1FEvgbDAW7oRrwdSqNBuKM1XNNo3S+dO5gFEAcTF0IP12",
+	"fhJLc9B5KxC3EE4utVpSMhsgOlei/Bq+DqE1sJHDRw/7fSeFhryjdVNim1igukb0pjHoHott0LvBkd+M",
+	"1AQ9yPPsBoI8eMhAE8NjaNuL6PLnf7xwOs/392FYpDX+4b0txVi3xq3X2Y2Q5qXm4IJsB7/SUHkAohCt",
+	"9+Zm6todJ4T1CBwNAoo8TS2BHcTWM2NmyCleUPJr46gUfDbLpngk7Pf3WBsTnxeiLNZd4C1LOo5Oa8ql",
+	"VKR1A4ctrAeqy0PsCsDstswCrwH52SbCQ6qRu00P36iGGXIBFGwwubGjPtv0iFr7/b1tt7jOef5dIJT7",
+	"0JRyX/HwnLoZPA9Pja2Ti3C0tK3YMuSVRNYGWxqnWTtLI2JpSLOFkJoKpI1nhsZeVqGv6kTwgNevzx0T",
+	"uY4IU26R7rcOi8ZLYxibv1cIzl3W1um5oIIeFG/ImSqmJJwaS3dqPtNhXT2b5fwKN3zT66vS0i2aT+7B",
+	"0SvApaTyFjhM2XNWOzy3TPOXYQ9TNa8oYcb80Dze/pLnZzPzAnh+6/79p6wTuMOtB7No3GypUoYAm/Uq",
+	"y8tu5sseTSezb5dCnp4BgTwvM9MhlapIM76vX5+bw844sh45Y7/VcX41le2/oFdGTM1mUPqBlfalKBaZ",
+	"zHSZTXvsNQLtsX7ewuqBr2fO9dx8gSpwh3M+CpPdq4IvUFAxM0daac4ypue8EKmtnIDDTnCZySvIZvjp",
+	"2xrvHY2iVmZGc46CPlQZOEdRpse4zDZ7zaw7jynyJPy19w729w7oxWAqZF294HnuG4B/ddT44xZoiLgn",
+	"d/foBjNxcE0EzGtv+ZV4ByWN+31IHbxQ6ZqUdwb90dH+4QH82V837PfvgYwfRxMaBuV4QQuCqmB4rVPE",
+	"pSYH5DJVNh8sl7+PWn8XhXoJUavqJD2TXVcWCa7VxhwFHwakSf/nzcIfYYQbRs8xBzWO3c5nbGVH3GKI",
+	"hdH9imtTO3LNXvzYUQvX3EefdDzv9UePH89vVGm9IvO+Ee7PD9/zgqf0KrxlsJMVQN4pvWd4/PhNF7wU",
+	"r0lxH8yNHdp2Rkr8KJ4PA+zW45dEllSngglsDXfcBuZGmG95/qHKxnmPk7eZ7PVVwbXllyEqLEwroa+R",
+	"6SprYdv92XFWdsaxDEhWfcDICtaJu2WGqUfhMWIIIpRoHEuNiA3wqG65sTJmvlB1IiAzRJldn65xrUJ/",
+	"KyspSg5ofNCu1Y4XoccSYb40TQKFYJs1jmUhFupGpCdhKqoKX7XYxkofce8dkJA1vWXM+gnuO6P+qMfO",
+	"G/JmhWArWaqVcR4ChBzEr+CzzZ4uUswqWiCg+fsA65qbzCJsfciu+mTLKGAY/XS7CDujeuCcsplaFV1E",
+	"tK2WS1WUlY4esyOHNAX/fzrnZRKxI/gPSOcnEdtzaH28yAHfk8oJRe8fHN/fO+o9YIurNepNAH/BsW16",
+	"TP8Jm/FXMBQED9uyGVfmF6q/XikzyT+j//Pvtll+rEfnhhoHpra6w9013Epb7++fuoDq3Mbvd9qin9NW",
+	"9JivGCTG54o06UgRLVhBZgMFJKjb4NqVTRhjcDeZNnYzwGtvHfcDUBlM1oR3ANkly72Je1xQNOMAzezN",
+	"t5col4E2HNFKEBYC0iTtZKGvuoN+tw9i0eaVBSZn4Ifj7iDp9Ngri+PxqVFoh14ZV5dri+fRZtvIuUaw",
+	"w1dZbozByZpZvscoJD1MygxSur6AAHoAGJTMS1AnEWtMzeH0a0+G3GOvM4QuEDMCl5DH1RoMUwznosp6",
+	"gn8nuR1mzD+r0krpBWgLJR0wjQ0HZSynLlvStKvnmS6pXz5lO4+21Ts48JRlbvP41A0prczciHrcrrrP",
+	"ma+7hoJCFFRjo+oNMkNZbc5CX21pDZGB7dYWQHlZfscHm+Lw85X63WqjsOS2qVHm2p0bBYXD0J7Hohg4",
+	"XVs7XAq77i4XEj/0Zzj8YTd5+0B1lL0YR+Erd7nZru3h/ui97+hKvPP+SQMPZDoNZ3OojkHjX90jfzmf",
+	"f7zz2QxK7XR+pu0w/GTO6ecfBAJE77ee2GYWuUMYqFACqKvllq5UyMHptwZYK5BVIvFhRVEfJAyQ5ztw",
+	"ytBGthB6YyGjgpAq56hJi2fsXrdP1az2mEQ+boSh9hBqwTE/L6nZvhSlcvJpVjnu2JUSmq2WbLLGgDQ0",
+	"xZzPp3CVSE/LhBkfSxsHTqpbH14mkJKeq1tNVULwZtBdwdz4ZLVY9ljbHsUujwaN63XYqXROJgl9hMAx",
+	"CxijuibwEQEsZknSN2LLMA6bZ+12TkzzYNT+tefpRxyfHg+MIbSPO06fZBDsesB8htOAb6c8cZv5V3xK",
+	"fe9rEh+9iYoB3X327Nj56HB3mjPe2YiPn1oY/kzp9qcdPdtcQjd1fm7Hyy5xPPjyN6r8Sq3kz+tQugAa",
+	"U0nj8yOeQtGHbZMCdI8iBjIEbjePGFIV7KECrllkY3C9/pKlyYbFbG6xm9CSA1KA9iA6zD56E3LVErse",
+	"o4jlhtzZp53aSLe/tZwmZTpL0ZCrxCRBrbwG2+fk077ixtc0N4dFBuTLWmyvLcczkwKhbJkMlCdAOQiA",
+	"z6H4ENYhpK6au0NlAdrnRSsneyzb3Ath2FJgj6Am3L3ueFC8Zw1zIUVXTlCgJRvaE0CNCHWhJaCSAGHf",
+	"TmwADpHLsYQD3+LtG+RNvOxIFDTF0qrFsuDyOnI5ZysZli4yeC2A/bKZ6aKIqv1i+cUXZgjhrOx98QXD",
+	"Ol6KkrEE/k68T1C7HDGRE8TYF0hLV45hTBEqS7fRRRow+lA6wzkpTULZCha3CwBRRpVUeGZRqOThj4ZD",
+	"llikLABSk1i2EadsG9vpsXcOcGWL/GFagJhGG+GxEVELR7EE4tDICY1UiEGwf4hhl6gIgILX9NXppkQN",
+	"9LUG/jMaM2OnWSpFP1qZZqcvvv3DK5xo9gUn1SLBjHh/zbyo1PZj4byNZ9cnieZrHcsEqpy77tlJjyVS",
+	"8ELo8jzTOrFYhokjuqO+ylIkspzmggO1PUuWwAz1FiS9lHS3YvCJ4lR4DVrOMDNM31APOoZAbbot8XX/",
+	"8CisRVFsuSqrD+uxr1QREDZgLa6bztP5Sl5brOCs4FdWnYCXEfurgh2AIA9xK46l+f+tBKZj/YPgSyKG",
+	"asWkUmmWARb8rEuBdUjmX5HHyCIdKn0LugumSRZmux5j+VaWYvXWr/A/6Qygiq6IEhqw8gthnJ4bnic4",
+	"IsifSjsMjWOHhIqAIada6Q88pYVIszKoXlpyWHkhkLnSbmQNNdffzpXfhrd8g1ldCYJwkC7MTQbssRir",
+	"dGwNCdeBID9JJmhh1hbSXOOTuoV5Me0HOpa1U+SZHY7KqLJwUGmeXSCFgplklWqwTLtMEirPINMCSbI5",
+	"4ohYtuEoswhTfI1lKaYj5PkHez1QFvnBA7YHxHInKHPo+YxkWCblqG8hN2MGDYsvUGDKfH7ANdFjb3Bj",
+	"tJ0MLZc0ZPaogP5CzwjxawR4Bq5Z2H9wc/ya63nC2u++Pu0O9w8s9dR3l191j2Ca6w6SV1O1FfDp6Aux",
+	"4JkEyTo71sqyZUDZn9nNUQFK4tK3dez0mBOW4GabBJzQIAmBXz0juFMbNaqR+tpMHr1aCCYViUNPxFo5",
+	"7Kq6NaeKo5VPOjQFLGsvbDREUGjlAGgO+GD9U9apmToBYQkA0C2TKBkgYtFhpfLlitoctvAptKmiOxyF",
+	"88LSxRGlo62dCwLzltcRABlqseSFCPx5xIb5iYCbv51MjqJx7HMaZj3ZnkkTOkKMiWX/ZgMDlerFoPpH",
+	"CyFxIQW6a2YZYH1yLP3TLfmJ5zJ+pplalVO1oHvqZMtNkQIyYj81xQomxQuVrp/oUlvSzWoq8wKGC8Zq",
+	"zywkyrF2Dw/3Bn7oHVMYbUUOmocZ5sq8qKRCsQd9yfL4dr7+Ffggg9b7kF3ph9btfG3+hOEOtMhfdIfD",
+	"/iHUlyznkIrSJeowL3lWgGLclyLPbmCfGY5YCgrxV2oMM/GMNLQxf2cMMJn+Bjy1kL/Id4UzIO3+AFag",
+	"MQKdDQhjTX1+gjtSeat8ks0NseuB8As9G1uEEZ73YVN+CEYT83emW28F1VASQSqAGQo+vRYp09NCYIEn",
+	"mjBIu/gb45YpcOJM28FJ9A+u//je0kCMMOf9e+z+6hRB07WNIh2B1doZW3uXceo6CUCMrZ1W7ZrGTz/T",
+	"ZJpwSRATMNXPYEznIl9CbZ55aPClXOtMl1yWrXtAufyt6TOQaMQ0UHo2JbgyCrhpLQu8mdojp3gdNrz5",
+	"WGmND6Dc307gTx3CFe0aVgH4+OXwjxetYLiegKaGkx6I2u6rVALEQfmJ0bpwa3kwCGb3R2wRaL8D2+Kp",
+	"TF+aBfHY/S/Dq/1DCn71EqUQH3vABb+ytz2x+7ZjM155nh1n45FHYyvOUU2wcuqir62R8D+1JuSSyGvF",
+	"HSH6rankbT8w95DeH+09PGv+HSOA2PMIh6oEAgc7hOfeogDxpVKveYF5wtFgf5eW0hko0nORZtxqTo2G",
+	"w11b/J2kChaMDf6sIpdImkC+LM7ZarUk7D8+pElH3o7YwudAb/AjBvLeAheH2oFgknyrpngdBFOAt8Dq",
+	"05AAPMm8ARrx2zevWABGBDY8VzktQ5Q0eY+OD5E7uDJLSrX8JmEbVy/I5fcAdcD+ewIvy60BokV1aq6I",
+	"mOt5Xm8I97S19otBgsO4LnQSglCgl79eaaSbJWpGAFtmkudO2Ms4ii7WR+Ke9BsKBUEfCoiSVlR/2wmB",
+	"NJOA4EmKWwsMTbWtuF8HPJqxrJLEtRNiZHK+06Unr8JAjWe+SzCWOs9kObbEDzVavVgSrx773LR66DAB",
+	"vQcRFE5Vnhu7AOSGXL2YJaDVQmMbTgJH6Zl10clIpeptTQnZL76w2MRS4aTFCF9FwsXPxICEszbONOEd",
+	"FZ+swFdDJk7WJtkRbFdnDEWoIYMYhqmNF2wb+T2wRFjbGAbJqzAXAmOTuGyIUlVV0GwYLE9RNbiRXzXU",
+	"e+6cUAF5GF0H8dpKeN14eSTH7C36JsIaeBUNocUZEwRO0wciBS3zy9d84/cI+fVi+REpiACC34+9mRhU",
+	"AEUc6KwisudKLRy62rx67MLcdmaQynKw0J/RKmdtsOgna9om3Pd2oiDIjTEY2zx6TEjrmoo7VNMwQ2Gf",
+	"WNvbPFX1CakKWgoNG38E3Z5e0DHnKhV5whYrXQKjkYvFVL1/WmC2fY5SxxELooqbi71TiBKC77YLu4tM",
+	"QxVIcuL05NwsAbXNje2B+gG5YnIgWzMXV2L6+CAbz3udyWuc5BRQwzgOqlnIzXp+bDhkQpyVBymHHRho",
+	"IWy/jXm2x16ocg7Tt6izueISp6AMELJCBGQ3klmQYrZRMh/hj2UmZ6IoXLggWxDTDjkXltBng0YWn6Bm",
+	"loAS02gVnlhc/GFAEugfteq4MGppdxfLkpScpWKxVKWQ03X3G7FOTOOxvJoVwpw6ms8EBXX5QsTyWqz9",
+	"4WT+hDW2sC7XOiB6sr3Rpli9e1PZvYCLIXpVrETSCZUuzf6RVYjPb7OpOMFJD+9zLeAszSCmKktshJt1",
+	"wUddi3W3EGa6N8agjNF0iQbcpyBDHwOC+AZ9I9afGreyrv23Mq+59N9XDyngiDZnUmcc7i6VaMQ/IwBR",
+	"pfvdN5bxtE5J3piBRovL2avEc1W1Wh1bMB4DmgxFswLVraQcRfuoUvpbKtQFpXSK6Vqm56ooKV+75cTd",
+	"xIkROZ8bACo+C7YE4jE2TXH7OTYqqtTkhFEzc+JuVgrabqoeC6arpwvRtXFK+LV71KpE0n7o9wbDqNvv",
+	"7Q2ifq9/FPV7o5H57/5+1O8ND80/B8dRv3e49z76od/rH5u/DIdRvzcwV+wP4Apz8wB/Mn89OHrv45NP",
+	"ecV9NdBJ4C7o0QdDgMYozPKcNn4nhsL0PFs+HOWzeihwKU6RTEKnT1YaS9IhVmrPMl6IuVppwfSUS2mG",
+	"DEiEUEmlt8ssH6AfCYNySbyyYRWPrd3xhmg4XVzcv22sWRsnjRCGpxRqM3QihhTf9sSBRINMG6KuIdt/",
+	"oIFh+tccmBKi8dChrao0AOrUgAZNGKBrRS3TX+8yORUUcV63xsNoU/MGmMGhr75EyRumJCPJG6pitQHr",
+	"3AwDlDTs9V3oGpwEa/UV3BbdS4pf94BWgV8Jyihola9gAzHjESpsDI5G/ar6xbAuQbFdZymQnPjh56Xv",
+	"8/5+63o6X1dirE4Fhs7W6oD32EvIINjcgWvpw+vu7NmCaQWkPxTq5WWPnT27EUwthfQGPaxjt0qhLCdo",
+	"G0jNF2LJs5TWICl/QbYe5v4tX5tlAMsUOmDrKg00DX5oFdP8LxBNPuq/2PvDwZvj3w+/N3vQRrT5qH96",
+	"eNmqrvG9J8ScvTTIjxJxluq8MYdzKkkjn6JUbkeQjnwe+ZQ9zfWc69Ap7rE3Ve/VUo/3wvkuVddNs5Dk",
+	"+4f3Ab31D+8xp/KdFsW5h6dWWuvGCv3OJzc7tG0oI+sMHxcIKMTCnJPFzt9mnmo/8OHve9KE2B5Df7NJ",
+	"KD72NnFtiMDBq317DwRV1NKRwGfT+UkQKsGcvFVIrfUB4L9sfKIaS28w4x8Lqftb3B2fWPY+xAj7U9YH",
+	"X2xW0sJXW1sPj9FNEy+cfX7YG2bgMx0GbRzIHuIspP3piK4rqc9golGEhoCsn/KCZaFmGahUPPb402o8",
+	"ZwUFibMMktq2dBHLBgguadVAXYin+uY5l+lEqevw1fjgILs6CJcNcZT/ACDbAYBs8V8+J46PBkvRNH7H",
+	"69GkxAzoVlsMJNsCa6xql88L4cNsj86Ff0lf7m3tyz3XN3s79eVD11Nf+hsQOV27ys/r4MoKrrp2g52n",
+	"959v73RHQrB59qpR4gZBh4i58DvpC1HpYkU2BOUXXIi9WlLsSapjGQaKnQLHT20f/UklN82g/pxSm6a9",
+	"P+vEJtABVdOCD5RmPCGd+RylH59bGMRnyG8+HmODjX17HhS/FzOhCMmz1dGYKyCebkJgo9A+oBdtmXss",
+	"2yG8roJggJrDDEG5GEL2seln2iPnkk5Ukdgv2ZUqow1COfs7hjd1LH3tApoBqsiuIOdovga195fQqr+u",
+	"0is8alw0odNjp1b4Hh7u5J1DPDp7cfru1euzN6+gLr8Uea6DJvkqiIDIHMSooiqxi+0sijiTBLYm1GYQ",
+	"O0+FcTZpcyUopLFvSG87gQga7sOkie0C9LMgm9Fjp6zp07Q5VHkeSxpHSl3OXNkJxHkW4CDgTRBel/hZ",
+	"rMwWwkLYY5lplfMSk8XYUvi8bqi5PQ4ek5UNev3I7r/gf1VFVkJ63TyasVxwXbLhhmx89XsymiVSsQnX",
+	"AijA4ELzCHpZD5pUVf4e22IR/yQo3MG3DvAZkNERkFxgmGunJ255Z/WFFWHxcTVGHBFfER6Ea/8c8wTW",
+	"5tB8mzUBOQgihGicVOjJuIN1AouSYWEBDHMHW+R0zcekvxd0bE3cPJZ2X+CFYNdiWfpYXKVGGOBLwGPj",
+	"eEYzDRh7opyp5ZQ3uKAyL0J5wsyHJ/jdSaXCCamuEbitCPnNOHvz3euAtA3THMC3EVbMbIHYBijcfxnU",
+	"1o573QGrzitfC2MHKcLOueI3gipTaN/DvgvNcfrLuPUnocfsVlB80IZ6bURRzWzAcY0FF6X5OxuOIIeB",
+	"+Ni/rXiezdYUp4L6NuHiThfdvb3jMEKFmFwsFsRWY1SAFgnF+szx6f5SSdkQINzuaN1BEO4Ntg9ivh6z",
+	"AcJ6sSJnr9/YB69yMS0LJbOp9jy7pjuE6xB6zAMdYiHClDTKlbwSBVsqDbQ3mHgZdNeCF+yWFwWX5doK",
+	"5SAHPCCSGZD+jZme8zxnZxD2wwgiz4qNbvxNtRubQdKuHx07425eg10GTwjDDT7LRAcm4tpUt9tSBUcL",
+	"ceD0tGyNW0gHPuwODy77R+Ph8Xh/0OsPjv78yDwjMkY+wbDmxYv+7/e/Pno5fHPwh9bWOQipNjqxPqp5",
+	"e4Nx/7A3Gg3//OTx22jw8PLw+9Efj7/ZO299xNhu8wfrRQqZNyj+XcvFUXTx5+BJ2cH72XtTcEbRDIOE",
+	"NbMuEE7AwL0ia/jjHCt781a2M55fk1QJuA6QNqxId1WU0KraXZvqzNIRT5PUT4DyaFLziqXDHhGq1Dsa",
+	"DuANT3QFTR5+I9NYYlrzxP9szjrKdcLKxZlWFT6GgphynXSiWGJQ7WoF3Cl11BESU4Xq0eQgjLGIMAAU",
+	"uXYRVmqjxDzyRJ7ElWbcGwzI27J28J9sANfjl06wkMImwh59PtUg1l8wWYeeoUVUQdUJ9Rh9Czii+HOP",
+	"nea5dYKQzE0pc+lqyQKOOqhsKp5phwJWMl+PN/XGsrSKRAoK0HG6ffEFa1t7txOG4IBFFwB3FoYLOlXm",
+	"qMBqPXMRleqNLSA3hNtGzloCWAdlxuHf10LGcoV5INPPWUoaAbwC8lvbmQwq7IBs8a0javc0SLXAFQHY",
+	"FthjxuBCJRFwtl+Z6ZJI1bVfHPQHrRDoEPo39ohX7gPACjBpzs3ExuAA+KG4FqiOdIyerB1jON1ykV6Z",
+	"PsFnwESerIP/imVbC8GSK1FerORL+/6gWNBPmXAVZJLNVnkeFjV7hIIr3D598yUrBAVQXA2hjgiRgwFs",
+	"bXvjW7DlQUgyQbse6BIIcFfbXVxcJpNWwh1D9dBoLPiFatMgIsOqZaA25vxAMWiNibe+gHyJetvxO7k/",
+	"QcN4LKHauutoqmxzSqWioJ1mYLM0UIfDEfaVrSW/BvApEEhio/RqOkdH17EyuLHXz2KJg087MVTXNjYe",
+	"CTpwG9Uqv3HwEUcc5ZCkUt0iEh772sJLbA0AeKcdj1WP5dbq9kqVMzTQVkNnQbdmZSx5LR5GyoDgmCXL",
+	"QmghS9jeYIVkZgYmhCFIkwghmsaiJ0YX65/jjplplhDKPcHQEbaIUqS1Sm0qaOReG5NYtratVbN3ofw+",
+	"Xu4kHFil9hfgvbgI3lGpMawCW3ccLANaGEgbENTiATZO4pmAUpxrmiVOP4JlcpavsHjYVvua1R/LJM90",
+	"eWZ/9aQapLNoRs/7iWaBoa8HbSBqNSuulimzFS8LdUckfyjDsdJC0zxriO0BnFuEILmKkbQR6qMYrend",
+	"WlVx5wRoBxLqxsTFBotVLqiLvxTLcu7R5qn5z4S9QQoONqAtJFQbDcVGuYwlDgKx6AHKlOwvYq2hexPA",
+	"Fb5hubgROdAq8zzvxfLleppb0tiFdZ8Baq6kLotVUC2DlHFc4sSbCFtzboae6NzERhNtbNDhJTSbiBkS",
+	"f1A5hG+vaQXilkWK0U/cW0qxRBI6s4sRF0q+jiVINdh+oXyZZZ675fk1E6A9VTpu7ZIqhUuhy5NY2v6e",
+	"GC+E4MHZ390OhrMXpIYrI2C1u7aE0Sph5scDb22pnLmwsTGiWRX8ORTD7QTFEKduBKrE5jyMA0aV7cIW",
+	"y1obLwxd457mqPacvD0GA6+gYguNiabAXhBM/6yktl+rW7bgcm1nsRknFOBVdhaN2QCh5lYux/6gLTgd",
+	"8LqgejFEFVL7zbo6b20iw5xejigUGBgUM6avlXfcxx5wZFzDZiZAmGoVmlgnqjEASQmU4N9/WI7/c5D1",
+	"2dnwOGOfvfKVh+0DlV6h5NUFhN8efcb3/trKU3Zn1Kvc1cyr5y/5HxMu+bnEHl7h6iMrw7n4jbGG6J+V",
+	"hqWghrNBup4hZmvUwuw9NUodIFAx1iRQbJF9FFk6KT3nS3uUGE+trshOLpL94RkyukTOgF0IrlcFeCjW",
+	"waKAsK7YoJdfn70LtESszhgcLYFgV+SCBIKt5EK4pyGBFfClkfHZsRlEInzvqhtR5HyZjO2HFe6MDN3d",
+	"ZxorXOUUUl8g0MPaU65Fd6bylJwBcyfp5yLEmiR0EczkdXLNI1QBmrAdSjyb3VpNpyvP/2UcDggB3JUR",
+	"65tzYNBjXxVCgGJxRYMoYjy/xaQC9Qkm5GwFHNbGmd6g75wqnUljESyynNu8aP2tmCNMN/oisnV/qc/Z",
+	"VfR5aPc393vBsO6APuGNEKCa6X47aRAaS+Zcz5PwCeG8CXWSEFmq0CKpTmIynMMpjK+qW+xODRpNElcU",
+	"52a2kpWEuVModuRzvMk0X48ZJ8cRBtk4UYtJTg93WAPih5MCIrBFlmMxJGALMWbmg3RVg73JMkfWMkxE",
+	"1xLnTrluXElwIb8iVKXtqgtbKgKkT1SaQfnAXn9EyqPWFAROQkyebVMHaPCF/tWSeFIRP25Rz5kG+1Aw",
+	"idz0TDOInlcSN+He28jDvMt+Yzcb3ETs9vLY9lEF1NQ2kOrugaWPuIG4s8546Q0zGi17O2zW8cTAHqij",
+	"0kaLKTKyD2t7rZkKdunZXFS4YQOee8NAfrmxZU1EeStE0+fuvG25Smarlt2wXz29H5o2NCswssN2Vu1G",
+	"J1fX8h26ua9X+5QykrVODZ6EyFzPG/34bA/2a3RC3JehjMtKlrrzy9z/Ze5/zrm/+4xv7MnahN/ZL6sf",
+	"S1sFNy7nDdG+DCkJvDWMQItfhAp/GkKFoNNRbhm4h/LEvnJ2ixt1GWbuFhvSeRHOAypISIE++K58SbJK",
+	"oEwIQfaQ4Nhm/EDVBUgN9QmAXZ11xrWXZmoHCQG+EFa/qYOVV5ygd42W2LkvtHia+fWTFuhBVHtFoSfn",
+	"T7r3tb18992DbtxBo2dzjvwi0PMjC/QEBUV2obs/QZSmEcP+JRD0aMbtkNl4ci1Rj/kaP55AODQXUM5r",
+	"3CjOZtmdSAl55w/qQpfIDcNzdptJPa54n880e/f16dtXiNtVE2BCo2JhVIs7YZzN15PCuJLoXQNXDBag",
+	"Jn57SyLbHEhwrAqd3Yh8bdOdAe7ck9tc/untKxDQWRIXOKiagQ1oHoKN9i6z+ZFgBuulwGI5vNu+xV71",
+	"TDPAz2rkJ8YfLl79/ruzi1fnr95cvguybhVJWdZG12vp9A/w22Ppu7uDWUZsHaYShkNWGife+KbLQk1y",
+	"sTDttpwn0BZHft+JGGdgy1LkXBXXmrWTWXZH2TocfnvEtxMtBEWXvpVMr0A+KMyoV2cFglqtOWZzQTYK",
+	"YS0yKmDLZARJPA3c6gO0WVnyWuEmmTDcA+DlmGz7TVqsL1by10Dz4hljoHOAriAEiIfDniGh2MyY2+1R",
+	"/9jm8rt4+Jh+mazKsILBgjgKCG8UNyIdMx4jQDr86A3SrrK6VDicaZ4WOZYTY+DS49vB90dQJqBLvlhC",
+	"xE2qW0BSWEpY0kyyxDl2rLk5A3OGYEp8kVM2WAN7tgDyJuC5AMQUBhSBjsxMZt10eOLjzq0W0oPKS38w",
+	"reOlIHR/seA50sfn6xP8UAfkCbMuhNZsSrzAKDdnXsgHpCzLRKlccGmzLB+PJy8EyA4+zstrZ3NnzDib",
+	"AMo/o+Ca06R0Uz50HLPU606538ctlJlouS+yDIewy+MGUPdh8RZaLvQDMNxK4QgSmZOxqjYgV/Kqu9EK",
+	"J31OL4zqbi797BqrQUh90DcG0pzns9fZTJzr1vjoYNTvA0sv3QGiGeD8yHdTkFnv94YQzm/63grPbMVt",
+	"r1XBmoPq4vS33VnOb9SqEE0cJVTXSvMMrixaY/OOlpOYD6thU+Q/Ip2dzb4p1fIbM07mf8b7/gusDwdf",
+	"gL+GjX9n6drojHUZ+Mk68HybhPy9CH7mC2YfbJqFx5he3reN2TPNKnMzPMP942GfBqip9TS+lfa/qs4o",
+	"IDqyhwsQeA/7Ds0WfkUTZnqKQxjCEW9EMeFltujZz9w+OWuzb9hvnEVPNGh/RA4N35sPcy7PeUkb7VMb",
+	"32SJf2nm2IogH+3qkYm8XbUzG/Y1NPGI9cwKA3gu/+DM8vxzt1x/Vmrkp5dH2NX2qIqdtv0V/YtGJVAn",
+	"vOXaKk9Ver3Zqqq5TtY4eqxv3XU/m4ruHdytl0rO8mxa/rSrDypVB69kaXb3n5NDiV6hcwqbXcpa8Oj5",
+	"BwuHvce9PxelaHI4zd91bRPqsRdrF60NmRIyC+3RJV875DtalG1eiTNYMGONSzIDHSFifIYLOiexTH6z",
+	"XBVXgtwIKMO0l2h2K/LcIwKA1NaTUDeZyvixu5nKp7lW+EIWIoMDmW/HHpFZnG6FnnA3Axo+7yPs58px",
+	"N9o2finQHJld698Vu/OzxO3g4DyybqPt4sgbYTuP3B57yABNJB068ct8pRHx7d1ZiCU4fzY46Kh+VKQZ",
+	"aQ0yII6a8Ol1LFeSUuvAnfT2u8uEtQnTDmp7FIJxz+1sUQw+9yK+n2TC/SwNjK3Gwy/r818uWvvY6nxa",
+	"luLc8h4BT8mqkaYEShnqRy5VE0L0CwhkrQ6r6N5QNCcN1PliqaSNMEE0hMK0G4FHyO4QHXinx85K7SN8",
+	"sfSq5MyJkq+WKRYBkx75CUtcXXACBz9Svn+7LLMF5ranSk5XRSHkdD1GTI/5OL/1rNUK8kJe05wKOmI5",
+	"41lOYCmIAtI9wHCRA09INmNaLQTEUnLtbk2D6HEsM2kz1T1mC+79+51nDES/BYS+CVlO3NY89aKBid0R",
+	"3TYIMUM9ZkmWEkk7Ck6C9bPk5RxL5KCvKbmGnxr23PNK1/JCULjalkTifpqiyD3gpHLTLle9ZvkrTpxq",
+	"hDsCrtSNKKR2AnZQdyHVLWu2j6gHz0Nd9Y8L0xUCPf8q30FKMXYr2Hq14gAqo0JGGhbsdSoK+MQ4xeOx",
+	"iVFTbCJqUVuIzbcwW9hlkS3r0a7fvrrEmeKnBEwXgKTA+dgU5yLLbrOqftDd61/2D8b9/fHecW8w3Ptz",
+	"K/qYz3YhNLeFhQEbH0GjhjzeS3vNveTm7cNfEHbmEw9Q2hU/e9jn5z0co12HY9jtDy77x+PBcNzf6432",
+	"DyrDMfz84RK7CW/GS3Bjejhm8u9p9vwSMPnpGHbIJv6xEZPnjr3z6bx2VQuwMct/JlNxJwJ5eqot3kiq",
+	"bIZUSGoDf3fqGtuSLz12KteoFuSTHcYU1KEyTJVkalzZ4NCrZICZ44VXCYrQZgnlgcj9hCj3XBTEH+RJ",
+	"UhG50L3NUkH6+EBC7OvsKoJkVeF/J+n+cr4C4XZQiubTuesyUIkSdyhrrZd5VjIlmRmXq4Iv57GE+kQO",
+	"hlV7knN5zfJMCt3BvidJciBtw5K0/2MQ9fv9oJbiJJbcP9CyJQFTvSX4wvdayCRASi1qMQP9fyjW7DH4",
+	"CqAUNB2XYKV6qqa12nXpJIyxLtNyavRZJt2HxxJBHu0EU/26u1R5Nl3/qp9ErP63QRKxXq/XsVJw8Nmx",
+	"tMj8rNSVDk3V9LsiM89Z8ivTjsTsylD3DNbtQpQ85SVPIoBEbEI/HbjDQz4hvgBF1qul+Q4rP+7oBnwN",
+	"/ZS6yanbdC29rhn+M0u1G6wbK6qTeesZbkEcCjleWTnG0sTcSdGDNQ50CMblSZ2bYg4zJWG5IHMsRAEh",
+	"7e9DkKTr7hoBLdBzqGrKBb8BFudY6pLnwr5wIuaZTHvsy2ALIOZKOLawmBibTj/Fsqq9B8sSWCmgfy6d",
+	"EDwGdUjKjZAtiNDTvQW/M2b+i3UpdMLao8EelUlnZeckluC75eagccpfmbRci7ZtjfAEaKv7mk9yKlwS",
+	"uEphdauY/SVkV0ZiQ68g6JeohjXKhFSrqzkiqW7tSq/4G36z/wH+67sia41b87Jc6vFzGx/qTdXiuW3A",
+	"c1pXvWU6I9MGgMROAiMrxUJbA7C6CIH/GdeNeXuuphw0DEBzoxA3GRpthxB7uMJiWLOzmYPDPJXA6KDl",
+	"wEiFwnPABWifZlI8lANmALwJpRnwrytYBKC7gdyJSJo9t2+ycYblXJXKVqHrebZ0GWjz5eAhnbBbgUIN",
+	"27QdqJFmBEORlh5WLe80DvbVGwNBJgXBye1ldkTsfz+fcslT3nI9/K7k5pRIg29S7CVchIwdbN/85bCq",
+	"KnPCxJ3x+zVdM+w9je3arpsXWFz0Y/hAOOvHe1GLdhXShsE/D5tnKkh90CWDLV0H0JFd4e6puHuY1dub",
+	"RLfC74BjthSF+y1ic1vDTrtpVsZyIqZ8IU6Ygr0q37wIHmjJwv9tBYR/Hnxw7qD4+RLCwWTeNOEp2PCQ",
+	"w0GW7fMPlinsfivS/9TyNPnIr+X7RZgjSOwFDPXPnN0M9vljetwNItyBMi1ysgBjDNZCV3nc0LTosbPS",
+	"0sIoWZq/wc2oummeOKZCAxTr/JrreWIckxrFmGMxIvjmqD9ieXYtyPQBaXkriAFR8i2JpgsLO/vERNNn",
+	"kGn/bHrrlx6HQt3U+7fWP/85Z5OqxGpNsuFPzSld0DbhSReKlXy4OsivqpXUETq0GL7M146qJit0GTG1",
+	"RBvJ/CDztVlqSoNJjfWWNYpsR1bYY2/B8sS0CRYAkYKrLROC5WshE3kutgI28kyXFyv59KKgkL3iqywv",
+	"SZ7scyp7/nPrjqAy3FVrGa9g/bv5n+VFPs3ODs7k7waTrH97/t3y1XeXV7e/v0y/O5P93nT4h7vF4PfG",
+	"jMWZASpw5nGlA6VU2UaNHUdykqOj4aAVtdJCLZcifXWDjlA/agmZNkbJB/vj/qh33EcqYHP9S+Nrgm1p",
+	"pSYcxtfMsQtRAjUVPBuOTXj+gt/Zt+0D/tVNLVKa6x5O90SrQant+OXwjxcoC1iUW9s47I0Gh6aNZbGS",
+	"U15WPg51dUaoZfej9dRwPBr09vf69Z4aDT66qwb9p/WVVbV7oK+G473j3sHB4OG+2nuCoX+xkruUpZnJ",
+	"+ksh2o9ciFbgvupOoZV8qADt26Uw1mGV4QygASDAW6wkVFkoZJovjXOvZkQXatpFlppeFTeg/sFBfY0X",
+	"JRLSYh0WBLfsuXPiWBOJuhY1QbBoHJSqUdJltewx0zpUmnCRPhvmw7IhUE7oHyMNri0lCslZ+RKl9+2C",
+	"Ssyf0GD98uzd5dmbl5f0JaygtThGzhVgUu16vk8upVpJCp60oQbN8r32bKF8AvLpCfTdTKnSrNqyt3FV",
+	"h0TNl+iKmY8wZnuZTXkexRI6DcI2+C9zDIdoyGtBOp9AT2j6Csk05+ZipIwpxFJwikyi5IRUTOeKCgkx",
+	"bgijmWk3urxkgz777/9CmMOUL0/YRKyVTJlAUhq4EFks81To0vbclaJSQ4f2WAHTblLZOq0GX/O+B6qG",
+	"TCvQtgnHKxTT4GypdFZmN0BCkJXCEhi2+xGT4oqbnyIYBFRD7LCF4NJhb/gqLyM26Ef9fv8EpzlxRppN",
+	"tt/vQ11lzhdLkcbGv3M/9NgpmxUYi+W5mURQbEc9l6pb0q22Xx58AOVJ4RbJxGxmWXO++MKrZZtZ+ma1",
+	"EEU2Zbwo+FpTXJxLK+UPYXiYX149OsHJMDM9Q5OpLn2ffEizBYhLFIv7JJYrCbQ6RO/zKniUaWixsiyb",
+	"78wqBqAfrCB3ngQfhCWqAcUyjC1Q7mI+YSFK3rvlef4yV9Prc52c1OgebQ7I+Ju3RIwLuwoEb2j6RMQK",
+	"Cy5qsSIBD2qGtHzhTXamsXyxju3jo9MWblmryfEc6HSBSE8C9gso+9NU+RgEn6FCaUOw0JLNrwrJRjic",
+	"Vr8wtE6qmJOHrZZPt7asyXT/FDPgx1HiwCut2WZxHU+32wKTrB9aZPTEH9d6fdAs3b2Ht+phrKCWyEz5",
+	"ZpBGsZInYW0vllZn5S/1LYEVt5KvwIj4F4ZTd2jmpVLnXK7Bhf5XGZvfkuxPSK67aXcGAYznH2Bp3D8Y",
+	"yPB2qJA3IldLopSzTOUYXbCmGh4XEZkjxnIqNJk41Utsxhe5DDHOUWZXK7XSTK9ms+wuJJ0UfDEOjyNW",
+	"PY08tYKSwhxzGRowuNZiicz92w0dMINqphHwldsMhjn+ZGmzbVkJbMogs2S6waX+OJhsXK7hlD4JlB+R",
+	"IzrTLF0haSP7lqxvBjWs4UHlgqzmFMVumiBbzLVYOzgDCm9o0F8LbYHtvSSVsVTQU04YWR12KJ1Epd3V",
+	"twV36fD+tMiuOzkeC+rShRduPj8ppOvu2aJXNPVMVP+WodyV/FnHcR/eyJ4cxAUzoBLBtRvgc3IIH94I",
+	"YROxOj6oBDH2cpdeASQK5BJB8THQ/kGcTxrhZuHY+fHZfkKys9JtXs6nNS1OrCZGjf4U4DyOyh9YP5TE",
+	"+iO0xI0D8RaaBMAtW0X3gEsdy3ajO8129aZjGbjTnP3u3bdvGFHawB+czobZGn33YYkExiliaVUa6FFI",
+	"tzUBasCZd8DRcrJKMWdpAh5QLJMsTSKWAHdrgvSB0OdJIcoiEzc8BwYGwGlxeR1cEkv4y1vwbpVMOiRi",
+	"QMUFzBN3Ba1jHsYV8BQX2dW8BI6cHjuzUYVKVzvsESQu2p7Wi54bsVoEomNFBlIri2LuJg5ETAFgwEEn",
+	"FoeENR/d6mvDJziE37kbCpgrp7VIy0TkSl5pq1EFTc5K7UfIdHtJxwYZteSRmsvQBQ0uaFssDkm1WGUp",
+	"Xaolhq8qjcYBnAjEnVFYxQIXeZZ3erHZ9SxnDelT0VLLgAPI9CJIdkEMBc/KsZXgDbsHZV5ggin8UNPt",
+	"VxxEulJk/stz1u+xl5jxLUQs80yXTpSK+J/KucgKMlFw2mMCGV9m4XVfo7qW6XSz4eAWQ8f9LMtR8MIJ",
+	"o3jDLFe6HMcSZmPdjDErDSIq/TBMNLXNZcTA2IN9Bg9buAkcMKL5LavODCjDkEArKDPwCZepkqR2kfMS",
+	"qIbNGxZ8bSwjegmRN28xK0gq6TMUKFq3rlZDIplrKHNyxtRdFo5oOmcw7LtJgZ8BHJl7OPhKVitNzAVw",
+	"/Lgp3RqPohZu/5QIgqZ/zfUc0Dt8uH8wTid9kfZng9ne5Gh/uDc46M8O9mdDsTcapKOjo8P9w+O9YToa",
+	"DdOD/nQ/TffEUXp4LCbHo+PJKJ1MoZtghYPbqnNVmocDmKAVtXAjBFSg0z/R7u8V5xx28+7NqBUewe8o",
+	"2IFB5/Ah7GZkDtH30ab/X/PvB8N+g/P94vCbwSvkhblVL7H3HrECqTHBHHlSBMTftM1N3zjXf7EIf4IW",
+	"Yem13cg6NGaPLUM0h1bk9NgIgfIjmozixlYnPGIx1v1ewm+iV4v4OtqiExAgSqJY0k5EAAELiLc5fgLb",
+	"Eq0oaOaErKKwOcdyYVzViq+NeRqfVdlgF8X399ilYkuFwjneyzXGhxS39MgI73Z1nfgdIPDMb+k8+y1f",
+	"ggXxfeCSWmg+vWuDGZH6CiBHm04+5C3B2dVWBql2I7yGTKArvkys7hjUy1PVBzzXHJqsnRhDAEjuk1Il",
+	"RJWnsxvRGccSUmcrY4apzKLKQej9JkOhPC+Tab1yfQ26u7HUWQ5YD+qKr0APCg7r7EZ4qaxTKEAdA0oL",
+	"p1QXJ0ZS0bU3hyx7B+GB7jvzgbjH2kkELUPJKe/Rr2SZ5WCJkm+vrdSdTK1yGPZWprGq0pzlsWSMsSwd",
+	"M6yACKcpFkPgFXCnvcjYtuGPxppzv80Fu6DsxyscHAz4gFKzmoFfYG+OJeDtlJSO+DJ5zXXZhTu7Z186",
+	"7gOE+S4LMRVYtKBuBGT6YFp1aOQ0Gd9W2YvTREXKyIaxBcCeHVzoFMqjoYwFtN8sP0g2wvyieiD85A9x",
+	"C5yH1vgf//n/RnGrVPjP+8TK/BuPpMdeqgXYslAAw9rJGCjEutxMjqSDXg+8HaNrg32mTa+ketMi+9sq",
+	"E2XP7Q02eBRLYyatndaY4IsHcD90ZD91f4St57NCeMxgY2Qu/Rz8wVe8Vkic/Aamwq9H/WRst6QRUqAP",
+	"jivxskDgjU3zDDVpFgI2ywoz3Y0rXMgwNwF2D3lD0MjiCku1Fxz6/OL8tLu/PxyYc5HIacqCT6//oufZ",
+	"EvjOfc1pqVTeQyzj+8h+jpliCGEpVWs8GByDobEkquPNj+0OzPoaHsAU+fWQhGFwYpe3yu3ocGKUik3V",
+	"Qjz8iX2soABGN59MbI0Hh8cH/cHxXn84GmD5hOuFRit4bzKYGfN2KA758eRoOkoPxGDW58PJ3nSU7ouD",
+	"2WH/aHA85HuT0XQ/PRCHs6P+8cD9bqsJSIXU6dSiEvoeGMkE3Ru3iinqn//++OXo/PDP3wy/PwJcTsV0",
+	"9l1fD2vA9LVD/Pj37+1Vv9/xAY73ohZYK8bzWZbdkeouMpkFb87zRa+w5uD7qOVO+afVddt17UitNw6Z",
+	"SkKvRVv6FV/Gsr6djQZ2NzPTzWzU5ogYDPuUWx4zN1ODm/HUwBURw9fFrXHsJ3XcimLbR3Fr/CGG9YDX",
+	"VFYEXGjWEV4FKwkus2spNsa2aVa4k/pmDlwzsW9xU2ls6SBsaeXqjcbSlIYr/6RWRaWaxzRds1ItVFGo",
+	"255poGlPjYGqCjXffsL7rPwz7darPeFt8B6gXAt+91rIq3LeGh/3+4eD4+Ph/uhw1D8+9kJ8uiy2xMVD",
+	"cJh9jSqIbv4Ba6VDYrk3wh42v3hQPykPymwCrJwXUImnCrIW0Y9yU+rzeUzb0G2nyyWqmbIJL6fzcJpl",
+	"MsBQBY7HCeN0E4Y5IZ3H0EIqMuBVtirPaIJjFi2TuuQAUgFL0ThMWPrKYzm8uwtgSNiSMDcX2MZXorQJ",
+	"+7uS5nYsyYi8DE10F4EMdGTh0WNfCEUWhzHKEQTWTiA8m3SCaqmKFaIVm/HCSuVZwVnn7hDvMbpEToQf",
+	"Ck2/+IKdkuOIhdT08qUosF0RmLGaLcx/ZPIqlsn//4fT7p959+/v6X/73eO/9Mbd9x/60WB4eP+/EtYe",
+	"9fsYOL3NtOh4PqGJStcY9M7kA8WuHRSivUE/VWnBEtpTE3BzoPSViroPRuyb7IX1EUwXv/n20lIpwYvN",
+	"f1NPjRHIFMtrsSyZiwGiuLaNz08EyiKj/K68AiierZtEEJOaxdLcAq80G51V3/ZaqjxnOWyx0IZ3X592",
+	"h/sHHuIFKmquAUlUBeGxpAY7cRF6CsDjEqHCR59BtvY+cDQVK9m1PyRNdj0uGWfWfzzYqlwVEoBndUIe",
+	"qrJwMWybD6BATImaJuz163NWZ6EO7Mn/mVbkP812fIK1CHPFlr9GlXlx15XpBv6r9SGwk+pfuWkrmf6B",
+	"S7GH4IIMbbgt3R637qMYugqfEHRWXJ8j97H8sGG2QSdstgT6Dy4LehAus90cA0H4Tu/e2zPvfsCou7Qp",
+	"ShuJ00yKW+P3d1ORo1EAe80YgiIJwVKWqzJxAiBmxzZ3hGckr2ztEEfosReeVYNiCBiOwj3XWBKBfAfE",
+	"X7hmCbbsh+x9ErEslrAbme1HKtkNeDqI+QJ3m5kqFtxM+AmwklTtzoPDQf/o6GDUaG9+bkZx2v43tifA",
+	"5cARyku2bzrJKc1Zi2Mw7FvDmgKu9mEVWCegExFi6F4GPn4FT3QWOP8bwELgNjMHU7WZNk+5/bXD4J1b",
+	"3tj0vv4TFj6eNw+XPqKJBDlLuFqk/1Ps+x0xil9Z5OpPGqX4U3BEcLrZ7RBMnAIwZY/jFJ+jyfN0RqjH",
+	"vJJzXlxvQuEAWreRRbGMkW1f5eIssU6ELjA6V6LQIJ2LyXrtUArk0pNVGEshK7ScNqvvHRLcecH6V7LH",
+	"gkS95mtQJvCqPgCa4pIBoEMzAfpNxUp0IGtvFrDLgbchbds5oeJw7qB/8BBwfKDWgRCDYJziPKcKIJtR",
+	"qpioVbLxoK1UVh7LiiwQZiqI4Zh4fApRFgCU1nwWqkyC2wF6QytBZQu7WcP446fWHbieq9Hi2GoJrtl0",
+	"VTI9V0XJ2hwwoGpVRqZnC67ndvwhp96pbvaVTLqZ+yFEcvNdheDTOaEWhEybnwXn65PChTi6P845vaX3",
+	"HkZlWBiGVMxBXCPzX7bgc3snNsMRwoIDPNJ3rgKF+zeKDrbgG7bZAM3DelpZettH85ci4i3VGvefsV7D",
+	"fvxmzUaxkr+YPb+YPR9l9mBPPWLshApjD+BKHOu0EyUEsUe+dJiRsWN+nqzSK1FGpImW/V1ErFTLb6JY",
+	"iruy4NMyYqBHFpGyog1+AsqYsBOEtPB6B0poB9YkVksMJaJ1xLIywtuyktE5os0xeKuKa6gkwXMBMR2Q",
+	"/5fvYH3aUmZSi7RhT7BuLr8+exdKQ065JFacWLYTJxCdBPQ5K7kQrgUOaJsQHJE0HJG1gsAG5jMS1gaD",
+	"yOpbcgTvWmVM1IT0L0TJlFhWb6rKWFJbOxETPcBa/vbVJauO+G/MO35tOYYxYVt7BxLHSSdoF0uUMqwE",
+	"oi0E2Zhury75VXKCfPAW52M64GzWfaOk6J4bty6BulpjqHKz22VQFrLXHxHUwCpbzY15g2baNiDBu1Bc",
+	"+UHNl29NV/lvp04OFF/CDq8IvIQszE0yLxBxeBrZMu4lm1LsCXT6GKHelcY2Di6T6rbHEjA+6C5L5QLA",
+	"fylV2WOnUMpD5JGE44Lu3EHCxoughx+4IVvzOMribGaG/xyDfe8/A1ETbUOPIzlpC3np7tj95N5FoT3Y",
+	"EDdl2SNKzMxgwW/W/fyi0/6v1ml3ck8NIu1+kjUcl88/mH13eyHjtzJU8MXDbbImeeMp16KrhUQegzFL",
+	"zAGZRFCCZ/59nUDSKpZU1463odIwbJOQxYKNP6HqFJYDFwYW9d0I2WMvjcNm1m4sgZSpdKQPrl1boPHv",
+	"vHDqwzpa/oA2bcGjhiVoCCTVTdSx3MM2s+Tl3O8yQIRf9//CRRpGekcgY2r/swFh8E/fjJyhswOsnK60",
+	"PXwmZ+oJakXfw2XVm5+8m9FtD+9mOGN/2a4+zrexXf2vwG3U1MjMCE8EMcS4Zd24xZk7xXQFQrhmsU8E",
+	"L0RxujLr7Aeov0CgQ/NWAJzGFgqBlYBOTpCnaSE0mFWrIid+3/Hz54PhYa/f6/cG46P+UR/WIrWs/vzX",
+	"2Y0A6l1gpgTGX6F1BPapKqZzAR+nCrwAM+8853IqCg1CeaW6FhIE7DGTQFuPy57WX/i9sw837a6x32Y3",
+	"D5Agykr85zpir1+f4w8om4hM4ASpvxA87S6UBqpPmbKp3bdPGIdS9FBDHLh6VlleukpOLVh5S0VO9FF+",
+	"VDe/67yuTqZ77LQmyN++tdz2wD+J7se7y4vTy1e//RNrz9WtUx1CihPi6++wUl2h65SKaZYKdMk4kpqA",
+	"DpMmB4uXjgTe0mqHX+AIVDc/4LTKT5iB34EVRVNzLkqWpREmHZcgGbV0jKMI0g/ZDJUuscjSBZShqRDK",
+	"DrgGrAgKfoFpPSI20GeAYbXnoBDLEziLUbSeikiIyNNKapaKaWFmCDG8UjfRawCnc2Kmto3lV764tNqV",
+	"WVkd9VDCoaHjsACdp0yDGoNzsRGCQqNEXnTls50qgyrMZ9Mlpo8kltZKAmIgo6zPLDh6f1uyHMsplynK",
+	"1E8VqCOAyiZPF1lZotA/+CwQEaAp5uYhQOJh5gFpLHhwQUmyZnkmr1lZXQvEwLnZHRdhrbcOGM4iNoeq",
+	"SMd0ZudXFQsZS5srQXUDXqDaFXZdDRKGNGYYi4koo4m10hafJTHjKcyehoGbrDzB8SI/OkKYpEXUmYHA",
+	"rI8ZFMgCRZU5F9SAP1y1VO2v1dbJYxoBINkee2W6PZM0aVBaAaMBUeXdvk7dDH2eQ8rCtEZGjevCDKm9",
+	"F7DvsLOYDm7bqgexLOcE/iQdMWgD3YxKtbixvs6szIOZJdnU9BjUzMQykzNRAJGyizXhEKdZClY4TKWg",
+	"2sbMPTLG3UOo0LfHzuQsX8FEh7JvzUAGQq/0UkxLs1+jtMNUFYXIiZ7e7EPqDlRViEiZr7TQJwFv1wSv",
+	"ZYUwg2L6ZZYVCzPG01zwAjjzFpXBEzgsrfv39/9fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
