@@ -81,7 +81,7 @@ func isNDJSON(contentType string) bool {
 // than what the client meant to send.
 func invalidUTF8Problem(body []byte) *Problem {
 	var ptr []string
-	offset := int64(-1)
+	reason := "is not valid UTF-8 (JSON text must be UTF-8)"
 	dec := jsontext.NewDecoder(bytes.NewReader(body))
 	for {
 		_, err := dec.ReadToken()
@@ -90,7 +90,11 @@ func invalidUTF8Problem(body []byte) *Problem {
 			for tok := range se.JSONPointer.Tokens() {
 				ptr = append(ptr, tok)
 			}
-			offset = se.ByteOffset
+			reason = fmt.Sprintf("is not valid UTF-8 (at byte %d; JSON text must be UTF-8)", se.ByteOffset)
+			if se.Err == nil || !strings.Contains(se.Err.Error(), "UTF-8") {
+				// The body breaks JSON's syntax before its first invalid byte: say that.
+				reason = fmt.Sprintf("is not valid JSON (at byte %d), and the body is not valid UTF-8", se.ByteOffset)
+			}
 		}
 		if err != nil {
 			break
@@ -99,10 +103,6 @@ func invalidUTF8Problem(body []byte) *Problem {
 	path := dottedPath(ptr)
 	if path == "" {
 		path = "(body)"
-	}
-	reason := "is not valid UTF-8 (JSON text must be UTF-8)"
-	if offset >= 0 {
-		reason = fmt.Sprintf("is not valid UTF-8 (at byte %d; JSON text must be UTF-8)", offset)
 	}
 	p := newProblem(http.StatusBadRequest, "invalid-json", fmt.Sprintf("`%s` %s.", path, reason))
 	p.Path = path
