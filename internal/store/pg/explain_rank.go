@@ -24,7 +24,7 @@ func (s *Store) ExplainRank(ctx context.Context, q core.RankQuery) ([]string, er
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
 		if searchesIndex(q) {
-			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit))); err != nil {
+			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), "off"); err != nil {
 				return err
 			}
 			sql = annRankSQL(dims)
@@ -50,13 +50,13 @@ func (s *Store) ExplainRank(ctx context.Context, q core.RankQuery) ([]string, er
 	return plan, nil
 }
 
-// SearchCorpus is the corpus HNSW search alone, at the given hnsw.ef_search, with no exact
-// fallback: its result may be short. For tuning ef_search against exact answers.
+// SearchCorpus is the corpus HNSW search alone (searchCorpus), at the given hnsw.ef_search,
+// with no exact fallback: its result may be short. For tuning ef_search against exact answers.
 func (s *Store) SearchCorpus(ctx context.Context, q core.RankQuery, efSearch int) (core.RankResult, error) {
 	kinds := kindNames(q.Kinds)
 	if !searchesIndex(q) {
 		return core.RankResult{}, fmt.Errorf("search corpus: no HNSW index for namespace %q at %d dimensions", q.Namespace, len(q.Vector))
 	}
-	res, _, err := s.rankCorpus(ctx, q, kinds, pgvector.NewVector(q.Vector), efSearch, false)
+	res, _, err := s.searchCorpus(ctx, q, kinds, pgvector.NewVector(q.Vector), efSearch)
 	return res, err
 }

@@ -179,3 +179,44 @@ func vecText(v []float32) string {
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
+
+// TestFilteredCorpusIsNeverShort: the corpus HNSW index is shared by every corpus of its
+// dimension, so the single pass over ef_search candidates can hold none of a small corpus's
+// chunks (here: its vectors are the farthest of all from the query). The search must then walk
+// on (iterative scan) rather than answer short, and stay an ANN search in exact score order.
+func TestFilteredCorpusIsNeverShort(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openStore(t, pgtest.DSN(t))
+	putCorpus(t, s, 2000, "m") // memory docs: the large neighbour in the same index
+	query := testVector(3)
+	chunks := make([]core.Entry, 40)
+	for i := range chunks {
+		v := make([]float32, len(query))
+		for j, x := range query {
+			v[j] = -x
+		}
+		v[(i+100)%len(v)] += 0.01 * float32(i+1)
+		chunks[i] = core.Entry{Tenant: "acme", MemoryID: "small", ID: fmt.Sprintf("s#%d", i), Kind: core.KindDocument,
+			Index: i, Value: []byte(`{"text":"x"}`), Embedding: v, EmbeddingModel: "m"}
+	}
+	if err := s.PutDocuments(ctx, "acme", "small", []string{"s"}, chunks); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.RankEntries(ctx, core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "small",
+		Kinds: []core.EntryKind{core.KindDocument}, Vector: query, Model: "m", Limit: 20, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != "ann" || len(res.Ranked) != 20 {
+		t.Fatalf("mode %s, %d results; want ann, 20", res.Mode, len(res.Ranked))
+	}
+	for i, sc := range res.Ranked {
+		if i > 0 && sc.Score > res.Ranked[i-1].Score {
+			t.Errorf("rank %d (%s, %.6f) scores above rank %d (%.6f)", i, sc.Entry.ID, sc.Score, i-1, res.Ranked[i-1].Score)
+		}
+		if sc.Entry.MemoryID != "small" {
+			t.Errorf("rank %d is %s of memory %s", i, sc.Entry.ID, sc.Entry.MemoryID)
+		}
+	}
+}
