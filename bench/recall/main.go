@@ -47,6 +47,7 @@ import (
 	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embed"
+	"github.com/footprint/footprint/internal/gctune"
 	"github.com/footprint/footprint/internal/store/pg"
 )
 
@@ -173,8 +174,11 @@ func run(ctx context.Context, cfg config) error {
 	var pgVersion, vecVersion string
 	_ = pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&pgVersion)
 	_ = pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&vecVersion)
-	fmt.Printf("recall benchmark: %d CPUs, GOMAXPROCS %d, Postgres %s, pgvector %s, database %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), pgVersion, vecVersion, benchkit.DBName(dsn))
+	// The service runs in this process: pace its collector as cmd/server does on the Postgres
+	// store (every side shares the setting).
+	gc := gctune.ForPostgres(os.Getenv)
+	fmt.Printf("recall benchmark: %d CPUs, GOMAXPROCS %d, %s, Postgres %s, pgvector %s, database %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), gc, pgVersion, vecVersion, benchkit.DBName(dsn))
 	fmt.Printf("embedder %s (%s, %d dims); topK %d, rejectWindow %d → the store ranks LIMIT %d; one client, queries one after another\n\n",
 		hash.Info().ID, b.model, dims, topK, rejectWindow, limit)
 

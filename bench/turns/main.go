@@ -34,6 +34,7 @@ import (
 	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embed"
+	"github.com/footprint/footprint/internal/gctune"
 	"github.com/footprint/footprint/internal/store/pg"
 )
 
@@ -143,8 +144,11 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 
-	fmt.Printf("turns benchmark: %d CPUs, GOMAXPROCS %d, %s per cell, %d rep(s), warm-up %s, database %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), cfg.duration, cfg.reps, cfg.warmup, benchkit.DBName(dsn))
+	// The service runs in this process: pace its collector as cmd/server does on the Postgres
+	// store (both sides share the setting).
+	gc := gctune.ForPostgres(os.Getenv)
+	fmt.Printf("turns benchmark: %d CPUs, GOMAXPROCS %d, %s, %s per cell, %d rep(s), warm-up %s, database %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), gc, cfg.duration, cfg.reps, cfg.warmup, benchkit.DBName(dsn))
 	fmt.Printf("each turn: 2 messages (%d + %d chars) → msg-N-0, msg-N-1 (chat, episodic) + snap-N with a %d-d vector (why, causal)\n\n",
 		len(userText), len(assistantText), dims)
 
@@ -354,9 +358,10 @@ func (b *bench) baselineWrite(ctx context.Context, conv string) error {
 	return err
 }
 
-// serviceWrite posts one turn over HTTP and reads the whole answer.
-func (b *bench) serviceWrite(ctx context.Context, conv string) error {
-	_, err := b.server.Post(ctx, "/v1/conversations/"+url.PathEscape(conv)+"/turns", b.body, 0)
+// serviceWrite posts one turn over HTTP on the client's own keep-alive connection and reads
+// the whole answer.
+func (b *bench) serviceWrite(c *benchkit.Conn, conv string) error {
+	_, err := c.Post("/v1/conversations/"+url.PathEscape(conv)+"/turns", b.body, 0)
 	return err
 }
 
@@ -411,12 +416,25 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 		}
 		defer stop()
 	}
+	conns := make([]*benchkit.Conn, n) // the service side's: one keep-alive connection per client
+	for w := range conns {
+		if side != "service" {
+			break
+		}
+		c, err := b.server.Dial()
+		if err != nil {
+			return cell{}, err
+		}
+		defer func() { _ = c.Close() }()
+		conns[w] = c
+	}
 	cpu0 := sampleCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
 	for w := range n {
 		wg.Add(1)
+		conn := conns[w]
 		go func() {
 			defer wg.Done()
 			l := make([]time.Duration, 0, 4096)
@@ -428,7 +446,7 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 				i := int(next.Add(1)-1) % nconv
 				var err error
 				if side == "service" {
-					err = b.serviceWrite(ctx, convs[i])
+					err = b.serviceWrite(conn, convs[i])
 				} else {
 					err = b.baselineWrite(ctx, convs[i])
 				}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embed"
+	"github.com/footprint/footprint/internal/gctune"
 	httpapi "github.com/footprint/footprint/internal/http"
 	"github.com/footprint/footprint/internal/llm"
 	"github.com/footprint/footprint/internal/store/memory"
@@ -34,7 +35,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := newLogger(cfg, stderr)
 
-	store, closeStore, err := openStore(ctx, cfg, logger)
+	store, closeStore, err := openStore(ctx, cfg, getenv, logger)
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (core.Store, func(), error) {
+func openStore(ctx context.Context, cfg Config, getenv func(string) string, logger *slog.Logger) (core.Store, func(), error) {
 	if cfg.DatabaseURL == "" {
 		logger.Info("no DATABASE_URL: using the in-memory store (data is lost on exit)")
 		return memory.New(), func() {}, nil
@@ -177,6 +178,7 @@ func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (core.Store
 	if err != nil {
 		return nil, nil, fmt.Errorf("open postgres store: %w", err)
 	}
+	logger.Info("garbage collector paced for the Postgres store", "gc", gctune.ForPostgres(getenv))
 	return s, s.Close, nil
 }
 
