@@ -108,6 +108,7 @@ type bench struct {
 	svc    *core.Service
 	model  string
 	server *benchkit.Server
+	conn   *benchkit.Conn // the service side's keep-alive connection (one client)
 	checks []check
 }
 
@@ -170,6 +171,10 @@ func run(ctx context.Context, cfg config) error {
 	defer server.Close()
 	b.store, b.pool, b.hash, b.svc, b.model = store, pool, hash, server.Service, hash.Info().Model
 	b.server = server
+	if b.conn, err = server.Dial(); err != nil {
+		return err
+	}
+	defer func() { _ = b.conn.Close() }()
 
 	var pgVersion, vecVersion string
 	_ = pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&pgVersion)
@@ -291,13 +296,14 @@ type recallResponse struct {
 	} `json:"memories"`
 }
 
-// serviceSide posts the recall over HTTP and reads the whole answer; the
-// clock stops when the body is read (decoding it is the benchmark's work).
+// serviceSide posts the recall over HTTP (b.conn: one keep-alive connection,
+// no http.Transport) and reads the whole answer; the clock stops when the
+// body is read (decoding it is the benchmark's work).
 func (b *bench) serviceSide(conversation func(q query) string, memory string) func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
 		body, _ := json.Marshal(map[string]any{"query": q.text, "memories": []string{memory}})
-		raw, err := b.server.Post(ctx, "/v1/conversations/"+url.PathEscape(conversation(q))+"/recall", body, http.StatusOK)
+		raw, err := b.conn.Post("/v1/conversations/"+url.PathEscape(conversation(q))+"/recall", body, http.StatusOK)
 		elapsed := time.Since(t0)
 		if err != nil {
 			return 0, err
