@@ -23,7 +23,13 @@ type Conn struct {
 	c    net.Conn
 	br   *bufio.Reader
 	req  []byte
+	used time.Time // when the last answer was read
 }
+
+// maxIdle is how long a Conn is reused after its last answer: well under the server's
+// IdleTimeout (120 s), so that a request is never written to a connection the server is
+// closing (a POST cannot be safely retried).
+const maxIdle = 30 * time.Second
 
 // Dial opens a connection to the server (and reopens it whenever the server closes one).
 func (s *Server) Dial() (*Conn, error) {
@@ -36,7 +42,7 @@ func (c *Conn) connect() error {
 	if err != nil {
 		return err
 	}
-	c.c, c.br = conn, bufio.NewReaderSize(conn, 16<<10)
+	c.c, c.br, c.used = conn, bufio.NewReaderSize(conn, 16<<10), time.Now()
 	return nil
 }
 
@@ -51,6 +57,9 @@ func (c *Conn) Close() error {
 // Post sends body as JSON to path (already escaped) and reads the whole answer. A status other
 // than want (any 2xx when want is 0) is an error "<status>: <body>", as Server.Post.
 func (c *Conn) Post(path string, body []byte, want int) ([]byte, error) {
+	if c.c != nil && time.Since(c.used) > maxIdle {
+		_ = c.fail(nil)
+	}
 	if c.c == nil {
 		if err := c.connect(); err != nil {
 			return nil, err
@@ -79,6 +88,7 @@ func (c *Conn) Post(path string, body []byte, want int) ([]byte, error) {
 	if err != nil {
 		return nil, c.fail(err)
 	}
+	c.used = time.Now()
 	if resp.Close {
 		_ = c.fail(nil)
 	}

@@ -47,9 +47,13 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 		if res, done, err := s.rankConversation(ctx, q, kinds, vec); done || err != nil {
 			return res, err
 		}
-	} else if res, sameSpace, err := s.searchCorpus(ctx, q, kinds, vec, AnnEfSearch(q.Limit)); err != nil ||
-		(sameSpace && len(res.Ranked) >= q.Limit) || res.Mode == "exact" {
-		return res, err
+	} else {
+		// Done unless the index came back short (a corpus smaller than the limit) or the
+		// stored vectors are of another space: the exact path below handles both.
+		res, sameSpace, err := s.searchCorpus(ctx, q, kinds, vec, AnnEfSearch(q.Limit))
+		if err != nil || res.Mode == "exact" || sameSpace && len(res.Ranked) >= q.Limit {
+			return res, err
+		}
 	}
 	var res core.RankResult
 	err := s.tx(ctx, func(t pgx.Tx) error {
