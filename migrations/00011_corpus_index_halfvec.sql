@@ -1,3 +1,4 @@
+-- +goose NO TRANSACTION
 -- +goose Up
 -- The corpus HNSW index holds half-precision copies of the vectors, in a denser graph.
 -- Measured on 100k chunks of real text embedded with the built-in 384-d lexical embedder
@@ -21,13 +22,28 @@
 --
 -- The cost is on the write side: a chunk insert searches the graph with ef_construction 256
 -- and updates up to 64 neighbours (bench/recall prints the insert rate).
-DROP INDEX IF EXISTS entries_doc_hnsw_384;
-CREATE INDEX entries_doc_hnsw_384 ON entries
+--
+-- Built CONCURRENTLY, under another name, and swapped in: a plain CREATE INDEX would lock the
+-- entries table against every write (turns included) for the whole build, which on a large
+-- corpus takes minutes (with the default maintenance_work_mem the graph does not fit in memory
+-- and pgvector inserts row by row: about 10 minutes per 100k chunks on a 2-core machine).
+-- Replicas of the previous version keep serving meanwhile, their corpus recalls on the old
+-- index (their query spells its expression) until it is dropped, then as exact scans (correct,
+-- slow) until they are upgraded. Replicas of this version starting during the build wait for
+-- the migration lock for up to 5 minutes (internal/store/pg/migrate.go): on a large corpus,
+-- upgrade one replica first. The first statement drops what an interrupted run left (an
+-- invalid index under the temporary name).
+DROP INDEX CONCURRENTLY IF EXISTS entries_doc_hnsw_384_next;
+CREATE INDEX CONCURRENTLY entries_doc_hnsw_384_next ON entries
     USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops) WITH (m = 32, ef_construction = 256)
     WHERE kind = 'doc' AND embedding_dims = 384;
+DROP INDEX CONCURRENTLY IF EXISTS entries_doc_hnsw_384;
+ALTER INDEX entries_doc_hnsw_384_next RENAME TO entries_doc_hnsw_384;
 
 -- +goose Down
-DROP INDEX IF EXISTS entries_doc_hnsw_384;
-CREATE INDEX entries_doc_hnsw_384 ON entries
+DROP INDEX CONCURRENTLY IF EXISTS entries_doc_hnsw_384_next;
+CREATE INDEX CONCURRENTLY entries_doc_hnsw_384_next ON entries
     USING hnsw ((embedding::vector(384)) vector_cosine_ops) WITH (m = 24, ef_construction = 128)
     WHERE kind = 'doc' AND embedding_dims = 384;
+DROP INDEX CONCURRENTLY IF EXISTS entries_doc_hnsw_384;
+ALTER INDEX entries_doc_hnsw_384_next RENAME TO entries_doc_hnsw_384;
