@@ -417,16 +417,15 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 		defer stop()
 	}
 	conns := make([]*benchkit.Conn, n) // the service side's: one keep-alive connection per client
-	for w := range conns {
-		if side != "service" {
-			break
+	if side == "service" {
+		for w := range conns {
+			c, err := b.server.Dial()
+			if err != nil {
+				return cell{}, err
+			}
+			defer func() { _ = c.Close() }()
+			conns[w] = c
 		}
-		c, err := b.server.Dial()
-		if err != nil {
-			return cell{}, err
-		}
-		defer func() { _ = c.Close() }()
-		conns[w] = c
 	}
 	cpu0 := sampleCPU()
 	start := time.Now()

@@ -55,7 +55,7 @@ func (c *Conn) Close() error {
 }
 
 // Post sends body as JSON to path (already escaped) and reads the whole answer. A status other
-// than want (any 2xx when want is 0) is an error "<status>: <body>", as Server.Post.
+// than want (any 2xx when want is 0) is an error "<status>: <body>".
 func (c *Conn) Post(path string, body []byte, want int) ([]byte, error) {
 	if c.c != nil && time.Since(c.used) > maxIdle {
 		_ = c.fail(nil)

@@ -1,7 +1,6 @@
 package benchkit
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -88,27 +87,4 @@ func (s *Server) DefineMemory(def string) error {
 		return fmt.Errorf("define memory %s: %s: %s", def, resp.Status, body)
 	}
 	return nil
-}
-
-// Post sends body as JSON to path and reads the whole answer. A status other
-// than want (any 2xx when want is 0) is an error "<status>: <body>".
-func (s *Server) Post(ctx context.Context, path string, body []byte, want int) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.BaseURL+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if (want == 0 && resp.StatusCode/100 != 2) || (want != 0 && resp.StatusCode != want) {
-		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(raw))
-	}
-	return raw, nil
 }

@@ -24,7 +24,7 @@ func (s *Store) ExplainRank(ctx context.Context, q core.RankQuery) ([]string, er
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
 		if searchesIndex(q) {
-			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), "off"); err != nil {
+			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce); err != nil {
 				return err
 			}
 			sql = annRankSQL(dims)

@@ -110,12 +110,18 @@ const genericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan
 // annSettingsSQL scopes the corpus search's planner and pgvector settings to the implicit
 // transaction of one pipelined batch, as genericPlanSQL does, and includes it: enable_sort off
 // makes the HNSW ordered scan the only plan, so "ann" is what actually ran; jit off (a JIT
-// compile costs more than the search); hnsw.ef_search is $1 and hnsw.iterative_scan $2 ('off'
-// or 'relaxed_order', see searchCorpus), iterative scans bounded by max_scan_tuples.
+// compile costs more than the search); hnsw.ef_search is $1 and hnsw.iterative_scan $2 (scanOnce
+// or scanIterative), iterative scans bounded by max_scan_tuples.
 const annSettingsSQL = `SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true),
 	set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('hnsw.iterative_scan', $2, true),
 	set_config('hnsw.max_scan_tuples', '200000', true), set_config('hnsw.ef_search', $1::text, true)`
+
+// The values of hnsw.iterative_scan a corpus search runs with (searchCorpus).
+const (
+	scanOnce      = "off"           // one pass over ef_search candidates
+	scanIterative = "relaxed_order" // walk on until enough rows pass the filter
+)
 
 // searchesIndex reports whether q is searched through an HNSW index: a corpus at an indexed
 // dimension. Everything else is ranked exactly.
@@ -142,23 +148,23 @@ func kindNames(kinds []core.EntryKind) []string {
 // sameSpace is false when the memory's fingerprint differs from the query's vector space;
 // the result may still be short (a corpus smaller than the limit), for the caller to decide.
 func (s *Store) searchCorpus(ctx context.Context, q core.RankQuery, kinds []string, vec pgvector.Vector, ef int) (core.RankResult, bool, error) {
-	res, sameSpace, err := s.rankCorpus(ctx, q, kinds, vec, ef, "off")
+	res, sameSpace, err := s.rankCorpus(ctx, q, kinds, vec, ef, scanOnce)
 	if err != nil || !sameSpace || res.Mode != "ann" || len(res.Ranked) >= q.Limit {
 		return res, sameSpace, err
 	}
-	return s.rankCorpus(ctx, q, kinds, vec, ef, "relaxed_order")
+	return s.rankCorpus(ctx, q, kinds, vec, ef, scanIterative)
 }
 
 // rankCorpus is one HNSW pass over a corpus in one pipelined round trip: the memory's
-// fingerprint, the settings (iterative: hnsw.iterative_scan) and the ANN query, in one implicit
+// fingerprint, the settings (scan: scanOnce or scanIterative) and the ANN query, in one implicit
 // transaction. Mode is "exact" with nothing ranked when no vector was ever stored in the
 // memory; sameSpace is false when the stored vectors are of another space than the query's.
-func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string, vec pgvector.Vector, ef int, iterative string) (core.RankResult, bool, error) {
+func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string, vec pgvector.Vector, ef int, scan string) (core.RankResult, bool, error) {
 	dims := len(q.Vector)
 	b := &pgx.Batch{}
 	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
 		q.Tenant, q.MemoryID, q.Namespace)
-	b.Queue(annSettingsSQL, strconv.Itoa(ef), iterative)
+	b.Queue(annSettingsSQL, strconv.Itoa(ef), scan)
 	b.Queue(annRankSQL(dims), q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit)
 	br := s.pool.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
