@@ -3,7 +3,9 @@
 // listener, against (b) the same ranking SQL run directly through the
 // Postgres store (store.RankEntries, no HTTP, no embedding, no receipt) and
 // (c) an exact brute-force cosine scan in Go over the same vectors held in
-// memory. Two regimes:
+// memory. The service and the direct SQL run interleaved, on the same queries,
+// so that the gap between them is the service's cost, not the machine's drift.
+// Two regimes:
 //
 //   - per conversation: 1,000 conversations × 100 messages, each ranked by
 //     an exact scan of its b-tree-selected rows;
@@ -72,8 +74,8 @@ type config struct {
 	duration      time.Duration
 	seed          uint64
 	keep          bool
-	profile       string // CPU profile of the per-conversation service side
-	corpusProfile string // CPU profile of the corpus service side
+	profile       string // CPU profile of the per-conversation service and direct sides
+	corpusProfile string // CPU profile of the corpus service and direct sides
 }
 
 func main() {
@@ -87,8 +89,8 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 3, "concurrent writers while loading")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cap on each measured side; fewer queries are measured when it runs out")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed for the choice of conversations, texts and queries")
-	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the per-conversation service side (HTTP) to this file")
-	flag.StringVar(&c.corpusProfile, "corpus-cpuprofile", "", "write a CPU profile of the corpus service side (HTTP) to this file")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the per-conversation service and direct sides (measured interleaved) to this file")
+	flag.StringVar(&c.corpusProfile, "corpus-cpuprofile", "", "write a CPU profile of the corpus service and direct sides (measured interleaved) to this file")
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
@@ -248,36 +250,74 @@ type sideResult struct {
 	exact        [][]hit // the exact side's answers with scores: the truth
 }
 
-// measure runs f over the queries: warm-up first (not recorded), then until
-// the queries or the duration run out.
-func (b *bench) measure(ctx context.Context, qs []query, n int, f func(ctx context.Context, q query, r *sideResult) (time.Duration, error)) (*sideResult, error) {
-	r := &sideResult{modes: map[string]int{}}
+// sideFunc runs one query on one side, records what it found in r and returns the time it took.
+type sideFunc func(ctx context.Context, q query, r *sideResult) (time.Duration, error)
+
+// measure runs each side over the same queries, interleaved with a lag: at each step side s
+// runs query t − s·pairLag, until the queries or the duration run out (every side then catches
+// up to the first, so that all run the same queries). Both sides of a comparison thus see the
+// same minutes of this machine, whose speed drifts by a third over a day: measured one after
+// the other, the difference between two sides was as much drift as cost. The lag keeps a side
+// from finding a query's pages in the CPU caches just after another side touched them (a
+// corpus query touches about 5 MB of index), which running both back to back would. Warm-up
+// first, not recorded.
+func (b *bench) measure(ctx context.Context, qs []query, sides ...sideFunc) ([]*sideResult, error) {
+	rs := make([]*sideResult, len(sides))
+	for s := range rs {
+		rs[s] = &sideResult{modes: map[string]int{}}
+	}
 	for i := range b.cfg.warmup {
-		scratch := &sideResult{modes: map[string]int{}}
-		if _, err := f(ctx, qs[len(qs)-1-i%len(qs)], scratch); err != nil {
-			return nil, fmt.Errorf("warm-up: %w", err)
+		for _, f := range sides {
+			scratch := &sideResult{modes: map[string]int{}}
+			if _, err := f(ctx, qs[len(qs)-1-i%len(qs)], scratch); err != nil {
+				return nil, fmt.Errorf("warm-up: %w", err)
+			}
 		}
 	}
 	deadline := time.Now().Add(b.cfg.duration)
-	for i := 0; i < n && i < len(qs); i++ {
+	n := len(qs) // how many queries the first side runs: all of them, or those it ran by the deadline
+	for t := 0; t < n+(len(sides)-1)*pairLag; t++ {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if time.Now().After(deadline) {
-			break
+		if t < n && time.Now().After(deadline) {
+			n = t
 		}
-		d, err := f(ctx, qs[i], r)
-		r.lat = append(r.lat, d)
-		if err != nil {
-			r.errs++
-			if r.sample == "" {
-				r.sample = err.Error()
+		for s, f := range sides {
+			i := t - s*pairLag
+			if i < 0 || i >= n {
+				continue
 			}
-			r.top = append(r.top, nil)
-			r.counts = append(r.counts, 0)
+			r := rs[s]
+			d, err := f(ctx, qs[i], r)
+			r.lat = append(r.lat, d)
+			if err != nil {
+				r.errs++
+				if r.sample == "" {
+					r.sample = err.Error()
+				}
+				r.top = append(r.top, nil)
+				r.counts = append(r.counts, 0)
+			}
 		}
 	}
-	return r, nil
+	return rs, nil
+}
+
+// pairLag is how many queries apart two sides run the same query (see measure).
+const pairLag = 50
+
+// pairedGap is the median over queries of a's latency minus b's on the same query (measured
+// pairLag queries apart by measure): the service's own cost, with the machine's drift and the
+// differences between queries cancelled out.
+func pairedGap(a, b *sideResult) time.Duration {
+	n := min(len(a.lat), len(b.lat))
+	d := make([]time.Duration, n)
+	for i := range n {
+		d[i] = a.lat[i] - b.lat[i]
+	}
+	slices.Sort(d)
+	return benchkit.Percentile(d, 0.5)
 }
 
 // recallResponse is the part of the recall answer the benchmark reads.
@@ -299,7 +339,7 @@ type recallResponse struct {
 // serviceSide posts the recall over HTTP (b.conn: one keep-alive connection,
 // no http.Transport) and reads the whole answer; the clock stops when the
 // body is read (decoding it is the benchmark's work).
-func (b *bench) serviceSide(conversation func(q query) string, memory string) func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+func (b *bench) serviceSide(conversation func(q query) string, memory string) sideFunc {
 	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
 		body, _ := json.Marshal(map[string]any{"query": q.text, "memories": []string{memory}})
@@ -341,7 +381,7 @@ func (b *bench) serviceSide(conversation func(q query) string, memory string) fu
 
 // storeSide runs the service's ranking query directly: store.RankEntries
 // with the RankQuery the service builds.
-func (b *bench) storeSide(namespace func(q query) string, memory string, kind core.EntryKind, sets func(q query) *vectorSet) func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+func (b *bench) storeSide(namespace func(q query) string, memory string, kind core.EntryKind, sets func(q query) *vectorSet) sideFunc {
 	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
 		res, err := b.store.RankEntries(ctx, core.RankQuery{Tenant: tenant, Namespace: namespace(q), MemoryID: memory,
@@ -371,7 +411,7 @@ func (b *bench) storeSide(namespace func(q query) string, memory string, kind co
 
 // exactSide is the brute-force scan in Go; its answers are the truth the
 // other sides are scored against.
-func exactSide(sets func(q query) *vectorSet) func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
+func exactSide(sets func(q query) *vectorSet) sideFunc {
 	return func(_ context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
 		best := sets(q).topK(q.vec, topK)
@@ -479,19 +519,18 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 	if err != nil {
 		return nil, err
 	}
-	svc, err := b.measure(ctx, qs, len(qs), b.serviceSide(func(q query) string { return convs[q.conv].id }, mem.ID))
+	paired, err := b.measure(ctx, qs, b.serviceSide(func(q query) string { return convs[q.conv].id }, mem.ID),
+		b.storeSide(func(q query) string { return convs[q.conv].ns }, mem.ID, core.KindMessage, setOf))
 	stop()
 	if err != nil {
 		return nil, err
 	}
-	direct, err := b.measure(ctx, qs, len(svc.lat), b.storeSide(func(q query) string { return convs[q.conv].ns }, mem.ID, core.KindMessage, setOf))
+	svc, direct := paired[0], paired[1]
+	measured, err := b.measure(ctx, qs, exactSide(setOf))
 	if err != nil {
 		return nil, err
 	}
-	exact, err := b.measure(ctx, qs, len(qs), exactSide(setOf))
-	if err != nil {
-		return nil, err
-	}
+	exact := measured[0]
 	truth := exact.exact
 	// The truth must cover every query the other sides ran, whatever the
 	// duration cap did to the exact side's timing.
@@ -512,7 +551,7 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 	b.check("per-conversation searchMode exact, never short", svc.modes["exact"] == len(svc.lat) && svc.short+direct.short == 0,
 		"modes %v, short %d/%d", svc.modes, svc.short, direct.short)
 	b.check("per-conversation service p50 within 0.5 ms of direct SQL", rows[0].p50-rows[1].p50 <= 500*time.Microsecond,
-		"%+.3f ms (%.3f vs %.3f)", benchkit.Ms(rows[0].p50-rows[1].p50), benchkit.Ms(rows[0].p50), benchkit.Ms(rows[1].p50))
+		"%+.3f ms (%.3f vs %.3f; per query, paired: %+.3f)", benchkit.Ms(rows[0].p50-rows[1].p50), benchkit.Ms(rows[0].p50), benchkit.Ms(rows[1].p50), benchkit.Ms(pairedGap(svc, direct)))
 	return qs, nil
 }
 
@@ -663,21 +702,20 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := b.measure(ctx, qs, len(qs), b.serviceSide(func(query) string { return "bench-corpus-reader" }, mem.ID))
+	paired, err := b.measure(ctx, qs, b.serviceSide(func(query) string { return "bench-corpus-reader" }, mem.ID),
+		b.storeSide(func(query) string { return core.CorpusNamespace }, mem.ID, core.KindDocument, setOf))
 	stop()
 	if err != nil {
 		return nil, err
 	}
-	direct, err := b.measure(ctx, qs, len(svc.lat), b.storeSide(func(query) string { return core.CorpusNamespace }, mem.ID, core.KindDocument, setOf))
-	if err != nil {
-		return nil, err
-	}
+	svc, direct := paired[0], paired[1]
 	// The brute force over 100k vectors is slow: measure it on fewer queries
 	// within the duration if need be, then complete the truth untimed.
-	exact, err := b.measure(ctx, qs, len(qs), exactSide(setOf))
+	measured, err := b.measure(ctx, qs, exactSide(setOf))
 	if err != nil {
 		return nil, err
 	}
+	exact := measured[0]
 	truth := exact.exact
 	if len(truth) < len(svc.lat) {
 		fmt.Fprintf(os.Stderr, "  corpus: exact truth for the remaining %d queries (untimed)\n", len(svc.lat)-len(truth))
@@ -713,7 +751,7 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 	b.check("corpus searchMode ann (evidence)", svc.modes["ann"] == len(svc.lat)-svc.errs && direct.modes["ann"] == len(direct.lat)-direct.errs,
 		"service %v, direct %v", svc.modes, direct.modes)
 	b.check("corpus service p50 within 0.5 ms of direct SQL", rows[0].p50-rows[1].p50 <= 500*time.Microsecond,
-		"%+.3f ms (%.3f vs %.3f)", benchkit.Ms(rows[0].p50-rows[1].p50), benchkit.Ms(rows[0].p50), benchkit.Ms(rows[1].p50))
+		"%+.3f ms (%.3f vs %.3f; per query, paired: %+.3f)", benchkit.Ms(rows[0].p50-rows[1].p50), benchkit.Ms(rows[0].p50), benchkit.Ms(rows[1].p50), benchkit.Ms(pairedGap(svc, direct)))
 	return qs, nil
 }
 
@@ -777,6 +815,7 @@ func (b *bench) report(qs []query, setOf func(query) *vectorSet, truth [][]hit, 
 		rows = append(rows, rw)
 	}
 	if len(sides) > 1 {
+		fmt.Printf("(service − direct SQL, the median of per-query differences, each query run on both, %d queries apart: %+.3f ms)\n", pairLag, benchkit.Ms(pairedGap(sides[0], sides[1])))
 		fmt.Printf("(recall@10: share of the exact top-10 found, a score within %.0e of the exact 10th counting as a tie; largest |SQL score − Go score| %.1e)\n",
 			tieEps, sides[1].maxScoreDiff)
 	}
@@ -874,52 +913,67 @@ var vectorLiteral = regexp.MustCompile(`'\[[-0-9.,e]+\]'`)
 // where the handler overlaps it with encoding the answer), its receipt (SaveRecall), the
 // query's embedding, and the store's ranking (RankEntries).
 func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where func(query) (conv, ns string), kind core.EntryKind) error {
-	n := min(len(qs), 200)
-	steps := []string{"handler in-process (ServeHTTP, no network)", "service in-process (svc.Recall)", "  SaveRecall (receipt INSERT)", "  embed query (hash)", "  RankEntries (one pipelined round trip)"}
-	lat := make([][]time.Duration, len(steps))
+	qs = qs[:min(len(qs), 200)]
 	var receipt []int
-	for i := range n {
-		q := qs[i]
-		conv, ns := where(q)
+	handler := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
+		conv, _ := where(q)
 		body, _ := json.Marshal(map[string]any{"query": q.text, "memories": []string{memory}})
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(conv)+"/recall", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		t0 := time.Now()
 		b.server.Handler.ServeHTTP(rec, req)
-		lat[0] = append(lat[0], time.Since(t0))
+		d := time.Since(t0)
 		if rec.Code != http.StatusOK {
-			return fmt.Errorf("in-process recall: %d %s", rec.Code, rec.Body)
+			return d, fmt.Errorf("in-process recall: %d %s", rec.Code, rec.Body)
 		}
-		t0 = time.Now()
+		return d, nil
+	}
+	recall := func(ctx context.Context, q query) (core.RecallResult, time.Duration, error) {
+		conv, _ := where(q)
+		t0 := time.Now()
 		res, err := b.svc.Recall(ctx, core.RecallParams{Identity: core.Identity{Tenant: tenant, ConversationID: conv}, Query: q.text, Memories: []string{memory}})
-		lat[1] = append(lat[1], time.Since(t0))
+		return res, time.Since(t0), err
+	}
+	service := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
+		_, d, err := recall(ctx, q)
+		return d, err
+	}
+	save := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
+		res, _, err := recall(ctx, q) // a receipt of its own to store again, untimed
 		if err != nil {
-			return err
+			return 0, err
 		}
 		res.RecallID += "x"
 		encoded, _ := json.Marshal(res)
 		receipt = append(receipt, len(encoded))
-		t0 = time.Now()
-		if err := b.store.SaveRecall(ctx, tenant, res); err != nil {
-			return err
-		}
-		lat[2] = append(lat[2], time.Since(t0))
-		t0 = time.Now()
-		if _, err := b.hash.Embed(ctx, []string{q.text}); err != nil {
-			return err
-		}
-		lat[3] = append(lat[3], time.Since(t0))
-		t0 = time.Now()
-		if _, err := b.store.RankEntries(ctx, core.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: memory, Kinds: []core.EntryKind{kind},
-			Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
-			return err
-		}
-		lat[4] = append(lat[4], time.Since(t0))
+		t0 := time.Now()
+		err = b.store.SaveRecall(ctx, tenant, res)
+		return time.Since(t0), err
 	}
-	fmt.Printf("where the time goes (%d queries, p50 / p99 ms; receipts %s bytes):\n", n, spread(receipt))
+	embedQuery := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
+		t0 := time.Now()
+		_, err := b.hash.Embed(ctx, []string{q.text})
+		return time.Since(t0), err
+	}
+	rank := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
+		_, ns := where(q)
+		t0 := time.Now()
+		_, err := b.store.RankEntries(ctx, core.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: memory, Kinds: []core.EntryKind{kind},
+			Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC().Truncate(time.Millisecond)})
+		return time.Since(t0), err
+	}
+	steps := []string{"handler in-process (ServeHTTP, no network)", "service in-process (svc.Recall)", "  SaveRecall (receipt INSERT)", "  embed query (hash)", "  RankEntries (one pipelined round trip)"}
+	rs, err := b.measure(ctx, qs, handler, service, save, embedQuery, rank)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("where the time goes (%d queries, each step on each, interleaved as the sides above; p50 / p99 ms; receipts %s bytes):\n", len(qs), spread(receipt))
 	for i, name := range steps {
-		s := slices.Clone(lat[i])
+		if rs[i].errs > 0 {
+			return fmt.Errorf("%s: %s", strings.TrimSpace(name), rs[i].sample)
+		}
+		s := slices.Clone(rs[i].lat)
 		slices.Sort(s)
 		fmt.Printf("  %-40s %7.3f / %7.3f\n", name, benchkit.Ms(benchkit.Percentile(s, 0.5)), benchkit.Ms(benchkit.Percentile(s, 0.99)))
 	}

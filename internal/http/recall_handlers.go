@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	gen "github.com/footprint/footprint/internal/http/api"
 )
@@ -37,6 +38,8 @@ type encodedRecall []byte
 
 func (b encodedRecall) VisitRecallResponse(w http.ResponseWriter) error {
 	w.Header().Set("Content-Type", "application/json")
+	// Its length is known: a client sees the size up front, without chunked framing.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err
