@@ -81,6 +81,10 @@ full_page_writes = off
 # advises the index fit in shared_buffers); a smaller cache turns index hops into page-cache
 # reads and doubles ANN latency. The machine has 24 GiB.
 shared_buffers = 1GB
+# Huge pages when the kernel has them reserved (see huge_pages_hint), 4 KB pages otherwise. An
+# HNSW search is a random walk over the index's pages: on 2 MB pages it misses the TLB far less,
+# measured 10-15% off the corpus search at 100k chunks (p50 and p99, alternated restarts).
+huge_pages = try
 effective_cache_size = 4GB
 # HNSW builds are much faster when the graph fits in maintenance_work_mem.
 maintenance_work_mem = 1GB
@@ -104,6 +108,17 @@ init_cluster() {
   echo "include_if_exists = 'footprint.conf'" | as_pg tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null
 }
 
+# huge_pages_hint says how to reserve huge pages for the cluster when none are: a benchmark
+# wants them, tests do not care. Reserving them is a change to the whole machine, left to you.
+huge_pages_hint() {
+  local free need
+  free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)
+  need=$(as_pg "$BIN/postgres" -D "$PGDATA_DIR" -C shared_memory_size_in_huge_pages 2>/dev/null || echo 0)
+  if [ "${need:-0}" -gt 0 ] && [ "${free:-0}" -lt "$need" ]; then
+    log "running on 4 KB pages: for benchmark figures, stop the cluster, reserve huge pages with 'sysctl -w vm.nr_hugepages=$need' (as root) and start it again"
+  fi
+}
+
 start() {
   "$SCRIPT_DIR/install-pgvector.sh" >&2
   BIN=$(bindir)
@@ -114,6 +129,7 @@ start() {
     log "already running on 127.0.0.1:${PG_PORT}"
   else
     write_conf
+    huge_pages_hint
     log "starting (log: $LOG_FILE)"
     as_pg touch "$LOG_FILE"
     # 9>&-: the server must not inherit the lock file descriptor, or it would hold the lock for
