@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Multi-stage build: a static binary on a distroless base.
-FROM golang:1.26-bookworm AS build
+FROM golang:1.27-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -2,12 +2,15 @@
 # test.sh — the whole test suite, exactly as CI runs it (`make test` calls this).
 #
 # 1. Checks that committed generated code matches api/openapi.yaml (regenerates, then git diff).
-# 2. gofmt, go vet and golangci-lint (depguard enforces the one-way layering).
+# 2. gofmt, go vet and golangci-lint (depguard enforces the one-way layering); govulncheck fails
+#    on a vulnerability the code can reach (scripts/vulncheck.sh).
 # 3. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
 #    TEST_DATABASE_URL is already set, and REQUIRES it: Postgres-backed tests fail, never skip.
 # 4. go test -race over every package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# go.mod asks for Go 1.27.3; an older local Go fetches it from the module proxy (see Makefile).
+if [ "${GOTOOLCHAIN:-local}" = local ]; then export GOTOOLCHAIN=auto; fi
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -30,6 +33,9 @@ go vet ./...
 step "golangci-lint (pinned in tools/go.mod; includes the depguard layering rules)"
 go tool -modfile=tools/go.mod golangci-lint run ./...
 
+step "govulncheck (pinned in tools/go.mod; reports from golang.org/x/vulndb on the module proxy)"
+scripts/vulncheck.sh
+
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   step "postgres (throwaway cluster)"
   TEST_DATABASE_URL=$(scripts/test-postgres.sh start)
@@ -42,9 +48,10 @@ go test -race -count=1 -timeout 20m "$@" ./...
 
 # 5. Each fuzz target explores for a bounded number of inputs (FUZZTIME, default 10000x) after
 #    the normal tests; a crasher fails the run and is left under that package's testdata/fuzz/.
-#    A count, not a duration: with a duration, Go 1.26's fuzz coordinator can report its own
-#    deadline as a failure ("context deadline exceeded", no crasher) when the workers are
-#    starved of CPU at the end (golang/go#75804, fixed in Go 1.27). It happened here.
+#    A count, not a duration: with a duration, Go 1.26's fuzz coordinator could report its own
+#    deadline as a failure ("context deadline exceeded", no crasher) when the workers were
+#    starved of CPU at the end (golang/go#75804, fixed in Go 1.27); a count also makes runs on
+#    machines of different speeds explore alike.
 FUZZTIME=${FUZZTIME:-10000x}
 step "fuzz (bounded: ${FUZZTIME} per target)"
 for pkg in ./internal/http ./internal/http/eventio; do
