@@ -114,8 +114,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	spares := newSpareConns()
 	srv := &http.Server{
 		Handler:           handler,
+		ConnState:         spares.track,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
@@ -159,7 +161,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case <-shutdownCtx.Done():
 		}
 	}
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	if err := shutdown(shutdownCtx, srv, spares); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {

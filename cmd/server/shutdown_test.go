@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -224,5 +225,60 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 				t.Errorf("%s: acknowledged turn %d is lost after the restart", conv, turn)
 			}
 		}
+	}
+}
+
+// TestShutdownClosesSpareConnections: a connection that was dialed and never sent a request (a
+// client's spare, a load balancer's warm pool) does not hold the shutdown. net/http counts such
+// a connection as busy for 5 s, longer than this FOOTPRINT_SHUTDOWN_TIMEOUT; the server closes
+// it once it has been silent for spareGrace, while a request on a connection dialed at the
+// same moment still completes.
+func TestShutdownClosesSpareConnections(t *testing.T) {
+	const shutdownTimeout = 3 * time.Second
+	base, _, stop := start(t, map[string]string{
+		"FOOTPRINT_ADDR":             "127.0.0.1:0",
+		"FOOTPRINT_SHUTDOWN_TIMEOUT": shutdownTimeout.String(),
+		"FOOTPRINT_LOG_LEVEL":        "warn",
+	})
+	addr := strings.TrimPrefix(base, "http://")
+	spare, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	// A slow request: its headers are sent now, its body only after the stop began.
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	body := `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":5}}`
+	fmt.Fprintf(slow, "POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	// Let the server read those headers: one it reads after the shutdown began, net/http drops
+	// unanswered (a request that had not arrived).
+	time.Sleep(300 * time.Millisecond)
+
+	stopped := make(chan error, 1)
+	t0 := time.Now()
+	go func() { stopped <- stop() }()
+	time.Sleep(2 * spareGrace) // past the grace: the spare is closed, the slow request still open
+	if _, err := io.WriteString(slow, body); err != nil {
+		t.Fatalf("the slow request's connection was closed during the drain: %v", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(slow), nil)
+	if err != nil {
+		t.Fatalf("the slow request got no answer: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Errorf("the slow request: %d, want 201", res.StatusCode)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("run returned %v after %v (FOOTPRINT_SHUTDOWN_TIMEOUT %v)", err, time.Since(t0), shutdownTimeout)
+	}
+	// The spare was closed by the server: a read sees EOF, not a timeout.
+	_ = spare.SetReadDeadline(time.Now().Add(time.Second))
+	if n, err := spare.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("spare connection: read %d bytes, %v; want EOF (closed by the server)", n, err)
 	}
 }
