@@ -13,11 +13,11 @@ import (
 // their way.
 //
 // http.Server.Shutdown waits for every connection to go idle, and counts one that has never
-// sent a byte as busy for its first 5 seconds (golang/go#22682): a client that dials ahead of
-// need (Go 1.27's http.Transport keeps a connection it dialed for a request that another
-// connection then served; load balancers keep warm pools) held every shutdown for 5 s, longer
-// than a FOOTPRINT_SHUTDOWN_TIMEOUT under 5 s allows, and the drain then ended in "context
-// deadline exceeded" with nothing left to drain.
+// sent a byte as busy for its first 5 seconds (golang/go#22682). A client that dials ahead of
+// need holds every shutdown for those 5 s: an http.Transport keeps a connection it dialed for a
+// request that another connection then served (TestGracefulShutdownUnderLoad's own client did,
+// once built with Go 1.27), and load balancers keep warm pools. With a FOOTPRINT_SHUTDOWN_TIMEOUT
+// under 5 s the drain then ended in "context deadline exceeded" with nothing left to drain.
 type spareConns struct {
 	mu    sync.Mutex
 	since map[net.Conn]time.Time
