@@ -2,9 +2,9 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash
 
-# go.mod asks for Go 1.27.3 (the first release without the standard-library vulnerabilities
-# govulncheck reports in 1.26.8). With an older Go, `auto` fetches 1.27.3 from the module proxy;
-# a Go environment that says GOTOOLCHAIN=local would refuse to build instead.
+# go.mod's toolchain line names Go 1.27.3, the first release without the standard-library
+# vulnerabilities govulncheck reports in 1.26.8. With an older Go, `auto` fetches 1.27.3 from the
+# module proxy; a Go environment that says GOTOOLCHAIN=local would build with the older Go.
 export GOTOOLCHAIN := $(if $(filter-out local,$(GOTOOLCHAIN)),$(GOTOOLCHAIN),auto)
 
 .PHONY: help run test generate verify lint vulncheck bench postgres

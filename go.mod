@@ -1,6 +1,8 @@
 module github.com/footprint/footprint
 
-go 1.27.3
+go 1.26.8
+
+toolchain go1.27.3
 
 require (
 	github.com/getkin/kin-openapi v0.153.0

@@ -9,7 +9,7 @@
 # 4. go test -race over every package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# go.mod asks for Go 1.27.3; an older local Go fetches it from the module proxy (see Makefile).
+# go.mod's toolchain line names Go 1.27.3; an older local Go fetches it (see Makefile).
 if [ "${GOTOOLCHAIN:-local}" = local ]; then export GOTOOLCHAIN=auto; fi
 
 step() { printf '\n== %s\n' "$*"; }

@@ -15,7 +15,7 @@
 # Exit status: 0 clean, 3 a reachable vulnerability (govulncheck's own), other values errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# go.mod asks for Go 1.27.3; an older local Go fetches it from the module proxy (see Makefile).
+# go.mod's toolchain line names Go 1.27.3; an older local Go fetches it (see Makefile).
 if [ "${GOTOOLCHAIN:-local}" = local ]; then export GOTOOLCHAIN=auto; fi
 
 log() { echo "vulncheck: $*" >&2; }

@@ -3,7 +3,7 @@
 // runs it with `go tool -modfile=tools/vulndb/go.mod indexdb`.
 module github.com/footprint/footprint/tools/vulndb
 
-go 1.27.3
+go 1.26.8
 
 tool golang.org/x/vulndb/cmd/indexdb
 
