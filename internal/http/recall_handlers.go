@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
 	gen "github.com/footprint/footprint/internal/http/api"
+	"github.com/footprint/footprint/internal/jsonenc"
 )
 
 func (h *handlers) Recall(ctx context.Context, req gen.RecallRequestObject) (gen.RecallResponseObject, error) {
@@ -19,29 +19,30 @@ func (h *handlers) Recall(ctx context.Context, req gen.RecallRequestObject) (gen
 	// it is sent only once the receipt is stored, so a recallId a client sees
 	// can always be read back.
 	body, err := recallOut(res)
-	var encoded []byte
+	var encoded *jsonenc.Buffer
 	if err == nil {
-		encoded, err = json.Marshal(body)
-		encoded = append(encoded, '\n') // as every other answer (json.Encoder)
+		encoded, err = jsonenc.Marshal(body, true) // with a newline, as every other answer (json.Encoder)
 	}
 	if serr := saved(); serr != nil {
+		encoded.Release()
 		return nil, serr
 	}
 	if err != nil {
 		return nil, err
 	}
-	return encodedRecall(encoded), nil
+	return encodedRecall{encoded}, nil
 }
 
 // encodedRecall is a 200 answer to Recall, already encoded as JSON.
-type encodedRecall []byte
+type encodedRecall struct{ body *jsonenc.Buffer }
 
 func (b encodedRecall) VisitRecallResponse(w http.ResponseWriter) error {
+	defer b.body.Release()
 	w.Header().Set("Content-Type", "application/json")
 	// Its length is known: a client sees the size up front, without chunked framing.
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Content-Length", strconv.Itoa(b.body.Len()))
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
+	_, err := w.Write(b.body.Bytes())
 	return err
 }
 

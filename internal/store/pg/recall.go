@@ -13,6 +13,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/jsonenc"
 )
 
 var _ core.RecallStore = (*Store)(nil)
@@ -322,13 +323,15 @@ func (r scoreRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.ext
 
 // SaveRecall stores a recall receipt.
 func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResult) error {
-	body, err := json.Marshal(r)
+	body, err := jsonenc.Marshal(r, false)
 	if err != nil {
 		return fmt.Errorf("marshal recall: %w", err)
 	}
+	// pgx copies the arguments into its send buffer: the body's buffer is free once Exec returns.
+	defer body.Release()
 	_, err = s.pool.Exec(ctx, `INSERT INTO recalls (tenant, id, namespace, turn, run_id, query_hash, created_at, body)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		tenant, r.RecallID, r.Identity.Namespace(), nullInt(r.Turn), nullString(r.RunID), r.QueryHash, r.CreatedAt, body)
+		tenant, r.RecallID, r.Identity.Namespace(), nullInt(r.Turn), nullString(r.RunID), r.QueryHash, r.CreatedAt, body.Bytes())
 	if err != nil {
 		return translate(err, "save recall", "recall", r.RecallID)
 	}
