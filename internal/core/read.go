@@ -19,14 +19,35 @@ type ReadInput struct {
 	// (by turn, index, id), loaded for window, budget, decay, summarize and
 	// extract reads. Order is re-established here, so any order works.
 	Entries []Entry
+	// EntriesTruncated says Entries are only the newest of a memory holding
+	// more than a recall reads: the evidence then never claims a complete
+	// candidate list.
+	EntriesTruncated bool
 	// Ranked is the store's ranking for topK (Limit = k + rejectWindow),
 	// best first; nil when no part of the strategy ranks. A nil Ranked under
 	// a topK strategy reads as an empty ranking (and says so in the note).
-	Ranked                 *RankResult
-	EmbedderID             string
-	Dimensions             int
+	// Ranked, EmbedderID and Dimensions serve every topK part unless
+	// Rankings is set.
+	Ranked     *RankResult
+	EmbedderID string
+	Dimensions int
+	// Rankings, when set, holds one ranking per topK part, in the order the
+	// strategy lists them (a hybrid's parts depth first), each cut to its
+	// part's own k + rejectWindow.
+	Rankings               []PartRanking
 	ContextTokensRemaining *int // budget only; nil means unknown
 	Now                    time.Time
+}
+
+// PartRanking is what one topK part reads: the store's ranking and the
+// embedder that produced the query's vector.
+type PartRanking struct {
+	Ranked     *RankResult
+	EmbedderID string
+	Dimensions int
+	// Unembeddable: the query has no words this embedder can represent, so
+	// nothing was ranked (and nothing is known about the corpus).
+	Unembeddable bool
 }
 
 // ReasonAlreadyAdmitted marks a hybrid part's candidate that an earlier
@@ -61,7 +82,7 @@ const (
 // joined with "\n\n" in prompt order; it holds none when nothing was
 // admitted.
 func ReadMemory(in ReadInput) MemoryRecall {
-	r := reader{in: in, m: in.Memory}
+	r := reader{in: in, m: in.Memory, topKSeen: new(int)}
 	res := r.run(in.Memory.Strategy, map[string]bool{})
 	flavor := in.Memory.Flavor
 	if flavor != "rag" {
@@ -85,6 +106,22 @@ func ReadMemory(in ReadInput) MemoryRecall {
 type reader struct {
 	in ReadInput
 	m  Memory
+	// topKSeen counts the topK parts read so far: the next one reads
+	// in.Rankings[*topKSeen].
+	topKSeen *int
+}
+
+// partRanking returns the ranking of the next topK part to be read.
+func (r reader) partRanking() PartRanking {
+	if len(r.in.Rankings) == 0 {
+		return PartRanking{Ranked: r.in.Ranked, EmbedderID: r.in.EmbedderID, Dimensions: r.in.Dimensions}
+	}
+	i := *r.topKSeen
+	*r.topKSeen++
+	if i < len(r.in.Rankings) {
+		return r.in.Rankings[i]
+	}
+	return PartRanking{}
 }
 
 // readResult is one strategy's (or hybrid part's) read.
@@ -424,11 +461,17 @@ func (r reader) topK(s Strategy, skip map[string]bool) readResult {
 	}
 	maxChars, hasMaxChars := s.Int("maxChars")
 	ev.K, ev.Threshold = k, threshold
-	ev.EmbedderID, ev.Dimensions = r.in.EmbedderID, r.in.Dimensions
+	part := r.partRanking()
+	ev.EmbedderID, ev.Dimensions = part.EmbedderID, part.Dimensions
 
-	rk := r.in.Ranked
+	rk := part.Ranked
 	var notes []string
-	if rk == nil {
+	switch {
+	case part.Unembeddable:
+		// Nothing was searched: neither "empty" nor "complete" can be claimed.
+		rk = &RankResult{Mode: "exact", Total: -1}
+		notes = append(notes, fmt.Sprintf("the query has no words the embedder %q can represent (only punctuation, symbols or spaces), so nothing was ranked; send a query with words.", part.EmbedderID))
+	case rk == nil:
 		rk = &RankResult{}
 		notes = append(notes, "no ranking was supplied for this read; nothing was compared.")
 	}
@@ -484,7 +527,7 @@ func (r reader) topK(s Strategy, skip map[string]bool) readResult {
 			}
 		}
 		notes = append(notes, fmt.Sprintf("%d entries hold vectors of another embedder (%s) than this read's %s@%d and were not compared; re-embed them or read with their embedder.",
-			len(rk.Mismatched), strings.Join(names, ", "), r.in.EmbedderID, r.in.Dimensions))
+			len(rk.Mismatched), strings.Join(names, ", "), part.EmbedderID, part.Dimensions))
 	}
 	var prompt []int
 	for i, c := range choices {
@@ -597,6 +640,10 @@ func (r reader) finish(ev Evidence, choices []choice, prompt []int, maxRejects i
 		ev.Candidates = append(ev.Candidates, cand)
 	}
 	ev.ConsideredCount = len(choices)
+	if r.in.EntriesTruncated && ev.Strategy != TopK {
+		complete = false
+		ev.Note = strings.TrimSpace(ev.Note + fmt.Sprintf(" This memory holds more entries than one recall reads (%d, newest first); older ones were not considered.", maxRecallEntries))
+	}
 	ev.CandidatesComplete = complete
 	return readResult{content: strings.Join(parts, "\n\n"), ev: ev, admitted: ids}
 }

@@ -221,9 +221,25 @@ func pastTurn(s Snapshot, turn int, score *float64, projection string) string {
 	}
 	for _, l := range lines {
 		b.WriteString("\n")
-		b.WriteString(l)
+		b.WriteString(indentBreaks(l))
 	}
 	return b.String()
+}
+
+// lineBreaks are the sequences a reader (or a model) takes for a new line.
+var lineBreaks = strings.NewReplacer("\r\n", "\n  ", "\r", "\n  ", "\n", "\n  ", "\v", "\n  ", "\f", "\n  ",
+	"\u0085", "\n  ", "\u2028", "\n  ", "\u2029", "\n  ")
+
+// indentBreaks indents every line after the first of a line built from stored text (a final
+// answer, a tool's result, a decision's rule), so that stored text can never start a line of
+// its own: a causal block's structure ("Past decision (…)", "- …", "Answer: …") always starts
+// a line, and stored text that imitates it, such as an answer holding
+// "\n\nPast decision (turn 9, score 0.99): …", stays visibly inside the line it belongs to.
+func indentBreaks(l string) string {
+	if !strings.ContainsAny(l, "\r\n\v\f\u0085\u2028\u2029") {
+		return l
+	}
+	return lineBreaks.Replace(l)
 }
 
 // cutQuery puts a past query on one line and cuts it to 80 characters.

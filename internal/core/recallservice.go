@@ -128,32 +128,19 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 		}
 		kinds := strategyKinds(m.Strategy)
 		if kinds.others {
-			entries, _, err := s.store.ListEntries(ctx, EntryQuery{Tenant: p.Identity.Tenant, Namespace: namespace,
+			entries, next, err := s.store.ListEntries(ctx, EntryQuery{Tenant: p.Identity.Tenant, Namespace: namespace,
 				MemoryID: m.ID, Limit: maxRecallEntries, Now: now})
 			if err != nil {
 				return RecallResult{}, err
 			}
-			in.Entries = entries
+			in.Entries, in.EntriesTruncated = entries, next != ""
 		}
-		if kinds.topK != nil {
-			id := embedderFor(*kinds.topK, m, s.caps)
-			vec, info, err := embedQuery(id)
+		if len(kinds.topKs) > 0 {
+			rankings, err := s.rankParts(ctx, p.Identity.Tenant, namespace, m, kinds.topKs, now, embedQuery)
 			if err != nil {
 				return RecallResult{}, err
 			}
-			in.EmbedderID, in.Dimensions = id, info.Dimensions
-			if vec != nil {
-				in.Dimensions = len(vec)
-				k, rw := topKDefaults(*kinds.topK, m.Type)
-				rk, err := s.store.RankEntries(ctx, RankQuery{Tenant: p.Identity.Tenant, Namespace: namespace, MemoryID: m.ID,
-					Kinds: rankKinds(m), Vector: vec, Model: info.Model, Limit: k + rw, Now: now})
-				if err != nil {
-					return RecallResult{}, err
-				}
-				in.Ranked = &rk
-			} else {
-				in.Ranked = &RankResult{Mode: "exact"}
-			}
+			in.Rankings = rankings
 		}
 		var fold *FoldEvidence
 		if sum, ok := findKind(m.Strategy, Summarize); ok {
@@ -163,19 +150,8 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 		var dropped []string
 		if len(excluded) > 0 {
 			in.Entries, dropped = withoutExcluded(in.Entries, excluded, dropped)
-			if in.Ranked != nil {
-				kept := in.Ranked.Ranked[:0:0]
-				for _, sc := range in.Ranked.Ranked {
-					if excluded[sc.Entry.ID] {
-						dropped = appendUnique(dropped, sc.Entry.ID)
-						continue
-					}
-					kept = append(kept, sc)
-				}
-				if in.Ranked.Total > 0 {
-					in.Ranked.Total -= len(in.Ranked.Ranked) - len(kept)
-				}
-				in.Ranked.Ranked = kept
+			for _, pr := range in.Rankings {
+				dropped = withoutExcludedRanked(pr.Ranked, excluded, dropped)
 			}
 		}
 		rec := ReadMemory(in)
@@ -233,10 +209,11 @@ func pick(all []Memory, named []string) ([]Memory, error) {
 	return out, nil
 }
 
-// kindSet says which read paths a strategy needs: ranking (its topK
-// strategy) and/or the memory's entries.
+// kindSet says which read paths a strategy needs: ranking (its topK parts,
+// in the order the strategy lists them, a hybrid's depth first, as the
+// reader meets them) and/or the memory's entries.
 type kindSet struct {
-	topK   *Strategy
+	topKs  []Strategy
 	others bool
 }
 
@@ -246,10 +223,7 @@ func strategyKinds(s Strategy) kindSet {
 	walk = func(x Strategy) {
 		switch x.Kind {
 		case TopK:
-			if ks.topK == nil {
-				cp := x
-				ks.topK = &cp
-			}
+			ks.topKs = append(ks.topKs, x)
 		case Hybrid:
 		default:
 			ks.others = true
@@ -260,6 +234,73 @@ func strategyKinds(s Strategy) kindSet {
 	}
 	walk(s)
 	return ks
+}
+
+// rankParts ranks the memory's entries for each of its topK parts. Parts embedding the query
+// with the same embedder share one store ranking, as long as the longest of them asks for
+// (k + rejectWindow); each part gets it cut to its own length.
+func (s *Service) rankParts(ctx context.Context, tenant, namespace string, m Memory, parts []Strategy, now time.Time,
+	embedQuery func(string) ([]float32, EmbedderInfo, error)) ([]PartRanking, error) {
+	out := make([]PartRanking, len(parts))
+	limits := make([]int, len(parts))
+	longest := map[string]int{}
+	for i, part := range parts {
+		id := embedderFor(part, m, s.caps)
+		k, rw := topKDefaults(part, m.Type)
+		limits[i] = k + rw
+		out[i].EmbedderID = id
+		longest[id] = max(longest[id], limits[i])
+	}
+	shared := map[string]PartRanking{}
+	for i := range out {
+		id := out[i].EmbedderID
+		pr, ok := shared[id]
+		if !ok {
+			vec, info, err := embedQuery(id)
+			if err != nil {
+				return nil, err
+			}
+			pr = PartRanking{EmbedderID: id, Dimensions: info.Dimensions, Unembeddable: vec == nil}
+			if vec != nil {
+				pr.Dimensions = len(vec)
+				rk, err := s.store.RankEntries(ctx, RankQuery{Tenant: tenant, Namespace: namespace, MemoryID: m.ID,
+					Kinds: rankKinds(m), Vector: vec, Model: info.Model, Limit: longest[id], Now: now})
+				if err != nil {
+					return nil, err
+				}
+				pr.Ranked = &rk
+			}
+			shared[id] = pr
+		}
+		out[i] = pr
+		if pr.Ranked != nil {
+			rk := *pr.Ranked
+			rk.Ranked = rk.Ranked[:min(len(rk.Ranked), max(limits[i], 0))]
+			out[i].Ranked = &rk
+		}
+	}
+	return out, nil
+}
+
+// withoutExcludedRanked drops excluded entries from a ranking (and from its count), adding
+// their ids to dropped.
+func withoutExcludedRanked(rk *RankResult, excluded map[string]bool, dropped []string) []string {
+	if rk == nil {
+		return dropped
+	}
+	kept := rk.Ranked[:0:0]
+	for _, sc := range rk.Ranked {
+		if excluded[sc.Entry.ID] {
+			dropped = appendUnique(dropped, sc.Entry.ID)
+			continue
+		}
+		kept = append(kept, sc)
+	}
+	if rk.Total > 0 {
+		rk.Total -= len(rk.Ranked) - len(kept)
+	}
+	rk.Ranked = kept
+	return dropped
 }
 
 // topKDefaults returns k and the reject window for a topK strategy.
@@ -321,7 +362,10 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 			Detail: fmt.Sprintf("memory %q is not a corpus; define one with {\"type\":\"semantic\",\"strategy\":{\"kind\":\"topK\"},\"corpus\":true} to index documents.", memoryID)}
 	}
 	kinds := strategyKinds(m.Strategy)
-	embID := embedderFor(*kinds.topK, m, s.caps)
+	if len(kinds.topKs) == 0 {
+		return nil, fmt.Errorf("corpus memory %q has no topK strategy: %w", memoryID, ErrInvalid)
+	}
+	embID := embedderFor(kinds.topKs[0], m, s.caps)
 	emb, ok := s.embedders[embID]
 	if !ok {
 		return nil, fmt.Errorf("embedder %q is not configured: %w", embID, ErrUnavailable)
@@ -343,7 +387,20 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 		}
 		seen[d.ID] = true
 		ids = append(ids, d.ID)
-		parts := ChunkText(d.Text, maxChunkChars)
+		// A chunk without a letter or digit (a "* * *" separator between long paragraphs)
+		// could never be found by a search: it is left out. A document made only of such
+		// text is refused, so that nobody believes it indexed.
+		var parts []string
+		for _, text := range ChunkText(d.Text, maxChunkChars) {
+			if hasWords(text) {
+				parts = append(parts, text)
+			}
+		}
+		if len(parts) == 0 && strings.TrimSpace(d.Text) != "" {
+			return nil, &ValidationError{Code: CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].text", i),
+				Detail: fmt.Sprintf("document %q has no words (only punctuation, symbols or spaces), so no search could ever find it; send its text, or an empty text to remove the document.", d.ID),
+				Fix:    "Orders ship within two business days."}
+		}
 		for n, text := range parts {
 			value, _ := json.Marshal(map[string]any{"text": text, "docId": d.ID, "docUri": d.DocURI, "page": d.Page, "heading": d.Heading, "chunk": n})
 			chunks = append(chunks, Entry{Tenant: tenant, MemoryID: memoryID, Namespace: CorpusNamespace,
@@ -358,7 +415,11 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 		j := min(i+batch, len(texts))
 		vs, err := emb.Embed(ctx, texts[i:j])
 		if err != nil {
-			return nil, embedError(err, "documents", embID)
+			if errors.Is(err, ErrInvalid) {
+				return nil, &ValidationError{Code: CodeInvalidField, Site: "indexDocuments", Path: "documents",
+					Detail: fmt.Sprintf("the embedder %q refused to embed these documents' text: %v.", embID, err)}
+			}
+			return nil, fmt.Errorf("embed with %q: %w", embID, err)
 		}
 		for k, v := range vs {
 			chunks[i+k].Embedding, chunks[i+k].EmbeddingModel = v, emb.Info().Model

@@ -298,8 +298,41 @@ func (v *validator) fields(value any, path string) (Strategy, error) {
 			}
 			s.Parts = append(s.Parts, part)
 		}
+		if err := v.oneVectorSpace(s, path); err != nil {
+			return Strategy{}, err
+		}
 	}
 	return s, nil
+}
+
+// oneVectorSpace refuses a hybrid whose topK parts (nested ones included) name different
+// embedders: a memory stores one vector per entry, written by one embedder, so a second
+// embedder's part could never compare anything.
+func (v *validator) oneVectorSpace(s Strategy, path string) error {
+	var names []string
+	var walk func(Strategy)
+	walk = func(x Strategy) {
+		if x.Kind == TopK && !slices.Contains(names, x.Str("embedder")) {
+			names = append(names, x.Str("embedder"))
+		}
+		for _, p := range x.Parts {
+			walk(p)
+		}
+	}
+	walk(s)
+	if len(names) < 2 {
+		return nil
+	}
+	for i, n := range names {
+		if n == "" {
+			names[i] = "(none: the memory's embedder)"
+		} else {
+			names[i] = "`" + n + "`"
+		}
+	}
+	return v.refuse(CodeInvalidField, path+".strategies", string(Hybrid),
+		fmt.Sprintf("the `topK` parts of `%s` name different embedders (%s); a memory holds one vector per entry, written by one embedder, so every `topK` part must name the same embedder or none. Set `embedder` on the memory instead.",
+			path, strings.Join(names, ", ")), nil)
 }
 
 // crossFields checks rules that span fields of one strategy.

@@ -49,7 +49,14 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 		case a.Score < b.Score:
 			return 1
 		}
-		return strings.Compare(b.Entry.ID, a.Entry.ID)
+		// Equal scores: newest first, as listings (and the Postgres store) order entries.
+		switch ka, kb := keyOf(a.Entry), keyOf(b.Entry); {
+		case ka.before(kb):
+			return -1
+		case kb.before(ka):
+			return 1
+		}
+		return 0
 	})
 	if len(res.Ranked) > q.Limit {
 		res.Ranked = res.Ranked[:max(q.Limit, 0)]

@@ -133,3 +133,132 @@ func testRecallStore(t *testing.T, s core.Store) {
 		}
 	})
 }
+
+// testRankingEdges covers what both stores must agree on beyond plain cosine order: ties,
+// a model-only fingerprint mismatch, and corpus isolation between tenants.
+func testRankingEdges(t *testing.T, s core.Store) {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	same := []float32{0.6, 0.8, 0}
+	put := func(tenant, ns, mem, id string, turn int, vec []float32, model string) {
+		t.Helper()
+		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
+		e.Embedding, e.EmbeddingModel = vec, model
+		w := core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
+			Fingerprints: []core.Fingerprint{{MemoryID: mem, Model: model, Dims: len(vec)}},
+			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
+		if _, err := s.WriteTurn(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rankIDs := func(res core.RankResult) []string {
+		var out []string
+		for _, sc := range res.Ranked {
+			out = append(out, sc.Entry.ID)
+		}
+		return out
+	}
+
+	t.Run("TiesGoNewestFirst", func(t *testing.T) {
+		t.Parallel()
+		// Turns 1..12 with one vector: ids compared as text would put msg-9-0 first.
+		for turn := 1; turn <= 12; turn++ {
+			put("tie", "ns", "sem", fmt.Sprintf("msg-%d-0", turn), turn, same, "m")
+		}
+		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "tie", Namespace: "ns", MemoryID: "sem",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: same, Model: "m", Limit: 3, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(rankIDs(res)); got != "[msg-12-0 msg-11-0 msg-10-0]" {
+			t.Errorf("tied ranking = %s, want the newest three, newest first", got)
+		}
+		chunk := func(doc string, n int) core.Entry {
+			e := mkEntry("tie", "", "corpus", core.KindDocument, fmt.Sprintf("%s#%d", doc, n), 0, n)
+			e.Embedding, e.EmbeddingModel = same, "m"
+			e.CreatedAt, e.UpdatedAt, e.LastAccessedAt = t0, t0, t0
+			return e
+		}
+		if err := s.PutDocuments(t.Context(), "tie", "corpus", []string{"a", "b"},
+			[]core.Entry{chunk("a", 0), chunk("a", 1), chunk("b", 0), chunk("b", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		docs, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "tie", Namespace: "", MemoryID: "corpus",
+			Kinds: []core.EntryKind{core.KindDocument}, Vector: same, Model: "m", Limit: 10, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(rankIDs(docs)); got != "[b#1 a#1 b#0 a#0]" {
+			t.Errorf("tied corpus ranking = %s, want [b#1 a#1 b#0 a#0] (chunk index, then id, descending)", got)
+		}
+	})
+
+	t.Run("ModelOnlyMismatch", func(t *testing.T) {
+		t.Parallel()
+		put("mdl", "ns", "sem", "msg-1-0", 1, same, "model-a")
+		put("mdl", "ns", "sem", "msg-2-0", 2, same, "model-a")
+		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "mdl", Namespace: "ns", MemoryID: "sem",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: same, Model: "model-b", Limit: 5, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mm []string
+		for _, e := range res.Mismatched {
+			mm = append(mm, e.ID+"@"+e.EmbeddingModel)
+		}
+		if len(res.Ranked) != 0 || fmt.Sprint(mm) != "[msg-2-0@model-a msg-1-0@model-a]" {
+			t.Errorf("same dimensions, another model: ranked %d, mismatched %v", len(res.Ranked), mm)
+		}
+		// A write of the other model is refused by the fingerprint, with what is stored.
+		e := mkEntry("mdl", "ns", "sem", core.KindMessage, "msg-3-0", 3, 0)
+		e.Embedding, e.EmbeddingModel = same, "model-b"
+		_, err = s.WriteTurn(t.Context(), core.TurnWrite{Tenant: "mdl", Namespace: "ns", HostTurn: 3, MemoryIDs: []string{"sem"}, Now: t0,
+			Fingerprints: []core.Fingerprint{{MemoryID: "sem", Model: "model-b", Dims: 3}},
+			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }})
+		var fm *core.FingerprintMismatch
+		if !errors.As(err, &fm) || fm.HaveModel != "model-a" || fm.GotModel != "model-b" {
+			t.Errorf("write of another model: %v", err)
+		}
+		// Documents too.
+		doc := mkEntry("mdl", "", "corpus", core.KindDocument, "a#0", 0, 0)
+		doc.Embedding, doc.EmbeddingModel = same, "model-a"
+		if err := s.PutDocuments(t.Context(), "mdl", "corpus", []string{"a"}, []core.Entry{doc}); err != nil {
+			t.Fatal(err)
+		}
+		doc2 := doc
+		doc2.ID, doc2.EmbeddingModel, doc2.Embedding = "b#0", "model-a", []float32{1, 0, 0, 0}
+		err = s.PutDocuments(t.Context(), "mdl", "corpus", []string{"b"}, []core.Entry{doc2})
+		if !errors.As(err, &fm) || fm.HaveDims != 3 || fm.GotDims != 4 {
+			t.Errorf("documents of another dimension: %v", err)
+		}
+		if got := list(t, s, "mdl", ""); fmt.Sprint(got) != "[a#0]" {
+			t.Errorf("corpus after a refused batch = %v", got)
+		}
+	})
+
+	t.Run("CorpusIsolatedByTenant", func(t *testing.T) {
+		t.Parallel()
+		doc := mkEntry("iso-a", "", "corpus", core.KindDocument, "secret#0", 0, 0)
+		doc.Embedding, doc.EmbeddingModel = same, "m"
+		if err := s.PutDocuments(t.Context(), "iso-a", "corpus", []string{"secret"}, []core.Entry{doc}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tenant := range []string{"iso-b", "iso-A", "iso-a "} {
+			res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: tenant, Namespace: "", MemoryID: "corpus",
+				Kinds: []core.EntryKind{core.KindDocument}, Vector: same, Model: "m", Limit: 10, Now: t0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Ranked) != 0 || len(res.Mismatched) != 0 || res.Total > 0 {
+				t.Errorf("tenant %q ranks another tenant's corpus: %+v", tenant, res)
+			}
+			if got := list(t, s, tenant, ""); len(got) != 0 {
+				t.Errorf("tenant %q lists another tenant's corpus: %v", tenant, got)
+			}
+		}
+		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "iso-a", Namespace: "", MemoryID: "corpus",
+			Kinds: []core.EntryKind{core.KindDocument}, Vector: same, Model: "m", Limit: 10, Now: t0})
+		if err != nil || fmt.Sprint(rankIDs(res)) != "[secret#0]" {
+			t.Errorf("the owner's ranking: %+v %v", res, err)
+		}
+	})
+}

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 		{"TurnClaims", testTurnClaims},
 		{"Sweep", testSweep},
 		{"RecallStore", testRecallStore},
+		{"RankingEdges", testRankingEdges},
 		{"ExplainStore", testExplainStore},
 		{"Runs", testRuns},
 	}
