@@ -66,6 +66,10 @@ type TurnWrite struct {
 	// stored turn, as well as snap-{n} (set when a conversation memory is
 	// written by this turn; see the turns issue).
 	CountMessageTurns bool
+	// CountBeatTurns makes live beat-{n}-* ids count too (set when a
+	// narrative memory is written by this turn: its beats are numbered by
+	// turn, and a later turn must not collide with them).
+	CountBeatTurns bool
 	// MemoryIDs are the memories whose stored turns are scanned.
 	MemoryIDs []string
 	// Now is the transaction's clock for expiry checks and timestamps.

@@ -100,7 +100,8 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 	embedQuery := func(id string) ([]float32, EmbedderInfo, error) {
 		emb, ok := s.embedders[id]
 		if !ok {
-			return nil, EmbedderInfo{}, fmt.Errorf("embedder %q is not configured: %w", id, ErrUnavailable)
+			return nil, EmbedderInfo{}, &ValidationError{Code: CodeMissingRequirement, Site: "recall", Path: "memories",
+				Detail: fmt.Sprintf("a memory of this recall needs the embedder %q, which this server no longer has; configure it again, or leave the memory out with `memories`.", id)}
 		}
 		if v, ok := vectors[id]; ok {
 			return v, emb.Info(), nil
@@ -368,7 +369,8 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 	embID := embedderFor(kinds.topKs[0], m, s.caps)
 	emb, ok := s.embedders[embID]
 	if !ok {
-		return nil, fmt.Errorf("embedder %q is not configured: %w", embID, ErrUnavailable)
+		return nil, &ValidationError{Code: CodeMissingRequirement, Site: "indexDocuments", Path: "memoryId",
+			Detail: fmt.Sprintf("corpus %q needs the embedder %q, which this server no longer has; configure it again to index documents.", memoryID, embID)}
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var texts []string
@@ -381,6 +383,9 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 			if reason := checkText(t); reason != "" {
 				return nil, &ValidationError{Code: CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d]", i), Detail: "document text " + reason + "."}
 			}
+		}
+		if reason := checkJSONText(d.Metadata); reason != "" {
+			return nil, &ValidationError{Code: CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].metadata", i), Detail: "`metadata` " + reason + "."}
 		}
 		if seen[d.ID] {
 			return nil, &ValidationError{Code: CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].id", i), Detail: fmt.Sprintf("document id %q appears twice in this request.", d.ID)}

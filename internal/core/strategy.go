@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Strategy is a validated strategy: its kind, every field of that kind with
@@ -512,6 +514,27 @@ func safeKey(k string) string {
 
 // checkText returns a reason when s is not acceptable text: invalid UTF-8 or
 // a NUL character (Postgres text cannot hold it; neither can many clients).
+// checkJSONText is checkText for every string (names included) of a JSON value a client sent
+// as it is, such as a tool call's arguments: valid JSON can spell NUL as \u0000, which
+// Postgres cannot store in jsonb.
+func checkJSONText(raw []byte) string {
+	if len(raw) == 0 || !bytes.Contains(raw, []byte(`\u0000`)) {
+		return "" // the one way a NUL can appear in valid JSON is that escape
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return "" // io.EOF; malformed JSON is the schema's concern, not this check's
+		}
+		if tok.Kind() == '"' {
+			if reason := checkText(tok.String()); reason != "" {
+				return reason
+			}
+		}
+	}
+}
+
 func checkText(s string) string {
 	if !utf8.ValidString(s) {
 		return "must be valid UTF-8"

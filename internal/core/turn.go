@@ -177,12 +177,18 @@ func validateTurn(p TurnParams) error {
 					return turnRefusal(fmt.Sprintf("evidence.decisions[%d]", i), CodeInvalidField, "decision text "+reason+".", nil)
 				}
 			}
+			if reason := checkJSONText(d.Evidence); reason != "" {
+				return turnRefusal(fmt.Sprintf("evidence.decisions[%d].evidence", i), CodeInvalidField, "`evidence` "+reason+".", nil)
+			}
 		}
 		for i, c := range e.ToolCalls {
 			for _, s := range []string{c.Name, c.ResultPreview} {
 				if reason := checkText(s); reason != "" {
 					return turnRefusal(fmt.Sprintf("evidence.toolCalls[%d]", i), CodeInvalidField, "tool call text "+reason+".", nil)
 				}
+			}
+			if reason := checkJSONText(c.Args); reason != "" {
+				return turnRefusal(fmt.Sprintf("evidence.toolCalls[%d].args", i), CodeInvalidField, "`args` "+reason+".", nil)
 			}
 		}
 	}

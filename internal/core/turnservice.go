@@ -132,7 +132,7 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 
 	result := TurnResult{Written: []WrittenIDs{}, Skipped: []SkippedWrite{}}
 	var sides []writeSide
-	countMessages := false
+	countMessages, countBeats := false, false
 	for _, m := range all {
 		if len(named) > 0 && !named[m.ID] {
 			result.Skipped = append(result.Skipped, SkippedWrite{MemoryID: m.ID, Reason: "not-named"})
@@ -144,7 +144,28 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 			continue
 		}
 		countMessages = countMessages || side.messages
+		countBeats = countBeats || side.beats
 		sides = append(sides, side)
+	}
+	// A snapshot is found by its query's vector: a first user message without words (an emoji,
+	// "?") has none, so no snapshot is written for it, as the seed writes none for an empty
+	// query. Client vectors are the client's call.
+	if p.Embeddings == nil && !hasWords(query) {
+		kept := sides[:0]
+		for _, side := range sides {
+			if side.snapshot {
+				result.Skipped = append(result.Skipped, SkippedWrite{MemoryID: side.mem.ID, Reason: "query-without-words",
+					Detail: "the turn's first user message has no words to embed, so no causal snapshot was written: a snapshot is recalled by its question's vector."})
+				continue
+			}
+			kept = append(kept, side)
+		}
+		sides = kept
+	}
+	if len(sides) == 0 {
+		r := noop("no-writing-memory", "No memory of this tenant writes this turn (`skipped` says why for each), so nothing was written and no turn number was used. Define a memory that writes turns, e.g. {\"id\":\"chat\",\"type\":\"episodic\",\"strategy\":{\"kind\":\"window\"}}.")
+		r.Skipped = result.Skipped
+		return r, nil
 	}
 
 	vectors, err := s.turnVectors(ctx, p, sides, query)
@@ -214,6 +235,7 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		Namespace:         p.Identity.Namespace(),
 		HostTurn:          NormalizeHostTurn(p.TurnNumber),
 		CountMessageTurns: countMessages,
+		CountBeatTurns:    countBeats,
 		MemoryIDs:         memoryIDs,
 		Now:               now,
 		Build:             build,
@@ -323,6 +345,10 @@ func (s *Service) turnVectors(ctx context.Context, p TurnParams, sides []writeSi
 				set.query = normalize(ce.Query)
 			}
 			if side.embed {
+				if ce.Messages == nil {
+					return nil, turnRefusal("embeddings.messages", CodeInvalidVector,
+						fmt.Sprintf("memory %q ranks messages by their vectors: with client vectors it needs `embeddings.messages`, one vector per message in `messages` order (null for a message that should not be ranked).", side.mem.ID), nil)
+				}
 				set.messages = make([][]float32, len(p.Messages))
 				for i, v := range ce.Messages {
 					if v != nil {

@@ -37,12 +37,6 @@ const (
 // Max 2s, MaxRetryAfter 10s.
 type Backoff = provider.Backoff
 
-// ProviderError is a failed call to a remote embedder (see provider.Error):
-// its message is safe to log, and it unwraps to core.ErrUnavailable when
-// the failure is worth retrying later. Its Provider field is the
-// embedder's id.
-type ProviderError = provider.Error
-
 // wireFormat is what differs between providers: the path, the request body
 // and the response shape.
 type wireFormat interface {
@@ -168,14 +162,14 @@ func (r *remote) embed(ctx context.Context, texts []string) ([][]float32, error)
 		}
 		resp, attempts, err := r.cfg.client.Post(ctx, body)
 		if err != nil {
-			return nil, err
+			return nil, r.failed(err, attempts, "")
 		}
 		vecs, err := r.wire.parse(resp, len(batch))
 		if err == nil {
 			err = r.check(vecs, len(batch))
 		}
 		if err != nil {
-			return nil, r.cfg.client.Malformed(attempts, err.Error())
+			return nil, r.failed(r.cfg.client.Malformed(attempts, err.Error()), attempts, err.Error())
 		}
 		out = append(out, vecs...)
 	}

@@ -56,12 +56,39 @@ func TestEdgeInputNeverFails(t *testing.T) {
 			{"POST", "/v1/memories", `{"id":"w2","type":"episodic","strategy":{"kind":"window","size":` + big + `}}`},
 			{"POST", "/v1/memories", `{"id":"w3","type":"episodic","strategy":{"kind":"decay","halfLifeMs":1e308}}`},
 			{"POST", "/v1/memories", `{"id":"w4","type":"causal","strategy":{"kind":"topK"},"ttlMs":1e308}`},
+			// Numbers past float64 (1e999), past float32 in a vector, and text escaping half a
+			// surrogate pair, on every kind of body that carries them.
+			{"POST", "/v1/conversations/c1/turns", `{"turnNumber":1e999,"messages":[{"role":"user","content":"x"}]}`},
+			{"POST", "/v1/conversations/c1/turns", `{"messages":[{"role":"user","content":"x"}],"embeddings":{"embeddingModel":"m","query":[1e39]}}`},
+			{"POST", "/v1/conversations/c1/turns", `{"messages":[{"role":"user","content":"x"}],"evidence":{"durationMs":1e999,"tokenUsage":{"input":1e999,"output":1}}}`},
+			{"POST", "/v1/conversations/c1/turns", `{"messages":[{"role":"user","content":"x"}],"evidence":{"tokenUsage":{"input":1,"output":1e300}}}`},
+			{"POST", "/v1/conversations/c1/turns", `{"messages":[{"role":"user","content":"x"}],"evidence":{"decisions":[{"stageId":"s","chosen":"c","evidence":{"k":"\udfff"}}]}}`},
+			{"POST", "/v1/conversations/c1/recall", `{"query":"x","contextTokensRemaining":1e999}`},
+			{"POST", "/v1/conversations/c1/recall", `{"query":"\ud800"}`},
+			{"POST", "/v1/memories/docs/documents", `{"documents":[{"id":"d","text":"hello \udc00 world"}]}`},
+			{"POST", "/v1/memories", `{"id":"w5","type":"episodic","strategy":{"kind":"window"},"description":"\ud800"}`},
+			{"POST", "/v1/memories", `{"id":"w6","type":"episodic","strategy":{"kind":"window","size":1e999}}`},
+			{"POST", "/v1/runs", `{"conversationId":"c1","turn":1e999}`},
 		}
 		for _, rq := range reqs {
 			r := e.do(rq[0], rq[1], "", rq[2])
 			// 401 or 405 would mean the request never reached what it probes.
 			if r.status >= 500 || r.status == 401 || r.status == 405 {
 				t.Errorf("%s %.80s %.80s → %d %s", rq[0], rq[1], rq[2], r.status, r.body)
+			}
+			if r.status >= 400 {
+				detail, _ := r.json(t)["detail"].(string)
+				for _, lib := range libraryText {
+					if strings.Contains(strings.ToLower(detail), strings.ToLower(lib)) {
+						t.Errorf("%s %.80s %.80s: library text %q in the detail: %s", rq[0], rq[1], rq[2], lib, detail)
+					}
+				}
+			}
+			// Half a surrogate pair is refused wherever it is, as invalid UTF-8 is, never stored.
+			if strings.Contains(rq[2], `\ud`) {
+				if r.status != 400 || r.json(t)["code"] != "invalid-json" {
+					t.Errorf("%s %s %s: %d %s, want 400 invalid-json", rq[0], rq[1], rq[2], r.status, r.body)
+				}
 			}
 		}
 		// Memories defined with extreme parameters still take turns and recall.

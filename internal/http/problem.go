@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/embed"
 )
 
 // Problem is an RFC 9457 problem-details body. Every 4xx and 5xx this
@@ -87,6 +89,8 @@ var titles = map[string]string{
 	"method-not-allowed":     "Method not allowed",
 	"invalid-cursor":         "Invalid cursor",
 	"rate-limited":           "Too many requests",
+	"embedder-failed":        "Embedder failed",
+	"embedder-unavailable":   "Embedder unavailable",
 	"unavailable":            "Service unavailable",
 	"internal":               "Internal server error",
 }
@@ -98,9 +102,14 @@ func problemFor(err error) *Problem {
 	var nf *core.NotFoundError
 	var ce *core.ConflictError
 	var p *Problem
+	var pe *embed.ProviderError
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &pe):
+		// Before ErrUnavailable and DeadlineExceeded, which a temporary
+		// embedder failure also unwraps to: it is not the store's.
+		return embedderProblem(pe)
 	case errors.As(err, &ve):
 		pr := newProblem(http.StatusUnprocessableEntity, ve.Code, ve.Detail)
 		pr.Site, pr.Path, pr.Fix, pr.See = ve.Site, ve.Path, ve.Fix, ve.See
@@ -128,6 +137,75 @@ func problemFor(err error) *Problem {
 	default:
 		return newProblem(http.StatusInternalServerError, "internal", "")
 	}
+}
+
+// Retry-After bounds for embedder-unavailable, in seconds: the default when
+// the provider named no delay (the server has already retried for a few
+// seconds), and the most of a provider's own Retry-After passed on.
+const (
+	embedderRetryAfter    = 5
+	maxEmbedderRetryAfter = 300
+)
+
+// embedderProblem maps a remote embedder's failure. The provider refusing
+// the request or answering nonsense is a 502 embedder-failed, which
+// retrying will not cure; the provider unreachable, overloaded or too slow
+// after the bounded retries is a 503 embedder-unavailable with Retry-After.
+// The detail names the embedder and the upstream status, and says what an
+// operator should check; pe.Reason is log-safe by contract (no key, URL or
+// response body), so it may be shown.
+func embedderProblem(pe *embed.ProviderError) *Problem {
+	id := strconv.Quote(pe.Embedder)
+	var pr *Problem
+	if pe.Temporary {
+		var detail string
+		switch {
+		case pe.StatusCode == http.StatusTooManyRequests:
+			detail = "The embedder " + id + " is rate-limited by its provider (upstream " + pe.Reason + attemptsSuffix(pe) + "); retry after the Retry-After delay."
+		case pe.StatusCode != 0:
+			detail = "The embedder " + id + " is failing upstream (upstream " + pe.Reason + attemptsSuffix(pe) + "); retry shortly. If this persists, check the provider's health."
+		default:
+			detail = "The embedder " + id + " did not answer (" + pe.Reason + attemptsSuffix(pe) + "); retry shortly. If this persists, check that its base URL is right and the provider is running and not overloaded."
+		}
+		pr = newProblem(http.StatusServiceUnavailable, "embedder-unavailable", detail)
+		pr.retryAfter = embedderRetryAfter
+		if pe.RetryAfter > 0 {
+			pr.retryAfter = min(max(int((pe.RetryAfter+time.Second-1)/time.Second), 1), maxEmbedderRetryAfter)
+		}
+	} else {
+		var detail string
+		switch {
+		case pe.Malformed:
+			endpoint := "an OpenAI-compatible /v1/embeddings endpoint"
+			if pe.Kind == embed.KindOllama {
+				endpoint = "an Ollama server's /api/embed"
+			}
+			detail = "The embedder " + id + " answered with a response this server cannot use (upstream HTTP " + strconv.Itoa(pe.StatusCode) +
+				": " + pe.Reason + "). Check that its base URL points at " + endpoint + " and that its model and dimensions are the ones configured."
+		case pe.StatusCode == http.StatusUnauthorized || pe.StatusCode == http.StatusForbidden:
+			detail = "The embedder " + id + " was refused by its provider (upstream " + pe.Reason + "). Check the API key configured for it and that the key may use its model."
+		case pe.StatusCode == http.StatusNotFound:
+			detail = "The embedder " + id + " was refused by its provider (upstream " + pe.Reason + "). Check its model name and base URL."
+		case pe.StatusCode != 0:
+			detail = "The embedder " + id + " was refused by its provider (upstream " + pe.Reason + "). Check its model name and settings (dimensions, batch size); a text longer than the model accepts is refused too."
+		default:
+			detail = "The embedder " + id + " could not be called (" + pe.Reason + "). Check its base URL."
+		}
+		pr = newProblem(http.StatusBadGateway, "embedder-failed", detail)
+	}
+	pr.Extra = map[string]any{"embedder": pe.Embedder}
+	if pe.StatusCode != 0 {
+		pr.Extra["upstreamStatus"] = pe.StatusCode
+	}
+	return pr
+}
+
+// attemptsSuffix says how often the server tried, when more than once.
+func attemptsSuffix(pe *embed.ProviderError) string {
+	if pe.Attempts > 1 {
+		return " after " + strconv.Itoa(pe.Attempts) + " attempts"
+	}
+	return ""
 }
 
 func joinQuoted(xs []string) string {

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/embed"
+	httpapi "github.com/footprint/footprint/internal/http"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
@@ -173,7 +176,7 @@ func TestTurnNumbering(t *testing.T) {
 		}
 		// The highest turn there is (turns are 32-bit) can be written once; a turn after it is
 		// refused, naming the field, never a 500 and never a wrapped-around number.
-		if a, b := turnOf("last", "1e30"), turnOf("last", ""); a != math.MaxInt32-1 || b != math.MaxInt32 {
+		if a, b := turnOf("last", "2147483646"), turnOf("last", ""); a != math.MaxInt32-1 || b != math.MaxInt32 {
 			t.Errorf("huge host turn, then one more → %d, %d", a, b)
 		}
 		if r, _ := e.turn("last", `{`+qa+`}`); r.status != 422 || r.json(t)["code"] != "invalid-field" || r.json(t)["path"] != "turnNumber" {
@@ -194,7 +197,7 @@ func TestTurnNumbering(t *testing.T) {
 	})
 }
 
-func TestTurnNamedMemoriesAndBadInput(t *testing.T) {
+func TestTurnNamedMemoriesAndClientVectors(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, e *env) {
 		e.define(`{"id":"chat","type":"episodic","strategy":{"kind":"window"}}`)
@@ -206,33 +209,6 @@ func TestTurnNamedMemoriesAndBadInput(t *testing.T) {
 		if r, _ := e.turn("c", `{"memories":["nope"],`+qa+`}`); r.status != 404 {
 			t.Errorf("unknown named memory: %d %s", r.status, r.body)
 		}
-		bad := []struct {
-			name, body string
-			status     int
-			code       string
-		}{
-			{"NUL", `{"messages":[{"role":"user","content":"a\u0000b"}]}`, 422, "invalid-field"},
-			{"invalid UTF-8", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "invalid-json"},
-			{"bad role", `{"messages":[{"role":"robot","content":"x"}]}`, 400, "invalid-request"},
-			{"no messages field", `{}`, 400, "invalid-request"},
-			{"wrong type", `{"messages":"hello"}`, 400, "invalid-request"},
-			{"zero vector", `{` + qa + `,"embeddings":{"embeddingModel":"m","query":[0,0,0]}}`, 422, "invalid-vector"},
-			{"causal without client query", `{` + qa + `,"embeddings":{"embeddingModel":"m","messages":[[1,0],[0,1]]}}`, 422, "invalid-vector"},
-			{"ragged vectors", `{` + qa + `,"embeddings":{"embeddingModel":"m","query":[1,0],"messages":[[1,0,0]]}}`, 422, "invalid-vector"},
-		}
-		for _, b := range bad {
-			r, _ := e.turn("bad", b.body)
-			if r.status != b.status || r.json(t)["code"] != b.code {
-				t.Errorf("%s: %d %s, want %d %s", b.name, r.status, r.body, b.status, b.code)
-			}
-		}
-		if n := len(e.do("GET", "/v1/conversations/bad/entries", "", "").json(t)["entries"].([]any)); n != 0 {
-			t.Errorf("bad input wrote %d entries", n)
-		}
-		// Invalid UTF-8 is refused, not replaced by U+FFFD, and the problem names where it is.
-		if r, _ := e.turn("bad", "{\"messages\":[{\"role\":\"user\",\"content\":\"ok\"},{\"role\":\"assistant\",\"content\":\"\xc3(\"}]}"); r.json(t)["path"] != "messages[1].content" {
-			t.Errorf("invalid UTF-8: %d %s, want the path messages[1].content", r.status, r.body)
-		}
 		// Client vectors set the memory's fingerprint; the server's 384-d
 		// embedder is then a mismatch in this conversation.
 		if r, _ := e.turn("fp", `{`+qa+`,"embeddings":{"embeddingModel":"client-3d","query":[1,2,3]}}`); r.status != 201 {
@@ -243,6 +219,165 @@ func TestTurnNamedMemoriesAndBadInput(t *testing.T) {
 		}
 		if r, _ := e.turn("fp", `{`+qa+`,"embeddings":{"embeddingModel":"client-3d","query":[3,2,1]}}`); r.status != 201 {
 			t.Errorf("same client model again: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// turnBodyLimit is the body limit of the servers TestTurnBadInputWritesNothing runs: room for
+// a message of 100,000 characters (the most a message may hold) and for 500 messages (the most
+// a turn may hold), so that those limits, not the body limit, are what answers one more; and
+// small enough that the server still reads all of an over-limit body before answering 413.
+const turnBodyLimit = 160 << 10
+
+// eachStoreWithBodyLimit is eachStore with setup's server given a body limit of maxBody bytes
+// (setup's is 4096, below a message's limit).
+func eachStoreWithBodyLimit(t *testing.T, maxBody int64, test func(t *testing.T, e *env)) {
+	t.Helper()
+	stores := []struct {
+		name string
+		open func(t *testing.T) core.Store
+	}{
+		{"memory", func(*testing.T) core.Store { return memory.New() }},
+		{"postgres", func(t *testing.T) core.Store { return pgtest.Open(t) }},
+	}
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			hash, err := embed.NewHash("hash", 384)
+			if err != nil {
+				t.Fatal(err)
+			}
+			caps := core.Capabilities{Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Model: "footprint-hash-v1", Dimensions: 384, Default: true, Description: "lexical"}}}
+			h, err := httpapi.NewServer(httpapi.Deps{
+				Service:      core.NewService(s.open(t), caps, core.WithEmbedders(hash)),
+				MaxBodyBytes: maxBody,
+				CursorSecret: []byte("test-secret-test-secret"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(specGate(t, h))
+			t.Cleanup(srv.Close)
+			test(t, &env{t: t, srv: srv})
+		})
+	}
+}
+
+// messagesOf is a turn's "messages" member with n one-word user messages.
+func messagesOf(n int) string {
+	return `"messages":[` + strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"hi"},`, n), ",") + `]`
+}
+
+// libraryText are phrases in which the libraries under the HTTP layer (kin-openapi,
+// encoding/json, strconv, jsontext) describe their own workings; a problem must never show
+// them to a client.
+var libraryText = []string{"json.Number", "cannot convert", "not nullable", "doesn't match the format", "json:", "jsontext", "strconv", "unmarshal", "float64"}
+
+// TestTurnBadInputWritesNothing posts, on both stores, each kind of bad turn body to a
+// conversation of its own: each is answered with the status and code the API documents and a
+// `path` naming the field, in the API's own words, and leaves the conversation empty. The
+// bodies the rules accept (at the limits, or what looks like a mistake but is not) are
+// written, as the turn and text they carry.
+func TestTurnBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	eachStoreWithBodyLimit(t, turnBodyLimit, func(t *testing.T, e *env) {
+		e.define(`{"id":"chat","type":"episodic","strategy":{"kind":"window"}}`)
+		e.define(`{"id":"why","type":"causal","strategy":{"kind":"topK"}}`)
+		user := func(content string) string { return `{"messages":[{"role":"user","content":"` + content + `"}]}` }
+		vectors := func(v string) string { return `{` + qa + `,"embeddings":{"embeddingModel":"m",` + v + `}}` }
+		bad := []struct {
+			name, body string
+			status     int
+			code, path string
+		}{
+			{"NUL", user(`a\u0000b`), 422, "invalid-field", "messages[0].content"},
+			{"invalid UTF-8", user("a\xffb"), 400, "invalid-json", "messages[0].content"},
+			// Invalid UTF-8 is refused, not replaced by U+FFFD, and the problem names where it is.
+			{"invalid UTF-8 in a later message", "{\"messages\":[{\"role\":\"user\",\"content\":\"ok\"},{\"role\":\"assistant\",\"content\":\"\xc3(\"}]}", 400, "invalid-json", "messages[1].content"},
+			{"bad role", `{"messages":[{"role":"robot","content":"x"}]}`, 400, "invalid-request", "messages[0].role"},
+			{"no messages field", `{}`, 400, "invalid-request", "messages"},
+			{"wrong type", `{"messages":"hello"}`, 400, "invalid-request", "messages"},
+			{"zero vector", vectors(`"query":[0,0,0]`), 422, "invalid-vector", "embeddings.query"},
+			{"causal without client query", vectors(`"messages":[[1,0],[0,1]]`), 422, "invalid-vector", "embeddings.query"},
+			{"ragged vectors", vectors(`"query":[1,0],"messages":[[1,0,0]]`), 422, "invalid-vector", "embeddings.messages[0]"},
+			// Limits: a message's characters, a turn's messages, the body's bytes.
+			{"content over 100,000 characters", user(strings.Repeat("a", core.MaxContentChars+1)), 400, "invalid-request", "messages[0].content"},
+			{"more than 500 messages", `{` + messagesOf(core.MaxMessages+1) + `}`, 400, "invalid-request", "messages"},
+			{"body over the limit", user(strings.Repeat("a", turnBodyLimit+1000)), 413, "body-too-large", ""},
+			// Numbers no Go type here can hold, and turns past the highest.
+			{"turnNumber 1e999", `{"turnNumber":1e999,` + qa + `}`, 400, "invalid-request", "turnNumber"},
+			{"turnNumber -1e999", `{"turnNumber":-1e999,` + qa + `}`, 400, "invalid-request", "turnNumber"},
+			{"turnNumber of 400 digits", `{"turnNumber":` + strings.Repeat("9", 400) + `,` + qa + `}`, 400, "invalid-request", "turnNumber"},
+			{"turnNumber 1e30", `{"turnNumber":1e30,` + qa + `}`, 400, "invalid-request", "turnNumber"},
+			{"turnNumber one past the highest host turn", `{"turnNumber":2147483647,` + qa + `}`, 400, "invalid-request", "turnNumber"},
+			{"turnNumber as a string", `{"turnNumber":"3",` + qa + `}`, 400, "invalid-request", "turnNumber"},
+			{"float32 overflow in query", vectors(`"query":[1e39,1,1]`), 400, "invalid-request", "embeddings.query[0]"},
+			{"negative float32 overflow in a message vector", vectors(`"query":[1,1],"messages":[null,[1,-3.5e38]]`), 400, "invalid-request", "embeddings.messages[1][1]"},
+			{"float64 overflow in a vector", vectors(`"query":[1,1,1e999]`), 400, "invalid-request", "embeddings.query[2]"},
+			{"float64 overflow in decision evidence", `{"evidence":{"decisions":[{"stageId":"s","chosen":"c","evidence":{"k":[1,-1e999]}}]},` + qa + `}`, 400, "invalid-request", "evidence.decisions[0].evidence.k[1]"},
+			{"float64 overflow in tool arguments", `{"evidence":{"toolCalls":[{"name":"n"},{"name":"n","args":1e400}]},` + qa + `}`, 400, "invalid-request", "evidence.toolCalls[1].args"},
+			{"float64 overflow for text", `{"messages":[{"role":"user","content":1e999}]}`, 400, "invalid-request", "messages[0].content"},
+			// Escapes of half a surrogate pair: no character, so no UTF-8; refused like invalid UTF-8.
+			{"lone high surrogate", user(`a\ud800b`), 400, "invalid-json", "messages[0].content"},
+			{"lone low surrogate", user(`a\uDC00`), 400, "invalid-json", "messages[0].content"},
+			{"high surrogate then another escape", user(`\ud83d\u0041`), 400, "invalid-json", "messages[0].content"},
+			{"low surrogate before its high", user(`\ude00\ud83d`), 400, "invalid-json", "messages[0].content"},
+			{"lone surrogate in a later message", `{"messages":[{"role":"user","content":"ok"},{"role":"assistant","content":"\udbff"}]}`, 400, "invalid-json", "messages[1].content"},
+			{"lone surrogate in runId", `{"runId":"r\ud800",` + qa + `}`, 400, "invalid-json", "runId"},
+		}
+		for i, b := range bad {
+			conv := fmt.Sprintf("bad-%d", i)
+			r, _ := e.turn(conv, b.body)
+			if r.status != b.status {
+				t.Errorf("%s: %d %.300s, want %d %s", b.name, r.status, r.body, b.status, b.code)
+				continue
+			}
+			p := r.json(t)
+			if p["code"] != b.code || (b.path != "" && p["path"] != b.path) {
+				t.Errorf("%s: code %v path %v, want %s %s: %.300s", b.name, p["code"], p["path"], b.code, b.path, r.body)
+			}
+			detail, _ := p["detail"].(string)
+			if b.path != "" && !strings.Contains(detail, "`"+b.path+"`") && b.status == 400 {
+				t.Errorf("%s: the detail does not name `%s`: %s", b.name, b.path, detail)
+			}
+			for _, lib := range libraryText {
+				if strings.Contains(strings.ToLower(detail), strings.ToLower(lib)) {
+					t.Errorf("%s: library text %q in the detail: %s", b.name, lib, detail)
+				}
+			}
+			if n := len(e.do("GET", "/v1/conversations/"+conv+"/entries", "", "").json(t)["entries"].([]any)); n != 0 {
+				t.Errorf("%s wrote %d entries", b.name, n)
+			}
+		}
+
+		good := []struct {
+			name, body string
+			turn       int
+			content    string // msg-{turn}-0 as stored, when not ""
+		}{
+			// JSON.stringify({turnNumber: NaN}) sends null: no host turn, so 1 (the seed's rule).
+			{"turnNumber null", `{"turnNumber":null,` + qa + `}`, 1, ""},
+			{"turnNumber below 1", `{"turnNumber":-1e300,` + qa + `}`, 1, ""},
+			{"the highest host turn", `{"turnNumber":2147483646,` + qa + `}`, math.MaxInt32 - 1, ""},
+			{"content of exactly 100,000 characters", user(strings.Repeat("é", core.MaxContentChars/2) + strings.Repeat("a", core.MaxContentChars/2)), 1, ""},
+			{"exactly 500 messages", `{` + messagesOf(core.MaxMessages) + `}`, 1, ""},
+			{"the largest float32", vectors(`"query":[3.4028234e38,-3.4028234e38,1e-50]`), 1, ""},
+			{"a surrogate pair", user(`a\ud83d\ude00b`), 1, "a😀b"},
+			{"an escaped backslash before u", user(`\\ud800 \\\\\ud83d\ude00`), 1, `\ud800 \\😀`},
+		}
+		for i, g := range good {
+			conv := fmt.Sprintf("good-%d", i)
+			r, tr := e.turn(conv, g.body)
+			if r.status != 201 || tr.Turn != g.turn {
+				t.Errorf("%s: %d %.300s, want 201 with turn %d", g.name, r.status, r.body, g.turn)
+				continue
+			}
+			if g.content != "" {
+				msg := e.do("GET", fmt.Sprintf("/v1/conversations/%s/entries/msg-%d-0?memory=chat", conv, g.turn), "", "").json(t)
+				if got := msg["value"].(map[string]any)["content"]; got != g.content {
+					t.Errorf("%s: stored %q, want %q", g.name, got, g.content)
+				}
+			}
 		}
 	})
 }

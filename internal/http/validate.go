@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -83,6 +85,26 @@ func newSpecRoutes(spec *openapi3.T) *specRoutes {
 	return rs
 }
 
+// float32Format checks a `format: float` number (a vector component: the generated types hold
+// vectors as []float32) against float32's range, which would otherwise be found only when the
+// body failed to bind, in a problem that named no field. A number that merely loses precision
+// (1e-50 becomes 0) is accepted, as a float32 conversion would.
+type float32Format struct{}
+
+// errFloat32Range is float32Format's answer, recognised by validationProblem.
+var errFloat32Range = errors.New("outside the float32 range")
+
+// float32Overflow is the smallest magnitude that rounds past math.MaxFloat32 (2^128 - 2^104):
+// halfway to the next step, 2^128, where round-half-to-even goes up.
+const float32Overflow = 0x1p128 - 0x1p103
+
+func (float32Format) Validate(v float64) error {
+	if math.Abs(v) >= float32Overflow {
+		return errFloat32Range
+	}
+	return nil
+}
+
 // find returns r's operation and its path parameters as they appear in the request's escaped
 // path (as kin-openapi's router gives them: the handlers unescape them when binding).
 func (rs *specRoutes) find(r *http.Request) (*routers.Route, map[string]string, error) {
@@ -122,6 +144,8 @@ func specValidator(logger *slog.Logger, routes *specRoutes, paramsOnly bool) fun
 		// The body keeps the value the validator decoded, and the generated handlers bind that
 		// (runtime.BindJSONBody) instead of decoding the JSON a second time.
 		KeepValidatedValue: !paramsOnly,
+		// Per validation, not kin-openapi's process-wide format table.
+		SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.WithNumberFormatValidator("float", float32Format{})},
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,12 +169,16 @@ func specValidator(logger *slog.Logger, routes *specRoutes, paramsOnly bool) fun
 }
 
 // eventsProblem turns an event batch's decoding error (eventio.FieldError)
-// into a problem naming the field, as validationProblem does for the rest;
-// nil when err is not one.
+// into a problem naming the field, as validationProblem does for the rest,
+// and otherwise answers bindProblem's problem; nil when err is neither.
+//
+// It is the hook the strict handler's RequestErrorHandlerFunc (server.go)
+// calls on every body that passed validation but did not decode, which is
+// why bindProblem is reached through it.
 func eventsProblem(err error) *Problem {
 	var fe *eventio.FieldError
 	if !errors.As(err, &fe) {
-		return nil
+		return bindProblem(err)
 	}
 	code := "invalid-request"
 	switch fe.Keyword {
@@ -169,6 +197,27 @@ func eventsProblem(err error) *Problem {
 	p.Fix = fe.Fix
 	return p
 }
+
+// bindProblem names the member of a body that passed validation but holds a number the
+// generated types cannot: one past float64's range (1e999) inside a value the spec leaves
+// schema-less (decision evidence, tool arguments, a strategy's parameters), where the
+// validator checks no numbers. encoding/json reports the member's path, dotted, with array
+// indices as members. nil for any other error.
+func bindProblem(err error) *Problem {
+	var ute *json.UnmarshalTypeError
+	if !errors.As(err, &ute) || !strings.HasPrefix(ute.Value, "number") || ute.Field == "" {
+		return nil
+	}
+	ptr := strings.Split(ute.Field, ".")
+	path := dottedPath(ptr)
+	p := newProblem(http.StatusBadRequest, "invalid-request", fmt.Sprintf("`%s` %s.", path, notAFloat64))
+	p.Path = path
+	p.Errors = []ProblemError{{Pointer: "#/" + strings.Join(escapePointer(ptr), "/"), Detail: notAFloat64}}
+	return p
+}
+
+// notAFloat64 is the reason for a number past float64's range where any number would do.
+const notAFloat64 = "is not a number this API can hold; send one within ±1.7976931348623157e308"
 
 var unsupportedProperty = regexp.MustCompile(`^property "(.*)" is unsupported$`)
 var missingProperty = regexp.MustCompile(`^property "(.*)" is missing$`)
@@ -218,7 +267,7 @@ func validationProblem(err error) *Problem {
 	}
 	ptr := se.JSONPointer()
 	code := "invalid-request"
-	reason := se.Reason
+	reason := schemaReason(se)
 	// kin-openapi reports an unknown property at the object holding it and a
 	// missing one at the property itself; both are named in the reason.
 	if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
@@ -242,6 +291,73 @@ func validationProblem(err error) *Problem {
 		p.Fix = fixFromSchema(se.Schema, se.SchemaField, ptr)
 	}
 	return p
+}
+
+// schemaReason says why a body value failed its schema, in this API's words where
+// kin-openapi's would describe its own workings ("cannot convert json.Number to float64") or
+// its formats rather than the client's mistake.
+func schemaReason(se *openapi3.SchemaError) string {
+	s := se.Schema
+	switch {
+	case errors.Is(se.Origin, errFloat32Range),
+		errors.Is(se.Origin, strconv.ErrRange) && s != nil && s.Format == "float":
+		return "is outside the range of a 32-bit float (at most ±3.4028235e38 in magnitude); vectors are stored as float32"
+	case errors.Is(se.Origin, strconv.ErrRange):
+		// The body's number does not fit a float64 (1e999, a 400-digit integer). kin-openapi
+		// converts it before it checks the type, so the field may not take numbers at all.
+		switch {
+		case s == nil || s.Type == nil || len(*s.Type) == 0:
+			return notAFloat64
+		case s.Type.Permits(openapi3.TypeNumber) || s.Type.Permits(openapi3.TypeInteger):
+			return "is not a number this API can hold" + numberHint(s)
+		default:
+			kinds := make([]string, len(*s.Type))
+			for i, k := range *s.Type {
+				kinds[i] = "a " + k
+				if k == openapi3.TypeObject || k == openapi3.TypeArray {
+					kinds[i] = "an " + k
+				}
+			}
+			return "must be " + strings.Join(kinds, " or ") + ", not a number"
+		}
+	case se.SchemaField == "format" && s != nil && s.Type.Is(openapi3.TypeInteger) && s.Format == "int64":
+		return "is not an integer this API can hold" + numberHint(s)
+	case se.SchemaField == "nullable":
+		return "must not be null; send a value or, if the field is optional, leave it out"
+	case se.SchemaField == "maximum" && s != nil && s.Max != nil:
+		// kin-openapi writes bounds with %g: 2147483646 would read 2.147483646e+09.
+		return "must be at most " + strconv.FormatFloat(*s.Max, 'f', -1, 64)
+	case se.SchemaField == "minimum" && s != nil && s.Min != nil:
+		return "must be at least " + strconv.FormatFloat(*s.Min, 'f', -1, 64)
+	}
+	return se.Reason
+}
+
+// numberHint says what a number field takes: "; send an integer from 1 to 500, like 20".
+func numberHint(s *openapi3.Schema) string {
+	if s == nil {
+		return ""
+	}
+	b := strings.Builder{}
+	b.WriteString("; send ")
+	if s.Type.Is(openapi3.TypeInteger) {
+		b.WriteString("an integer")
+	} else {
+		b.WriteString("a number")
+	}
+	bound := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	switch {
+	case s.Min != nil && s.Max != nil:
+		b.WriteString(" from " + bound(*s.Min) + " to " + bound(*s.Max))
+	case s.Max != nil:
+		b.WriteString(" up to " + bound(*s.Max))
+	case s.Min != nil:
+		b.WriteString(" of at least " + bound(*s.Min))
+	}
+	if ex, ok := s.Example.(float64); ok {
+		b.WriteString(", like " + bound(ex))
+	}
+	return b.String()
 }
 
 // fixFromSchema offers a value that satisfies the failing schema: its

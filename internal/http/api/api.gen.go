@@ -359,8 +359,9 @@ func (e MessageRole) Valid() bool {
 
 // Defines values for NoopReason.
 const (
-	NoopReasonNoMessages    NoopReason = "no-messages"
-	NoopReasonNoUserMessage NoopReason = "no-user-message"
+	NoopReasonNoMessages      NoopReason = "no-messages"
+	NoopReasonNoUserMessage   NoopReason = "no-user-message"
+	NoopReasonNoWritingMemory NoopReason = "no-writing-memory"
 )
 
 // Valid indicates whether the value is a known member of the NoopReason enum.
@@ -369,6 +370,8 @@ func (e NoopReason) Valid() bool {
 	case NoopReasonNoMessages:
 		return true
 	case NoopReasonNoUserMessage:
+		return true
+	case NoopReasonNoWritingMemory:
 		return true
 	default:
 		return false
@@ -405,7 +408,9 @@ func (e OriginStatus) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	ProblemCodeBodyTooLarge         ProblemCode = "body-too-large"
+	ProblemCodeEmbedderFailed       ProblemCode = "embedder-failed"
 	ProblemCodeEmbedderMismatch     ProblemCode = "embedder-mismatch"
+	ProblemCodeEmbedderUnavailable  ProblemCode = "embedder-unavailable"
 	ProblemCodeEntryExists          ProblemCode = "entry-exists"
 	ProblemCodeIdempotencyKeyReused ProblemCode = "idempotency-key-reused"
 	ProblemCodeInternal             ProblemCode = "internal"
@@ -437,7 +442,11 @@ func (e ProblemCode) Valid() bool {
 	switch e {
 	case ProblemCodeBodyTooLarge:
 		return true
+	case ProblemCodeEmbedderFailed:
+		return true
 	case ProblemCodeEmbedderMismatch:
+		return true
+	case ProblemCodeEmbedderUnavailable:
 		return true
 	case ProblemCodeEntryExists:
 		return true
@@ -590,10 +599,11 @@ func (e SearchMode) Valid() bool {
 
 // Defines values for SkipReason.
 const (
-	SkipReasonCorpus         SkipReason = "corpus"
-	SkipReasonNotNamed       SkipReason = "not-named"
-	SkipReasonNothingToWrite SkipReason = "nothing-to-write"
-	SkipReasonReadOnly       SkipReason = "read-only"
+	SkipReasonCorpus            SkipReason = "corpus"
+	SkipReasonNotNamed          SkipReason = "not-named"
+	SkipReasonNothingToWrite    SkipReason = "nothing-to-write"
+	SkipReasonQueryWithoutWords SkipReason = "query-without-words"
+	SkipReasonReadOnly          SkipReason = "read-only"
 )
 
 // Valid indicates whether the value is a known member of the SkipReason enum.
@@ -604,6 +614,8 @@ func (e SkipReason) Valid() bool {
 	case SkipReasonNotNamed:
 		return true
 	case SkipReasonNothingToWrite:
+		return true
+	case SkipReasonQueryWithoutWords:
 		return true
 	case SkipReasonReadOnly:
 		return true
@@ -875,9 +887,13 @@ type ClientEmbeddings struct {
 
 	// Messages The vectors of the messages, index-aligned with `messages` (`null`
 	// where a message has none), used by semantic `topK` memories.
+	// Components are 32-bit floats, as in `query`.
 	Messages [][]float32 `json:"messages,omitempty"`
 
-	// Query The vector of the turn's query (its first user message), used by causal memories.
+	// Query The vector of the turn's query (its first user message), used by
+	// causal memories. Components are 32-bit floats: one beyond
+	// ±3.4028235e38 is refused (400 `invalid-request` naming it, e.g.
+	// `embeddings.query[0]`).
 	Query []float32 `json:"query,omitempty"`
 }
 
@@ -2031,6 +2047,9 @@ type ModelCall struct {
 }
 
 // NoopReason `no-messages`: the turn had no messages. `no-user-message`: none of them was from the user.
+// `no-writing-memory`: no memory of the tenant writes this turn (none is defined, or every
+// one is read-only, a corpus, left out by `memories`, or skipped for the reason `skipped`
+// gives); `skipped` says why for each.
 //
 // Example: no-user-message
 type NoopReason string
@@ -2147,8 +2166,11 @@ type Principal = string
 
 // Problem An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type Problem struct {
 	// Code The stable, machine-readable reason for a problem. Clients switch on
 	// this, never on `detail`. New codes may be added.
@@ -2551,7 +2573,10 @@ type SearchMode string
 // SkipReason Why a memory wrote nothing. `read-only`: it is read-only. `corpus`:
 // it is a document corpus, filled by indexing only. `not-named`: the
 // turn's `memories` left it out. `nothing-to-write`: its strategy found
-// nothing in this turn (e.g. no fact to extract).
+// nothing in this turn (e.g. no fact to extract). `query-without-words`:
+// a causal memory writes no snapshot when the turn's first user message
+// has no words to embed (an emoji, "?"): a snapshot is recalled by its
+// question's vector.
 //
 // Example: corpus
 type SkipReason string
@@ -2811,9 +2836,18 @@ type TurnInput struct {
 	// Example: run-01JDQ80A7T
 	RunID *RunID `json:"runId,omitempty"`
 
-	// TurnNumber The agent's turn number, a hint. Missing, non-finite or below 1
-	// counts as 1. The turn stored is
-	// `max(turnNumber, highest live stored turn + 1)`.
+	// TurnNumber The agent's turn number, a hint. Missing, `null`, non-finite or
+	// below 1 counts as 1, and a fraction rounds down. The turn stored
+	// is `max(turnNumber, highest live stored turn + 1)`. `null` is what
+	// JavaScript's `JSON.stringify` sends for `NaN` and `Infinity`, so a
+	// client's non-finite counter arrives as `null` and counts as 1.
+	// Turns are 32-bit: above 2147483646 (the highest host turn; the
+	// stored turn may be one more) is refused (400 `invalid-request`
+	// naming `turnNumber`), and so is a number no 64-bit float can hold
+	// (`1e999`), rather than storing a turn the client did not mean.
+	//
+	//
+	// Example: 3
 	TurnNumber *float64 `json:"turnNumber,omitempty"`
 }
 
@@ -2823,6 +2857,10 @@ type TurnNoop struct {
 	Detail string `json:"detail"`
 
 	// Reason `no-messages`: the turn had no messages. `no-user-message`: none of them was from the user.
+	// `no-writing-memory`: no memory of the tenant writes this turn (none is defined, or every
+	// one is read-only, a corpus, left out by `memories`, or skipped for the reason `skipped`
+	// gives); `skipped` says why for each.
+	//
 	//
 	// Example: no-user-message
 	Reason NoopReason `json:"reason"`
@@ -2864,7 +2902,10 @@ type TurnSkipped struct {
 	// Reason Why a memory wrote nothing. `read-only`: it is read-only. `corpus`:
 	// it is a document corpus, filled by indexing only. `not-named`: the
 	// turn's `memories` left it out. `nothing-to-write`: its strategy found
-	// nothing in this turn (e.g. no fact to extract).
+	// nothing in this turn (e.g. no fact to extract). `query-without-words`:
+	// a causal memory writes no snapshot when the turn's first user message
+	// has no words to embed (an emoji, "?"): a snapshot is recalled by its
+	// question's vector.
 	//
 	//
 	// Example: corpus
@@ -2925,146 +2966,227 @@ type Turn = int
 
 // AblationUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type AblationUnprocessable = Problem
 
 // BadRequest An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type BadRequest = Problem
 
 // Conflict An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type Conflict = Problem
 
 // DocumentsUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type DocumentsUnprocessable = Problem
+
+// EmbedderFailed An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
+type EmbedderFailed = Problem
 
 // EntryNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type EntryNotFound = Problem
 
 // InternalError An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type InternalError = Problem
 
 // NotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type NotFound = Problem
 
 // PayloadTooLarge An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type PayloadTooLarge = Problem
 
 // RateLimited An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type RateLimited = Problem
 
 // RecallMemoryNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type RecallMemoryNotFound = Problem
 
 // RecallNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type RecallNotFound = Problem
 
 // RecallUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type RecallUnprocessable = Problem
 
 // RunExists An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type RunExists = Problem
 
 // RunFinished An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type RunFinished = Problem
 
 // RunNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type RunNotFound = Problem
 
 // StrategyNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type StrategyNotFound = Problem
 
 // TooManyRuns An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type TooManyRuns = Problem
 
 // TurnMemoryNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type TurnMemoryNotFound = Problem
 
 // TurnNotFound An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type TurnNotFound = Problem
 
 // TurnUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type TurnUnprocessable = Problem
 
 // Unauthorized An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type Unauthorized = Problem
 
 // Unavailable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type Unavailable = Problem
 
 // UnprocessableEntity An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type UnprocessableEntity = Problem
 
 // UnsupportedMediaType An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
-// kinds), `acceptedKinds` (the kinds a type accepts) and
-// `acceptingTypes` (the types that accept a kind).
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
 type UnsupportedMediaType = Problem
 
 // GetCapabilitiesParams defines parameters for GetCapabilities.
@@ -5176,6 +5298,15 @@ type DocumentsUnprocessableApplicationProblemPlusJSONResponse struct {
 	Headers DocumentsUnprocessableResponseHeaders
 }
 
+type EmbedderFailedResponseHeaders struct {
+	XRequestID *string
+}
+type EmbedderFailedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers EmbedderFailedResponseHeaders
+}
+
 type EntryNotFoundResponseHeaders struct {
 	XRequestID *string
 }
@@ -6205,6 +6336,25 @@ func (response Recall500ApplicationProblemPlusJSONResponse) VisitRecallResponse(
 	return err
 }
 
+type Recall502ApplicationProblemPlusJSONResponse struct {
+	EmbedderFailedApplicationProblemPlusJSONResponse
+}
+
+func (response Recall502ApplicationProblemPlusJSONResponse) VisitRecallResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Recall503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -6447,6 +6597,25 @@ func (response PostTurn500ApplicationProblemPlusJSONResponse) VisitPostTurnRespo
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostTurn502ApplicationProblemPlusJSONResponse struct {
+	EmbedderFailedApplicationProblemPlusJSONResponse
+}
+
+func (response PostTurn502ApplicationProblemPlusJSONResponse) VisitPostTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(502)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8071,6 +8240,25 @@ func (response IndexDocuments500ApplicationProblemPlusJSONResponse) VisitIndexDo
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IndexDocuments502ApplicationProblemPlusJSONResponse struct {
+	EmbedderFailedApplicationProblemPlusJSONResponse
+}
+
+func (response IndexDocuments502ApplicationProblemPlusJSONResponse) VisitIndexDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(502)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10699,831 +10887,848 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P35chvJuS+KvkoGvCNErlWAMHECo8ObrVavpltSyxLbbbuh40pUJYiyCllwZYEUrOCN/deJuP+e2BHn",
-	"Ce59kfMm60lOfENmZRUKAynK3b2WdqztFlFTjl9+4+/3sRVl80WmlS5Ma/SxpT7I+SJV+O+LSSqLJNNv",
-	"VCTTFH6JlYnyZAE/tkatq5kSoeSbQpGrfyyVKUYivJ2t4E94yghpRDIVodFy0e6FIk5iobNirNWHxBQd",
-	"vtAPRWJELvV7FYtpkptCSB2LeWKMMqKYKVHMcmVmWRqfu3eNdWJEmphCxeI2KWYiV9JkWoTqQ5QuYxWH",
-	"gVhqE2W5ivF1/P5UmiKAH8Ya3qxukljpSAkt58qIpBCJ/46OeJWJYplrkeUiX2psqIqyPFbxWGcaW5er",
-	"SCWLYiSkyBXfpLOCnhs8MSLKdKE+FJ2xbgUts5zPZb7iIaQHsinfjF3JloWgXo7gPbNEX4soVTKvDUbg",
-	"riZGJPrvKipU3ApaNzJdKpixKFeyUPFF0Rq1+t3+cbvXb/ePr7qno0Fv1O13znpHf20FLXo0ybRpjX5+",
-	"F7Tmap7lCSyDnz+27ADB+2Q8T4pCxc+ypS5ao27QiqSOk1gWfLO9oTWaytSooJXErVGLJrnFL15dwm+3",
-	"s1UraMGctEa9oEWT1xq1JirNbtuuizBeMIWtUbfTPwlaMEqtUf8u2Pqt3uZv9b1v2Vlu2ff27t75XXqW",
-	"wW4oVGtU5EsVtKJMmyRWuRuAPvyWL5bm+XxRrFxD4mSutKHxHJwOg5aaT1QcqxxbM5Nm1grKj49+to1+",
-	"F7RoNLSSuTLFy8QY2/F/LFW++g4eHbXMTPaPjkdxpCbHw8Ew6h9H8bDbHwyOesPjKDo+PpY9eXYW94/7",
-	"R0cnw+6pOht0zwbd09NjNeie9ePBWVcqBWOiaNGU/TFK5tHsZRYrHCAZFTAFRS4LdQ1rtsgW38N4uQka",
-	"dTsnd0FrmsqbLG+NeNybJmCujJHXihdZ+c6PrfeJjst3U6N+SnSc3bZGvW79awHdOOrdBa1itYCGRnJp",
-	"ZNq6e/f5BgrkGXYmj9K/dXt/+ObN173vj78ZfHv6XfcPMEYrU6j56zybL2C7te7ugtYzbNaFjp/NZLFN",
-	"kEaZvlG5QVmKwmCmRFbMVC6sSA6ELPBnU8i8cAJj2BFXMzXWapGYLE4iEUYzWYTiFkdP4B4BqWaEST4I",
-	"OwPiQKtbZQoWtpPVWMPuCESWxuXPCUm3BXbp8Bz/oIEWNLcijFWU4EIPx/oAZkX0glI+iW7n5BDlbim4",
-	"FEo2M8sKE9jmkUgfhGONchrFqynPBklP86bAY6EjLrWYZMVMWFkFt4y1lQlimsvrORxrgfh7lmh7Rkgx",
-	"SaV+L9JEKxT01LnXmUnwGBtrkOx5IGSu8KPU0SeGDzQBYlxMVoUS0yynfxzAfTMlY5WPdZHLG5Ua+hpc",
-	"oKG0zTkMhMmEulH5SkSzpX6PkrswIrvVY+3k8LnIdLoSfHjhjUZEMochz1WRJ+pGpiEcn96ig0OUzrTi",
-	"NvPbazYOwdqBhEsKzrHqPPM80TTBQux2znp4iNKimMmCV9z206fXHnSvusej3hGcPsPeydrpU98c1A0V",
-	"iydzc93utbtPxAEsKHF82GoSOkns/hpBs37Hj7nvQMNqW/UldXKaZ3OhZJ4mKqe1n5jqxjzg4Ri34NXj",
-	"1uForMfLbncQ8YU8S9VX49bSqHzcwg361bjVG7fEcgEHSvzVuDYQ3aPRUa/T7w7/Om7hm9R3SSDiTKyy",
-	"pTCzZCGKTDyTWsby9/Slp/QpuhmEzK4R69kRO7rXiPW2jVhTp6UxiSmkLh7a878o0xFvC6ljmcfY+QWo",
-	"Nm4ARCHfKyOO4JcTMVmaRCtjRCxXpvOgsemXq2l4j7Hpb19NuxdEf9uwnI56J53jQdcNyzOpxSVsMX1N",
-	"IilWaYICRMZxDiOQaSG1yBYKlNRY5b9/4Gi4lTK412g8xkq535D8BY7DpS6SVCQFrhQzov7/AP03gVgk",
-	"0Xs6ROEHFFTRLMuMEs/jpLAj97BlMyiXTf8eAzX41GUz2DJGvf5o2OscDfpujF6uuO8X7V53OBAyz5Ob",
-	"8gyIchmBNWSiXCndEbTKrlWBNswilZGC8+r3Dxwht5R69xqhx1hK9xumyydzYTI4WOUEzK5iJouOuHxy",
-	"o3BBqdgfDfHm5UX76Kjfw8PfH95zIcUiVwuZwAPQEpHKiUrheM80nvC3cgWSa5Utc6HmMkn3X3144MPg",
-	"0gHsxjYgDQFP493j7HS139Frto31c2sV46G4kIaMWUO6ae1cHI31a7jDfkAckC1bad5IjFuPtSZbY90W",
-	"uTJZusTv26viIF+maiS+kXN5rWIUjPAJmaIEYMEJPgAQm8VMajHo4gEi5HWGqpl9Uy5R+8Z7cjVd6rhz",
-	"6HwFI/Fx3MKeXMbj1mjcov6MW8G4BW97m+hIfcNiegxmFfwObcK7q/0ct+6gO0WWpYI0pr95nT3Y/CUy",
-	"Y/FXenncznSbOzxu3R2K//w//y9oaT6X/LRdv/w8TNMLWKZ4ERelirE9F9rcqnwkfsnt0boLWk7ZhTXq",
-	"nAXOI3DWW7NE7+7hvzje4r8gi5/2j5NNnkkLUqsVtMh++JbV+/8uUipoVe2m1ujI8+WQL2VwF2wdz+7D",
-	"x/NXei6uj8rQ8zrtMyr9R15lvyK1an1wBnZwBhvcemuD82hL5hfRwNdHoG9HYLjfCPQeeXn8svbZ+nj0",
-	"7HgclQ7Z7eOx54r4DVv466PUtaN0/FC39XGz27rBcxpNJ0eD+DgexKdT2eupo+g06p0d9eOjvjqKhmo6",
-	"mRydncSDoZpGUf9MTuOj6SDu9/rDXtQ9mXTXXczdijeZnUa7/Mc8r54DGSJXuvitz+5Yj/VvYa+O9T4D",
-	"9UtI1XuM4K/nMNxvOH8tes09hvi3rtVCz1ojNoYxmtQQpXKObpP8U7VG/W4ZhrJRmNZdsNXw6O1neDg7",
-	"3ROFzopvOue+mO1fzPZf3GzforGs2e5NNtGuzAF/B6zH9LfkDxwPH5g/sP7FwX5fHJw+VEUbfEJmQWMO",
-	"wfHwX6Tgfa4cAn8SNiiCX8TfF/H3KxB/e2kRnyvX5VE29Fquyx/Png1fnvz1+/5Pp1dwx1LT5aVu8+X+",
-	"n9+sJ8F8scy+WGZfLLMvltknWmbQzy9n+5ez/VdwtpM2P8Tkzpks6IDDALpLorvQwmVj8r7k5cRJmU4b",
-	"8HPlUNl3ev7m1Lnu0Whw1un1B5A6t55ImqsI+u1vhkDcqHwii2Te2ZwjwB7WXMn4B52WBscD/R9Bi4XN",
-	"rh5AK8n3j0PKZtEbTAFN9HVDtiymKEJC5lJ3xPMb6G1f5Kottc6WOuKCAZdUCPJB4V1dMU1UGo81rAX8",
-	"J+6vpIA5l5BYuVCyCEfivVpg8iungoIuBke0zoRJM0jix9IHsrwSfR2KpYaFRV/pPTFiIVdpJmNxK8ti",
-	"ASHNWIcf42RuAqGzfH4XUuZovtR4o84Ku4JxuYT05HP7GRMe1tM1L0TEAyZsEQFm2GJLTCAyrehHNSeB",
-	"hYtK2JFCp5G3BukxtKkSHasPaLjPVSHh4q1M02dpFr1/aVqj3snZcbd3Nuj2hz0w3LjDrZGzxqpK6WDS",
-	"m3ajo7ivTuTZ5DQaxseqN+3K/mQQDeMjdTw96Z72zvpyMBlGR/GxOpmeds967vruTJbdOivMnaeVl+o0",
-	"12a4+om7wPW/t7v//aNq/92ygD9gttlQhyknNb7Rpi3b41IeOqjd+83p72rO8Kzb/61OBy1P6xDZODnv",
-	"gtY0y+dwZ2uaZcUiT3TRya3A6Nz0yD6hzq95WZxUxLaZ5WKR5UV7eNqHx+I8WyxU/Jz3QTdoKR1vTGAe",
-	"ds66fZBhuG9Kv8000YmZla5czAB/owqZaH73Zbm75Af7taNutwuus0RHyUKmrREqne2TaKC2WlyFzPdI",
-	"si7ypY5g93udc2fZXdAiMaPi57rIVw1Sd6aEUXOpCygxmMqoMKE93NSHRZIrSmNXusBkfDktVG5VmbE+",
-	"CIsifWnCw0DMUIkL+aGLIsQCBnGjoiLLRSTnrOGBaJTXShdPODl+nsUqFQenovSBBXA+v1dqgXdzpYQw",
-	"sywv1mRl+Htq7lfYeNAr+8eJxhKcr0pRPhLSFkmUKfxRmihdtGGxpImKbVuTAuW2KTBJH+72hamMImWM",
-	"5+9vKMXq9q96w1F3MOp1O/3jLq6lUnz83O30+kG72xn0gm6nexp0O8Mh/N09CrAmqN3t9M6Cbudk8M57",
-	"8BuUOafeL+CIg/Uko7lq2yWPV9unWIjEU0EtO2l3e+1ub61ltah7eUKwWjA3162glUpTXGDXm/t6NDo6",
-	"6pz0cN94ghAnpUXiLZYo4u6ClsmWOcVPXDaA/VeTgtE4oJ6GZd2EP82UFrcJVEfMVEVdBGPy96UHBzYg",
-	"iKaqkoJb5FvY1K/ltarqfm6VoRsDF1mazJPiq3444iIWrLuBCg3rxAxopc2zXMF6jrK5qpzKtKUoSuQv",
-	"qu42NbG06VprWWzl4bbP1DW+sSk23zxza4LrtHtxctXyfP/2X9t0xsrHG6b01+Hxc3Z3bdEEjzFz9990",
-	"v4mZeyQLfOumfRe0tPpQPFvmBk0ftfpDN/7zH5aXf8/++eLZHxaT+ZtUPbs8fvldt/PH+dnNnz70c6zf",
-	"+1ZGhTsRfb0b5JWIE1MkmPU+WQmJVcNFLqPCnYwHThws8myapCo8PMdHjZjJGwUWhS0tppnddH4M7rdg",
-	"4BMjHNW/JXHLLZYpBWJ2rJZ+bzQ86Zx1j2qrhbvwaQvmAetkaqPo3c5Z0HqvYAK8voF6yAoKzDxoC3BR",
-	"JDFsWlpUnfKV7K5Yl+ow1abRnC8VH55WV+wwWQmTzJNU5kmxClA8xGoql2lhxJRWRqIfZuWfjHr9Trc7",
-	"LHUClZcRvg1GvD1F97Hi94s/HNn4A+520OFao/7RWb+L/8+p6XaEttv9fp9qg5/l11lRKP38wyKVWpLW",
-	"WVdCw/94fiWe3vSe+nq8eWo1mpOTQe8p+gSfDp4qeFGif+/06a+cNg1lpqieht88f/H86vmOVza+gp0A",
-	"fDYHFgHAoFfPgiK4SlaZK6FyaVRMRbT5Uo+1M1kYLQCdEXAVRQJKFiHR6QXlulkhht3hoau5HOtZppUp",
-	"VmKaymsjjFyJ25lEX8Z1hsWtplAyBvs/VfIGv1OIbFlwwXCq4muV83fMLLs1ImR77na2+h2DLHgeEtsi",
-	"keXJdaKDsdbZrQindurCc5LZOuNmY+1pBaKA6lmbUBCMnHPHaWqKek00aNruUyMqjwU5M3hiXSz8jVRN",
-	"K04Nagv8ywqqls60AgHAxiVcoy3Nlen5kktR7W8fW0mhcumSVBeJiqrB51q9+aSr4u60Nx1MTo/6g95x",
-	"d3p8NO2rwbAXD09PT45Ozgb9eDjsx8dghscDdRqfnKnJ2fBsMownUctaw2SnVU3lUuK2YI7zJdfO2t8r",
-	"hi1aUO2bYWXA39JFMq+E/xJxM0R/w4ZeDY9kX/aGZ2fd4+lxX/UHp1HvtH827J0N1NnkeKJOp/Gwp6Jp",
-	"t3t2Gh2pqTpRXSkHJ2fT6fS0Ee7BFWzLSXajqvAW9WGwWRWnx1vGxElEbzTW1nVlOOr1Vb2G+qpTLDeu",
-	"JSy8uwsqK6P/ZWX8Aiuj96tcGe+CNe/TunfJV5gGLVhPm11UcBS1ghZH0UlQ8RHAZfOFTMDKf8Xylv0S",
-	"BmJJeDIwwAwJRDiKfIfNrXJnlLgF+3i7BOZIwjVK0za9snUXVJphIQj4bHSBukJpqfFISRNE5Cky27aD",
-	"8hz1msN+mCSvNOiw2gb6WJteWW3K2iQHeOBp/PBMCfIsJZoOlIDO49uyszRSa4NBzYNWwCCuNq4nbiPe",
-	"1J4nxoB3BxYIHaRcpeZe4Z5zIYyNb15DWDGFLEC/bLm244c2ORXN0ixUVPCxZ7X0u4DzNjb4OC4Y02Lh",
-	"nGSbXBeVOrwvEa674D6j8N/IAmiwz2d/1W/SKLk8vpz/dfaXwZt/Xupu5/3gD/GZ/OOHVrlGX8imJQrr",
-	"BMxccZDlqCse4mr9sjY3r813NKbokmx0eVi3OKMT1QGH1lwe+PNhIP6+NIWAnt3PO/753GH97qg76PR6",
-	"p/9d3WF3QeuNvN4ER3Vhz+3bWWYUG4WJMiEj5KHpBSsgnEkdT7LsfSho/whCgDoKxtqJENHtHB1SiAd8",
-	"3k6pI0yjJxtxmsZ6O1CT8HCaMMOYG2Xxmsaae0FGqMmEktHMQ1sSHthSCeBE32MQp7HegOLUERdFkSeT",
-	"ZaEEziHrKyaSCwYblCJKMzjpx7qQ16BKJ7ESkvr9xGCzoDWxmi6NokwE1tjwklY3KheTXMn3ZqzBpZ1N",
-	"sekTCPquJwK8ufgPnoURDjSNbzne0CYbRMW8gMkK/kM5ApjBvqZh74HjNOiNhsNO96y7B46TU6XJsW7a",
-	"iyxNotXvuk8o4DcrioUZPX3KYbxOlM2f2hX2lJ/pLOJpgwpexavJ5XUtQG1f87v6p7dBYLxxLSYZYFxK",
-	"Kv0tEsikq79x3BJxFn01bu3bnXELjybOgoRVmOjrr8YtmzGWFGpuxi3q7FfjFnTXpenBNYx1sJwQnHYl",
-	"IqnFRHEMgzdVUuaWZdMypxNiIFJMc1UNhdGvyzS1yWacl0edt2glOxEaTgd1fWI7wkltPHsPWxz9cnGc",
-	"HD9wceyBRbNlIfT+BQvh5NguhDcKzXbM1cXb7XmxmGVFJiZqCoNRJhvPFL5OTGT0/lzcKopkbQp+8eJB",
-	"SeHlI99jRfS9FXFyvL4i7oHZ0d9ZOhdn0Y950hrtPfKtoMXD3RpVh9sulQa54SkO9p2toIVaJjqC6qV5",
-	"X8TJbnGyZ+XYaSOIxuef9t4Dpv2LoNggKLagP1SlRWOp3n6TbfuxNtuXulA5hZlk6rprp93+/TTCiowt",
-	"2/1exYDDf3EN4NFaDeCw11gy1O8Npl11Ik+n3ei435v0jo/loKuOe93TyaQXnajusBf3u6dHw6g7UL3+",
-	"0cmkNzgenvaHk8kwGkTrNYC9Wg2g1Hp3BeDR3do53TzqG6r/vkjYnRK2LBj5IpEaJNIjFu45t9nR3bqP",
-	"7O7d59uH63m3F71vT78bvDp+3f3jeoXel03zZdN8kr5/F7TeMqB3g9vwqoQMt7DfHtdB6SwsccQPR/hh",
-	"+wM5KKgUCdxVm3yI+6fU1RJlvRPUS5XlU7SKwsECAP5+eNJdtYz94a5GDAK2bmU+b32C47FsDZ6l4PEj",
-	"gxy3SCuoWGK01FqjWrlYK1gvMUMljqvEKklXUA7nqduPWw9HEbBrCu2W1Xgob+MlhemxXuJ02MU8fZk+",
-	"+7WkkLo8AoNjR7Ufj+kPLrL3Sv9oOFaS6MUSFLVBDyZqWeBfp8ewsrIsfeYSX2R+jWwwa3Pp6bzrtX4w",
-	"0yrPs9xT2bWc09qpFxTiq8wyLV7n6iZRt61R6yElghQ/r7q5rWRqStSG3fwV7GXOzK6JKUPVWRhFAjl9",
-	"+Mg52V/E0Bcx9EUM/TcQQxhYfct2xDNZyDS7tqu+Hj9GTTSy92DlqREQxTJQYyZg5xuRaO8WHJBzTKwZ",
-	"a1Y5bTonhYpDcZBNpyqXk1QJqVe3M5WrQ1znIcnD5J8qxBTTsS7vhLtGIuR8lZDyiAgMYpFmK1x9Myxb",
-	"FS9evFwrt7q6zVxuEUeMsQ8B7jVhVA7xLZsw+uLFS4Gp3tfLvMpgxQaYFbbVIfteqQU1CsV0aLAn9rP/",
-	"+b/+d0l4Q4gVtbrsgJPxs1xMlCzwLse8YzriQiyWuRJUwk/NDOC/Tk6bMr21yMoeiMmSlHO9nE9UTuHP",
-	"PLmeFTY/HPcrFqq1i6w9V3GynCONiulgRRbO446of/0STxUl87iJtN6lhczlHPfQ/zDRTM2l5zz7u8l0",
-	"m37tZPn10ziX0+Jpv9vvtnv9p3x70JJxnJDL7HWeLVRe4Kzwvlp4P9lmo3fGFH4j19e8NbFxdSPoN/Xx",
-	"Y4vHCrpbf/C77FbMpV7ZtcVlVXbquSwQxnIuPyTzJZTeUr7KPNH8t7PLE12oa0UVH0Bjl+TEyoWdeOdu",
-	"yyYYDCpvmnO5NN8C//RzMLyUGC1zkKo3qvVuPfoFfsBcIdUd5ulNQeoJDvkWM+USSEQhk3TEKWumsNkm",
-	"If23XPimkCuRy1vc48g1REs0S7EwAtL40pjKF3549VxQmJxS4UA6QnBeyQWlxdHa5X0Nz97mSVEojaYk",
-	"HoRSmIVEyjs8bPAg0rWDEX9YwF/LXJe8QZQAJ1MKn0PZfUc8y0xhhKSvY9tG2CoRpuk8FAdwrGWgDeSe",
-	"xKCNmxiWKyzd8BUh1KemSZQU6ap5bzkhCNpUOm+NWvNVG/4RtOash10vivYwa8PaIScLntXHd0HTO8p9",
-	"iK+rbka7W37R3ei3dp8NiaNSX7aXWFsgNQrv3XMiDoxSVGohF3KSpAm07pC36Aulr4tZawQodQtZFAoU",
-	"ydb/8fNF+6+y/c9u++xd+c/O39rvPnaD48Hd/2iVvrUix7RKN2dNxyteEgktPh4EQ1uCK3rgQOqIV7Bp",
-	"rKhWca2N/W634bN2UXhi67hpdGuSChZ9JUPsPvLKF5X+d76FxBvcc7IQqYKzEWcCJab9Mmy5NJOxijvi",
-	"YmKULgJR3CZQnM0CZWtz+o3NqTgX11aMn08OcqI6DeeoF2iTgPphz8nEiKXLSZbYzNp0nHYb5uOBkrzl",
-	"b/tGsf6O9Tm7g6xid6mn2brry220clPdT/35clJ8OSm+nBRfToovJ8Vv8KTAcwKrd94s9bOy2HBDVSuU",
-	"HT7FEpSnXJnI2CiVOiwrEa3LzCa6qphxU8DV06N6Hgv0RLKW6FKdsDTnTPA61kZFmY5ZvMNIp1nhPex/",
-	"jiY+sAdDoosMaLCVwMo3h1yFtVkj0QvrfoE30D97XN1mOXiNWNBS4qrXwMCSa1P3XBMSon6tpKh+qdT8",
-	"Uqn5pVLzS6Xmv6ZS8y5oUebHdvW/hvcIYKDalD7YzYr+F8fmF8fmb86xCZsiz/T1G4yC/SuQPAhgK1aL",
-	"YvZVH1SNsb5A0aPaBYJo0PtqpbugomTaBXztjglvZ6uNLPYB2C0WUdRjvT9ECNJ8RWpXLvVYSyMkQ1Ko",
-	"GHE5D0IQGwCmgf/o238MwoCqknzYT1TIKg3G0p3C4CfIXoV/GdHHfw/oFaUSmOSmGOuykto1hXQzeBaR",
-	"RMe61xGIptojTwHD58yUjBdYWQ7Vk7HKxdftfr97cshBv/MSmm+shXAYJZigRRFQMhlkFKlFsTUtq4Nv",
-	"uCyMC7sz638vpGoofq0dcPYxwBXE/ZApvoBysFD0qFRFRZ7pJDJgEfSGjJyu+9zZ/gjkpQUyJ5BzKvCm",
-	"ISxLplgAdsZ6wM8OAtGnFzJMie3HyNNULVm+64ikcYIDSBzQr/1QgFBThrj0+yclsAuPJ6O1GloPQohB",
-	"tx3LFYvscetW8VjXRnfc6gjchTjDV0TOn+iRCOm9oTjAFgwCqnYnSGYu9sfKM1SMxroBDMYq3jCDFnvF",
-	"U9cB5pFf0oGD7ufuuw5eCOkj5MNx4xIIFOXkXeLVOtahTVt8c/Ky/8ezP38/vDr+GsbQO8YDYY/22h6V",
-	"Oh5rwqkBP5nSBX7YOaJW1jqiWn/B+1IchFh+38G9EYw1/4mHPjc+ZOCFn7vvwoBfQ8iUQpWSbgQLaax5",
-	"ChM6wr2ZI4wo/Kobbwry2qrKsbagl75OR6tDO0gFgB8owROSEjsIPjLWFk64ahlavWPkRgHciCpXiGQJ",
-	"g3VbWTggIxkhAG4t5w1nAqcNV0Oip+kSUT3LYC1UgCbGjxXjZBvYwJSDaeWjQp1IfUAkThB0tBFuwaxk",
-	"6OJpmoA65u8OdkL2hm5oSSxhzqI0Cso4wTKGWY4T3Mv4mo74jvBHUaXJ5yoOSR6UkE2QAoDaD9vG0FnA",
-	"aJwl0QzlWpTluUpt8cAizz4kXBa7FgSnNEcodEiMioV0awG37rmbshruqbN0m0z7ZnCjjRk08KG1BJr1",
-	"NJmhnydDAt/Lk3lzP7EuDqA55B/gVh9Ws2JIYq9lxPT7vW5Qx8IYtNaSZP6izEhsEoF+S8jvXMDvILqR",
-	"+wPlwz+WMk2mK86sYRBdmynzpj0YnHW9nBoakIb8mDUEDpswAxuInvIPVFOgYQH+b/A+dcQ3LtPIHSzX",
-	"2QgTmy+5pTaLBnr6+1bdFPGsJnuEbkyyGZ6elkk2x709kmx4IXi2Hi+oPRJrYCQ35NTgNZtWg2PtEmca",
-	"Mbk+NqLn9o+uet1Rtz8aHnVOT+5VgrzDRtzOo18xQT8rg361YXDs/+AtR3FQrqxDl5FVZJCqLcCOSDN9",
-	"LeJMXBLaZJHZ9Z1YxgrahiNeXW0yZtokpIzlrrjn5t/GSkENxwyqCE6KDMkoxi1Pa6uQPfwlW+JecO3m",
-	"PP799j3sduw5kcUMeuIbFSk0XPepXD7+JG75+1A8NmL5fBZyxy8r6rOtqH2LV483cFvvoj2kVXEvwsP+",
-	"SUl4eL/Sw/5j0w/2T/hsrPkjIzU5Hg6GUf84iofd/mBw1BseR9Hx8bHsybOzuH/cPzo6GXZP1dmgezbo",
-	"np4eq0H3rB8PzrpSqd2lh49FP0jD/xmJB79szc+4NX9RSr5HWeRrdX2+gdykFn5RR35TK9TWVHzBn/0S",
-	"1fwS1fwS1fzV48/u7X2qyfGaM8oK3tbIF7utx3RH7eV66vVO111PvQbX02c8A3znUm+Lc+nRjt2a3tC7",
-	"jzvprOuVbA1Oa96kd1/w1TdJsQdszt7jgUPXUZnXYZh7I4EZXRX2Qi94KHouVoX3UyawzkRotVQTdsRP",
-	"M1lYUFAb6CH4Z0zsTSAhlLKNEXB5qd/r7FZvxXSuQCbfE9a4d1cZkib0ZVin/8LNXi3j/Vds7e3UWb2r",
-	"7tkIKbo6g173r+jifRRQau9o3WXEVA9SC2bNsbyGY26vNfCxBZEf8tfvbr7OCsXUmvUwz4rCQhIzB9RI",
-	"nNokDToIn1C4OTFFoqMCkhshrhdFy5LzHAVbRzzHaBdTcjREtxIt+vDuQT1OVkaJbZBLNMS4qmNO0nbg",
-	"De7RScUdkqoPSSTTdnaj8hQX443K4yQqiH+RwmSofH2mcYwyAz3pdk57YqKKW6X84aoHxg+sz0mAv8kG",
-	"5uZKmmWujDAziXR8xAhy+IsP9mmvMtg2d6Yt0+RaWwbWpvH2EdnvCLxM5RifeX4lr5twew0oT9eASJvE",
-	"sshyzpxOQIzzHpIEeGsU5pRgaQai615O268yrdovZRHNwkqqVmvcOol68dGkq87kYDqMoQS65ScU0Qlm",
-	"k68++inXvf5pU8b1ZazmiwyE7BsowF6peL0/r6nFNAshfCMMKEzO/ASJEWWgnevMMW8q05wjwly/hSWY",
-	"Cd13o1X7e7UKRy7LDQ47myeAry6SuaJ4bjkS0IiW31OlIeHqZ7rwrpJsPmzq94ss2pARBfHCH9+8EAtJ",
-	"+RXQZg56Ia84aB7VaYH0KRuMeOoAxPeYk/7RcVPb3shCvUjmSdHcOAxE55h1M5eJhjH7xzIrpDi4fH71",
-	"rcDMunaiimkbku/kImnDmkfywzav3cPRWIfjFvE/jFvn+VeEKAStVqYg7h78SZ0XfI1S0w0fobgZl9F7",
-	"hZlGCSSd4O1hfaYqXxmc9c+Lr/qtTePR7W4dj9dkMDSOCg2B9Vv5nfsHd2CyzI3t1G2tU0XG3RBJsbsj",
-	"//hq2O2e396/I6rIVxfTQuXrfXhbtuRWgkAg5KgcHoEAtd+W3o71RdmHp8fDSjZitzEb8aeffrpYFjMF",
-	"olAWG9AQZHkHOCHxY6jlLE1tL3ytZI45UzKdfzUueYHHrU/cFH9+Q2vzMm5uIi9dSNeJLYwM75Pwz21+",
-	"uH0ZhyS0mDIWJXQw1piOe5sYyluBp7kC6lppBdsHCm5Sk4GIxuo8OD4nqZqLSRaviFE8tw0MGeOb7+Q3",
-	"pdk1YprX1xXiuZz8dfBy+OfT7/t/OntzdHX8l95P3YuvW9tEeWPFVedvo/a7j72g1z9tKrS6u+MkXVXw",
-	"AbZhMQL1AXOXW2ARU+RKzokdUVyjPORCQRDS56LdQ5ieseaU2kNK5TBlLg0ht+dMv0yvrw0GoLAk0ABS",
-	"wl0qA+b4VYbDJe62ex4NdaKL46GfkXvW7Z70zs76R8OTYffsrOdth3Zzdu4zz7L7Nkk3Dw/Tx3mWmTvk",
-	"feuwuj1qNNdNfa2Zln6n/0eupq1R63dPwWbNNEwPp06bp8+qj9W7smnb+F/D/KtsIf+xVCKJBTmPMFfP",
-	"pplCKadRBiMRWU7kAjIWSRwII1eHHXGJZiz0xCxkpGIqIEW5iZvCGQk2T26sUR9IYqbuh8IjdxO/CX80",
-	"ClZuUW2xqW+mpvGFg3zL8G4WSvcdbiZNaRrmsGRVCa1SsYBMnGxpENQqEEtNKbBxR/xAcwADZpJrDQxR",
-	"cqwjfJzScEF2SVicKg6E/RHiz/oajxBJEk3g2hKZnYNgrFFDG3a7Ikw0Sr82vXftvNtJ/bJh+dIobBBd",
-	"R4AuNE+0/bu3VSeNVt+rhuP+pXyvSM8sQLzKqeqIn8gBAOP6Xq2egCtlqkBzFAf9oZhly9zASrbCaayd",
-	"KvperUqCcfwFRTopsZQ3ynQQpOMGYi6hWG6sSyW2aFvteSRYP4ZXZssCVVmL/Ei0itcy0efua2PtGiBF",
-	"nKB/RhfUBrQXpktHvTXs98c6TDzV+b1atXMFd4Qd0YOZ7x8d4QYqEDvo4u2zy0sRzWQuI5D5YO+NNe5N",
-	"A7WbP/54+Q0p7ddZhls+idZOqMG0G51NzlT7WB4N2kN5qtpn8dFRuz/tTU6irgJDxK4GUjDL5VDT8zcq",
-	"TEdH9XXhH3Dj8Yd+rz0efzh5Dsdb/+io8XgLWpdTMJ7Qdmqwy7QIwWILbRauYDedM2jRpRRl87lsW3kT",
-	"izQxtqx/DqpCLsJ/g3KDn1iPoOTAOXxTcaWkbw1NsjhB8LJBd7iuUzYadM0j6RuGG1WDbr/R3Lkkfv2G",
-	"+o8K435qnOMKaxnQ7fTEWJ79AzALEOWg3EojvsjFyTK/VofVM899YYPEYO7/vU86BDe1HUJbTpoC3bVN",
-	"h9xb1L7ab2FTPSeNBkxXUhHDJHbiGOu7UCkhj+wNcsFgbQWTSuPjb9EALLVIOP21VlFhbEkE6km5Mks4",
-	"urAky9LcJgXUN4gC5dcCvkKZAODvESHesyaGe/3uphUB/W5jo9qX32w2RbZsrPbvf4Y6fdAYzzbsqA2G",
-	"KOA4Cqiiqsz10Qb9DY3PZv3tqOupa/09yqdeOq9mI1wAsw6JJK6uQrbLGzQC5yZ9qC7wRrl4BDTwdekI",
-	"bWqh0jEW+KzzOpbnNypSVgIZEctCWhe3HGs6y0clYyR7S0iDwhJw2wTclMRgZJS9ZaxZPfBABDa3RWhP",
-	"IxsRBfFYs3NvsmIjh40fUkRYa7Pn6VrRV7YssFS9vtZ9t3HTMnLN2FtWlHNB9rd1e2+k2uJgDC6gQNgK",
-	"MukYoLEworqyHLz32bPhy5O/ft//6fSqeaU5t/vDVxq/AHuz3KjV50vdsAUceujZs/6f32xo4vJTtGJq",
-	"EjTuCh2mTW2D0+WJ4bpVHOJwkZniCgNa3iCLA1sh53di0Nhql+G+0ynS7w1PhqeD4+HJDkGDaclmkWlD",
-	"5aYXXJfyo17kWaSMocpXL/fwY0suALUGb3vK/oF//7shJ6NXcBtRPqTVv6eJwjwGFxp0BWLzpSnQvw3f",
-	"kIkWr3584SlzmOkK4zCyCQBByzkhdnoWkoKXZJbHtnMecemw3w9aRVLgyrmkpgrbVB4t20nztNqXu/23",
-	"Jz5Pw93k06GFnC2LKAMrEdhx07QN9r6KxR/e/vAK66AjqWGUJmU10zlwojt/8kiElQby6e3GmdE9q8NL",
-	"wslz9vtepE0d49ufet4q7NvXMuZf7r9kDIX6sf2ljVlDdsfffbOQKs6bDcIq4WFlMTrzza1G7/VEj88u",
-	"shIlKDFm6bs/8Bsd8baQGHqXiZP6IrTGZrl03Rf3X7p2iXa760vUvW7jGuU7YFr4pz/wgFfH1Jpg0GVY",
-	"altGDWesNmb2RPRfQ03EdXuw1OrDglgAQSUAUkFI5xBgyK8KJYZUqfU4o8Lt3zgm2AFvRF5bL2GdexTn",
-	"VjgnInSMUc9ycF5sGSP3TEXUoWbIkm6ihNSCRTDZaGTSdrvn4jorxFG3i2kJyQdWFXkJWfXyccbKb+jG",
-	"AStv8kbtx2J6Wh8wUqUZ4KeyGH68+rZ9eo9FFdqU95977zosQsLqysJXigO7hE6OzmmxYXmrHWO8iU7V",
-	"PM9yU81Leej7YENnMHc5ykTb1qe9p1ba3b1zE9bQk0+evpcy9c6FvRY7p7p8i4dW8/6foQqIpwYptHhy",
-	"iThTNE7wgoY55Dc3nO0cgXYTZ1+eTYW0WTqxmiYaS1c64pskxvSVuQITlJ9ehb/fMH2MkbESYxvrHrco",
-	"q4ddoyquzRTf5k+P/elTp+RHGoXNakN1mPCkfCTFgWQv4qfxshitbUCSw2sLeqxxRZ+T74Z9c7x2eEeU",
-	"jjly9IkQRg55ednXN9ZzzC8ig4gUjKQIrC1GDkV81AeRL3U7gCEY641yFk53C92FqQYwtIFbTGUaF7rp",
-	"YRFXby2h3HBA2Ye86aAf68pJ/6ia0bNMT9MkeqheRDvm+YfEFKa6hZ/lSqLnFc6UmOYhAfUoVzLmPabi",
-	"hr1Lr2wreqe3dy/s/hyjN2HcanhfR7z+kQBVKhkBdpYNW4+80ZL4YXvszBN71CTX2rU9Vu3OXQmJ74+8",
-	"BwuHDUXF2Qb+ZKoEP9MwXHylHdnX1fSgpjEr7PvEgDKQ+h3xBiNJVmGUOha5glWwIl4ECo54Y1e26NMG",
-	"8E/cEq/9a2O41sfHE1XgvFHu4xxuveXFSnJiJMLKJLL5EvECH+vqCgf3ohYHFJkrcGuHr3+8CinJAZeh",
-	"SIrDQIT1boVjjW/O62vA3hm6j+gMcx5VDiIDIxb0QSv6YMrXZ7IgFBQNPuLHFCLfZNESoZI+0TrHhsRL",
-	"uk9d1pSCH7QSMX8JBxyRN61mx275TdrcuiZgX2V+HrzrgCM6MaLOZjZuBSJN3ivh3d3FuzviOXjo/fbM",
-	"5UrIxULJvATvxWZ5u6b20Qd4DDADwA34z5ZQ7d1j+Q7uMGPx4hkWvVYn4BI+Tdp0kZXqUrkmMZWRHrzH",
-	"TGyQUvQ6N8D0Xoxbu0H0PA84LIzDyY5+4zy06L1Ag6biCyUGOvENHh0gajklUSDyFTeJ9AvHKA/RRc4v",
-	"gUwM/Bwy01jD6CPXC1snWBPhtk+cqmQM+Qz29s3VmFtYFEtj3g7+/qtK1VPoNi41mJrHW2aPJcC3LIZz",
-	"P6mx0+iEokA0T/XmRQe+HZDMoJElMe9yQxJorH0R9KhyFUNtr7Li22yp4/uLU2/z6axoT7Olrm+8XPFp",
-	"gqFGMW7NzXX7rN2FLajXduXGDJsHqADDcu28ghRibtzauilb/hgr5lUmoC6Bu8t5BxLFN85iWarR2Fdx",
-	"kBRjTUYEKgNggagPi8QmgoAHcJrl11lRKH2IP+lMmGU04/c+6vpg9ub0eZ5n+Setj4Tf9JC5PKp6cehF",
-	"ggK/gprWKA/4i48lCNhGmiL/FAWD0X5EviYrCOZZrmzaHKIdFUtzbrGfK3mCtaQUP73Q2nO5MsWjzue/",
-	"ZqvXdvVvbf/iZrKZ4OU2pahsR1ywp53+fmLKWxmf0cs9upWrx56/l1mcTJOmNH4YJXuV0x+qxQZevUIl",
-	"p6UjXmW4lM8hWUktxNKwl0NEMpoREZ5X1bDWJVsmsa0reM9d8Endfy1XaSbjqyx7IfPrT4vOQX/bRZa1",
-	"MaVlq3NffYiUio3odYenRyfH6Cs1D1vVvUG5qr+GdxdZJmwL1pZ2rY2PJcgqnSIPvenM5Qdo0NfQt5CI",
-	"IcI6MwTFah9pLbusf/Vp4iiXhWqn/KLKNLpNi9419G8VRsD9Au8HD1u/2xWuKmKBaRSQp3/OyYeJFj3+",
-	"6WET3vc8EVdZRojD9oNNc17pzmPNOA8D7GA6oVyX8aiqDYtM0+wWQUa//eGHq9dvLl9d/e3NxdXzv724",
-	"fHl5FXrDFAgsusCCzPrNX//45u0V4t9iWQTjuIb4Rxvz0kN+i1kTKJUKmW2LqrzRX1HtspBkr4f5dlvB",
-	"0XZZ81ufLos9PlGsUdYHOfo+3wkdWvsr5PydMdynDLggqLLPmSeumLh68lkoafsizJxETWXueSDs1Z97",
-	"7z7dTvyFtYErhzUMZSb1AWx0ULCfGPSGsa4M3yuvAM7BjZZos1gjfiutU/BR9QZaYf8a7Y+6JsaNeVO/",
-	"PW2wVsRfsehquiEYb6Jqu411xWCjx5OiavQFG3I56K2Hn2ElPIYbVWd/pEp634P3SiXYdMmJBBozrjEd",
-	"kmPCNARlUHhvLx61XGjUWvj9I6qvDfGPkFzh/B30omeG834rLQDzihtAZpx9hA5IRLnW2eZWO1dcC6EX",
-	"4iQWtwQlHCvHJa1qVM0CS2pKYufflxLT5uw8ILdLpunPfk3Mr899xvtnU2oXERs7/gu+e5rlUMFa86fJ",
-	"ws60LUy2UsetOnsd191YhzCHYfMkPuquWuoyRPlwTXapG6OS+VKLcS27c9xykUl6BKqKlLZMFvgM5Qtb",
-	"aZKQAylV8kYhHjt4GmCtwhGUqsKvilwk0XsBCbzlIvUTRx8ejHuz1FtCmd4APMbyo5GrSOzqmDFfBP0R",
-	"HvIQJsWeI9d51AX0baITM3uIMWT4PqVrAa0L/I23FuQO0BdgWBokLwyFvWXNHm5egu6NshAEb9JrD7pX",
-	"3eNR72jUHXbOuv2/4vqikgidkfVBlac83NKtV0J8gb8gcNJ5lMXmdahxubnrMAv0xwWENasDSXMDAymF",
-	"xRPCJksj5ETqOGtONXjAkNoV6oaWhRZ99KsiXyKJhheMKCfBpWKW9yOcrJ+NyRf+1YP7aMfJEmlNXZ9p",
-	"B9s/w8NRWYBTXW3MWcF14dXRdYRNIrTjg86ypXrsU+JfpII3Lq3fnOZdF957uGKX2nphRcUJ+3iTaHnI",
-	"PqOhXmSL917+YJXdqpYwCEHb8Pfi+8Si9EXSqDZSdhbJjbLwV0gs5Ri0Jsv4WhUOSY1IZzkKrD4UueQs",
-	"n0iCWjpbTfIEWaweYMyXRCW/Eue+HUx0bsiCBxVruOGfJhSc2OecG8KABKG7UVV4xNV0lWUvpV69QTCj",
-	"z+wEBVUbGMyQBEsQ7pLjrUafH4S16KgTEm6wICXwAGXaUVnZb98TCmMhmXwXh+Ngqe2ZcCiIPND4GnHp",
-	"E/WbBTojDxjy4TQP12OeIVBG9cVT+Ov0FHLl2739hJyD2+Qn5NLPR19Cn2/x2Na77Ebq4TLX4sTBbfkZ",
-	"D+MKtuZvTk1p7C3MM3a5CfPdIqHgpHuVty5JJkF+sEIFQq/5H30uMtJo6R4C4aMqA5Dc/n0NipLfHsui",
-	"VlOZHnvJPYbP0QISvkzM3GJAeBnhaaJ04fAKGASCek7seV5iRkZ0+Kopk9B+pj2339mUTYjkr+MWFwBU",
-	"vjxGlo5xSxwMToei5PM4dBiVVR8wEb4ybOuT8mVlbuG4JaO5atvtgq1snwIP4Z/8D5cgI9hpP28NpkpC",
-	"cEG8VTpubq/v6yhZaje6ivAWT6iXj3TcP4EgJH2Ag9PWDe/n4nzOsya8WVvb/utTi/VdFUSaNwi4sl4w",
-	"hFujBnjSjOzS5NduRHWpL6z628d7gbOMW3hYwAttujJ6vR0yTmMjISV/aZSQCJFDtIgZx73hFQRuBn3m",
-	"eWM0S3LRwDOf4rB5yAx7o4Pfd2O47s1uHm2vlq+hKKwmP1DDSRGfqXQTOFqa+2SCe3uijE6gOs4fw80f",
-	"Vq/10SpZoVGH+aZtbgwHPUDhpPNiUcYpAhHqZZqGTDcpKzEPnfHnXADj55+7nV4/aHc7g17Q7XRPg25n",
-	"OIS/u0cBUgm1u53eWdDtnAzeBfDmd00b3RuUz7wA7p9rzr+QhKwXb0b+jFcLrlICVNk8zfTQrnn+ufeO",
-	"pvOEEREMzbV3K4cs4KZTS3JctkiSIgGnAAtqmHg6zkAcw2NJYbi9hOHqEZ1ioaFlETfNctpr679sBt3o",
-	"bZxCvuPxXIc4jrshBljlruZ2j/WzLFYANLB2gISIi8hL6Ymxd9hjzzlyqHKG1ZDa6e8d97UsYUdXehh4",
-	"ATG6OQS4vuoSToxQ80WxChzmgc7IPVqosbaYHFkuqiWDtHigZGgD+BhjP67B+pbnTuMRc0gqai2Q96iq",
-	"5Y8awEszcGJ9mjWz9F/k7WrUlKQWF68v8dABQJMLvpNhFRkUlSBn36uVRZh9mCXT8wtsK21qqK/1rj9a",
-	"eiD1BqkosMI2MZgPWtaNSqxnS66XoEO/V3X36k8//dSuY85um9I6RO0nplP9qOWNTNJPxm9Zeu95UNa6",
-	"l+sJyepJpMSPlXc2zae7/FjTiaZOBUKFc3qT61khdHaL8kCKNIveEzRxkYBohADng3L3fokUuopx+VwX",
-	"SbF6oIk5kbn6PtFN6r91HRPsH+hl4DFGJw8SniXEdUZZ78EYpxd/UYvEZHES4a/2NXiFXPLj1t0WRcM+",
-	"0AQzsKpAa2QT4ApwRZ3QupCQNcjmRaSK8qMdcVHrxnrQgRLJ3Q3GEWmXmP30VYDxQUsbZbwpJYRIPIdg",
-	"GQ4QtFInCkqsU/axw3fMJuSKHR1thj0g+iEunON6NxcHAXw7QBq5qyMjrFqPEOwg9Yj8fOSy3a/CzWvD",
-	"RuWo7N1Wi+aiXLQOOGBPOJeNyBarDgybt+4gzyq1KqYH6wKxBgZ28WFd1sYa3/epA/7Um9QHjvs9jAo+",
-	"Et8QHtmcRUxVXHiM/KmM3hPSnLt/JFzsjZaxzsSLFy+9g7Vhbvizbe89dQdC6F4blnPPOXNahGk6D3nj",
-	"lvhObBvC5xd5BoxhuX/A/+f/+t+lLpwt05hr2lGmUJc74pm9X2Ra4YkCroWPY9xzFVEHIjD5JwjG4zsb",
-	"T4CqE2Nzl5QpXGHtjconskjm2OYoM4XLFvPqYZu39fH6ru6k6fxhC82vgnjIGnvJOlR15tZWWtMEc8H0",
-	"t1l+hbfX1xm8pMSrIZI2J7RHAqO4ItN++bHjx3MLjB5T8fdrseK1sHAZDqaHEn0NDcOn7EHXehfYNWvH",
-	"vk2O97yNna7kt9Xa1diZEPtRrmnwYPpPwWLh26npARZZB4IbTnYxNv3cvSwxJakdIF1y63HFw/LFoXW/",
-	"grcrKTqtBxwnHbz185wp6ILeuPDeOhmQEaUWD//a0muep0cso3aYR3vY4HZWKDDPbYQIGaiuYIXDQISe",
-	"RgIxksCi9BAZgUrjQITT5APNM+XzjDXBq6MY8z7EuaRIgGOUCgWqEohkQq8vZJpdL5XnCKgfxVA0NZML",
-	"BVa0xT1y18B4bxzhUBwQAEBlB5KMDqsbLKy4AMiU9r7lfmgQIo9tcjusqZcqTqSVS59gabkXtufwxjUh",
-	"gUa4w3cCE5yp49rw8ZHwvwffsWqv+lA8XaQyeWA2Ye/It8VdIwU2cuNW2tCdRy3fY0UdE9ZhONYG4NGS",
-	"VFyzKzCpGyB2PVYv5ulfqBwPTZhtYlm6aICb/snjbLGv6bQ85o8Ysi6KZK5aFe6n43U0dDirEDt8A3au",
-	"I1QTSWzLrHNMS6anzsmDxsENS0jGpKFzs2vyLj2+tjts6yU91vM4g2SeS6w3Y5a0xgGhiG2JNs+utbhk",
-	"XCFiRZl2ylU4ybJUSd26IySQ7W21k8mYviW87s/wsDeQZUMDbxbfua+SPQYf9V7ZhM8v+TJPMsMwV5lI",
-	"SCutQhvLCbMYft2/Ovlp+Oez7wcvqythOKzioA8rQOjwfEmj8+5jrxsMu02I6F4PiHz1Y0vGcUKceq+9",
-	"5YyJtU3b04LZMj0aLS7nyF/fFT63b/1ddM1bpNdZ0an2G62s7qPvAqhlMl7tG/8eHjZvj3LL/zKbRBbV",
-	"XeLREnE43e4Vsk+k8Uhv/g7pkBb3u76PavvC2xIOk9m2r3E/4E1vmee2oQOodQj1AU8pR0LixXs6IrQE",
-	"weHI7xFwOsp0rO1VcYA3tskNDTexH/qw48UWMc+EHrX6NidDoIe/QM5Y0MZg/u1TGISk2zoi1JlWHqEf",
-	"Pw4wGIAvxioTcaFYuO8DoJqFQQ511qZfQy5ss8x+HguyF0+Eb7Xe+aLAv8/bBsdNWxnrH94og0wEm4HU",
-	"QclgH2eJs7N+fGVL3fAaoIfFPELm08LOwwuJCcuQi5VZkAWTYVQPt/vQWjWwvDlO4y2N49hmlsbK0mAY",
-	"4rKdKKUFv0CYTExl/riNQ16wN0wLhhBfzXNRYSCrtrdGKvaozSvypY7gRLOM0LsmmJuG6emwfd+jjWrf",
-	"8hmGsCaCaB2Wk944wuv9apJOX2Mi+DfMKb+B2oqyxUvT+4kRk1zqaNYRIRSKhVhzAf+CMCDs/2kCoYPQ",
-	"vE8WbTwtSHDlxHTtlfvBQ07Iwd06a/PnRgSjUnJgMsc5vgKKZW9FyIN2BZEqsJlgByNRH6oQ/DMiuvnk",
-	"o9TSqvCB31pBq2yx/cM1qCqE+P5dAuiZ1HESN9Iu/uDSN7wM/yjTJokVitnnVNMYynieFJBrzGBP1u2N",
-	"HZWo6osLvgcT2kQkc07hUR9kRFYQ/LkSi2VBAWY0queLAhKa6V/f5vIaTcVD69hPcsFgkproGujG15lB",
-	"dcjK75o2wy3ZfFiDlk9s7UXmtaRZh42z6Mc8WX/ZNw5AbbbU7ynXgbLZS8DEogye13SmfrPGBPYP/PMe",
-	"X+NH4GMGDkxM7ax97ajxY0m8iT6mYH4be54P0Kg31+1Buwv/BIfPCEuJ/5bE4SGH7+JKG59gbWMFavJ3",
-	"3fCw1rJBdxt5UIV28n/++1dPf4fck4PuBsV57hH37EunAx+8VvuOOIww3N9pBfdn/Aha1YXeYJ+Uu8gS",
-	"SHkbKCGajjyZLBGVrfDYiMaabGd3vItMe5yYEjMIQGfOCpXba5CiR1uotjSbV2d19+1ofSC6bdDNY645",
-	"r2x6ccD/xWsE0AvM2oe7x7XxBM2Rlbvenh5i1WI+gSkCMO6QqRsNB3iCVEfr3AyESo1yJmB51BDGNfTh",
-	"gGMDNKZkf5Dv9fCBC4Lk504qSCvE39Dtd45zvN7lZ0SvbpJ5kso8KTChskDyYpWvzoVENiZsetlzsl7i",
-	"jPw5OESTlfeOqhskW1LqgOvtBspTisZBW4utTD30dUw3F4UVPwHV16Nf8UFD2+RM8Gm4YMEE5VnRpJrU",
-	"R73hPFkhsT3fZlULYd/aESGqCe1ilisD6VCoqBge41vg9MX7J9kN9d3d2BEhwEW15/JDmyNR+Cw9GotZ",
-	"cj0TSmfL69lYYzofluGJpyKcyw/P+QnSDm09L6I22xdbHQfeGScxNWSasOWEiTd0i30AgOPrTwl+aKzh",
-	"q89mMjdhh2MbynYW/7I7T6Wppzq9hR/BM9yQ00YPc1KZO0ZdNr19AFYPQ5ziEn9C+LnsyHMLGpStkAei",
-	"7fSZkUi0kByUCXy6xgUSy/DAoc5SiIS/Q6ILS6ATqisinRuuKYhd6kgJM8tuDcU48V1G3oqkCGiykhJM",
-	"2IpMQnqGroJubUupTVG+AmQ8I6U5Z0jM9vi6lwQjE0RyBeNjvV6H5+tDQ3kU1CbYF/BxtESJdw3He6zL",
-	"ZW4IDpgUNDLMsQ0SjklU8ii4gbbdTMZjbbl5kqKq89Z2Ryto1Re9/cnVi9bXoq0SRSukqWqiPum+U7Gi",
-	"UK83xtdT+o26tReSHX2s6aG2MaZJSrvQtrvrnAnvk7RoJ1qEUAoREhov5KfcyhUSOqL4Xmqk+4wTTDaK",
-	"93Z62fqESz3Nql6v4+G604sW2653vqC74P50vr2vEJ9uc3l7kmnjYv3GuvRQ6Gvq9N69evHi5X4dQjfR",
-	"rre9hZvofXXHm5tQ7qt9oxuqxlMEs2Ofu1zne/pzbV1N6SuENoP+B/JRpVPO0bew+6X7+olxi2usy8L1",
-	"Za7PeWezcMU0mrLGZy17mHK8b9RYl1neTYZX9bkN5JmcfazK4iJnIQnHfkGwSZV8ZKhUq5SwrR8J9G5i",
-	"TcEBm4sD4jNeP10Om9TeHbzRnlewsW+2veydsTcH1doJRlsvKy0OqF4CiREaCiY0hHMxvxl0MptxwMe9",
-	"TTyg3rjd4v7htLZpmsmi1aCblTvmtHfWD1rQFspbJbD2+h4q7z9ac5QHrQ/t66zNv/387ud3+NlB37/S",
-	"RqdGtqD133YJc/C5u4CRqLaMrx1edkHj/RQqIK3cx8zyRs73NyeqKlzuP0rVUWmUE24fNAoF8iS9TlS0",
-	"wTGzgEvQV+t0kry+sRYT/CsJnNy0AexNbRdTgYpKnS01s/6UDsMnpqzVtKUelJiHWiQ7iUNkYKXIn/ea",
-	"BaHfPjEWoYDfiyVamL0JqK1jHV6r4s1Scy/BQWBPLqwIsdBZ9n3cHYOqSVLMLGohxtVRVkDiBGka0rgm",
-	"xWQ3RjNVetPq/nKM0H8nzax5ScEhC51gPLwCmWr9T3QahMSaWGi2Pgl6rMgTdSNT1I6s6uXejr1t9NNu",
-	"sxTXjRB+rzX9d3WhsQ808Vt8z0lM6fEgYtv+sjBkZkzBUx5bp1pieAm7UlNYtwddx2pdHYhMR+qwcSQe",
-	"7FXfYCFXpwVv2mNenNW7JhpMmm2I7LCLA25wLsciC4TqXIOzeWUKNQ/3WmBmY/CO4UNgDdNNFaej/RYd",
-	"q+C5S7Qp8iWKCPBLh0WWpfdpwyY6YLpKjMDi2yxniwQTVeDb5KzyQ77g96VrIwoXWusc/1K/ox/RGWB/",
-	"Cw9ttuYc4ZWw/pzDqmvn+bC5FzZxsXEo0QaC81rcZjmlge/eOaXF0Dgy7vInrLLaAWP36oaTxelIzTTU",
-	"FS0qiWupD6hjjpgV8+hYpKooVG4CESfXICWpmqoDa+dv8D8j+J//Cf/z7/A/X8H/tEMAVpP/WCrrfSKN",
-	"9JzS5RYyUvFYLxwaALy0JACvU3b7RX21CTk6vofzGF3H/aPjZtexH4G6h3qOhE38aDl+osiy9yJe5hbE",
-	"nmLaTLy1qiSWfGzRBLRGLdbh4Sq7EXD+5Mq8TXSkvlHA6wGLtx+00CEJE9wiME+U4UscsG/kXF6TAxjO",
-	"VRBzMMAxPa5igcYjAhEMugJeL+R1hm4TboHIpc1q0KhQE/a4KeQ1SoBWrkyWLnEM7tYOXe7Oph2G1/fb",
-	"WpVhWH9ZMfMGH4Ny5G/W4PNYUVYnqg54stQ12301UhrV5tB9ii4bOprJKZIS5AXRkGVJtGdP3dA2h6XV",
-	"wqpavL7gUwT3GlshX85Jo0DfatrUBIxtTWAns0nS2ADJ1xYG4x7bxj6LYMMezZR0dESgLWCwkSFAK0vM",
-	"ESI1j5e7fM7MjDXasr09C7aZlIi1K02oNohlI7eNXrOMts82ZqdRve3IMRc/SEY/tYL6ElRfCnGBfh3S",
-	"uZtUj2Gbx1OXzdX43s5Vty20R+J5U2SvOhMPkNH8vFtvNRlso7ytWVEszOjpU77WibL5U8tl9pS721nE",
-	"05YXrHUSlxYVM6CtjQ3FGcF6VB+K1qiFK4kzx0BOKxHzeyKpqU4S3sCKQlJK62xqhblNgpvmSlVoXunX",
-	"ZZo68X3XsIkaA9uUEVYJZMO3wK8+g1BYoi0iEGT9xln0VfiJwe0rL4wN30V7twxmN3+YH1j7+LZY9157",
-	"nfIBVSFjWcjNS40OkWpHvs2VwpoCYZ+v8PCS1w03W6fVIBOaA9FoSoA/yA1NYli7bxoXuNUNyn3DkbQy",
-	"t8lUyFVTH4pz5DC/zuVixql5Cn7gMpZJCtZummhlGnNFu7sOIAzXYWOaZGfFjb3md4/VVDZm29n0D1et",
-	"g1sP3RY6KwNKWHYDFisfPQ0pIf5r9zEkzomhCxMsrf8D/ZAM3JWqD2RYe2qXdfU1DGDD+i7BndZbRI9a",
-	"BcJ5VQswUONl5OaI18VxlwX3lnWS3DPF4n2idz5hZxVLn2ELbvYi27gBOKLgLpHEldB2JZJiJ3YPK7dp",
-	"FXLdlDfAgVti1aWwbanaeu5qXyjIM6q2N5tOYeeUC/KAl0cgYlWoHGbGFEkELuwwWygtk3AkpEYs64tL",
-	"DLDIIpmkTJ/kI2jZgYOgbprKuYQkN3gU/7B575UYHTSxFbToQ/APvLUaOuN7duWiIddjs7uTxSSlo3He",
-	"uqWsJE7KOh9jLekripQxz3bkxxbJXBkB3klsCiHeMIvx4zqfdhWauEQHxoLOTeGQFh9cdGInentaFwmA",
-	"c3bFYjCCHYdfuTeEFBMuvbUJAZZmtTKUT/Wce43+JplvUOdTJ7/KjAC33f3WWWPhfrJs/7BVU0LCroZs",
-	"d6oRr6bZY5nwnRTpsElfIiyK9KXNO7UOJl5Hhx1xgU0LiBHmwetqt7B/Tl46vHlzdvWCE8esOluUCUBI",
-	"OWujAAecatjDssneYUW0J7ERNp3AjvLWnbjX0QPtt+cOJMVdoDjZe//CIyRHJitfvBxkuZ2NQCRTmge8",
-	"8fDBs/GwHMfPos+6QTgX4ce7NUqUqv5UnomlN3vnnHDVCmimicp3PXKV7Jlv1rjcMLOV0123rrmA+DlB",
-	"bsuoMJ3WLgmzXMSyuN9i+tSzwJXVbzgHOHkgENJzk3HcHWuIRawWSiOGG6ObjMZ6rNuYBxyORPhx3Mqz",
-	"VI1bgRjbQNu4dQcugjaNI9+FEVq6bZpomT6z98IvSaFyPNIN/W3defDnWAsxbkGE4plMU3vDku5/yX9j",
-	"qtqPEOyFj2PdfD06DO85aAwOU9RYo4MUa54soIxL41pkpgBntbC8WdQ9mHjuHoBtYUuouhv/CZaLG5gp",
-	"vaocm4mS9mF7Y6fTuYMzF7fXSsAdYpEujXDFTAwiAJRuQsg4NjzOFM9gHZL/IivR9sUskF8R43P8VJxF",
-	"oDLWMrZJ73uomxSUs0aDqEdywclBAg/MlYBSelTJOPcMUrv4LnGAWwsty+XCqJwNy/dq9fAo4f2zRFn3",
-	"p83kCdGyt76m52/0tWMkqKioTgg22gx8mjZVr5a5+YFY6gRCLHyalnoBI5V46jI6+XBbj3Wh0pTwGgmd",
-	"A6XfR9gvd+2PyZ0TgvQT/AmrsXLHWFMFwMf3anVnSwN47bU/glZ01/5YZHfheW2F2cIQEKjZFBMMkhzy",
-	"q+t+RZbIn1IrsL1SgMaY1N4Gi4QXOeZdGiyd5aFnfFooo/USpcLA0w07nvHk7qjaS+XPexpNzebjT1R0",
-	"aiW66Vjh7HKIOk4SS5sB42o1oVdjTchJ3CEWa1LECdIzQ6W3jIqgvgc7TojJsdagyxfgviyFV8eXTNLJ",
-	"JTDs0rgUwU5XHWtQnErgoM4mGYWt5iBB1U6dGxhN6B3IBwKKgaa0yqAvFvNUZ2JuanNwumkKXiSmaEjy",
-	"5DTVdSpsr1IASw+4GhVlsuaYR10RPtBZ4ZxBCVdOHO6f3gntrBpd/aZqZq0+FM+Wuckaar5fryXq2PQ6",
-	"9EESURl4/wy6kCYyeo9uxwjft+aM7fV3OVnsCG6UhLsrl+GuaqVVdZKIOG6XvrzkUvD9qxWS4lx0UUPk",
-	"Tgid0U10/aAm/Q53WSu1ocGWNI7LzQPjbs9vbNCNyNrQRYmrbH3UlCtG3W/x3WwMlO2KlKkN5aHVfEK8",
-	"K8k6X3Nit7vWTuaLLKfNSaBH10kxW04wdgMFT4s80YX3L1RctEyfQrDnKb8XW4Wd+A+5WJ//t15psHUd",
-	"Y9qTrVtm5hXMf48suA+YelAvl2fzEEY9LLKQ0rQMUyNVxxxubF57pL/i50WamceuQM6av5rKz/bR2hrA",
-	"nmNDNi74h8b+cILLNV+L/IFSB/+9lWn6DBBIX8KiPTk77vbOBt3+cDDAyAwmKtL9Ngd44HzUretF0R5m",
-	"behv6861P03nHUb8WQ+/2e9+ijVuQ/9e2xkLGtMEAKEBfg3EPEnThOFShUk0J4qrRRbNDteN9OrGAzCf",
-	"zht5+5J6fo9kXm/YGuzQG2oidaSasEEaK5ICUPGgoRp3jGzPUekz6POupKcmhHC4ULKouC6NSzSdSU5r",
-	"xYzV92plbF0i/kAfc74N/A3bA0yRN5BHfzwU3ydfgxaCjU0K1zRX7B44Nw8kosc7rKpPGt+CYa92yuUr",
-	"QlKrHS/wYzlJG/fdFfWs0bgr1QU8iW/IE5qZMrf3VpJlRwWnxO6v6efquK1LQwuY8vWqUDt9wz4akZeo",
-	"jNME9jAedRN40yOnmc5k/+h4Q+uyW5VH0igxUx/E2+8u2pBSt0djO+suHs/wOa4iC/3cbZ/J9vTdx+Nh",
-	"k7FTm/XqoLr2b559XmPrpijvX0rTlpyFEpB+u1wg/mr/pCk5BdNSbIbKyCaihJzE3qEsURWHnMiCssyd",
-	"3p2G23K1KwPeYGY618qhgKDkLS0whPZmqcHnF17LBTqdGb8htoUz9hAhgJC6tVpvUc2q65/uNlvflebr",
-	"3zqj9ruP3aDXP9lgu27MimO26yyPbQzNK2MGXWQkbm0WnsN5oO1IP481UoljsgJ4Z1zRH00PP4E+jFB8",
-	"VSJD8C//jogQNAj0ExT1UHkllCNxw5kZgARzXpgnsDVD/Cesi0R7HImom25BedgV8tsE9PCAInM3GBtk",
-	"UXk9wIpzyvlHxW1vE66E61hTopssufKTzyyr7sa0h7C8OWQ2PE5Isb9XwD++BXUKi5IYKyAxFF6KllBT",
-	"aiuQSo5KWUEAgUUlC6CbMIXgRfETlsqHrhpFmYLrsNZzLGqrbcsMl90ihdzrxAPnGb0LzxGDZX2ic/ST",
-	"u0CHDycjkcQSBJ9tA1j01jgklAzNlY70kcNNCSZlMvK21VIDz9mRB/JmDfLAgxGpHqRcSu15tB4SU6UE",
-	"5fuEqTYjxllMPB8ZQxfOl0gZOz7JoV8WDSWAlbrogJKmUDW3GBS3vE8Y4sYHgRhrr6LZKJr8OVRegqaT",
-	"FKJ+mRiTxrqy51Cscq5wWcAtDmzFNz1Ql7J4XlaFKpxUWknYP4DqHJLCCfWRjqEH21ctCtzuSV2PM+5A",
-	"xMvSnXP7bZbG7rCCUOw91uTMbu8csdMQBxdlyQEJnirgRq+7x6L0hqxZgKPQpoogSrBmhIMoVTKv4jNU",
-	"w/5YsTxPjFFrmSQPgMvQWdGoca1Iyiz10ixlWmaXiQO0Am9nDkevJO5bptQFj3nvcL9sTTyOG8QuHuY8",
-	"SagjEDaBO9yxXbXze28HprdYvPV3vL78UEDZur5tr/yjuxH1YG8bbTlSeOIfeH4YJfNo9jKLd9eal3fC",
-	"czxoO5/i+2zCwpYCpK0iH+Y6Kso1LSQv/pnEGoaJImSST1vPa6UFjlqinMP14z6oKXj1uWtUfapHt39L",
-	"s3kDiJd6g2ELjiN05TpcTAIkoUBxYElkLS4TorpROiXpzwH7Gcq8Npdxah/zyvRu6fdyt461MoWcpEgH",
-	"zdO1NAsVFYZSsxizO1YLwBvHeRK9Q7yRMUwISdNU4XXgvHL6CG5f178G7tVNMLFb93A5qoQ8ytqcTS3e",
-	"81muHeaHayVtWzXo6t2gVNB4NGjGDUMYcLTdNQSUCxooek0ZBRhrGlVXg/jEkE4SYJWJWPDNgaWUwCfJ",
-	"HhhrXKQW3R39rKm6USkl9y+KGS0KZT0n9AXzBFQZ+EYHXhbWjvg9x7bBtliXsDNQ44tNlZKVk8VbqjUg",
-	"D0dNzIjwe58E39HXv03l9e5wQsBODbMNaFjFVJBsN6HdfLUtGliHIPkCCc4Gy5th3ijjfu9e/IDN2mu4",
-	"Xfnjbmh2eyOWs5JMaO44j4rFjJqsaCFnAE8MzkiR6Gm6JLgiFsvBWF/n2XJBt9tfYUwcAYHVlyclEhrH",
-	"MeHtSE+Q54q0dfBu5dkHHFfyikIUeg2vYutpR13caxB3hO6cqHsMRDH81ppw8jCZrcwrV2e5qbyZK+XT",
-	"jjPqYgtKN6c72Swm45CSvyV8CBv0pzMMD96AMp8s9XZQemfgeAEobXrYxjsqwM/2x0CAQ91L1i6BnOeB",
-	"h+KJr+OZ5HoRWpOMcgUZJV5uGAGNet+TxiSmkLqwX246n1zuWEP0ziU9lCid9m7CRatGQverDvTs7h0R",
-	"9zJrbWfbwPBJM69uGIuJa3jhuSJyhw2q2bp6WloXqswu2jOl15+ZrcvPT6ULvEquzfO+L5J8mSa41/ih",
-	"El/CpZi9x7JqUFZMykZV/6HJuJtghDxYoHKl8ujy1vJhhe65YG2AaQeMz3YUnr1wd/ad1/tlZuyXOFzB",
-	"u78LvAzRXU9elXfeBWXi6V7iBO4mkBMVP2BqrvhjO2VJ3Zzakka4rkxvLqO3ch33DBgzVFp4EOZLbRiQ",
-	"2YYO4HLGRCAA8YtbjBwytbwburT+2eeghtBV+I9KFoVIE0QeLDLXHhxGqGENLAj7/Xzpb/ADjL2/26MF",
-	"Pd3g2GeDLVXxNYEeoR6VL3Vjqx/W2KVv8tynzhzbHbjBbl4KmDycZPoV+5a8BAiXWUwZC9BgvVgWuBlg",
-	"DQ67vpzD1Dr4XrYsvLsGp2sJDt57P7osPfqAjX+9253+OJVpCklmJQbr7mLISvs/NsR6P4NMrw7HPT9a",
-	"m1EvA7kcxKZ5/TaVN1ne7Mji7ZU41EjEo6VXQ2KlEbkiFC9VyxaGIJ68pnuipFDxWhavdT5gBXkYUNFx",
-	"GLii7DqxhmP7y2UtE9Zd2ZGCWXElbxZjjdyTccJg2Imlk4FU1ywl+NQfXj0nsQcQp0ADS28wysuexwSu",
-	"KzS4O2GR4b/EQZ4tdUw0xbcyByHgp9OawzIDn9NfuXWryzj0C7UoifKgSMiHn8aHgYWTxa/DFMokxkTD",
-	"TEfqHOIByIk+cswn1GiFIInOZZDG+IJzx5cyVbe2vDhkClWnTZScCBD0Bg93OJVJ6iBmS3VK0O9kJ9Aq",
-	"M4VcqbjkyiSudhtgcWyK8OAhNn+6NO7NdngcKu0M9DGL7OtOHfQ4MMZB4EBocYTg8zWmTouva95DFB/V",
-	"zY6g7Wlx5AqvkthpgV7kpMISB9uD04zbPcpMx3/1+F8n7reTdg/WuF0yaEtWJNIpJMWCIByVVbVNiWR1",
-	"oXJ2XPLCtWj9lsnNKJv9PPxe+wTz6agNJ+swPdylj5sjRNtjQk1BIdfnj7sKyD9JROPgfdxdKmcLOnfW",
-	"YX6S9Pax+XYfTnYGyzPRTSXtaks5FLRon+EF3C/7nJfeclgbIC/txF8pkD/07t/5P40ZJ0W2z6yugwhB",
-	"RxvPrSwHhEjHiuRrI7mEno56Z+sKBV/azI7DXnb019HdARfOclbC5+A+qnWbW9nU7e+UTItZrcNuR2fv",
-	"15NEy8VSCwYSHnSYvQ/9cpPsfevdjqN0/0nyXbDN4ZGZBWzx3eWlZ9i5hQNh4PxKtCmUxNSkVE0LpPdv",
-	"cOIQ32YzrIZzJJcGCZ4CcyW1cdAPXnPuC+bH2dybiJhCh53adnmLYd3x4LFwgYnAr3zcrMM9vTg1lrsp",
-	"z+WenvdnHJi8j5VeT+uGLzoW1R3L7FkWqy1VTtsXGbLCtd38EMtcvtRj7X4juP66wYZV2pThhJdgzpKY",
-	"mX3tO2yGCQEWkoLmajPrVnNiBFPioi7dsGQwX7L8HC8RdM5W+NEAJLOyJMNDpjewbhffyyVz5QItlQ8n",
-	"mlHXVf3LiRFY6SVAExFQrg4OXTmROs60it2gyjRt02M8sFXjvTo8CB68PtBQMQfLts1tJNSSaugMoa90",
-	"NtbgAlW5raEQ0ljPA7qcSGxB60OW70hLlOXXWVEoHQqok7U0xMg+WJL+NdIGigproHWK1zm6/AVGJnd9",
-	"Ziu/lsPeCvjZchxbQasyGnQLfbdqIzU8uYuZABnYNrEO4oYivGAoZmlIvCYzb1vOHd5AB621YhIN2W8P",
-	"zJngpjQkmKvcmZ/rWVv3oPvE91uQr/v6WGzzAjs0TZKs/o3GQ5Pf5Pr08MGH6juFYcwDKkJzuYWU7k5I",
-	"ubmaZzdMUW6/+VCWpfuBqDXVVm8dPY5FvilJwxs8r9lccbKlbghfCq1UbGwtFkIhawo+OQ4AZOOzLym4",
-	"Xo/SOHSR2dSp9SLe+q50v+7WyV3X3noZPuuTK22kBOq7y65ZrqCS+IFB1v/j+ZUAgCd3b7tM80GZx5Wk",
-	"bbD0UqwCNjOJ6B2gEBEtC3OElYEbKN1l6DGiLEBKvpGI1piloIK7BJcSzW+ryM9ag1pBa/1T1VFef2K3",
-	"6KsNtkWJa9qLa+Fv8gskRsRqkWYrBs9HOt+kUVvdAwlurqRZ5soEXvK9sXk8Bf+EtUvRWuR8tZ/aas+Q",
-	"DRUBbkOtd875ZsxysUhXlfyN0GUKhPcQtA3buCJth2usEQRkwJe5tAnUr72/5fYVmPK2zdvImqtjgF1P",
-	"lM2H98arOT3bH9DN075BFNkRJpMlKeA3I6ReIf1HIGSB9MjZPWIHjzPmNXmNE1AtQaz13B/rcglule12",
-	"opqL6UvxtSmRp7ZfE2UaUlPEQTRTcuFiMIf3H8iK7NiRjNqc4LippN1ZZDtoP1jBLrJ1xtQRVvYsVF6W",
-	"XOC5+hBEfQYlDx0jQnhY0nPgWyHlbMqElUbkCnAK4wr1pGsrHKJQYYfaCPwjIPKw2wQqSWyj6TGxta3N",
-	"zK57427C9xcqW6TKOqlJIzclVjZ2V8XiCSE+PREHWK3TC/jA7XbOeofhfuCbUxeG2ZoNT3dtIF7dOhoi",
-	"y8W9p7bTWg+0jFzWy++o3w2cCV5dwGnVZ0ivKCvV3vmYK1izdjy4O/jdFtbWw983+hcpQ29vZ4bNRcGd",
-	"x+t274ffuCcaNVSey7rg4xZu3dEbU2QoPEU7GaV8R7xF9o92DtEi3j7XcBIXmWUGeY17HYEYOfEf6Unh",
-	"Bpcksq6QbE4t4eQP/ISMS5D6GqzmwxNJNuTk+b1pEOsgM6zfjm6tFuntYqW92zYjG0CUfBqSEgTYcMFk",
-	"CUQ6Ah/CvQWqNEKCoGuj+Cw/FpQ8TWONch4AHG0MOQxKZwgVz1lrABvHRI6xgJBYzY0iwMkG7+KWgO6P",
-	"S26apSmxUNr01fB3JbOTLZ8K8Fd8NzD02B5b0PPfNXA419Ga6Inb2YqkSo2mY3DSr1YbdR8gVn7X2Qbn",
-	"1LC7mzwJ9SnxqyEsaTWJfzw24ECwMdwKjQsWBDU5TpqZoC4LItZ0DMQPROfewGh0WZgG68zn/f1kAt97",
-	"UNzw2ASlGuGMcw9B9vHqSSJiYMSRbxLPlh1yTdu8L4b1fnjUDA1NflkeBCbxjBwT5oOgqBs75yg6GzHQ",
-	"X8tr9Tb554ZK8RDRGEKiyPOZN8V1cqNqtMu7y+vm8sPXWbzaANbwQubXWBPN7rtJFq+EjCK1KKBqYJJc",
-	"Y2qVZpo3jniSdjrsDbZHT3rdk8HJsHfaH+7RyO2DknI77eDYJt5vNGqzVxmaYG12qs1qmueXKCMbDrMy",
-	"KxRugNWX6KQZIptqo3ZYxeiGKNN98BE8n99c/EezMbwP0rWl9XRQ19hOFT8Y3nSrJQA4OWSMlHbAOfo4",
-	"YH7yRa6KtS24QbN3Tr57SYqH2QP7v3+RZ54Rub1YxN1JaQrxDzpdbZqpfKkCyl3iYg1w7TOHl6uutrzX",
-	"cHKWLG8WeG19fdy3qvHeYL+AgN2QYuoq7lzLqTuGMwL4CmaK++hIBKWNdT+yjG5sw9JeE0eD3tHguLuW",
-	"Qd4okPaB8KHdTxg++6EJl3KASsuimdTXn7DfdoG7shDwwF0z7bxpmLH1uVFb8Z7ALy91q92WhfrW3S78",
-	"1s1C+CEoZBfr8hl2FX16u6RmLpMNr90gqUdiSuidkxUFnMB8tPe6UqzJiktEOwLGCR+WJcWw3TTWrc+A",
-	"H3aENwF3fBHNny6at036r0hUO7THL/J6o7zeR1ZtFjbNfnJLYLQ3Nie97LeGDOu6uXl8qMSj2ZVed08j",
-	"jX1262hYkXItFrJogj4tM833xau4r2R57NIxBAnFJV4om5eNCRNMQ8yhETTIZwmmG9nbc8Piw5ISu7Tw",
-	"w8/jEnyISvhp+84rqVjXFJxW4EbXox7dtvhQs7m3LuDz9K3bbeItVqYnKgXhBsKb9YSAGAHAAWgBIUXI",
-	"ekworpcyh5x9p84wcpBTaQgmz5qzBK2XXGvKgOJkeikgqSAk45xJCHHP42ZeaqtGNlKt/4Z1li027IU3",
-	"YILH64vZ+kU3+qIbfWZb9lE33kb79QoZEXOm704MW8oiKcmkIZiiNPlEy5IudLuNNc9GgvhkVh/iFwYW",
-	"bhSkPdY+cZLUsHs21lZ0t8EtnCZRAXRRiyKZI7mfiDIdLfNc6WjlEXlZrBiAnklgbm8TzWAan8m43l9X",
-	"bQaKpeztCjwE8FSoRWKyOAGKB3voeoln3q84Yn6eGUJDcFkk81PAo46FIhx5PBRwhXgvgL4IgnKY7mfh",
-	"MExQbv3Jqjl6Yrgm0k8I5MZ7+WutoOVagMhT8M1awmD51K6EQatM3R/rnIeNaDIw6bpeyMYx6tZLi61N",
-	"/PFOH8YVKkWUywjyt02UKxAZz6QWl+JaFULaJQ0H8+9bAdJAtUatpSEpUNcLtuBG2NY2QB5vhgzIUrWn",
-	"MvoGbq0vaHw+cO1qXs/l4w0LOuNylgJjvYkGmVG0OdUbo4oXry8rGaQ4NEHLoZi0bFi8RTAD1YXCd+9c",
-	"JBBherbZ/CnrNXEx5MtSetmCdgZESgomQyPkggqm+gZyCAfIsQkKF2A3BcXsfJqTfKkDPGVFj3MtVeV7",
-	"Bvhk5ipmbo1rJMRtuK0M28eYLoeha0qLhcoyV0xvg9UPyHamwdnbxuYPvoan9gHvrTsG3IC6LzctzVdZ",
-	"tihL4WspRDpru9SQEq4H4fx05stZnbVhkdm7sSRCKwZ/nVOchlFEEdejU62B8Myk2pvWChcqF3cn7zJg",
-	"1oZsXR/Gq47iJSuZGyDXTZbe2AIUAGvDC3DIRFmOxeoQMmYryUWwyUoqHK6rNC7JbqxlEZTjYotouAIG",
-	"m2NRMSBZg4ExIB3j3KlgUFrjw4bW3xInsa2SQRxy/24sqfaLZEStRubAK4ABUi5X/dJgrilLxbsbvsyx",
-	"CqlNvGQ+uyzW+dmiPE70o6QQSxTGTIsNaSU76b42JI7thQtYK4V7mPulOb8D+g9X6iuGfUsPyPSwa2c/",
-	"iBNq24bsEGgcXtrQuk/JCynLU3cvo7d07687m8RfTxUmQLv2g20Vs/5+aZ4HT0R56V4eEKiDbhM6uxUH",
-	"6N7AUj7UuLDWVCFWA9USUBUXycXGfb4du8viGJV5ULJoAvPaVze7N9fuBpyp9XZxIhMfUQ1MXJ8HcaoZ",
-	"NemlA81A6yMgUyMoUTjwUKmBpgQMhUfFWdESM0L7QbfbBf0RrZl8zyLl+zGUeUS296Epu7/Q2hWYZvnz",
-	"CPy2tV3LNJ3bo7cVKdRspnI5XTYt96arSyXSpKS65aDKltF1whE7lHj7uoLVjih378i+wKM6HWt69YHE",
-	"1eSoFgM/ESdXbS4c9EqPk4KINMYaZAUDnqyJhU5ZIjsSFfLwq6sXcGxhHf5Ye8oD3ednBpNKaG/olMqF",
-	"7bXOirG2XddxWWJLtbWIFMfeOAwUQf+y3GsPFR7HKlWFNUKTggY/UYZlm9VBecwxyE9D27Jc6jGtKGpo",
-	"tSylVEzL53cZWa99WNYGNtYYNVykkwadUSPTo4UWHIkebvKj4yYWHEuA8zfHgvM/4X/+Hf7nKyLFgZRf",
-	"oeYySYWM41wZEMuFWUvARS37JBrUdk7/6Pi+hKn9o+PmDNvXeTZJ1fx+jGUXWrz59pk4Gx6diAW9oCO+",
-	"ViaJuSKVAKigSirFAki+SczliqhixxpdPYGIsli1zUJFyTSJ7HO2nAMEgGU+M1A57zE34LXDQIQ29PG9",
-	"dzNeFBI5jDg2Yg4t7RD+mehrcGzZB+BGNj7pupD4ksPmmMhuCHgeVwu1sBX+ArlsbnMCB00Mcif7xS4d",
-	"8VKurAdzoopbpbTIVaqkUfWjZbghcpDnWd4gHy91nNwk8VKmFJpCd6YtanRkKAjwCZtcpnsHDnkAvoW3",
-	"Poev70M+kXxo2I9MYk7Hn2VgLANeBcCUAdL3QZVr7rBzD8a1hSxm659GsOXpVGlEmcABskvThZ7KurCf",
-	"e+86iL61R0icDjplik12F19mSmiZmswWi4V/br+hi20AHJspGXsM58hvlYs0u+400FWttcKojQysyIgs",
-	"Y0z7sr2GsuSyw2GnQS6tfyIp1GZvEk0rpwXbz1AaKbmffwYv3Ls9P7VBC4CPfXd19driS8AGrihDR2dn",
-	"nhY07DaTaSZFk+Pw7SzLC58KmSv6UODBW/bICi9jLPW1/+ObSxgdlWN9pJZzi83jfyEQ4VP+2zz9CL27",
-	"22fAmkMC1E03mAGJuybVy5dxG+wiKCINxFxGs0SrNqwn+MWy5VCU150gz9IEfYDmNimimQCuN5CHNkac",
-	"aRGSHA074pW6xWk0eKaAQIjjOqxHom9kmsRtIGJsBe5P3lreLwuZy7kqVO795uURMOiL/5P9Z1tnBXB3",
-	"tnnwWC1pewW13jtRgngvtH+TqtSmVJsyi9GFkNAhB99ZkkKs5bKYZQCHCH9CVL9dZFkbc9zxOlQ+I+xd",
-	"e67iRLrWqWKWxdhmCSVEKvYaR/k8rTLKDIVIcybltTcRjAL8EKv5IisgjtV+r1Zth3FGNUyuK/lSV/+A",
-	"hAgzw1thCNuYj6+4WzcySbnu2JL5VjW8htnZ5XtcP4gayiq2g1PZs1nlar9AvTtemkWrdZp7NRNcX4bH",
-	"12t6WtjyXCsWf2dl7+rpvudMbYvbdm1FbnpdiedX2/+MyOZtChezdhEkyULmRRmgKgnpLZbkLLuFmGbo",
-	"alXZmV1DbK8F/VA+GDzws6VGiybK5vOksI/7Dg2wygBZOBxRljIaK1Wh4L5WD+3RS8HMWKa1Vec/s8uy",
-	"+KPPYFRz5BMn5yh0p/VWIlHyjIBf4YkRP1592z5lnlNxZSHYk8KodIqGGopIpgeoGBH80Wg6ORrEx/Eg",
-	"Pp3KXk8dRadR7+yoHx/11VE0VNPJ5OjsJB4M1TSK+mdyGh9NB3G/1x/2ou7JpFvt+kmvYoGcVE0Q/uQO",
-	"AtOg9QZhZZUxm7Dz4MAgcYs+0NYiM8V1rsz9EfXwTSHy2Yp+t3supFWVCt7kGpeqjFd2LYmj7sCPkODF",
-	"nUB8rrG78kmyXJG7rBm6z76naYe+8dzI61loPoIX649VI5Y6Xl0leZT+rdv7wzd/PHs2fHny1+/7P51e",
-	"1SyLKlltrwo8Cc97pZ4fe91g2N0069j6B+Tb24Jr7uM0y2kv0E5JjAjxX6G4dZkdAZdXQ5CFY8N2f6HD",
-	"KgQb2yVGImFpidWPS2OGED345Dlj62iVcGmV8vCYbW3bwbDfF2HlzCcs5WIWjjU3cYNhibFGwit9Aw4C",
-	"3Yz+gjcQ2iKfJRgWfmJcCBhUK2rauQgnyCcZjjWfHyC5F0n0nrxK4HoQBwW905IWgtcmjFSSHpReTPFU",
-	"DA9DL21FZ8z8PFkW7AYlcLwGyoWdnAvMnLiZInLk8aAkOIUl6ZXj9ENdoyMQiT6hrMpKWThr0PWS8OAB",
-	"JeHiwNVyQ5W2F2OAMXqVueFeUWzGMAaFCTCqZESW03AbCs8ydwYIdYDZ4yey2iqDvzJdMYeRn3KGLPgq",
-	"piWa0YTMz5kaSCuMpHJz6DGH4eERXEIROQEHpujNg+WF/jrHAtjMdulIYWzqlE8LTFX42MfEf6gjLuql",
-	"+gARiKMs+C7HwtoR36K1kKt8qdmX61N3BSJV8gYSBQqE8SZ+TXD4h+AJJTcPPczC3o+K8LY5BIRACyyC",
-	"Hc+WRZTNFXWboRftgrwPTVc9TLndEeJXAtQj5umKl769yU8KR/8R5Xa4XUr1WjQtjHipLKIjR9u1CzbH",
-	"GSgYr2iXyArzKlwaa7fJcHuJYXd4j1GoJb27QTgeNo3BtpT4ihfbZGIq85Ke45xqny3+BB0PBH3FB4SL",
-	"wf+LSVbUh9oBFghk/aRJhWZDsblWt44QifKhYSnOpJmVkYjPFBjbFYJyWPvQkmmWn/NmUYzFr1zOg00+",
-	"Z3Yu8ltIx5anY1OG9+7N2LVBJdoEjXnhF4vAWHIjRx5yUeALWnuflWHnY52h/zOl2zyoCed5I+gXLsvA",
-	"1Ddx5aWU2nFJTMnISO0/dwoFEahXlf8AjSyrOIBlETbqDnvUa3PncqkfnHFbdnwzHg7ds1ak0rm3rNyP",
-	"LH2zsEQtwBdhNiu0iQ2Q2AOMmk9SPPfWqOXvUZJFq3G3jHso3e39s0juJwZ2gPuUq90HOkLhlk0r500g",
-	"/p4hCSmdn+PWeKzh/1phINQHGRXpyqYLUmKjmaFuYlRD8H8TVtAeYss1kgOeXuKJ9cIYmTwKgaCbnRoT",
-	"rleP7FZsZT/Vhn2D4YeyFkGjm9PpclUQ7SsiTdfShDHY3BodnYDttkozGbdGrY9jBAUct0Zj5jj+G24L",
-	"M24F41ae3Zpxa/Tzx3ELf72M8UbKLsY7yGDFX2OVJjcKxB1cwA3Dz5r3S7zj6uLrdq/b/vrF93jLP5A0",
-	"sYRZHn1kVkWZMuDIsNc/OxsE7MZojVpnUa93eiSPoiN1No2Ohse9/mn39OzkRKnT6dHwdNLvH53Gg97k",
-	"RHbjQdSTp+pM9aPetDvty+HkpPS2Y45uJ3dEUrVUWBqrJlQeU+RKzqmciVMHu5RiCzp4bJUQ8smQZ/Rx",
-	"YeLnqpD3C9lSWnYhY1lIqv3iWHyn1bDO3OJo2lK4sAASB14lDXeaOBkwdErHvs3sFyjtDKVJOmUBKkg/",
-	"xskcGWry+V0oDpY6VabE16dbTfkiw9q51JhnQZ5jwU0lbZQkAh6jNk5iCnZLolmF/lUUVJBVLMISup0N",
-	"cr1MyQPNo+gCiK1RC+IInTfy9qXLe903vJirhZIb9BK4Qm5TNkLapcFaSdmG3oDTlpDdx5qUhQOnTPBI",
-	"BDaSm+X0r8OReA/TYrXjAM31pLBv0JkwaVY4+zOcyw+MSr+psK6yYbdX0ipdXNHdfKDvU01EjzUWWuOu",
-	"dNWedqFuFpaNDpQLlzZPyqAvMs0601u9irgZIJbCtvVXaUrLT66X2dIIs5xOkw/WA8Vy5EAWYp6ZQvS6",
-	"4v/5v/3xP7wPKZ53MjToTY3xdhZI+7w60dff0u2kTeyhS6yzRtAL6PnADuTWufvWNbFpsPkmofSNSrMF",
-	"IO/RN3y/7TTLikWe6KLjHujc9Koe/g337I4u7Ytqfi8o81EJZT7Wm7HMRUj/aqOJgbES/BfruuhjsveO",
-	"dZimc7xnrazFwpxB/hcoYRVmsART7cniK8i5FHCBRlbL3D2gA49rOeFAMBkfgpbehXL6x7pEaa6lgHnw",
-	"637nWgFTDGKjqnPHF3bEZTzXQyN2ZD3TK0qTMtXreOglcwZ0pkB3uKiKssDGOsspDwxtRF1PDguETQxD",
-	"3Nd2WE/3golZN8H2SPRqRFZs9r0v9SZp6Bb+E+LhANeDrUfHfFg/v8TBi0Mgm0wnSkd9r1amCfmG+TLW",
-	"q6M5HGyRGdF+xATBeAMuWZWYe3f1jn/3biYgx8bAIrpC20LEGPwGaOl7pRZ+GdQEIvTmsSmB4u3Jtzai",
-	"fk5Fz5RUYUccRctDjX3s9TNwUW8ZKB4amZenHxbGCA0CyyqLeG5jiAZP1Td8J04DEmyIfxfl58LHHUI7",
-	"QluW34EbMBg+y5NziOXkEJZGNQkRsKi/zYtzQ982ZceUVkRtuVXVCHGg/gEZekUm6qxBj2xWWMVjU77W",
-	"AmR+nJgi0ZHbFIkWajpVUbGDabsxuXzhJ+Juzye0N97fmwHievse4lvOK5VZnKYTMIguBpL5eqYj1SQU",
-	"HrzVnEa9UzDxV6H6j7Vfyjvn6jWwiZBEDVqFer979eMulh0+F5sRj0EpDNU+hm9lSRU8Hv+Sl09UFe2b",
-	"d2NFsK0Pvb8PGnXT5WbibTxKn5gatfSIonBe6a5DMuFS3WxaYkj7ZbuuLJFeWyqndUkg5CS7UaI71kRA",
-	"4QmTNRIxgJOxvGECA+2ifAhp0Zrow0qpiHpdKguV87s5Ba/kKFtXAJoJw68qBLTGhqOw83ZAHkKI70qo",
-	"93Igb9ZOSgxVHBh31O6trdxT26BZ3qJz4HpICn8lPOqm/gRKwIa9Wd+Qm5nM3yw13vWa4REaGDQc/IHd",
-	"Cg802j/VnG4EWLuWi718Gv8hFxaP7WJaqC1wbHgCeQoHKdkpZSiVitYaLBtiw4Sfkwh1q2QkheqeeT2w",
-	"DewWQ3X3PhbEVb5UnjcfLRkZzZh2UWmQovBRuicpqrKsadvWOuw+vaHLm1L45TWrvmUkGlqHMm6RZ/Ey",
-	"AkHCyQt4UjtwVUyBIDh/LuhDVKADphXoUF7DIRbB5zJSdgWwudrrnzrjc6zL0iSxszKpbpJCxi6mhZ12",
-	"L06uGioK7leG1OufbrRLHwbAiiOa4TnVEc9x8Mj9mYDuQa9pWk2fZkTupyh/c/n26vLVsyu7g+2uhbyX",
-	"lQXRSIyrZUECoLH2ExIXmUkgQRVnD06fwj+r2dMSiF4XCk7PwbMyzSUnOxlhmezj7Fafs4bQgzvh/8MN",
-	"USrnbMomRQ1vyNVcr5WHP1BnR5H63Hnzd8N+fa/UAoZJ5UlkowjQody6ypAl46n3lwnRAQHnhNONpRGG",
-	"SSYdT3E19NB8dD+ujWF3P98XODcTxKMh5yNKs+h9FREKjzJnQYdzVcjOrUzTZ3DrSxM+3NjYrrqzMuJv",
-	"Es78WGoruczjZW4sdTMc6i8LWooLoIlvJ0P7PFIaYtfWvLFKx37KxVLvVCnWlavmI/ctBmxfNpbgEPkk",
-	"+IGJFZfdtBTj5QpiGRU2WV5EUscJrCMq2sVkRbhLak2cvnIB3IXJHG4ht8XBd6/e/nRIrlPM8EPbQMJq",
-	"Niq3uXxgH+CUcNaitPnqUaZNEq8T8mK7WkFLal0D2+ILO1Kw375PNsLp/DRblYltVCnvUgwxTbwNi8pV",
-	"QLtfAHIMkS0BcoyurVEqBE1gl/wwVN2g35zc64R3SfuasgFCTuglBnURcqvaRdbG85/rt908YjnQWPNt",
-	"LvuPuK+xYkRnVHteZBZZreZtd53zwdRdQ+nflTZUZ8M9sitKgtnuzXQt+2BLeMnyhNVi/kRhje0WGwVD",
-	"ML4CKC42VXiy4qiIDwyHYdRqPMUnjDzcQ09kuIJK+xq3rOvNJrY4DsAkGrLJImU4508c2Lk2y/wmuVGw",
-	"AnOFRwrwwtrqiHAkXvM/ydGwuKaO+VEx+hJoRnxrrZTe/ro7suKz396jhrxcyA4chRY4ln1TAq/yFDo8",
-	"lWSBZdkBwwey/mDstks0JGXPVpM8iWFrebWqIk3eq9vEqENKy8OXGiK7BecMvBZtLGrmhDYxrgosDzQh",
-	"FWe9xTVp86IdRSWLukA4+t7y208/wsvv6sq1Xfut20TH2W0raBmkr+l313JR9tskNJyNRSX4grXFuD29",
-	"wZvazVy7bgAsQNdjE+1WIowYdkLvps+4ux+6ijfu+4JT33/Yf02UvZ/I1PuohLuBSDqqI275QYnlJyq3",
-	"6X74rWoykqeJ0/67r3jxd+tBnMtpIfrdfrfd64ubLJKTZSrz1SGJlcTg/n9iWCyMxppRfVYLBQFcljMB",
-	"R/hwDXofNJZvlUWXQXQn0G6KsCMuWVmgifFo72GyJaEVkN6kVw46g1DlqEpXzFSuzstRwyNNoSUkMeHB",
-	"+gUr+TrlibMHsXFlm/3rKI4/cY3i9GzCIKW03zVgD5xt29V75vVafONPYmBmPWErAzN1rBRabhPsT85c",
-	"RazeFIHEW1C5pyfFLaryvJBL/kybsaRuENrInW2MXu9OZreFOuIblSYTBTemK1Jtlxq3RI5ekLGGVVNH",
-	"7cByFS1CyMMLAzTglLE7Byvq0B49tOUFY11mJYDr/FbbuzLaJ7ZmjIu4zUwulM3bKBQCE1yPNZTsef4B",
-	"Ka6VRrcDf1nleQak92PdFuHHMc4h5rPS2U15sMk/1RiPb9bftLpFyjm4EFr1syOeM2Bw4PDtA+EqkTtr",
-	"X6DiPfwCuJ3oLe47kvHBySK1HxHIyAbCBcv6BL2j/PT6Vxjj7J+Kkn7xbePW6DgYQ34N3oLs29QOiK/g",
-	"b9eLoj3M2mDzj1vQHsyICOn5UNyofCKLZA5oNswuncOQ4PhnFTTbsnHnLH+kFi9evFxvKmD/YzPoH6MB",
-	"/NOCC45bo27nyM4AmqHGGxZ0gVGeaFRUgKHtCzrirZsVgnv22mOzk5jJlc2F0sLO8oYJZNMLm8z/znK8",
-	"wu5SGjkMq6cUKaQIqi4yzrzJcgt7/XafJROrSK7wezOZTl8kU/USVszp8RAjYPC1VJWjMpWx3RLXqpyH",
-	"9feSYk2L3UkATvDeviPewTdRrJoSSmjnThjrBm06xNJEI5zW7kSOOCgxFOjgPwzYib52CtgoOeuRLH7N",
-	"fVT0janCO5KBKxpjs1xGGeiw1UtZWyXAh9WgmgyO0Df0XNNJCLSCcq8jTPXi+1Zg1yUeSxEeYzTXVaPQ",
-	"vWpfk7DZsVc2tAlgwrcnYHUikKb9kdluquOwf5bsZv7/k0+j/39LdcCNqYWMBkruNDAqkY1VT9Ol0pGn",
-	"ddn8awdqMdZ0eFG9sIqFnGc2q52+Z5xV7BQa4QHDmrGWIsryXFHBqkzBffthJf7zf/1v5EyaLyMvDUHk",
-	"isqfLDA3fBzuHWty10mUiGpEblfJZbBUVWvKQkCyzevFsngaI1dujqqqKIeGdA5KcGXMQc68wVw2CoFh",
-	"4X1mW8WZAWwwkacSBAYTP8RJ5IM611to43HkK7NFxVSMPdZwlSwYGpaksNXIkCCEBBJpovmt7pLQmVaH",
-	"I9L7oZME62r903QbOuoKMU2Jqckb5kSDzTCXf8/wPAIlpBCpkqYQ/bLh3JGDEN5gQkgX7wuqRxchXQyD",
-	"sbb/FP/5//3/if4hQzfWW86tOCffpNdqaDD6OMFT6/qX6LJJPXpFgJ123al9Zqzr30lAAYzSpQFsl7IA",
-	"HWIzdnTg27TYxnpje5e6UKawTYVv1ubCmkI11FwYtF1ZGLAU1+en8zCw+YcDWeus2Ir6bMtOebHD7Nxm",
-	"eWwCYeSqLLb1hAFB6XxY7ecuaYbEvmiUQL5bOhA9W+I6S65nyhSfxI1OC3nLnNW3hr8EHjZnWwC3PamN",
-	"g3rQxXA7ypMwVR+SSKbt7EblqVyEgWj3vMtWxWnLNLnWc9CPAUqjST4HoiJvPx3Oez+Oo0vbO98Hxutr",
-	"58lKy+FPfPd2AG4fSM3neS+/5iY+4E3LG2LL2funsqEb/Btl8Vnt5DISTrNsWQiH6GFZJ/jloZfCkYIL",
-	"2RPyQV1+ggCuSDo8x/YXWlZzc2/koIz/t/9+dDrQu+vxmfKBXSrbVdKUjURE5MjlkqhcpHKiUggDpoml",
-	"YCgVtXUaK18NnWUwq7cyn2OsKa01lS7vCOsh7s2PD6DQKfMMGebGHf62NrNSJIsOk94AosLZssC/To8b",
-	"CkQbHSuvGQAAP/S42Xm2MWtKsyvm+QyfXdvJ0ATXlqYNeZVljsDmnjxHUJFbAi0L5nCKl7kt52zgPpI5",
-	"JZNweXJrxMXJxBWNMeBWLOfyWkGss42ESJSSgl4dFbv2aDnHbZMrWai/eXRI+CooE36dq5tE3VLVdD6X",
-	"XA395uVF++io32PnCTTyBWwVvIhAzyoet+7Wi4xt29eXq8yviSLRpqzxWKAe3AR1+1Bz1A3CtlAqwZVg",
-	"P5p99DR0TR2BKQVMEzlvRELdwQRSG/YNKKOuwlfQ/RSGWmefakRHri1w7Enjsl7m+rnHIPuABEda1SVF",
-	"rVvST4zVM0UdYpFCv0kx1on273f4ikzE8hF+vwsPA4/2k5K0yfNJ7x9rRvvBvEEnw0sMRtQrYRfSSBox",
-	"UbNEE3ET3IlK+1i75hGF3waF2722eeZqyI8PyPT+ht+wR4puvCQippcbtMk080QMDMF7bI9PvLhBEVsX",
-	"nqXu5fiftumwfgr8Aa2RNMsWonz4sNqyHZU2zfUalcNzK21leecdEZk925y+D5etcHrABLqzYo+EqMYd",
-	"+ZC0UThpXCq/TXmTlYS3hgzySubi1nxRLB31Mh3vgr2ppytC5t5IYMyIatOAvB1L+ePmPdm1iO5XJiQ1",
-	"Y4WV4GD02io02Fj7d7nY9a8AGozl49yxubhFKX4iJ5JWqJFblxJhQI41PxE4lovEWEITcdDvdumBUGfZ",
-	"Ijy8R9f2hw6z2DFmY8G7h+1p2G/mYVG5mXfnCaXyuXRzKt+WCIgK7wr5NvJ1zCv0ZuBKTAx6EVHN/7BI",
-	"kygpkNtMhAzrdYVge9MMAtUeuxx/vMg85M0PJZEa5hsHYsKUEa5DFRci9sbi+XXEGw86BKE9MWpZhw+0",
-	"77Jx/bFmpLsDmyBKf2NJKtldh9gjBzToQRliH7U1FRdZTtqYNLY0UBwA5x4NWTtFzrfwkK33sc6VJJCz",
-	"++yCErLJK1w6blgq98Z1e0WH0tZaBbiPM9MDIcUs0UVHvKQoMzr72pyEnuVM7tEba/KbwrD0GJsY3sLw",
-	"mjiFc/nhoGxC4DxDgBZkb8SH/l30DsM9E9HXqOBZKGzS3YBjsTkd1Kuz8NJBkfo3TZuSlprhwmmLIjKm",
-	"9cbtBxeeu1TVbZPpcUTW+84v2ArrDUOwCR+P2XzLMQjsGTCxp8H6MHDMqJn0PMu55pH9AZRVwI+UzO1i",
-	"aZRxv2f5SHC8ORxBgIIIABx1WSUWSoVx/KSKmc7Zx8K1Gi/ZLXgJbSYaUDwCarYN5d1zWFaUwVoNBhhi",
-	"StokAaymmco0hdRympXQsSLdY8M/d4P4KitqR0T/qGHfa17Fu5QIXO3g/KMjf0uSTGJDo5XVzxlN0Ju9",
-	"dbllrt/y59YLL9e7sqMMgfa5hbtkFcX6zmiH3krvhLYHc2uXT5mf2HtIgrJct/R1KU4ev9fo/MRf3j06",
-	"tQ1um1zO56Yt/nbTfF9U1LraXFMsfPUvkHUPJOjcS0J6af/rp4PjfOR3bRrAnzatDhSSmLTi1Q6sj1iy",
-	"SXtLYmPTqOwycms3y4nwiYkHmfJu/8D2c+ax3GfbPWQGNo8mdHd9KEHwqGgJoUzMxKChmSiZq/xi2cS1",
-	"dKGBXhvKtyhIfL3MPYghQp05CL/94Yer128uX1397eL15d++f/6Xt+jwQK8KKBoXTIzCgOFf4wcpQBq9",
-	"Vyv8hwpJS4FPGZUqC21DiiHJbhwDdHHhG0rlY1YUi9bdHYb2mnKiHZAUoY9b9FtkveF1A51JIoXz/eLF",
-	"S9K9DMbD8Z+C6I/MWP/bv1lp9G//BmFqaAPl25V4UoeBWGQuH6Zi1dK2luY9omIh+B5i2xZVYDyH1ZJp",
-	"ZWso+dYom9sagioKuMnGWlYcS6LqV8KKKxsggKIdq+ZZU8C5lThsnxi/mAbscDFTMgVzpZKb6nJB6Pcy",
-	"+/iJAd/WQk6SNCkwW4bHG4czKcF6KzU7GZHQlYa/GesDGFB0OC9zjfYjxoAS7CsmD1yroqBgNQ9m1VsX",
-	"Q96RBRxdH7wK2pKhWfJMDTNyMFlVU84fUzuM7ByuGXiFhztcHlmycI95BNscR/ax1Cv6ANiFOEe/+52A",
-	"7aV0kRCaH/z4VhEio927mIFFm4ZzD11RM7CHhRZudQQPCyFEtMxT0f5OjFvNe/d/lFv+++d/GbcE7MDR",
-	"06e9/kmn2+l2eqPT7mkX8p/sHNg0EGhOrCJHSkj7+1x4BVNS/PjmBSWZAAkPrmENQ8PGorUeGe2SN1Td",
-	"kMxZUDrikGF36NBtoezEq+utOkog/muh0TLrqIV2owMlHHZ7IfElYpJq+NNPP7W9KVB2kEJP+WVRiXFN",
-	"ywTgCVQoj7Xla/DZVLWtgRxylntI+SJMm2gnrHwbJ5UCpNxT2qL/ZLj9p4hO8M+Qw9daqdi7G1cQMjDh",
-	"FJGgGX74gM8effjAwwctCzHESKvMMpv9+99Rxz6wzJOHHfEWicLGOtMQj40h0EpURIlh7jF8d0llgOU8",
-	"Hm1ZyLbAuWMWQ+wTYhwqCRjxLXPHwdgRf3KJyMT6IVNDHH0QScZs+LE+CE1SKMf8cRgwh2tJ2XCb5ZDV",
-	"dRBOkw/AoOBFdMQqW+JqXEhTKMiEid4fspZWJ+eDAIBS4WFtSxnR/rN4/cPbq907RozH9KS4106sPPWE",
-	"2ajbkCM/Ev4EwsQ98e+OxZOP41YSc1qxpNxYON3wF8VpoX6i6aqSW3r3hN71OwGJ2x/HyFGHd9QJwvAd",
-	"MAF41f+VX4D/bwzUk+PWaGceK/yh6EvVlMtxK+h0OncwBW9KWq9EWVoY5zGy2fGw4PkOWDQWXayYSU1U",
-	"KmPNbIW4GUXoCCPDc/GPJUlmWYgkJpOI/FN4RjlGPd5ztkFJbJzIrrFIHmzEKrRQEe3wXDic0v7pWJeA",
-	"iIhDYdNYcOkiASUrDtkyN+ce2YgnpObyPYjrTCuxXHTEcwLBv5UrKu2aK0NnXjPzZa7MItNGMQUmgQMn",
-	"9rThMSC5Tg5PO352XF7La5SrY/0sS1OH559bXH7jgIQlI16iDi0OypLdQHQ6HdyYFqbfo01NDJNnhmUp",
-	"O/jazXuXTQIXqGR9soK9bjhBELo91ktNAif2a9fPRYgoX6EwijVXfAEsUnHAMlwcdQM7XWPd73YPO4Ia",
-	"wB1cyH8sSa6Z5BoxneDf0AWqn3At5NMBuXOZlKACYALqwbrkeZAUebJTUP0ee/5V323///w//y/Y/u7o",
-	"b41+7nQ674Kxhx5AMmX1h9lf9Zs0Si6PL+d/nf1l8Oafl7rbeT/4Q3wm//hh3Lr713YBTJH+Mc3pV7ta",
-	"94RX7DNbr0IajtOFSxYKXwMm1YFsBVAswudX8jo8F0bp2C4ykUCW/eW0/SrTqv1SFtEsZC1HlMtvTcMJ",
-	"B92heJUV4mUWJ9MEk5ow6xfSP7N4VV8RCR4Rlc+Aq+8k6sVHk646k4PpMIb8iSebTytP2PJogNquWWkf",
-	"66tkrmh1g4owGAzOQBr8ePWM5JAfyBUHYb/bP273eu1B96p7POoejQZnnV5/8Nfw8HysbayYXseuo+ob",
-	"eMCTnEMPioRP+NKhZhNdbGkRlsSerVGrB53DnJ6F0nKRtEatQafbGbSIixjNZatdwb+vVWNyOc0GxqZm",
-	"SaosYwXWjCeGTE19jeS3WIcYzVSEoQ4wnJSOlY6A+woxG0DDnUijRLYsQKA4VRXENFHnRzOFs5Dltu7c",
-	"E+fnYw0HXakFkgiRbFJnCw5mY4rOtSq+w95Rag0Kcux0v9t1VGiEO1pXJTaRBWbvKXsTFLpdvg3+Nhry",
-	"654abwQlhCjADUOHDDbRP4Y2fYhvf/rnN/bYgY95bpHW6Od3thRj1Rq1XkBICz4KBxdGOyREmn9mUojW",
-	"O3iYh3bPBaF0aQh6JE+RBbBD33qiTSF1RDdAGsZYF7mcTqEWBxXz7kAcUODzjQJqV8QtCw8dnFYktc6Y",
-	"6wYPW9wPY11+OsE0uw2roOSAfLSFsI01cr/lUTaqYYXARYLZ5YF6tOURtI66g02PuMF5+qNHlLttSble",
-	"bF9TN72n/qmxcXFxHi2LFVuGvNSE2mBL44w4SOKAURriZK604QJpsMxI2Usq8FWHAb4AXGEWidzQT7R8",
-	"2OrhXDRZjDX9XgE4d1Fbx+eC5yzGaxVUdERMnDrW7tQEhIiyrl5MU3lNAh9GfVlYuEXocgePXgU32vIW",
-	"PEwBfap6eG5Y5s/8EQ5ajnEapqN5vstbnl5O4QP4/tbdu0/ZJ/iE2w+jj95qqUKGIJr1MkmBjcLNLQyy",
-	"+GGh9MUlAsjLIoEBqVRFwvy+ePESDjswZMvMGdtXh/nVVLb/NX8ygFQBLP2gSvtC5RDTMUUSdcQLSrSn",
-	"+nmbVg+rECnSoAdZThLO2ShCt69zOSdCxQSOtALOMmFmMlcxxS/ofXMlNbjlYFOXy7c1GpwOwdkNLmAi",
-	"9OHKwBmRMu3CMlsfNdh3ZU5RCcJf+27vaHDMH0ZVIWmbOeRLuQbQrw4af9RCDhH35vaAH4CFQ3vCQ14D",
-	"vM23WNJ41MXQwddZvGLmnV53eHp0cow/l/f1u1D7mKZzmk1sGJbjeS3wqoLxs44Rl5vsgctU0XyoXP4u",
-	"aP1T5dkz9FpVF+mlbruySDSt1tYo2jAwlf8NV+FnmOGG2XPIQY1zt/cZW5GIGxQx37tfMW1qRy7I4l1H",
-	"Ld5zF3zS8TzoDncfz6+ywlpF8L1ht7v7ma9lzJ+iR3p7aQFsnfJ3+me7H3ojC/WCGfdR3dijbZfMxE/k",
-	"+TjBbj9+w2BJdSgYT9dwx62nbvjxlqcfq2icd7R4m8Fen+fSWHwZhsKisBLZGompohYeuJ8dZiW4ST2Q",
-	"1dJhZAnr1IdFQqFHVeaIURKhJuVYG8rYQIvqViaFYdIFTFuYKIwMcWS3DNe4VpG9lRTsJcdsfOSuNQ4X",
-	"AaD5oKdx6DEE26jxWOdqnt1AIaQXiqqmr9rcxsoYydI6YCJr/spIdEOSO5CzKV42xM1yJZa6yJZgPHgZ",
-	"cui/wm6DTFcxRRVtIiD83qO65ia1iFrvo6veWzPyEEY/XS+iwageOBcAs5e3sSsAb5TlRWWgR+LUZZqi",
-	"/Q/u7DAQp/gHhvPDQAxctj7d5BLfw8oJxd/vnd3dOeg9RIurNeqVl/5Cc9v0mu49hPG3OBWcHrZBGFfW",
-	"F7G/XmdFofQj2j//1YTlQy06N9U0MbXd7UtX72fTend33w1UxzZ+t5eIfsqiaJet6AXGwZWOYpIZ0bwd",
-	"BAIUM0GdgDuoCGHywd0kBvTmw8Di6hA8LkAZTFac74C0SxZ7k2ScVzTjEprFqx+u8Fcu2WVYCc6FwDDJ",
-	"QTg318BU2UWyaPhkTsEZvHDW7kGC9HObx1OGRrEdZgmmrjQ2n8eA2EiloWSHb5O0UDm00+I9Bj7oYVgk",
-	"GNItCwhwBBBBCT5CPIlUYwqH01clGHJHvEgodYGREaTGOK4xqJiSO9cgy3pIvzPdDsRCHEsrhxewLRx0",
-	"oDA2HpSQ72ujJU1SHaKtPC6fIs6DTfUOdpU45LYyP3WNSiuBB4mP21X3OfV1X1eQnwXV2Kh6g2Aqq82Z",
-	"m+sNrWEwsP3aglleFt9xa1Nc/nylfrfTWi+5bWoU3Lt3o7BwGNuzy4tBy7W1x60odfe5kfGhH+HwR2ny",
-	"ekt1lL2ZZuFbdzuIa3u473z2Ld9JT97da+JhazedzT47Bs9/VUZ+OZ8/3/kMk1I7nZ8YOw2/mnP66UdF",
-	"CaJ3G09sWEXuEEYoFC/V1WJL+6+n02+Faa0IVknAhxVGfaQwUHnlOXFAOrJNoQcNmRiEMvCrop6AZ+yg",
-	"3eVqVntMEh43paF2KNVCUnxec7PLUpTKyQcZRd5xJ64zZcRyISYrckhjU+B8vsC7AMc/FGBjGVFkQme3",
-	"pXuZk5TMDOqdqEoIv4y8KxQbnyzni444sEexi6Nh4zqHkOhp9Rsm+vATx2zCGL2LbERMFlNx03F7rfC0",
-	"Xa2ftZsxMeHFxP1rz9MHHJ9lPjC50B52nN5LIdj3gHmE00BuhjxxwvxbGfHYlzWJOx/iYkD3nD079j46",
-	"3JNwxjsdcfephXeqmB+/39GzySR0S+e3drzs48fDnr/Kim+zpf5tHUpvEMZU8/x8xlMo+LhpUSDvUSCQ",
-	"hsBJ80AQVMGAGHBhk43Q9PpbEodrGjM8YoUQ5ESUMogPswcLIVctse8xSrnc8NpPPLUJbn9jOU0sTBKT",
-	"IlfxSSJbeS1tX7JN+1yCrQkP+0UGbMva3F5bjgeLglLZwA3l0tiQOQh+Fz75ENUhxK6a+5DLAkwZF62c",
-	"7GN9IEsiDLpFlWnSNu/eHJZJ8SVqmHMpunKCnDRZX5+A91FdaKFibg2m45EDjjKXxxoPfJtv30BvUtKO",
-	"BF5TLKzaWENgI3AxZ0sZFs8T/Cwm+yVTGKKAq/2gVAOmEM/Kzr/9m6A6XvaSiRB/Z9wnrF0OhEo5xbgs",
-	"kNauHANUES5Lt95FnjDuKJ/hkpkmsWyFitsVJlEGlVB4YrNQ2cKHpNnQZspiQmoIHg/MU7aNhfRql3Bl",
-	"i/xxWcDoiANKjw0YWhhoxlQk0X1ORCMVYBAaH0bYZSgChOCFsbpYp6jBsTZClnM21iWUYjlbiREXX//w",
-	"p+e00OwHzqtFggnj/sK6qNT2U+G89WfXF4mRkCkfYpVz2707BGIWJXNlCiiLDm0uw8QB3fFYJTEBWUap",
-	"kghtL8IFIkO9RkqvTLtHyfnEfiq6B5tJKwPGhkfQIQQaGLawrPvHV1EtSiYWy6L6so6AatwSsIFqcd1y",
-	"jmZLyKOgXMFpLq8tO4EsAvH3LNG8asY6HLfGYw3/1wpxOdY7hD0JBLEVM0slbAMq+FkViuqQ4F9BmSNL",
-	"cKjcFzIXoEk2zXY1ovKtJMb/qt/Rn3wG0G8AueY2cpirIk/UjUxDmhHCT2UJw/N4yERFiJBTrfRHnNJc",
-	"xUnhVS8tJO48P5G50m5CDYX7b2dZKYY39AF2V0hJOAQX5hYDjdiYqnRsDYk0HiE/UyYYBXuLYK7pTe0c",
-	"PszywIx17RR5YqejMqvCn1ReZ28IQgEWWaUaLDEukkTMM3ibpWRzwBFjfYBHmc0wpc9YlGK6zTz9aO9H",
-	"yKJy8hDtgXK5Q6I5LPGMtF8m5aBv4QmcNCq+IIKpsa5gTXTEKxKMdpCx5ZqnzB4VOF5kGVH+Gic8I9Ys",
-	"yh8Sjt9JMwvFwdvvLtr9o2MLPfXj1bftU1zm5pDAq7naCvF0zBs1l4lGyjo715lFy8CyP5DmxAClaevb",
-	"OnZ+zbkISdiGHiY0UkJQr6ec7nRAHNUEfQ2LxyznSuiMyaEnapW53FWoSAhLWPnwkJeARe1FQcMAhZYO",
-	"gNdA6ay/zz6FpVMKLtyTDkmUFRA1h4KCslzRwGGLXWGhSuZw4K8LCxfHkI62ds5zzPNX8IuYhYOS2mU0",
-	"U/6iWwgk/O1ichCNozKmAfvJjgxgQMJ7UcWyv1nHQKV60av+MUpp2kge7xpsA6pPHuvy7Rb8pMQyBqqD",
-	"ZRFlc36mDrbc5ClgJfZTQ6yoUkASyT1Nagu6WQ1lvsHpwrkawEbiGGv75GTQK6feIYWxKHKpeRRhrqyL",
-	"SiiURrAsWR7dzla/QxukB1XLJbrSz63b2Qp+IncHaeRft/v97gnWlyxmGIoyBfEwL2SSI2MckFzcoJzp",
-	"D0WMDPHX2QhX4iVzaFP8DhQwHf8eLTUfv6gcCqdAWvmAWuDSoP6LD9Bc85ifk0QqbrMyyOam2I2A38MS",
-	"jS0gD887vyk/e7NJ8TsY1lvFNZQMkArtinIZQeGaiXJFBZ6kwhDs4u/BLMvQiIO2o5FYvrh+8Z2FgRhS",
-	"zPuPNPzVJUKq6wGRdHha6+HI6rtC8tBpTMTYOGjVoWns+qVh1URqTjFBVf0S53Sm0gXW5sFLvZ5KYxJT",
-	"SF2AZ/bOraJqNwhoJMvtQYZoSnhn4GHTWhR4WNpDx3jtN7z5WGmNjrHc3y7gT53CJUsNywB89qz/5zct",
-	"b7rukU2NJz0Ctd3d3dWt9rtP9tb5omWrE8zKR2oRcr8j2uKFjp/Bhtj1/DP/7vIlubx+RlSIu17wRl7b",
-	"x+45fJtzM56XODtOx2OLxlacE5tg5dQlW9sQ4H9sVcgFg9cCdKa48lSlUvdDdY/g/Unfo7Pmv6IHkEae",
-	"0qEqjsDeHu6510RAfJVlL2ROccJh72iflvIZqOKXKk6k5Zwa9vv7tvhHzRUs5Bv8TXkuCTSBbVlas9Vq",
-	"SZQ/pUuTj7w9cwufwtPmMzryXiMWR7YHwCTbVk3+urG2uAWWn4YJ4JnmDbMRf3j1XHjJiIiG5yqntZ8l",
-	"zdajw0OULl1ZhMD/Eoq1u+ds8pcJ6pj7XwJ48RNEWlSH5goYuR4oTKqvliVsre0xUnAkhbEnIRIFlvTX",
-	"S0NwswzNmCDZp5apI/YCQ9H5+pjck68RURCOoUIvaYX19yDkJM3QA3jS6tYmhsbGVtyvPBzNsa6CxB2E",
-	"jMjkbKerEryKHDUl8l1IvtRZoouRBX6oweqNNePqiceG1SODCda/BSiERJ4kVkS55urFLACtUYbacO4Z",
-	"Sk+sic5KKldvGw7I/tu/2dzEIqNFSx6+CoVLuRI9EM7aPPOCt6NMFalecVuJxAnIjkg7Qu2C/F6dVRDE",
-	"yE0NVrBt5E+IEmF1Y5wk+wfWlaNvkrYNQ6pmlWw2cpbH4qBcFzV8VZ/v+fCcC8h97zqS11bc62DlMR2z",
-	"+1AjYA1+iqeQl7BNgTPcQYKgFeX2hT6ig9gnyw+YQQQz+Mu5H2tXAMUY6KJCsudKLVx2NXx65NzcdmXQ",
-	"i/2N/oR3uThAjX6yYjHh+nsYeE5u8sHY5vFrfFjXWH0gNg0Vl2+sybYSqvqcWQUthIb1PyJvT8cbGGBT",
-	"T0MxX5oCEY2cL6Zq/fMGs+1zkDoOWBDXYOl7ZxclOt/tELbnicEqEAjB8KvcKkG2zTXxwONAWDEpgq3B",
-	"zRWfPr3I+vNeALwpLnJ2qJEfh9gs9Ho9PzUcIyFOy8OQwx4ItOi234Q82xFfZ8UMl29eR3OlLU7zQoCs",
-	"6AHZD2QWvuq8ZKWHf6wTPVV57twFyZyRdti4sIA+azCy9AYgh6b1TWG0Ck4sbX7fIYnwjyY7dG7UwkoX",
-	"i5IUXsZqvsgKpaNV+3u1CqHxVF4tcgWnjpFTxU5dOVdjDWBA7nCCn6jGFvflynhAT3Y0DthX775UtN/g",
-	"zei9ypcqPPSZLkF+JBXg89skUue06PF7rgVSxAn6VHVBjXCrzuvUe7Vq5wqWe6MPCpSmK1LgPiUzdMfN",
-	"3ih/r1af6reypj0kWFZN+p+qhxRiRMOZdDjypUvFG/GvcEBU4X6PQDOO6pDkjRFo0ricvso4V1Wt1aEF",
-	"0zFgWFGEHQjOZJKTB6eV0t8iI15QDqfA0Aozy/KC47UbTtz1PDFaUuUEcPGZJxIYxxia4uQ5NSqo1OT4",
-	"XjM4cdcrBe0wVY8FGOportrWT4lX26etiift526n1w/a3c6gF3Q73dOg2xkO4e/uUdDt9E/gn72zoNs5",
-	"GbwLfu52umfwS78fdDs9uOOoh3fAwz26BL8en74r/ZP3+cRd1dHJyV04oltdgKAUggOTBL8jQxFmliy2",
-	"e/ksHwreSksk0Tjok6WhknT0ldqzTOZqli2NEiaSGpxZBCJETCqdfVZ5j+xInJQrxpX1q3j4kqeI+svF",
-	"+f0PMl06mwNKw8sy4mY4DARBfNsTBwMNOm7wuvpo/x4HBowvHJgavfE4oK0qNQDx1CAHje+gawUtGK+3",
-	"iY4Ue5xXrRHQE9U5bxAZHMfqG3wVQmgy5Q1XsVqHdQrTgCUNg65zXaORwG0TubRF95r91zAXppDXiiMK",
-	"JkuXKEBgPnyGjd7psFtlv+jXKSg28yx5lBM//7b4fd7dbdxPL1cVH6tjgeGztTrhgDcAEQQbO3At3b7v",
-	"Lp/MhckQ9IddvbLoiMsnN0pkC6VV7L9KuF2KZTle25BqPlcLmcS8B5n5C6P1uPYBpKvIaJviAGzcpR6n",
-	"wc+tPEr/ht7k0+7Xgz8dvzr7Y/8nkEFr3ubT7sXJVau6xwf38DmX1CCfxeOss5eNMZwLTVq79VI5iaAd",
-	"+DzhKZcw1xD29YzijnhVtV4t9HjHX+86a9sHKiDfUK/t4K1/fkcxlR+Nyl+W6amV1rq5Irvz3s32dRuO",
-	"yDrFxzkCcjWHczLfu2/wVtvB7f2714LY7EN/tQ4oPhJFra8Vv0Wt752xZncEg8An0ezcc5VQTN4ypNbG",
-	"YKw9/0TVl96gxu9yqZePuCc+sey93+3dd3+A46N+BmOvra6n4mYVz1995bQ3rEDwRJVOG5dkD1+23J8O",
-	"6LoS+vQWGntoOJH1Uz6wyLNpkqo9Xn9R9ecssSBxmmBQ25YuUtkA3WUsG6hz8VS/PJM6nmTZe//T9GIv",
-	"utrztw1jlP+MSbY9TLKlf5UxcXo1aop3wd73k0pJEdCNutgVkseW2lhVL5/lqnSz7VwLv8hYDjaO5cCN",
-	"zWCvsdx2P49l+QBlTrfebVjX3p2VvOrWu8Z1evd4stMdCZ7w7FS9xA2EDoFw7nfmF+LSxQptCNEvOBd7",
-	"taS4BKkGl2/pKHYMHL82OfqrCm7CpP6WQpvQ3t90YBPhgKphwS2lGfcIZz4l6senNg3iEeKbu31sKNg3",
-	"x0GpvxQJpZQ8Wx1NsQLG6eYMbCLax+xFW+YOeYVeel0lgwFrDhNKyiUXcumbfmLKzDnILPUp9gtxnRXB",
-	"GqCcvU7uTTPWZe0CqQFZnlxjzBF6Q9z7C2zV3yEfE48a500ATm9LfI8vt52o5KOLry/ePn9x+eo51uUX",
-	"CooqyiaVVRAekDmSUQVVYBc7WOxxZgpsw1mbnu88VmBssnDlVEjQb5hvO0QPGslh5sR2DvqpF80AvPqm",
-	"rhk4VCHay/PIocupKzuBuVdzNBDoIWh9pqlb4JdXNoV9rBOTpbKgYDG1FLvX9jm3R95rkqKBr5/Q/efy",
-	"71meFBheh1cLkSppCtFfo42v9ifhVaIzMZFGIQQY3giv4I91sElV5u+RLRYp34SFO/TVHr0DIzoKgwsC",
-	"h8W+ccM3qx+sEIuPqj7igPGK6CBcle+BN0CcFL7I44MdtoAQjYuKLBn7KzoUuMW8XQ+pRY7XfMT8e97A",
-	"1sjNoWKX5ILMlXivFkXpi6vUCMNAEI6NwxmFcE4JOVOLKa9hQSUlCeW5gI6H1O+wUuFEUNeUuJ1x5reQ",
-	"4tWPLzzQNgpzIN6GXzGzIcXWy8L9xVJt7bzXDbDquiprYewkBTQ415CeTJUpLPdo7Hx1nH8Ztf6izEjc",
-	"KvYPWlev9ShmU+twXFHBRQG/Q64sxDAoPxaqRZLpiv1UWN+mnN/pTXswOPM9VJSTS8WC1GryCvAmYV/f",
-	"3Z33SyVkwwnhVqK1e5671xMftDPikehRWi8Olhh0G8fgeaqiIs90EpkSZxeGQ7kB6Q13DYhNEeagEdAR",
-	"q1wsMoOwNxR46bVXSoLLIM+lLlaWKAe3JGUkCwT9GwkzgzjtJbr98NVwfW0Yf18dxuYkaTeODp1xP6vB",
-	"boN7uOF6j7LQEYm4ttStWPLnj/zA8UXRGrUIDrzf7h9fdU9H/bPRUa/T7Z3+dcc6YzBGOSG35puvu388",
-	"+u70Wf/V8Z9aG9cghtrowsOaN+iNuied4bD/13vP31qD+1cnPw3/fPb94GXrAXO7yR6sFykkpULxX7Vc",
-	"nEgXfwuWlJ2837w1hWcUrzAMWAtrAtEC9Mwr1oYfZljZhzeincn0PVOVoOmQaWc6VIiQuZawyt21zs6s",
-	"HfA0U/14WR5NbF5j7XKPOKu0NDRcgje+0RU0lek3EH+nsOZ5eVlnhY114s6llVYlPsaCmGIVAtcZOdWu",
-	"l8qUiYAu64iAqXz2aDYQRlRE6CUUuXZxrtRaiXlQAnkyVhqYN+SQt2XtaD9ZB26Zv3ROhRQ2ELbz/VyD",
-	"WP/AZOVbhjajCqtOeMS4L2iI0uWOuEhTawQRmFuWwa3LhfAw6qClmGBns4AhJDNa5xtL4momkleATssN",
-	"2AKtvnvou+CeGJtwZ9NwkacKjgqq1oOb8F9gW3BCrp9uGzhtyQRlZBz//V5pIIDAOBCMcxIzR4CsJPmt",
-	"7EpGFnbMbClbx9DusRdqwTu8ZFtEjxmhCRUGiNl+DcsFeLhtj73x4B2CA8L/phEpmfswYQUWPUD6aHYO",
-	"oB1Ke4HrSEdkydo5xtMtVfE1jAm9AxfyZOX9NdYHRikRArTmUj+z3/eKBcsl4++CRIvpMk39ouYyQ8EV",
-	"bl+8+kbkih0orobQBJyRQw5sY0fjB9TlkUgyJL0e4RI44a4mXZxfJtGWwp1c9dhoKvhNClPxyIhqGaj1",
-	"OW8pBq0h8dY3UFmifuDwndxP2DAJJZpZqtoOpso2p8iywGsnTGwSe+xwNMNlZWsh32PyKQJIUqMAw5EM",
-	"XYfK4ObePBlrmnyWxDpzV2uNJ4AOEqMmS29c+ogDjnKZpDq7pUx4GmubXmJrANA6PSxz1cd6Y3V7pcoZ",
-	"G8irWCRly0RSjLWs+cOYGRANs3CRK6N0geINd0gCKzDkHIIYqu5DRrJiRBdrn5PETCCCRlnuIbmOqEUc",
-	"Iq1VanNBoyy5MRlla9NeHWtLv0+3OwoHUan9xfRe2gRvudQYd4GtO/a2AW8Mgg3wavEwN07TmUBUnCte",
-	"JY4/QiR6mi5xi7pqX9j9Yx2miSku7dUSVIN5FmH2SjsRNhjZetgGhlaz5GpJBqJ4kWcfGOSPaDiWRhle",
-	"Zw2+PXh8rvwkuYqStObqYx8tjG6tqvgQuKOUCHkYLcOPEvkyVTzE36hFMSuzzWP4MxSvCIJD9FiE+Gyj",
-	"PtkoeGpoEhhFD7NMWf9i1Bp+NsS8wlciVTcqBVGEZP1j/WwVpRY0dm7NZ5iwKNOmyJdetQy+Hwx2XHgT",
-	"ZWvOVezg3NRaE61v0OVLGDFRUwL+4HKIsr3QCspbVjF5P0m2FGpBIHQgxRgLBdjjkKpB5ZV4mUWeu5Xp",
-	"e6GQe6pw2NoFVwoXyhTnY23HewJWCKcHJ/90EoxWL1INV2bAcndtcKNV3My7HW8HOnPqwppgJLXK+9kn",
-	"wz30iiEu3AxUgc2l7wcMKuIim1Z1PN91TTLNbmDj6O3JGXiNFVukTDQ59jxn+qOC2n6X3Yo5uGp5FWdT",
-	"XlJFZlfRSPQo1dzS5dgLxianQ++I9aJPLKS2z6a6bm0gA04vBxQKs2EykWnHFyiOaAQcGFe/GQkQl1oF",
-	"JtaRavSQUoIo+I+20/E/BlifXQ27Efvsnc/LtH2E0sszff0G3W873/FTeW/lLfsj6lWeasbVK2/5b+Mu",
-	"+a34Hp7T7hOyauI3+hqCf1UYlp0aTgdplwgxG70WIHtqkDpwFqI2CcLC6keBhZMyM7mwR8lY8xc8RnY2",
-	"keyFJ4ToEjgFdq6kWeZooVgDix3CpqKDXn13+dbjErE8Y3i0eIRdgXMSKLHUc+XeBg8Rz4JVPg9tBJEB",
-	"39vgN0/lIhzZjuXujPTN3SeGKlx1hKEvJOgRB5E0qj3N0piNAXiS+XOxH5ZCl5KZSp5ceEWWIyfsIQee",
-	"QVpnUbQs8b8SFaknhjGHuqLIoPrz21wpZCyucBAFQqa3FFTgMaGAnK2Ao9o4GA3uZ5SZRCthknmSShsX",
-	"rX+VYoTx2lgEtu4vLmN2FX4elv7wfEkY1u5xF14phayZ7tp5A9FYCDxGof8Gf934PEmUWZqRRlJdxKw4",
-	"+0uYPlXX2B0bNKkkrijO/i4yXQmYO4ZiBz4nm1RzcNmw4YiTnCvywRk/vuTw4bRCD2yepFQMibmF5DMr",
-	"nXRVhb1JM8dNwoHoWuDcMdeN/AYwviJWpe3LC1tknJAOxNVYPgA0sMQ8alVBxCSk4NkmdoAGW+iXpsTT",
-	"GePj5vWYqSeHvEXklmecoPe8ErjxZW8jDvM+8sYKGxIiVrzsEh/VhJqaAKlKDyp9JAHizjqw0htWNGn2",
-	"dtqs4UmOPWRHZUFLITLWD2uyFpaC3Xo2FuULbHh2XUF+tiayJqq4Vaqpu3uLLVfJzCKrSV7dfxyaBBqP",
-	"wT7irDqMjq6uVQ7oulyvjilHJGuD6r2JMnNL3Ojdq92T1+Kg0jOicVkCnOuXtf9l7T/m2t9/xTeOZG3B",
-	"722X1Y+ljYQbV7MGb19CkASlNkyJFl+ICn8dRIUwl6LYMHHb4sRl5ewGM+rKj9zN16jzAloHXJAQI3zw",
-	"h+IZ0yohM6Eyykb7OGLGET9kdUFQQ3OOya5OO5OmpGY68AICcq4sf9MhVV5JTr1r1MReloUW91O/ftUE",
-	"PZTVXmHoSeW9nn1hb99fevCDe3D0rK+RLwQ9n5mgxysoshvd/fTublMO+zcwQ5iHzFNm/cm1QD3Fa8r5",
-	"hF0dzRSW84IZBUn/H1TMmXflQZ2bgrBhZCpuE21GFevziRFvv7t4/ZzydrMJnPa2WJjY4iCjYbaa5GBK",
-	"knWNWDFUgBqW4i0MbHMwwLHMIXc4Xdlwp5d3XoLbXP3l9XMk0FkwFjiymqEOONa20aXJDBfpX+DfpWI5",
-	"etp+xd71xAjMnzWET0wX3jz/44+Xb56/fP7q6q0XdatQyooDMr0Wjv+A+g4J47Z/hxRlpNZRKKHfFwUY",
-	"8WCbAg1+qubQbot5gm1x4PcQmheoy7LnPMvfG8j4Tz5wtI6m3x7xB6FRir1LP2gIGUdUVO8i6tVVQUmt",
-	"Vh2zsSDrhbAaGRewJTrAIJ5BbPUefl6K8EVGQjIUJAPw4xRs+32cr94s9VcI81IixuDgIFyBnyDuT3tC",
-	"gGLTXClxMOye2Vh+mw4fGJfJsvArGLh7WS5yhSplPAJvCCVUe51eA+0qqltF4plWwiID/JlyKGcHXv8D",
-	"LBMwhZwv0OOms9tDBKXjtGzmTLLAOXaupciVTAUlU9KHHLPBCtGzFYI3Ic5FYmwxCcGRwWI2TYcnve6l",
-	"5ULayrz0J2idLBRn9+dzmRJ8fLo6p466RB4/6sLZmk2BF5zl5sgL24AcZZlkWaqktlGWh+eT5wppB3fj",
-	"8trVfDgCNxFm+SfsXHOclG7J+4ZjEpe8U+76qEU0Ey3XI4twiFKeBEDdhqVHeLvwBZGRxWofF47GqtoA",
-	"yLpur7XCUZ/zB4O6mcuXXWMNEqn3uqAgzWQ6fZFMFaBinB4Pu11E6eUnkDQDjR/9Nspy1Rp1O3105zf1",
-	"t4IzWzHba1WwcFC9ufiP9jSVN9kyV00YJRG/idYZ3pm3RvCNlqOY96thY8I/otsbxgbQ1loB/Wd0VPbA",
-	"2nDYA7rqN/4tX7ZnrIvAT1ae5dtE5F+S4CdlwezWptn0GBjlI9uYATSrSGF6+kdn/S5PUFPreX4r7X9e",
-	"XVEIdGQPFwTw7nddNpvfi6ac6Yim0E9HvFH5RBbJvGO7uXlx1lZfv9u4iu6p0H5GDI1yNLdjLs9kwYL2",
-	"vo1v0sS/yVeUIgDW1kH1yCTcrtqZjXKNVDxGPbPEAO7QEt6ZVeLP3UrzqNDI9y+PsLttJ4udseMV/EKz",
-	"4rETQnoXQ2NWRr1Zq6qZTlY52jW27r7fTEX3HubWs0xP0yQqft3VB5Wqg+e6AOn+WzIoySp0RmGzSVlz",
-	"Hj39aNNh70j2p6pQTQYn/G5qQqgjvl45b62PlJDY1B5TyJXLfCeN8kBW/Aw2mbGGJZnEwiiL+Iw3HEIS",
-	"2e8Xy/xasRmhcmncLUbcKqhCTnT5Eg+EuklVps7upypfpCajDwo/M9ij+XboEYnN063AE+6nQGP3HqA/",
-	"V4674ab5ixHmCKTWf9Xcnd9k3g5Nzo59G2wmR15z25WZ26MyZYAXkvGN+EW6NJTxXZqz6Etw9qx30HH9",
-	"qIoT5hoUBgFXZfQeKJY5tI7YSa9/vALvL+W0I9seu2Dcew83MAa/LEl8P0mF+00qGBuVhy/78xcnrd21",
-	"O+8XpWAThvkalo0wJVjKUD9yuZoQvV8IIGt5WFX7hr05scfOB7Eb62FCbwi7adccjxjdYTjww464LEzp",
-	"4RvrkpVcOFLy5SKWhcdHfi5CVxcc4sFPkO8/LIpkTrHtKNPRMs+VjlYjyumBzrnvYOV9rmRccppzQcdY",
-	"T2WScrIUegH5mXbEmmUokqkw2VxB+7Ayix+NPe/xWCfaRqo7whbcl993ljEC/ebo+ubMcsa2lnFJGhha",
-	"iejEIPoMzQhwpxmknQgnUfsBNy6VyOFYc3CNuuqP3NPK0MpcsbvalkSSPI2J5B7zpFJol6tes/gV5441",
-	"wh0B1xD018YR2GHdhc5uRbN+xCP40udVf5ibLldk+VfxDmL2sVvC1uulzOOykJGnhUadiwI+0U+x2zcx",
-	"bPJNBC1uC6P55iDCrvJkUfd2AZUkrpRySeBywZQUPB+b/Fys2a1X1ffag+5V93jUPRoNzjq9/gCq6h/Q",
-	"bedCcyLMd9iUHjRuyO5RGjSPklu323vgD+Y9D1CWio/u9vltT8dw3+not7u9q+7ZqNcfdQed4dFxZTr6",
-	"j+8usUJ43V9Cgmm7z+S/ptrzxWHy61HscHU+2GPy1KF33h/XrqoBNkb5L3WsPiiPnp5ri9eCKusuFaba",
-	"oOuOXWNT8AXK7lbEFlQGO0AVND4zTBVkalQRcGRVCsyZk3nJEhSQzuLTA7H5iV7umcoZP6gESaXMhfZt",
-	"Eivmxx9r/1NVQrIq8b+jdH8GPN0QtwSmaEiUt0OGLFFQ6w6fMos0KUSmIXIvr3O5mI011idKaLs4mKRQ",
-	"cZImWplDGnumJM+mriTt/9MLut2uV0txDmkV7oUWLQmR6i3AF33XpkxiSqnNWkyQ/x+LNTsCe4GQgjBw",
-	"IVWqx1lUq13XjsKY6jItpkZXJNp1fKwpyeMgpFC/aS+yNIlWv+uGgaj/1gsD0el0Di0VHHZ7rG1mflKY",
-	"yoDGWfRjnsB7IJMI/gtSGeueUbudq0LGspBQGJOYhtRPl9xRpnzCg1RkvVxAPyz9uIMbKGvoIx4mx27T",
-	"tvC6MP2X/G9/31hSnaTUnvERykNhwyspRvj6LHVU9KiNIxwCmDyxM1PgMMs0bhdCjkUvYKYrLkjmdXeN",
-	"wBaYGVY1pUreKCN0Bl5SmSr7wYmaJTruiG88EYDvZV0cW8RN50tjXeXew20pcEHB+Fw5Inhy6jCVG2e2",
-	"UIae6czlB1Dzv14VyoTiYNgbcJl0UoAfFm23FA4ax/yVaIu1aNvWmJ6AbXW9+SSjwgWBqxBWt5mwV3x0",
-	"ZQI2LBkEyy1qcI8KpbPl9YwyqW7tTq/YG6Ww/xn/+jFPINJbFAszemr9Q50omz+1DXjK+6qziKes2mAi",
-	"saPASAo1N1YBrG5CxH+mfQNfT7NIIocBcm7k6iYhpe0EfQ/XVAwLkg0ODngrJ6Mjl4NgFooSA87L9mkG",
-	"xcOBkAITb3xqBvp1iZsAeTcIO5FAs2f2S9bPsJhlRWar0IFyxUWgoedoIZ2LW0VEDZu4HbiRMIM+SUuH",
-	"qpb3mgf76bWJYJWC08ntbXZG7N9PI6llLFtuhN8WEk6J2OtTBsQYMpaE2CGO4JeTSoPNOVSD5fAX3dPv",
-	"3A/t2u6br6m46HPYQLTqAUmcpQpzw9DP/eaVeheUt/Q2DB2mjuyb7h6rD9tRvUuV6FaVEnAkFip31wIx",
-	"szXsLE2TApK4IjlX5yJDWZWu34QvtGDhY/3fwSL51RoY7qD47QLC4WJeV+HZ2bDN4GDN9ulHixR2tzHT",
-	"/8LiNJWeX4v3S2mOsDd8hPonTm9G/XwXH3cDCbfHTEuYLHAr10JXcdxItQCfsoWFyXQBv+HDxLoJbxxx",
-	"oQGRdX4H9bZgmNQgxhyKEadvDrtDkSbvFas+SC1vCTHQS74h0PTGpp19YqDpEWjaH41v/arMQ+Fh6vyX",
-	"5j//LUeTqsBqTbTh940pvWExUYIu5Eu9vTqo3FVLbQIyaMl9ma4cVE2SmyIQ2YJ0JLigARCoQILVbMr1",
-	"ljWIbAdW2BGvUfOksAkVADGDqy0Twu1rUybSVG1M2EgTA3B1pvUp6BXfJmnB9GSPyez5r607gn+W1Vqt",
-	"UUut/jD7q36TRsnl8aX+Q2+SdG9f/rh4/uPV9e0fr+IfL3W3E/X/9GHe+yOosbQykAVuvqCUH0pKqaKN",
-	"tkaWLac9PO33wN2dZ4uFip/fkCHUDVpKx41e8t7RqDvsnHUJChjufwa2JuqWlmrCfhXX2BtVIDQVvhuP",
-	"TXz/XH6wXzvC/Fe3tJhprn0SDVSrgant7Fn/z2+IFjAvNrax3xn2TqCNRb7UkSwqnSNeneFd8FlHqj8a",
-	"9jpHg259pIa9Bw9Vr3u/sbKsdlvGqg9Rj+Pj3vaxGtxD0X+z1PuUpcFi/VKI9pkL0XKSq+4UWuptBWg/",
-	"LJQ2dYSzTDPTCLwMqywyQpovwLjPpgwXCu1iTc0s8xtk/4A34dIjQFqqw0Lnlj13zh1qIkPXjnVZNI5M",
-	"1UTpslx0BLSOmCacp8+6+ahsCJkTumcEg2tLiXxwVrkg6n27oSDWvyCF9ZvLt1eXr55dcU9EzntxRJgr",
-	"iKTaLvE+pdbZUrPz5ABr0Czea4fuIohK4IGAsZtmWQG7tuis3XXIpOYLMsWgE0msdAG17MFY46Ch24b+",
-	"Bcewnw0JdNnoA0Z4QhgrAtOcwc0EGZOrhZLsmSTKCZ0Jk2ZcSEh+Q5zNxLjZlYXodcX/839TmkMkF+di",
-	"olaZjoUiUBq8EduRpbEyhR2564xLDV22xxKRdsOK6LQcfM1yD1kNhcmQ28afL59MQ4pFZpICHGFMV88A",
-	"hgfdQGh1LeFSgJNAbIiHYq6kdrk3kDcXiF4XPP3ntMwZMxKELLj/EyOiVM4X4EAusvICVP1Nc/LFQq2X",
-	"XMCtOY9cnN0yb7XtudcBjpPiI1qo6dSi5vzbv5Vs2bBKXy3nKk8iIfMcfHjkF5faUvmjGx7Xl/vbhLQY",
-	"pkK6xVSnvg8/xskcySXy+V0ICX4Iq8PwPs+9V0FD86VF2XwLuxgT/XAHufPE6xCVqHoQyzi3YIVyPGGu",
-	"Ctm5lWn6LM2i9y8BIbsK92hjQGBv3jIwLkoVdN7w8gkYFRZuhAYSgQc3Q1u88CY9M1soTXVsD/dO87Kp",
-	"FUR5GOh8A9RleIIMyv4MVz56zue7O3u+fmwAm1/mWgxpOi1/oa+dVHNOtmstn65tWZXp7j5qwOdh4qA7",
-	"rdpm8zrur7d5KlnX18j4jZ9Xe92qlu4/whv5MJZYSwRLvjlJI1/qc7+2l0qrk+JLfYunxS31c1QifkF3",
-	"6h7NvMqyl1Kv0IT+pZTNH5j2xwfXXdc7PQfG04+4Ne62OjLcq4TSNyrNFgwpZ5HKybtgVTU6LgJWR0Bz",
-	"yg2rONVbbMSXsAzJz1Ek18tsaYRZTqfJBx90Usn5yD+ORPU0cicdvAmOuYQUGNprY03I/ZsVHVSDaqoR",
-	"4pXbCAYcf7qw0TYA67sgwGEcBhf6k6iyQcQDTulzj/mRMKITI+IlgTaKH1j7FljD6h9UzskKpygN04TQ",
-	"Yt6rlUtnIOINg/xrvi6weZQgBB6ypRwK1jrsVNqGCivVNzl3+fD+NM+uOzl2OXX5xjduPd/LpeueuQu2",
-	"rez/sq7cpf5N+3G3C7J7O3FRDbh71yAAn7JBuF0QohDhO5kGZFTSXZYMIIFHl4iMjx73D+X5xAEJC4fO",
-	"T+8uFyREdKzwcjYttDi0nBg1+FNM53FQ/oj6kWmqPyJNHAyI19gkTNyyVXRbTGoASGkyp8W+1jQk5jtz",
-	"Woo/vP3hlWBIG/zB8WxkWnnDRyUS5KcYa8vSwK8iuK2Jyo01VNAAJ83JMsUAOY9KoQFQLgBU0lGWq5Dg",
-	"A3HMw1wVeaJuZIoIDHAPJAt5t4ADQ+r3r9G6BbBVJjHg4gJRAnd5rRNlGpeHU5wn17MCMXI64tJ6FSpD",
-	"7XKPoP+Mt4P94vcGouaBOLQkA7GlRYGnGQORQgDkcAD3CuUhYUtUu/pZ/w0uw++lmwpcKxc1T8tEQVKP",
-	"sRxV2OSkMOUMwbAXKveVWrZIk8KaoN4NBzYXh6laLLOUKbIFua8qjaYJnCjKO6Ne2rUA/hMof3tVYtYw",
-	"PxU9BeUy4FDL6U+Kf9JZObIUvP7wEM0LLrCMOgrDfi3hORw2+rHbEc8o4psrINYyhSOlYvynYqaSnFUU",
-	"WvYUQKaP2fS674hdCwYdBA6JGD7uIbcTl4kjRikVszQzEOLF1VhXYxLDHpWu7yaKbHMFIzB2UM7QYYsP",
-	"oQHGML9F1ZhBZhgmaEVmBjmROs40s12kslA5f2EuAb/SfoTBmzeoFUyV9AgFitasq9WQaOEaKhydMQ+X",
-	"TUeEwen1u25RUDcQI3NAk5/paqUJ3IDHj1vSrdEwaJH450AQNh3C7pi9I/tHx6N40lVxd9qbDianR/1B",
-	"77g7PT6a9tVg2IuHp6cnRydng348HPbj4250FMcDdRqfnKnJ2fBsMownEQ4T7nA0W8GTCC/HZIJW0CJB",
-	"iFmBjv/EuN8rxjlK8/bNsOUfwW/pIjud/ZeImyEcou+Cdfu/Zt/3+t0G4/vrk+97z/HAL26zZzR6O7RA",
-	"boy3Ru7lASkfugv2PNe/aIS/Qo2wKLndWDsEtceWIcKhFTg+Ns5A+Ywqo7qx1Qk7NMa63cv5m2TVUn4d",
-	"i+gQCYgglZslEScI2IR4G+PnZFuGFUXOHB9VFIXzWM+zXFVtbYrTlFGVNXRR+n5HXGVikRFxTmnlgvKh",
-	"1S2/MqCnXV0n9QMJnuUtn2f/IReoQfzkmaQ2NZ+/tYaMyGOFKUfrRj7GLdHYNZYGqfYgfoZVoGu5CC3v",
-	"GNbLc9UHvhcOTUD5y7M5gtyHRRYyVJ5JbtThCIoNcmWWoIZlic0qh3Nb3SRElFfSZFqr3LxH3t2xNkmK",
-	"uR48FN8iHxQe1smNKqmyLrAAdYRZWrSk2rQwwgqvPRyy4i26B9pvoYMkY+0iwpYR5VRp0S91AdEkdMKg",
-	"bW8s1Z2OLXMYjVZiqKoSzvKxFkKIJB4JqoDwlyn+ougOfNLeBLqtfxG0OXcNoB45+vGcJoccPsjUnE3R",
-	"LrAPQz1wrqJMawd8GQIuaxufbF9+47APKM13katIUdFCdqMw0ofL6pBnzrDybZm9JC9UgoxsmNux9iYX",
-	"B4XjaERjge2H7YfBRlxfXA9EXf44bqHx0Br95//6/wfjVpHRP+9CS/MPFklHPMvmqMvCGIDdMkIIMUC8",
-	"vlHhIVk9+HXyrvWOhIFRic26RvaPZaKKjpMN1nk01qAmrRzXmJLzLXk/fGTfVz6i6HnUFB6YbPLMxY+B",
-	"H3wta4XE4e9xKXw17IYjK5KGBIHeO6v4yzyCNxGlCXHSzBUKS18BtOcAaIAUm0C9h60hbGR+jY3J5xLH",
-	"/M3Li/bRUb8H5yKD0xS5jN7/DRK7YVm0yprTIsvSDuUyvgtsd2CJUQpLkbVGvd4ZKhoLhjpe72y7B/ur",
-	"f4xL5Ks+E8PQwoaCDCvR8cQoMnABqu1d7FIFBVz0gomtUe/k7LjbOxt0+8PeyV1lFBq14MGkNwX1tq9O",
-	"5NnkNBrGx6o37cr+ZBAN4yN1PD3pnvbO+nIwGUZH8bE6mZ52z3ruuq0mYBZSx1NLTOgDVJI5dW/UyiPi",
-	"P//j2bPhy5O/ft//6fSqVVedy6GvuzVw+dop3t3/waDaf4cHCFlaqK2A5bMo2sOsPU904n05Teed3KqD",
-	"AIxvT/n71XXbfe1ArdcOmUpAr8Ui/VouxrouzoY9K81guYGghiOi1+9ybHkk3Er1HqZTg3bEGHs3bo3G",
-	"5aIet4KxHaNxa/RxjPuB7qnsCLwR9hHdhTsJb7N7aQzKNjTLl6RlM3uumTS2JFQaW9rzW1q5e62xvKTx",
-	"zr9ky7xSzQNNN6LI5lmeZ7cdaCC0p4ZAVU0133zCl1H5J8btV3vCW+c9pnLN5YcXSl8Xs9borNs96Z2d",
-	"9Y+GJ8Pu2VlJxGeKfINf3E8Os5/Jcoab36KtHDJZ7o2yh80XC+pXZUGBEBDFLMdKvCxnbVHIypJ6PItp",
-	"U3bbxWJBbKZiApVW/jJLtJdD5Rke50LyQ+TmxHCeIA0pTxBX2bI8kwpOUbREm0JikgpqimAwUemrHOv+",
-	"hw9eGhK1xI/NebrxtWLfKQhhXttjzUrkla+iOw+kxyOLrx6VhVDUV1TKKQkMXOxLjfzg7qaKFgLuaJlb",
-	"qjxLOOvMHcY9JpPIkfBjoSm4btlwpEJq/vhC5dSuANVYcNIViFg01uH/8fNF+6+y/c93/N9u++xvnVH7",
-	"3cdu0Ouf3P0PKFjtdslxepsYdVjiCUFyAzm9E72l2PWQiGhvyE7NjBIhy9QQzRwsfeWi7uOh+D752toI",
-	"MMSvfriyUEr4YfibR2pEiUwQJF0UwvkAiVybPyEmimiRiX4XmMuyNLZ1kziIGLCBR/CTIOgs+3bJpSpT",
-	"kaKIxTa8/e6i3T86LlO8kEXNNSAMqkl4IqylnTgPPTvgaYtw4WMZQbb6PmI0gTfNXgib9HraMk6tf3iy",
-	"VbHMNSae1QF5uMrC+bBtPIAdMQVxmogXL16KOgq1p0/+99Qi/2W64z20xec3XvlrUFkXH9o6Xsv/an30",
-	"9KR6L9d1JRgfvJVGCG9ISIfbMOzj1l0wxqGiN3iDNa6vkbux/rimtuEgrLcExw9v80YQb7PDPEaA8L2+",
-	"PRjAt7codVc2RGk9cUZodQt2fztWKSkFKGtG6BQJOS1lsQQOd46WLlSOngL/jJQV0Q5XTUd8XaJqsA+B",
-	"3FEkc/M8yz36jhQRbY0IqWU/J+/A/wXRatAr9TXying4HYx8QdJmmuVzCQt+gqgkVb3z+KTXPT09Hjbq",
-	"m4+NKM7if008YV4OXIGhggTBkmnOahwQ6GHFmh2u9mWVtE7MTqQUQ/cxtPEr+USXnvG/lliI2GZwMFWb",
-	"aeOUmz/b97654YtN3+veY+PTebO99JFUJIxZ4t0q/u+i3++Zo/itzVz9VWcp/hoMEVpuVhyiipMv9brl",
-	"0RRzIZXn/ohQu6ySlzJ/v54Kh6l1a1EUixh5UFa5OE3sMCATmIwrlRukzsX3KuOyFNikZ61wrJWuwHLa",
-	"qH5pkJDkRe0fkMG9QD0ENzDw71h9oAO51AITOoxQyN+UL9UhRu2l8WLgBxi2BdAZTGaRLvUPX4KGD9Y6",
-	"cMYgKqe0zrkCyEaUKipqFWzcayuXlY91hRaIIhWMcMw4PrkqckyUNnLqs0yi2YF8Q0vFZQv7acN08VPr",
-	"DtzI1WBxbLWENCJaFhCUzAsADiuSucqWEL8TUS7NzM4/xtQPq8K+EkmHtV/+1PStXMloxlkLSsfN78Lz",
-	"9V7uQprdz3NObxi97VkZNg1DZ8KluAbwFy/KLYPYnI7gFxzQkb53FWiv31R0sCG/YZMO0DytF5Wtt3k2",
-	"vxQRb6jWuHvEeg3b+fWajXypv6g9X9SeB6k9NFI7lB2fYWxLXolDnXakhEj2KBcuZ2TkkJ8ny/haFQFz",
-	"oiX/VOBeXXwfjMGfmcuoCATykQXMrGidn5hlzLkTnGnhPhtnyrhkTUa1JFciaUciKQJ6LCkEnyMGjkGg",
-	"VsRKEjoXKKcD4//6Le5PW8rMbJHW7YnazdV3l299ashIUl5KgpnKjiA69OBzlnquXAtcom3I6YjM4Uio",
-	"FfRQCN0IxQEqRJbfUlLyLnfOECdk+UGiTBnr6kOJaWgrJBF3MNcS4KyrM/57+MZXFmOYAra1bxBwnHaE",
-	"dmNNVIYVR7RNQQbVDVilw3PCg7d5PjAAl9P2q0yr9ksw60KsqwVFFcrK4wTLQgbdIacaWGarGag3pKZt",
-	"SiR465Mrb+V8ARRmj4uZB9ljfPEHvELw4qMwN9G8wIOt+4EtkyxZp2IPcdBHIltrbOPkCp3ddkSIygc/",
-	"ZaFcMPFfayj2vsBSHgaP5DyusfZ7uJnCxi2HSgfXaGt2Z1lcTmH6X5Kz790jADWxGNqdycki5Jl7Yv+T",
-	"ex+Gdk8grtOyBxyYmeKGX6/7+cLT/kvztDu6pwaS9nKRNRyXTz+C3N1cyPiD9tYGH26TFdMbR9KotlGa",
-	"cAxGkAm4+B4gf7MC//0+xKAVFOpjXTs9RkzDKCYxigU/mpCrU0SKWBh4aqobpaFAAE7oSYoFAu8prYhA",
-	"H1y7NqTGvy2JU7fzaJUHNLSFjhoRkiIQVoWoQ7lHMbOQxayUMvBwq27/+ZvU9/QOkcbU/tmQYfAvF0ZO",
-	"0dkjrZzvtCN8qafZPdiKfsLbqg/fW5rxY9ulGa3YL+LqYbaNHepfIm+jxkYGMzxRjBDjtnWjiIMnVbRE",
-	"IlzY7BMlc5VfLGGf/Yz1F5To0CwKENPYpkJQJaCjE5RxnCuDatUyTxnfd/T0aa9/0ul2up3e6LR72sW9",
-	"yC2rv/9FcqO0MgRimSPirzImQP00y6OZws5lOd1AkXeZSh2p3CBRXpG9V1popTiSwKLHRU/rH/zJ6Yfr",
-	"eteoFLPrB4jnZWX8cxNATJouEG0iIYFzSj1UGrQhsgYeUR2LyMrtc0gcMVUOccTqWSZp4So5jYKMSpLk",
-	"3KlyVtf79bLOTmYgM7lKyH9wa7HtobUxmR9vr95cXD3/j7+Ig1l261iHCOKE8foPRZFdk+kUqyiJFZlk",
-	"kkBNkIfJsIElCwcCb2G1/R44ANX1DlxU8QnhUNTk4GxHcC5qkcQBBR0XSBm1cIijlKTvoxlmpqAiS+dQ",
-	"xqaiK9vDGrAkKNQDaD1lbJDNgNNqz0GlFud4FhNpPReR0EA6Ss0iE0bBCmGEVx4m/gzm6ZzD0ra+/EqP",
-	"C8tdmRTVWfduaho4KkCXsTDIxiCLSgoKzxJb0ZVuO1aGLIdu8y0wRppKazUnYhCibBlZcPD+tmQZEKV0",
-	"TDT1UYbsCMiyKeN5UhRE9I82C3oEeIm5dYgp8bjyEDQWLTivJNlA0Pi9KKp7IWdc1rXheOPXehsP4Qzy",
-	"orQyhUM6s+urmgs51jZWQuwGMie2Kxq6WkoYwZiRLybgiCbVStv8LE0RT2UCXosiKc5pvtiODsTCz6iD",
-	"iaCoD0wKRoGCyprzasC3Vy1Vx2u5cfFAIzBJtiOew7AnmhcNUSuQNyCofLusU4epT1MMWUBrdNC4L2BK",
-	"7bOY+46SBQb4wFY9qEUx4+RP5hHDNvDDxFRLgvVFYmkeYJUkEYwYjDesYj1VOQIpO18TTXGcxKiF41Ly",
-	"qm1g7bEy7l7Chb4dcamn6RIXOpZ9G4E0EGZpFiqCAqQlUTtEWZ6rlOHpQQ5lH5BVhYGU5dIA8V6J2zWh",
-	"e0WuYFJgXKZJPoc5jlIl87EuTXmePEXTAmk4/+8A",
+	"7P3rchvJuS4M3koGvCNErlWAcOIJjA5vtVq9mm5JLVNst+2GxpWoShBlFbLgygIpWMGJ/euLmL9f7Ijv",
+	"Cmb+zy3MdyfrSibeQ2ZlFQoHUpS7ey3tWNstok55fPM9Ps/HVpTNF5lWujCt0ceW+iDni1Thv59NUlkk",
+	"mb5UkUxT+CVWJsqTBfzYGrWuZkqEkm8KRa7+sVSmGInwdraCP+EpI6QRyVSERstFuxeKOImFzoqxVh8S",
+	"U3T4Qj8UiRG51O9VLKZJbgohdSzmiTHKiGKmRDHLlZllaXzu3jXWiRFpYgoVi9ukmIlcSZNpEaoPUbqM",
+	"VRwGYqlNlOUqxtfx+1NpigB+GGt4s7pJYqUjJbScKyOSQiT+OzridSaKZa5Flot8qbGhKsryWMVjnWls",
+	"Xa4ilSyKkZAiV3yTzgp6bvDEiCjThfpQdMa6FbTMcj6X+YqHkB7IpnwzdiVbFoJ6OYL3zBJ9LaJUybw2",
+	"GIG7mhiR6L+rqFBxK2jdyHSpYMaiXMlCxc+K1qjV7/aP271+u3981T0dDXqjbr9z1jv6ayto0aNJpk1r",
+	"9PO7oDVX8yxPYBn8/LFlBwjeJ+N5UhQqfp4tddEadYNWJHWcxLLgm+0NrdFUpkYFrSRujVo0yS1+8eoC",
+	"frudrVpBC+akNeoFLZq81qg1UWl223ZdhPGCKWyNup3+SdCCUWqN+nfB1m/1Nn+r733LznLLvrd3987v",
+	"0vMMdkOhWqMiX6qgFWXaJLHK3QD04bd8sTQv5oti5RoSJ3OlDY3n4HQYtNR8ouJY5diamTSzVlB+fPSz",
+	"bfS7oEWjoZXMlSleJcbYjv9jqfLVd/DoqGVmsn90PIojNTkeDoZR/ziKh93+YHDUGx5H0fHxsezJs7O4",
+	"f9w/OjoZdk/V2aB7Nuienh6rQfesHw/OulIpGBNFi6bsj1Eyj2avsljhAMmogCkoclmoa1izRbb4HsbL",
+	"TdCo2zm5C1rTVN5keWvE4940AXNljLxWvMjKd35svU90XL6bGvVTouPstjXqdetfC+jGUe8uaBWrBTQ0",
+	"kksj09bdu883UCDPsDN5lP6t2/vDN5df974//mbw7el33T/AGK1MoeZv8my+gO3WursLWs+xWc90/Hwm",
+	"i22CNMr0jcoNylIUBjMlsmKmcmFFciBkgT+bQuaFExjDjriaqbFWi8RkcRKJMJrJIhS3OHoC9whINSNM",
+	"8kHYGRAHWt0qU7CwnazGGnZHILI0Ln9OSLotsEuH5/gHDbSguRVhrKIEF3o41gcwK6IXlPJJdDsnhyh3",
+	"S8GlULKZWVaYwDaPRPogHGuU0yheTXk2SHqaNwUeCx1xocUkK2bCyiq4ZaytTBDTXF7P4VgLxN+zRNsz",
+	"QopJKvV7kSZaoaCnzr3JTILH2FiDZM8DIXOFH6WOPjF8oAkQ42KyKpSYZjn94wDumykZq3ysi1zeqNTQ",
+	"1+ACDaVtzmEgTCbUjcpXIpot9XuU3IUR2a0eayeHz0Wm05XgwwtvNCKSOQx5roo8UTcyDeH49BYdHKJ0",
+	"phW3md9es3EI1g4kXFJwjlXnmeeJpgkWYrdz1sNDlBbFTBa84rafPr32oHvVPR71juD0GfZO1k6f+uag",
+	"bqhYPJmb63av3X0iDmBBiePDVpPQSWL31wia9Tt+zH0HGlbbqq+ok9M8mwsl8zRROa39xFQ35gEPx7gF",
+	"rx63DkdjPV52u4OIL+RZqr4at5ZG5eMWbtCvxq3euCWWCzhQ4q/GtYHoHo2Oep1+d/jXcQvfpL5LAhFn",
+	"YpUthZklC1Fk4rnUMpa/py89pU/RzSBkdo1Yz47Y0b1GrLdtxJo6LY1JTCF18dCe/0WZjnhbSB3LPMbO",
+	"L0C1cQMgCvleGXEEv5yIydIkWhkjYrkynQeNTb9cTcN7jE1/+2ravSD624bldNQ76RwPum5YnkstLmCL",
+	"6WsSSbFKExQgMo5zGIFMC6lFtlCgpMYq//0DR8OtlMG9RuMxVsr9huQvcBwudZGkIilwpZgR9f8H6L8J",
+	"xCKJ3tMhCj+goIpmWWaUeBEnhR25hy2bQbls+vcYqMGnLpvBljHq9UfDXudo0Hdj9GrFfX/W7nWHAyHz",
+	"PLkpz4AolxFYQybKldIdQavsWhVowyxSGSk4r37/wBFyS6l3rxF6jKV0v2G6eDIXJoODVU7A7CpmsuiI",
+	"iyc3CheUiv3REJevnrWPjvo9PPz94T0XUixytZAJPAAtEamcqBSO90zjCX8rVyC5VtkyF2ouk3T/1YcH",
+	"PgwuHcBubAPSEPA03j3OTlf7Hb1m21i/sFYxHooLaciYNaSb1s7F0Vi/gTvsB8QB2bKV5o3EuPVYa7I1",
+	"1m2RK5OlS/y+vSoO8mWqRuIbOZfXKkbBCJ+QKUoAFpzgAwCxWcykFoMuHiBCXmeomtk35RK1b7wnV9Ol",
+	"jjuHzlcwEh/HLezJRTxujcYt6s+4FYxb8La3iY7UNyymx2BWwe/QJry72s9x6w66U2RZKkhj+pvX2YPN",
+	"XyIzFn+ll8ftTLe5w+PW3aH4z//j/4SW5nPJT9v1y8/DNL2EZYoXcVGqGNvzTJtblY/EL7k9WndByym7",
+	"sEads8B5BM56a5bo3T38F8db/Bdk8dP+cbLJM2lBarWCFtkP37J6/99FSgWtqt3UGh15vhzypQzugq3j",
+	"2X34eP5Kz8X1URl6Xqd9RqX/yKvsV6RWrQ/OwA7OYINbb21wHm3J/CIa+PoI9O0IDPcbgd4jL49f1j5b",
+	"H4+eHY+j0iG7fTz2XBG/YQt/fZS6dpSOH+q2Pm52Wzd4TqPp5GgQH8eD+HQqez11FJ1GvbOjfnzUV0fR",
+	"UE0nk6Ozk3gwVNMo6p/JaXw0HcT9Xn/Yi7onk+66i7lb8Saz02iX/5jn1XMgQ+RKF7/12R3rsf4t7NWx",
+	"3megfgmpeo8R/PUchvsN569Fr7nHEP/WtVroWWvExjBGkxqiVM7RbZJ/qtao3y3DUDYK07oLthoevf0M",
+	"D2ene6LQWfFN59wXs/2L2f6Lm+1bNJY1273JJtqVOeDvgPWY/pb8gePhA/MH1r842O+Lg9OHqmiDT8gs",
+	"aMwhOB7+ixS8z5VD4E/CBkXwi/j7Iv5+BeJvLy3ic+W6PMqGXst1+ePZ8+Grk79+3//p9AruWGq6vNRt",
+	"vtz/8+V6EswXy+yLZfbFMvtimX2iZQb9/HK2fznbfwVnO2nzQ0zunMmCDjgMoLskumdauGxM3pe8nDgp",
+	"02kDfq4cKvtOz9+cOtc9Gg3OOr3+AFLn1hNJcxVBv/3NEIgblU9kkcw7m3ME2MOaKxn/oNPS4Hig/yNo",
+	"sbDZ1QNoJfn+cUjZLLrEFNBEXzdky2KKIiRkLnVHvLiB3vZFrtpS62ypIy4YcEmFIB8U3tUV00Sl8VjD",
+	"WsB/4v5KCphzCYmVCyWLcCTeqwUmv3IqKOhicETrTJg0gyR+LH0gyyvR16FYalhY9JXeEyMWcpVmMha3",
+	"siwWENKMdfgxTuYmEDrL53chZY7mS4036qywKxiXS0hPvrCfMeFhPV3zmYh4wIQtIsAMW2yJCUSmFf2o",
+	"5iSwcFEJO1LoNPLWID2GNlWiY/UBDfe5KiRcvJVp+jzNovevTGvUOzk77vbOBt3+sAeGG3e4NXLWWFUp",
+	"HUx60250FPfViTybnEbD+Fj1pl3ZnwyiYXykjqcn3dPeWV8OJsPoKD5WJ9PT7lnPXd+dybJbZ4W587Ty",
+	"Up3m2gxXP3EXuP73dve/f1Ttv1sW8AfMNhvqMOWkxjfatGV7XMpDB7V7vzn9Xc0ZnnX7v9XpoOVpHSIb",
+	"J+dd0Jpm+RzubE2zrFjkiS46uRUYnZse2SfU+TUvi5OK2DazXCyyvGgPT/vwWJxni4WKX/A+6AYtpeON",
+	"CczDzlm3DzIM903pt5kmOjGz0pWLGeCXqpCJ5ndflLtLfrBfO+p2u+A6S3SULGTaGqHS2T6JBmqrxVXI",
+	"fI8k6yJf6gh2v9c5d5bdBS0SMyp+oYt81SB1Z0oYNZe6gBKDqYwKE9rDTX1YJLmiNHalC0zGl9NC5VaV",
+	"GeuDsCjSVyY8DMQMlbiQH3pWhFjAIG5UVGS5iOScNTwQjfJa6eIJJ8fPs1il4uBUlD6wAM7n90ot8G6u",
+	"lBBmluXFmqwMf0/N/QobD3pl/zjRWILzVSnKR0LaIokyhT9KE6WLNiyWNFGxbWtSoNw2BSbpw92+MJVR",
+	"pIzx/P0NpVjd/lVvOOoORr1up3/cxbVUio+fu51eP2h3O4Ne0O10T4NuZziEv7tHAdYEtbud3lnQ7ZwM",
+	"3nkPfoMy59T7BRxxsJ5kNFdtu+TxavsUC5F4KqhlJ+1ur93trbWsFnUvTwhWC+bmuhW0UmmKZ9j15r4e",
+	"jY6OOic93DeeIMRJaZF4iyWKuLugZbJlTvETlw1g/9WkYDQOqKdhWTfhTzOlxW0C1REzVVEXwZj8fenB",
+	"gQ0IoqmqpOAW+RY29Rt5raq6n1tl6MbARZYm86T4qh+OuIgF626gQsM6MQNaafMsV7Ceo2yuKqcybSmK",
+	"EvmLqrtNTSxtutZaFlt5uO0zdY1vbIrNN8/cmuA67T47uWp5vn/7r206Y+XjDVP66/D4Obu7tmiCx5i5",
+	"+2+638TMPZIFvnXTvgtaWn0oni9zg6aPWv2hG//5D8uLv2f/fPn8D4vJ/DJVzy+OX33X7fxxfnbzpw/9",
+	"HOv3vpVR4U5EX+8GeSXixBQJZr1PVkJi1XCRy6hwJ+OBEweLPJsmqQoPz/FRI2byRoFFYUuLaWY3nR+D",
+	"+y0Y+MQIR/VvSdxyi2VKgZgdq6XfGw1POmfdo9pq4S582oJ5wDqZ2ih6t3MWtN4rmACvb6AesoICMw/a",
+	"AlwUSQyblhZVp3wluyvWpTpMtWk050vFh6fVFTtMVsIk8ySVeVKsAhQPsZrKZVoYMaWVkeiHWfkno16/",
+	"0+0OS51A5WWEb4MRb0/Rfaz4/eIPRzb+gLsddLjWqH901u/i/3Nquh2h7Xa/36fa4Gf5dVYUSr/4sEil",
+	"lqR11pXQ8D9eXImnN72nvh5vnlqN5uRk0HuKPsGng6cKXpTo3zt9+iunTUOZKaqn4TcvXr64erHjlY2v",
+	"YCcAn82BRQAw6NWzoAiuklXmSqhcGhVTEW2+1GPtTBZGC0BnBFxFkYCSRUh0ekG5blaIYXd46Goux3qW",
+	"aWWKlZim8toII1fidibRl3GdYXGrKZSMwf5PlbzB7xQiWxZcMJyq+Frl/B0zy26NCNmeu52tfscgC56H",
+	"xLZIZHlynehgrHV2K8KpnbrwnGS2zrjZWHtagSigetYmFAQj59xxmpqiXhMNmrb71IjKY0HODJ5YFwt/",
+	"I1XTilOD2gL/soKqpTOtQACwcQnXaEtzZXq+5FJU+9vHVlKoXLok1UWiomrwuVZvPumquDvtTQeT06P+",
+	"oHfcnR4fTftqMOzFw9PTk6OTs0E/Hg778TGY4fFAncYnZ2pyNjybDONJ1LLWMNlpVVO5lLgtmON8ybWz",
+	"9veKYYsWVPtmWBnwt3SRzCvhv0TcDNHfsKFXwyPZl73h2Vn3eHrcV/3BadQ77Z8Ne2cDdTY5nqjTaTzs",
+	"qWja7Z6dRkdqqk5UV8rBydl0Oj1thHtwBdtykt2oKrxFfRhsVsXp8ZYxcRLRG421dV0Zjnp9Va+hvuoU",
+	"y41rCQvv7oLKyuh/WRm/wMro/SpXxrtgzfu07l3yFaZBC9bTZhcVHEWtoMVRdBJUfARw2XwhE7DyX7O8",
+	"Zb+EgVgSngwMMEMCEY4i32Fzq9wZJW7BPt4ugTmScI3StE2vbN0FlWZYCAI+G12grlBaajxS0gQReYrM",
+	"tu2gPEe95rAfJskrDTqstoE+1qZXVpuyNskBHngaPzxTgjxLiaYDJaDz+LbsLI3U2mBQ86AVMIirjeuJ",
+	"24g3teeJMeDdgQVCBylXqblXuOdcCGPjm9cQVkwhC9AvW67t+KFNTkWzNAsVFXzsWS39LuC8jQ0+jmeM",
+	"abFwTrJNrotKHd6XCNddcJ9R+G9kATTY57O/6ss0Si6OL+Z/nf1lcPnPC93tvB/8IT6Tf/zQKtfoS9m0",
+	"RGGdgJkrDrIcdcVDXK1f1ubmtfmOxhRdko0uD+sWZ3SiOuDQmssDfz4MxN+XphDQs/t5xz+fO6zfHXUH",
+	"nV7v9L+rO+wuaF3K601wVM/suX07y4xiozBRJmSEPDS9YAWEM6njSZa9DwXtH0EIUEfBWDsRIrqdo0MK",
+	"8YDP2yl1hGn0ZCNO01hvB2oSHk4TZhhzoyxe01hzL8gINZlQMpp5aEvCA1sqAZzoewziNNYbUJw64llR",
+	"5MlkWSiBc8j6ionkgsEGpYjSDE76sS7kNajSSayEpH4/MdgsaE2spkujKBOBNTa8pNWNysUkV/K9GWtw",
+	"aWdTbPoEgr7riQCXz/6DZ2GEA03jW443tMkGUTEvYLKC/1COAGawr2nYe+A4DXqj4bDTPevugePkVGly",
+	"rJv2IkuTaPW77hMK+M2KYmFGT59yGK8TZfOndoU95Wc6i3jaoIJX8WpyeV0LUNvX/K7+6W0QGJeuxSQD",
+	"jEtJpb9FApl09TeOWyLOoq/GrX27M27h0cRZkLAKE3391bhlM8aSQs3NuEWd/Wrcgu66ND24hrEOlhOC",
+	"065EJLWYKI5h8KZKytyybFrmdEIMRIpprqqhMPp1maY22Yzz8qjzFq1kJ0LD6aCuT2xHOKmNZ+9hi6Nf",
+	"Lo6T4wcujj2waLYshN6/YCGcHNuFcKnQbMdcXbzdnheLWVZkYqKmMBhlsvFM4evEREbvz8WtokjWpuAX",
+	"Lx6UFF4+8j1WRN9bESfH6yviHpgd/Z2lc3EW/ZgnrdHeI98KWjzcrVF1uO1SaZAbnuJg39kKWqhloiOo",
+	"Xpr3RZzsFid7Vo6dNoJofP5p7z1g2r8Iig2CYgv6Q1VaNJbq7TfZth9rs32hC5VTmEmmrrt22u3fTyOs",
+	"yNiy3e9VDDj8F9cAHq3VAA57jSVD/d5g2lUn8nTajY77vUnv+FgOuuq41z2dTHrRieoOe3G/e3o0jLoD",
+	"1esfnUx6g+PhaX84mQyjQbReA9ir1QBKrXdXAB7drZ3TzaO+ofrvi4TdKWHLgpEvEqlBIj1i4Z5zmx3d",
+	"rfvI7t59vn24nnf7rPft6XeD18dvun9cr9D7smm+bJpP0vfvgtZbBvRucBtelZDhFvbb4zoonYUljvjh",
+	"CD9sfyAHBZUigbtqkw9x/5S6WqKsd4J6qbJ8ilZROFgAwN8PT7qrlrE/3NWIQcDWrcznrU9wPJatwbMU",
+	"PH5kkOMWaQUVS4yWWmtUKxdrBeslZqjEcZVYJekKyuE8dftx6+EoAnZNod2yGg/lbbykMD3WS5wOu5in",
+	"L9Pnv5YUUpdHYHDsqPbjMf3BRfZe6R8Nx0oSvViCojbowUQtC/zr9BhWVpalz13ii8yvkQ1mbS49nXe9",
+	"1g9mWuV5lnsqu5ZzWjv1gkJ8lVmmxZtc3STqtjVqPaREkOLnVTe3lUxNidqwm7+CvcyZ2TUxZag6C6NI",
+	"IKcPHzkn+4sY+iKGvoih/wZiCAOrb9mOeC4LmWbXdtXX48eoiUb2Hqw8NQKiWAZqzATsfCMS7d2CA3KO",
+	"iTVjzSqnTeekUHEoDrLpVOVykioh9ep2pnJ1iOs8JHmY/FOFmGI61uWdcNdIhJyvElIeEYFBLNJshatv",
+	"hmWr4uXLV2vlVle3mcst4ogx9iHAvSaMyiG+ZRNGX758JTDV+3qZVxms2ACzwrY6ZN8rtaBGoZgODfbE",
+	"fvY//9f/LglvCLGiVpcdcDJ+louJkgXe5Zh3TEc8E4tlrgSV8FMzA/ivk9OmTG8tsrIHYrIk5Vwv5xOV",
+	"U/gzT65nhc0Px/2KhWrtImvPVZws50ijYjpYkYXzuCPqX7/EU0XJPG4irXdpIXM5xz30P0w0U3PpOc/+",
+	"bjLdpl87WX79NM7ltHja7/a77V7/Kd8etGQcJ+Qye5NnC5UXOCu8rxbeT7bZ6J0xhd/I9TVvTWxc3Qj6",
+	"TX382OKxgu7WH/wuuxVzqVd2bXFZlZ16LguEsZzLD8l8CaW3lK8yTzT/7ezyRBfqWlHFB9DYJTmxcmEn",
+	"3rnbsgkGg8qb5lwuzbfAP/0cDC8lRsscpOqNar1bj36BHzBXSHWHeXpTkHqCQ77FTLkEElHIJB1xypop",
+	"bLZJSP8tF74p5Erk8hb3OHIN0RLNUiyMgDS+NKbyhR9evxAUJqdUOJCOEJxXckFpcbR2eV/Ds7d5UhRK",
+	"oymJB6EUZiGR8g4PGzyIdO1gxB8W8Ncy1yVvECXAyZTC51B23xHPM1MYIenr2LYRtkqEaToPxQEcaxlo",
+	"A7knMWjjJoblCks3fEUI9alpEiVFumreW04IgjaVzluj1nzVhn8ErTnrYdeLoj3M2rB2yMmCZ/XxXdD0",
+	"jnIf4uuqm9Hull90N/qt3WdD4qjUl+0F1hZIjcJ795yIA6MUlVrIhZwkaQKtO+Qt+lLp62LWGgFK3UIW",
+	"hQJFsvX/+PlZ+6+y/c9u++xd+c/O39rvPnaD48Hd/2iVvrUix7RKN2dNxyteEgktPh4EQ1uCK3rgQOqI",
+	"17BprKhWca2N/W634bN2UXhi67hpdGuSChZ9JUPsPvLKF5X+d76FxBvcc7IQqYKzEWcCJab9Mmy5NJOx",
+	"ijvi2cQoXQSiuE2gOJsFytbm9BubU3Eurq0YP58c5ER1Gs5RL9AmAfXDnpOJEUuXkyyxmbXpOO02zMcD",
+	"JXnL3/aNYv0d63N2B1nF7kJPs3XXl9to5aa6n/rz5aT4clJ8OSm+nBRfTorf4EmB5wRW71wu9fOy2HBD",
+	"VSuUHT7FEpSnXJnI2CiVOiwrEa3LzCa6qphxU8DV06N6Hgv0RLKW6FKdsDTnTPA61kZFmY5ZvMNIp1nh",
+	"Pex/jiY+sAdDoosMaLCVwMo3h1yFtVkj0QvrfoFL6J89rm6zHLxGLGgpcdVrYGDJtal7rgkJUb9WUlS/",
+	"VGp+qdT8Uqn5pVLzX1OpeRe0KPNju/pfw3sEMFBtSh/sZkX/i2Pzi2PzN+fYhE2RZ/r6EqNg/wokDwLY",
+	"itWimH3VB1VjrJ+h6FHtAkE06H210l1QUTLtAr52x4S3s9VGFvsA7BaLKOqx3h8iBGm+IrUrl3qspRGS",
+	"ISlUjLicByGIDQDTwH/07T8GYUBVST7sJypklQZj6U5h8BNkr8K/jOjjvwf0ilIJTHJTjHVZSe2aQroZ",
+	"PItIomPd6whEU+2Rp4Dhc2ZKxgusLIfqyVjl4ut2v989OeSg33kJzTfWQjiMEkzQoggomQwyitSi2JqW",
+	"1cE3XBTGhd2Z9b8XUjUUv9YOOPsY4ArifsgUX0A5WCh6VKqiIs90EhmwCHpDRk7Xfe5sfwTy0gKZE8g5",
+	"FXjTEJYlUywAO2M94GcHgejTCxmmxPZj5GmqlizfdUTSOMEBJA7o134oQKgpQ1z6/ZMS2IXHk9FaDa0H",
+	"IcSg247likX2uHWreKxroztudQTuQpzhKyLnT/RIhPTeUBxgCwYBVbsTJDMX+2PlGSpGY90ABmMVb5hB",
+	"i73iqesA88gv6cBB93P3XQcvhPQR8uG4cQkEinLyLvFqHevQpi1enrzq//Hsz98Pr46/hjH0jvFA2KO9",
+	"tkeljseacGrAT6Z0gR92jqiVtY6o1l/wvhQHIZbfd3BvBGPNf+Khz40PGXjh5+67MODXEDKlUKWkG8FC",
+	"GmuewoSOcG/mCCMKv+rGm4K8tqpyrC3opa/T0erQDlIB4AdK8ISkxA6Cj4y1hROuWoZW7xi5UQA3osoV",
+	"IlnCYN1WFg7ISEYIgFvLecOZwGnD1ZDoabpEVM8yWAsVoInxY8U42QY2MOVgWvmoUCdSHxCJEwQdbYRb",
+	"MCsZuniaJqCO+buDnZC9oRtaEkuYsyiNgjJOsIxhluME9zK+piO+I/xRVGnyuYpDkgclZBOkAKD2w7Yx",
+	"dBYwGmdJNEO5FmV5rlJbPLDIsw8Jl8WuBcEpzREKHRKjYiHdWsCte+6mrIZ76izdJtO+GdxoYwYNfGgt",
+	"gWY9TWbo58mQwPfyZC7vJ9bFATSH/APc6sNqVgxJ7LWMmH6/1w3qWBiD1lqSzF+UGYlNItBvCfmdC/gd",
+	"RDdyf6B8+MdSpsl0xZk1DKJrM2Uu24PBWdfLqaEBaciPWUPgsAkzsIHoKf9ANQUaFuD/Bu9TR3zjMo3c",
+	"wXKdjTCx+YJbarNooKe/b9VNEc9qskfoxiSb4elpmWRz3NsjyYYXgmfr8YLaI7EGRnJDTg1es2k1ONYu",
+	"caYRk+tjI3pu/+iq1x11+6PhUef05F4lyDtsxO08+hUT9LMy6FcbBsf+D95yFAflyjp0GVlFBqnaAuyI",
+	"NNPXIs7EBaFNFpld34llrKBtOOLV1SZjpk1Cyljuintu/m2sFNRwzKCK4KTIkIxi3PK0tgrZw1+yJe4F",
+	"127O499v38Nux54TWcygJ75RkULDdZ/K5eNP4pa/D8VjI5bPZyF3/LKiPtuK2rd49XgDt/Uu2kNaFfci",
+	"POyflISH9ys97D82/WD/hM/Gmj8yUpPj4WAY9Y+jeNjtDwZHveFxFB0fH8uePDuL+8f9o6OTYfdUnQ26",
+	"Z4Pu6emxGnTP+vHgrCuV2l16+Fj0gzT8n5F48MvW/Ixb8xel5HuURb5W1+cbyE1q4Rd15De1Qm1NxRf8",
+	"2S9RzS9RzS9RzV89/uze3qeaHK85o6zgbY18sdt6THfUXq6nXu903fXUa3A9fcYzwHcu9bY4lx7t2K3p",
+	"Db37uJPOul7J1uC05k169wVffZMUe8Dm7D0eOHQdlXkdhrk3EpjRVWEv9IKHoudiVXg/ZQLrTIRWSzVh",
+	"R/w0k4UFBbWBHoJ/xsTeBBJCKdsYAZeX+r3ObvVWTOcKZPI9YY17d5UhaUJfhnX6L9zs1TLef8XW3k6d",
+	"1bvqno2Qoqsz6HX/ii7eRwGl9o7WXUZM9SC1YNYcy2s45vZaAx9bEPkhf/3u5uusUEytWQ/zrCgsJDFz",
+	"QI3EqU3SoIPwCYWbE1MkOioguRHielG0LDnPUbB1xAuMdjElR0N0K9GiD+8e1ONkZZTYBrlEQ4yrOuYk",
+	"bQfe4B6dVNwhqfqQRDJtZzcqT3Ex3qg8TqKC+BcpTIbK12caxygz0JNu57QnJqq4Vcofrnpg/MD6nAT4",
+	"m2xgbq6kWebKCDOTSMdHjCCHv/hgn/Yqg21zZ9oyTa61ZWBtGm8fkf2OwMtUjvGZF1fyugm314DydA2I",
+	"tEksiyznzOkExDjvIUmAt0ZhTgmWZiC67sW0/TrTqv1KFtEsrKRqtcatk6gXH0266kwOpsMYSqBbfkIR",
+	"nWA2+eqjn3Ld6582ZVxfxGq+yEDIXkIB9krF6/15Qy2mWQjhG2FAYXLmJ0iMKAPtXGeOeVOZ5hwR5vot",
+	"LMFM6L4brdrfq1U4cllucNjZPAF8dZHMFcVzy5GARrT8nioNCVc/04V3lWTzYVO/X2bRhowoiBf+ePlS",
+	"LCTlV0CbOeiFvOKgeVSnBdKnbDDiqQMQ32NO+kfHTW27lIV6mcyTorlxGIjOMetmLhMNY/aPZVZIcXDx",
+	"4upbgZl17UQV0zYk38lF0oY1j+SHbV67h6OxDsct4n8Yt87zrwhRCFqtTEHcPfiTOi/4GqWmGz5CcTMu",
+	"o/cKM40SSDrB28P6TFW+Mjjrnxdf9VubxqPb3Toeb8hgaBwVGgLrt/I79w/uwGSZG9up21qnioy7IZJi",
+	"d0f+8dWw2z2/vX9HVJGvnk0Lla/34W3ZklsJAoGQo3J4BALUflt6O9YXZR+eHg8r2YjdxmzEn3766dmy",
+	"mCkQhbLYgIYgyzvACYkfQy1naWp74Wslc8yZkun8q3HJCzxufeKm+PMlrc2LuLmJvHQhXSe2MDK8T8I/",
+	"t/nh9kUcktBiyliU0MFYYzrubWIobwWe5gqoa6UVbB8ouElNBiIaq/Pg+Jykai4mWbwiRvHcNjBkjG++",
+	"k9+UZteIaV5fV4jncvLXwavhn0+/7//p7PLo6vgvvZ+6z75ubRPljRVXnb+N2u8+9oJe/7Sp0OrujpN0",
+	"VcEH2IbFCNQHzF1ugUVMkSs5J3ZEcY3ykAsFQUifi3YPYXrGmlNqDymVw5S5NITcnjP9Mr2+NhiAwpJA",
+	"A0gJd6kMmONXGQ6XuNvueTTUiS6Oh35G7lm3e9I7O+sfDU+G3bOznrcd2s3Zuc89y+7bJN08PEwf51lm",
+	"7pD3rcPq9qjRXDf1tWZa+p3+H7matkat3z0FmzXTMD2cOm2ePq8+Vu/Kpm3jfw3zr7KF/MdSiSQW5DzC",
+	"XD2bZgqlnEYZjERkOZELyFgkcSCMXB12xAWasdATs5CRiqmAFOUmbgpnJNg8ubFGfSCJmbofCo/cTfwm",
+	"/NEoWLlFtcWmvpmaxhcO8i3Du1ko3Xe4mTSlaZjDklUltErFAjJxsqVBUKtALDWlwMYd8QPNAQyYSa41",
+	"METJsY7wcUrDBdklYXGqOBD2R4g/62s8QiRJNIFrS2R2DoKxRg1t2O2KMNEo/dr03rXzbif1y4blS6Ow",
+	"QXQdAbrQPNH2795WnTRafa8ajvtX8r0iPbMA8SqnqiN+IgcAjOt7tXoCrpSpAs1RHPSHYpYtcwMr2Qqn",
+	"sXaq6Hu1KgnG8RcU6aTEUt4o00GQjhuIuYRiubEuldiibbXnkWD9GF6ZLQtUZS3yI9EqXstEn7uvjbVr",
+	"gBRxgv4ZXVAb0F6YLh311rDfH+sw8VTn92rVzhXcEXZED2a+f3SEG6hA7KBnb59fXIhoJnMZgcwHe2+s",
+	"cW8aqN388ceLb0hpv84y3PJJtHZCDabd6GxyptrH8mjQHspT1T6Lj47a/WlvchJ1FRgidjWQglkuh5qe",
+	"v1FhOjqqrwv/gBuPP/R77fH4w8kLON76R0eNx1vQupiC8YS2U4NdpkUIFltos3AFu+mcQYsupSibz2Xb",
+	"yptYpImxZf1zUBVyEf4blBv8xHoEJQfO4ZuKKyV9a2iSxQmClw26w3WdstGgax5J3zDcqBp0+43mzgXx",
+	"6zfUf1QY91PjHFdYy4BupyfG8uwfgFmAKAflVhrxRS5Olvm1Oqyeee4LGyQGc//vfdIhuKntENpy0hTo",
+	"rm065N6i9tV+C5vqBWk0YLqSihgmsRPHWN+FSgl5ZG+QCwZrK5hUGh9/iwZgqUXC6a+1igpjSyJQT8qV",
+	"WcLRhSVZluY2KaC+QRQovxbwFcoEAH+PCPGeNTHc63c3rQjodxsb1b74ZrMpsmVjtX//M9Tpg8Z4tmFH",
+	"bTBEAcdRQBVVZa6PNuhvaHw2629HXU9d6+9RPvXKeTUb4QKYdUgkcXUVsl3eoBE4N+lDdYFL5eIR0MA3",
+	"pSO0qYVKx1jgs87rWJ7fqEhZCWRELAtpXdxyrOksH5WMkewtIQ0KS8BtE3BTEoORUfaWsWb1wAMR2NwW",
+	"oT2NbEQUxGPNzr3Jio0cNn5IEWGtzZ6na0Vf2bLAUvX6Wvfdxk3LyDVjb1lRzgXZ39btvZFqi4MxuIAC",
+	"YSvIpGOAxsKI6spy8N5nz4evTv76ff+n06vmlebc7g9fafwC7M1yo1afL3XDFnDooWfP+3++3NDE5ado",
+	"xdQkaNwVOkyb2ganyxPDdas4xOEiM8UVBrS8QRYHtkLO78SgsdUuw32nU6TfG54MTwfHw5MdggbTks0i",
+	"04bKTZ9xXcqPepFnkTKGKl+93MOPLbkA1Bq87Sn7B/7974acjF7BbUT5kFb/niYK8xhcaNAViM2XpkD/",
+	"NnxDJlq8/vGlp8xhpiuMw8gmAAQt54TY6VlICl6SWR7bznnEpcN+P2gVSYEr54KaKmxTebRsJ83Tal/u",
+	"9t+e+DwNd5NPhxZytiyiDKxEYMdN0zbY+yoWf3j7w2usg46khlGalNVM58CJ7vzJIxFWGsintxtnRves",
+	"Di8JJ8/Z73uRNnWMb3/qeauwb1/LmH+5/5IxFOrH9pc2Zg3ZHX/3zUKqOG82CKuEh5XF6Mw3txq91xM9",
+	"PrvISpSgxJil7/7Ab3TE20Ji6F0mTuqL0Bqb5dJ1X9x/6dol2u2uL1H3uo1rlO+AaeGf/sADXh1Ta4JB",
+	"l2GpbRk1nLHamNkT0X8NNRHX7cFSqw8LYgEElQBIBSGdQ4AhvyqUGFKl1uOMCrd/45hgB7wReWO9hHXu",
+	"UZxb4ZyI0DFGPcvBebFljNwzFVGHmiFLuokSUgsWwWSjkUnb7Z6L66wQR90upiUkH1hV5CVk1cvHGSu/",
+	"oRsHrLzJG7Ufi+lpfcBIlWaAn8pi+PHq2/bpPRZVaFPef+6967AICasrC18pDuwSOjk6p8WG5a12jPEm",
+	"OlXzPMtNNS/loe+DDZ3B3OUoE21bn/aeWml3985NWENPPnn6XsnUOxf2Wuyc6vItHlrN+3+GKiCeGqTQ",
+	"4skl4kzROMELGuaQ39xwtnME2k2cfXk2FdJm6cRqmmgsXemIb5IY01fmCkxQfnoV/n7D9DFGxkqMbax7",
+	"3KKsHnaNqrg2U3ybPz32p0+dkh9pFDarDdVhwpPykRQHkr2In8bLYrS2AUkOry3oscYVfU6+G/bN8drh",
+	"HVE65sjRJ0IYOeTlZV/fWM8xv4gMIlIwkiKwthg5FPFRH0S+1O0AhmCsN8pZON0tdBemGsDQBm4xlWlc",
+	"6KaHRVy9tYRywwFlH/Kmg36sKyf9o2pGzzM9TZPooXoR7ZgXHxJTmOoWfp4riZ5XOFNimocE1KNcyZj3",
+	"mIob9i69sq3ond7efWb35xi9CeNWw/s64s2PBKhSyQiws2zYeuSNlsQP22NnntijJrnWru2xanfuSkh8",
+	"f+Q9WDhsKCrONvAnUyX4mYbh4ivtyL6upgc1jVlh3ycGlIHU74hLjCRZhVHqWOQKVsGKeBEoOOKNXdmi",
+	"TxvAP3FLvPavjeFaHx9PVIHzRrmPc7j1lhcryYmRCCuTyOZLxAt8rKsrHNyLWhxQZK7ArR2++fEqpCQH",
+	"XIYiKQ4DEda7FY41vjmvrwF7Z+g+ojPMeVQ5iAyMWNAHreiDKV+fyYJQUDT4iB9TiHyTRUuESvpE6xwb",
+	"Ei/pPnVRUwp+0ErE/CUccETetJodu+U3aXPrmoB9lfl58K4DjujEiDqb2bgViDR5r4R3dxfv7ogX4KH3",
+	"2zOXKyEXCyXzErwXm+XtmtpHH+AxwAwAN+A/W0K1d4/lO7jDjMVnz7HotToBF/Bp0qaLrFSXyjWJqYz0",
+	"4D1mYoOUote5Aab3YtzaDaLnecBhYRxOdvQb56FF7wUaNBVfKDHQiW/w6ABRyymJApGvuEmkXzhGeYgu",
+	"cn4JZGLg55CZxhpGH7le2DrBmgi3feJUJWPIZ7C3b67G3MKiWBrzdvD3X1WqnkK3canB1DzeMnssAb5l",
+	"MZz7SY2dRicUBaJ5qjcvOvDtgGQGjSyJeZcbkkBj7YugR5WrLzjB91vk1Pkkb6fNFW5P6V21/Wcvi3FL",
+	"xnLc4poHCn5PVribHGD1wXLBYbbvrq7eiGG3J37UkKOWAUB2fNgRz2cqeo+D8uzNBYb4PZBr0H0tuhGI",
+	"Dk4aQPm5NAq/RUDqrbKuHuvQ5EO0jaOut0ztiAo3DGsLdX2kbHffOv2l9xirN6x9CSLAIlfzrPDmo/DM",
+	"Ka0UJWXTtCSAbifF8MMHYZbRjKIlExnbMQ+E1M4OwQENiOYTrS1SH8aac8gs0jdVkZlDvNNGA1AGmmyu",
+	"aDct9RIPeKZKAgsu8AwcCi2AfcSh6UBI/mfVaHIgCqCNXHKmpbiFcD7sw5lKF166qx2SJ8YtJhLjZDuN",
+	"tVufpOIYSvIIaZ2HXlTMDa5Na7cTPNa0aPAC8jyhJlhkIoIF3RGv15OkH3fDQ2z9dVZ8my31p+13nRXt",
+	"aUaQV/5OzxWrj5hbIMatublun7W7cObqtWN4Y0rdA3T+YbkLX0PNADdubf+VLX+MTfY6E1CIxN3lRCOJ",
+	"+hqK7bI2q7Gv4gB2GXkNUPtXcQA4d4nN/IKVMM3y6wzWwiH+pDPaj/TeR10fTNeevsjzLP+k9ZHwmx4m",
+	"UStuW3qRoEwPQU1rVAD4i4918rNThIQnZX+gwwg3rj3551muhJNx1INzC/ZeSQyuZaH5+cTWgZMrUzzq",
+	"fP5rtnptV//W9i9uJlv6UW5TSsPoiGccWqO/n5jyVgZk9ZINb+XqsefvVRYn06SpbgdGyV7lfKdqdZFX",
+	"oFRJYoNzBpfyOWQnqoVYGnZrikhGM2K+9MqY1rpk66K2dQXvuQs+qftv5CrNZHyVZS9lfv1p4Xjob7vI",
+	"sjbmsG2N5qkPkVKxEb3u8PTo5BiDI+Zhq7o3KFf11/DuIsuEbcHa0q618bEEWaVTFJIznbn8AA36GvoW",
+	"EhNMWKeCoeSMR1rLrsznEy2NXBaqnfKLKtPoNi2609GhXRgB9wu8H7TDfrcrXBnUAvOmoDDnnLONEy16",
+	"/NPDJrzvuR6vsowgxu0Hm+a80p3HmnEeBtjBdEK5LuNRVRsWmabZLaIKf/vDD1dvLi9eX/3t8tnVi7+9",
+	"vHh1cRV6wxQIrLLCCuz6zV//ePn2KnSqNgM3h/hHGwtRQn6LWRMolZK4bYuqvNFfUe2ycmyvh/l2W7LV",
+	"dmUyW58uq7s+UaxRmhd59j/fCR1ah4s1TcZwnzLgc6RSXuePcOgB1ZPPYsfbF2GqNGoqc8/laK/+3Hv3",
+	"6Y6hX1gbuHLg4lBXVh/ARo8kB4ZAbxjryvD5xpzDFy7hpREU4lbaKMCj6g20wv412h91TYwbEyV/e9pg",
+	"DbWjYtHVdEMw3kTVdhvrisFGjydF1egLNiRv0VsPP8NKeIy4ic7+SNAZvsv+tUqw6ZIzhzQ6gDD/mZNA",
+	"aAjKLJC93fbUcnRKGfv+ERXUh/hHSLEv/g6GzTLDif6VFoB5xQ0gM84+QgckwtrrbHOrne+9hVgrcRKL",
+	"W8IOj5Ujj1c1bnaBnqOSyf33pcS0SXoPSOaUafqzXwT36/OX8/7ZlMtJTOaO8IbvnmY5lKzXHOiysDNt",
+	"kQis1HGrzl7HdTfWIcxh2DyJj7qrlrrMSXi4JrvUjWkI+VKLcS2de9xyqQj0CJQRKm2pa/AZKhCw0iQh",
+	"B1Kq5I1CAgbwNMBahSMoVYVfBr1IovcCMvbLRepnij88+n651FtyF7wBeIzlRyNXkdjVMWOCGPojPOQh",
+	"TIo9R67zqAvo20QnZvYQY8jwfUrXItjP8DfeWpAsRF+AYWmQvDAU9pY1e7h5Cbo3ykIQnlGvPehedY9H",
+	"vaNRd9g56/b/Sl5vrIHSGVkfVGrOwy3deiWIJ/gLIqWdR1lsXocal5u7DrNAfzyDPIbqQNLcwEBKYQHE",
+	"sMnSCDmROs6ac4seMKR2hbqhZaFFH/2qyJfImuNFH8tJcLnX5f2IH+2nX/OFf/XgPtpxskQeY9dn2sH2",
+	"z/BwVFbcVVcbk9QwEER1dB1Dmwjt+KCzbKke+5T4F6ngjUvrN6d514X3Hq7YpbZeWFFxwj7eJFriwc9o",
+	"qBfZ4r2XMFyls6tlCEOWRvh78X1iYTkjaVQbOXqL5EZZvDtkknOUeZNlfK0KB51ILNOc9qE+FLnktL5I",
+	"glo6W03yBGnrHmDMl8xEvxLnvh1MdG7IggcVQRvgnwa0RYwnO+eGMCBB6G5UFR5xNV1l2SupV5eIXvaZ",
+	"naCgagNlIbLeCQJac0T16PODsBYddULCDRaVCB6g1FqqI/3te0JhLCSzbeNwHCy1PRMOBbGFGl8jLn2i",
+	"frNAZ+QBQwKs5uF6zDME6ia/eAp/nZ5CLnW9t5+Qk+6b/ISfI+kDltDnWzy29S6dmXq4zLU4cfh6fsbD",
+	"uAKm+5tTUxp7C/OMXW4iebDQRzjpXqm9S5JJkBCwUIHQa/5Hn3yQNFq6h1A3qawIJLd/X4Oi5LfH0ibW",
+	"VKbHXnKP4XO0mVSvEjO3oC9eCUiaKF04gBJGfaGeU7aZl5iBk5Vp1ZQ6bD/TntvvbEofRrbncYsrfipf",
+	"HiMtz7glDganwzL3zBw6UNqqD5gYnhmn+Un5sjKZeNyS0Vy17XbBVrZPgXj0T/6HS1Qh7LSfqApTJSG4",
+	"IN4qHTe31/d1lLTUG11FeIsn1MtHOu6fwAiUPsDBaYEC9nNxulxLb9Y2Z1u6m7CgswJBdYkIS+sVgrg1",
+	"aghHzVBOTX7tRhin+sKqv328FxoT589SlqYu4W0cFFZjI6EGZ2mUkJgNSzyoGce94RWEZgh95nlj+Fpy",
+	"0cAzn+KwecgMe6OD33djuDbNG0bbK95tqAKtyQ/UcFIEZCvdBI6H6j6lH96eKKMTqI7zx3Dzh9VrfbRK",
+	"VmjUYYJ5mxvDQY9M2yzDRRmnCESol2kaMr+srMQ8dMafcwGMn3/udnr9oN3tDHpBt9M9Dbqd4RD+7h4F",
+	"yB3W7nZ6Z0G3czJ4F8Cb3zVtdG9QPvMCuH9xCf9CErJerR35M15NFk4JQWnzNNNDu+b55947ms4TzlM2",
+	"NNferRyygJtOLat52SJJigScAiyoYeI5eVrH+FhSGG4vgTZ7zMZYWazst5vltNfWf9kMutHbOIV8x+O5",
+	"DnEcd2OKsMpdLeYY6+dZrABZZO0ACREIlZfSE2PvsMeec+RQqRyrIbXT3zvua1nCjp/4MPACYnRzCPic",
+	"1SWcGKHmi2IVOJATnZF7tFBjbUF4slxUa4Rp8UCN4Aa0QQZ7XcPxLs+dxiPmkFTUWiDvUVVLvxLkk6yZ",
+	"pf8ib1ejpiS1qywBBKNnfCfjqDIKMmFMv1crCyn9MEum51fUV9rUUFDvXX+09EDqDXLPYEl9YjAftCwU",
+	"l355zXtVd6/+9NNP7TrI9LYprWNSf2I61Y9a3sgkfQQzo35c1ItlfCAiTJTdZkssvWbtqoayRAcWqJIx",
+	"B4mZnKpxKJ1uKGRRwI43hzZl0cyyvEiBYJttz4XKTWIKE1BVCXshCoPsCoh9nzBwoStQcaUtCfrU2ZtF",
+	"bUK2ikzGpPU/Rr3UoEGHr47WZjXevw9PigLpH9ZUd/h5r/mqfvjTegMlCkmkxI/bO1Ptw+NEvmO1UDpG",
+	"TXmt1zzZOru1a6YhN3OsbXKmCL0GhqPSfl5/Mxd8pVn0HmHtx7pI4JiFYLl3dFbft16EFmXLlBYbwHO4",
+	"d7t3BZVqsWH/DP4++vCB+1Fap0/MWE/A2aOQYh5dkQeVKi3kuLAfJocdVMuvZ6T+EomhFZfJC10kxeqB",
+	"Em0ic/V9opuMWhsQIfRamSsMieBIIG9nQpSdVMsRjHH54i9qkZgsTiL81b4Gr1CgCajlN6vP9oEmtJxV",
+	"BSEqmwDljcMmgNaFBBBFKxEBl8qPdsSzWjfWQ2m0iN0NXG2zTFVJPUNfBTQ69B+h5lJWAiqReG7uMsgl",
+	"aB9OlIGIAUeO4DtmEwDTjo42o/cQix7Xf3PZtovuAUwrAGbd1QF+Vq1HCOGR0k/eawpE7Feo7bVho8pf",
+	"9m6rnf6sXLQO/2ZPVLKNAE2rDgybt+4gezC1hpOHTgYRNMYn89HJ1sYa3/epA/7Um9QHjvs9TGVW9C4J",
+	"VnPOIqYqLmK1SLMVXBOpjN4TYKq7fyRcRJmWsc7Ey5evPHWxYW74s23vPXUFKXSvDcu550xQLcI0nYe8",
+	"cUuYQvZ4wOfLSl3XDvGf/+t/lxYenjcEzYIyhbrcEc/t/SLTCk+dpVEgFGHPVUQdiMDknyAYj+9slOy9",
+	"UgtjM/KUKRw+xI3KJ7JI5tjmKDOFy4H0YB2at/Xx+q7upOn8YQvNr+15yBp7xZZBdebWVlrTBDPux7dZ",
+	"foW319cZvKSEXaMqcSe0RwJzE0SmfRQNR/PqFhg9puLv1zIg1pIdyiQHeijR19AwfMoedK13gV2zduzb",
+	"FE7K29jpStZmrV2NnQmxH+WaBr+8/xQsFr6dmh4gVkgguOHk7cGmn7uXJabkZp2shG09rnhYvji07ldC",
+	"R+i0HnCcdPDWz3OmYGBl48J762RARsyQPPxrS695nh4RDcRB9+3hWbKzQukm3MaxLlC/Bd8SDIQPHACR",
+	"v8CCzRGnjkrjQITT5APNM2WpIapCwWLM+xBnSKOOa5QKBaoSCMhFry9kml0vlefeqh/FUAo4kwsFviEL",
+	"3+eugUuqcYRDcUA4NpUdyNp2dYOFFccWOYi8b7kfGoTIYzuSHGTiKxUn0sqlT3AouRe25/DGNSGBriUH",
+	"UwiOJWZAbcPHR8L/HnzHqr3qQ/F0kcrkgTmyvSPfw+QaKbCRG7fShu48alEqK+pYhgHDsTYAj5Z65Zpd",
+	"QfvegBTvkVNCAxh0MyHTiskCnzWwJvzkUY/Z13RaHoFVLAvVLpK5alUoDI/XST3grEIKjA0Q8I4XVCQx",
+	"mzPQXGGfOie/MIfsLK8mc1/Pza7Ju/BoR++wrRf0WM+jvpN5LrGKksk+GweE8hBK0hR2GMclcRjxA0uE",
+	"4+E3T7IsVVK37gjQantb7WQyNH2JEv9zCxHQ3ECWDQ28WXznvkr2GHzUe2UTzYzkyzzJzCZQJdQirbSK",
+	"0C8nTMb7df/q5Kfhn8++H7yqroThsErnMazwecDzJRvcu4+9bjDsNhF7eD0gDvGPLRnHCVHDvvGWM6aL",
+	"N21Pi8nOLJ+0uFx4an1X+BT19XfRNW+RXmdFp9pvtLK6j74LoELPeBWd/Ht42Lw9yi3/y2wSWVR3iceu",
+	"x0kidq+QfSKNx932d0jytfQV9X1U2xfelnDUArZ9jfsBb3rLdO0NHUCtQ6gPeEo5Li0vitkRoeW5D0d+",
+	"j4CaWKZjba+KA7yxTcEVuImjK4cdL2KO2VP0qNW3OcUH41YFUp+DNgbzb5/C0Drd1hGhzrTyeGn5cQB3",
+	"AZhMVpmI0st6Hg+AMR0GOdRZm34N2XVoCWo9Mn8vSg7far3zRYF/n7cNjpu2Mlb1XCqDhDqb+UBAyfA8",
+	"oiU0ZPX4ypa64TXAco7ZsUwLiZ2HFxKhI5zTt4FgMn/BnE7Vw+0+7IwNZKWOmn9L4zhin6WxsmxOhijZ",
+	"J0ppwS8QJhNTmT9u45De8pLZLRGpsnkuKkSa1fbWuDEftXlFvtQRnGhEgrV7grlpWHShwHuKNqp9y2cY",
+	"wpoIonVYTnrjCK/3q0k6fY3lDd+oKDEbKZ9DqoEoTe8nRkxyqaNZR4RQ/hhiJRH8C4LbsP+nCRSNhuZ9",
+	"smjjaUGCK1eo33lFrPCQE3Jwt87a/LkRgQOVVM5oXXwgFRFKwG9FyIN2BfFXsJlgByPfLKoQ/DMCk/oc",
+	"2tTSqvCB30Dxdy22f7gGVYUQ379LAD2XOk7iRvbgH1xSkle3EmXaJLFCMfuCKnVDGc+TolBxyBBm1u2N",
+	"HZWo6otnfA+maYpI5pyYpj7IiKwg+HMlFsuC0ibQqJ4vAKcwpH99m8trNBUPrWM/yQVjImtiHaIb32QG",
+	"1SErv2vaDLdk82ENWr7ShQVotS1p1mHjLPoxT9Zf9o3DAZ0t9XvK4KEajRL3tyhTQmo6U79ZYwL7B/55",
+	"j6/xI/AxAwcmJizXvnbU+LEk3sSCVjBNmz3PB2jUm+v2oN2Ff4LDZ4QF8n9L4vCQI4lxpY1PsGK3gpj8",
+	"u254WGvZoLuNA6/Cnvw///2rp79DCuVBd4PiPPf45/ZlhYMPXqt9RxxGGO7vtIL7E1cFrepCb7BPyl1k",
+	"eRC9DZQQ21SeTJaINVh4pHpjTbazO95Fpj1qZ4l5MaAzZ4XK7TVIPKUtVFuazauzuvt2tD4Q3Tbo5jEj",
+	"KVQ2vTjg/+I1wpnPpX5/uHtcG09QeHa9PT2EXMcsGVMEYNyZKMsJJg6eINXROjcDoVKjnAlYHjVE1YDg",
+	"thwboDEl+4N8r4cPXBAkP3cyGlshfkm3o0OEcyeqXX6emUQrYZJ5kso8KTBNuEAOfpWvzoVEUkFsetlz",
+	"sl7ijPw5OESTlfeOqhskW1JqhOvtBuZuisZBW4uthHP0dSyiEIUVPwGhRqBf8UFD2+RM8NkkYcEE5VnR",
+	"pJrUR73hPIGjM7K3WdVC2Ld2RIhqQruY5cpAkh8qKobH+Bao6fH+SXZDfXc3dkQIuTvtufzQ5kgUPkuP",
+	"xmKWXM+E0tnyejbWmKSKxaXiqQjn8sMLfoK0Q1uljuQD9sVWx4F3xklMDZkmbDlhOhndYh8A/pP6U4If",
+	"Gmv46vOZzE3Y4diGsp3Fv+zOU2nqqU5v4UfwDDdkatLDnCrpjlFXI+KBIEtG6sYl/oRg4NmR5xY0KFsh",
+	"D0Tb6TMjkWghOSgT+KzDC+RH44FDnaUQCX+HRBcW9idULUc6N1xTELvUkYLMrlvDOV3wLiNvRVIENFlJ",
+	"iYlvRSYRFmSYT6MLCxBgivIVIOMZ/885Q2K2x9e9JBiZIK5GGB/r9To8Xx8ayqOgNsG+cAlrRB+K4z3W",
+	"5TI3mcPmTphbGNsg4ZhEJY+CG2jbzWQ81pZiLimqOm9td7SCVn3R259cFXR9LdraZ7RCmmqB6pPuOxUr",
+	"CvV6Y3w9pd+oW3sh2dHHmh5qG2OapLQLbbu7CJF6skzSop1oEUKBT0ig8pCfcitXyEuM4nupkbU6TjDZ",
+	"KN7b6WUz9i70NKt6vY6H604vWmy73vmS7oL70/n2vkJ8us2gDUmmS9R4Y116KPQ1dXrvXr18+Wq/Drl8",
+	"w21vews30fvqjjc3odxX+0Y3VI2nCOZ8v3AZ/Pf059pqsdJXCG0G/Q/ko0qnXHli2WP8fDq3uMa6hGNY",
+	"5vqcdzYLV0yjKSvX1nLiqXLhRo11WbvQZHhVn9vAAc059aosmXMWknAkTgQGVsmyh/rLSmHm+pFA76ac",
+	"WxywuTggWv710+WwSe2tWyIN9gV7BRv7ZtvL3hl7c1CtCGLSkLJ+6ICqgJDfp6EMSEM411ItuDwFPu5t",
+	"4gEGhe1SRok86LcnSSGmaSYRTwWHkRG3qO9ub7l/OB0Pn2o1aHLl/jrtnfWDFrSccreJoaS+48r7j9bc",
+	"6kHrQ/s6a/NvP7/7+R1+dtD3r7TRBZItaLe0XXodfO4uYDS2LbNhJ4Md1ng/BRZIh/dx48pxHmvfPQ3j",
+	"K7YN74gBBVYZFFD8//6/g86w2z/tD47UwOejEwfDbreM2nMs2DHTJUUgVOe61IbKgqOfu+/siv2EyapO",
+	"TqNwc5u3UZKR++tNoqIN3qQFXIIht54yyZsSy6LBKZSoOOBda29qu0AQFDfrbKmZca/0cj4xZdm0rbqi",
+	"bEJUfdmzHSL7OYUrvdcsCIj6ibFgIfxerJbElFMAUB7r8FoVl0vNvQSvhj1usTjLotjZ93F3DOpTSTGz",
+	"AKKYDIACDrI9aLVI45oUk7GL2f0qbhKjnMPwnTSz5pUNmgF0gqEp4eag8olOg2Rbk2XNJjO8n5Kvb2SK",
+	"Kp3VF93bsbeNzuVt5u265cTvtf6KXV1o7ANN/BaHeRJTpQqcC21/WRiyjabg3o+tJzAxvIRd1Tes24Mu",
+	"Tf7aQGQ6UoePGwrYYNZXpwVv2mNenKm+JhpMmm0IR7FfBm5wftIiI8kkQrMyhZqHey0wszHiyEg+sIbp",
+	"poqn1H6LdAFwNybaFPkSRQQ408Miy9L7tGETFT9dJTZ+8W2WsxmF2TXwbfKw+XFqcFbTtRHFOK1LAf9S",
+	"v6Mf0YNhfwsPbYrpHJHOEAqCY8FrSsiwuRc227JxKNFwC2DJ3mY55a7v3jmlmdM4Mu7yJ6yy2gFj9+qG",
+	"k8Updo1pG1VMjiSu5WugYjxiRuqjY5GqolC5CUScXIOUpMLGDqydv8H/jOB//if8z7/D/3wF/9MOAeNQ",
+	"/mOprMuM1OhzyvFbyEjFY71wwBzwUuEQQWgmvRCxV19bm5Cj43t4vNHf3T86bvZ3+2Gze9gUSJbIj5bj",
+	"J4osey/iZW75JCgQz6SXq0o2zMcWTQAC26LhAVfZ94HzJ1fmbaIj9Y1KkxtU0vpBC72oMMEtwtVFGb7E",
+	"AftGzuU1ea3hXAUxBwMc0+MqFmjxIibIoCvg9UJeZ+jr4RaIXNpUDKq8IxoAU8hrlACtXJksXeIY3K0d",
+	"utydTTsMr++3tSrDsP6yYuYNPkYSyUmuwVGzolRUVB3wZKkr2PsqxjSqzfkGKfqZ6GgmT05K6DNEAZol",
+	"0Z49dUPbHEtXC6tq8fqCTxHycmyFfDknjQJ9qz1WEzC2NYGdzCZJY6M6X1tEmntsG/ss4n57FI/SUQGC",
+	"toARUkbjrSwxR0bYPF7u8jmzItcoQ/d2h9hmUvbYrtym2iCWjdw2es0y2j7bmFJHpe9WRne7D5LRT62g",
+	"vgDVl+JyMlcipHM3qR7DNvmoLpurQcmdq25bPJLE86ZwZHUmHiCj+Xm33moy2IamW7OiWJjR06d8rRNl",
+	"86eWR/Qpd7eziKctL8LsJC4tKmYfXRsbCo6C9ag+wGmPK4nT3UBOKxHzeyKpqboU3sCKQlJK62xqhbnN",
+	"3JvmSlUo1unXZZo68X3XsIkao/GUxlaJvsO3IBgwg/hdoi04F6Qqx1n0VfiJEfkrL/YO30V7t4zAN3+Y",
+	"H1j7+LYA/V57nZIYVSFjWcjNS40OkWpHvs2VwkIIYZ+vcOCTqxA3W6fVIBOao+doSshrVQ5NYli7bxoX",
+	"uNUNyn1jqLQyt8lUSLBTH4pziKPI61wuZpxPqOAHrr2ZpGDtpolWpjHBtbvrAMIYIzamSXZWfO9rwYJY",
+	"TWVjiqDNWXElRrj10G2hszIKhrVCYLHy0dOQx+K/dh9D4pzI8jAr1Po/0HnKGHqp+kCGtad2Wf9kwwA2",
+	"rO8SZ229RfSoVSCcK7gAAzVeRm6OeF0cd1lwb1knyT3zQt4neucTdlaxXhu24GbXtw12PGEGW5HElXh8",
+	"JfxjJ3YPK7dpFXKxlzfAgVti1aWwbanaIvRqXygyNaq2N5tOYeeUC/KAl0cgYlWoHGbGFEkEXswwWygt",
+	"E0AT0Agr/+wCo0KySCYpM5n5YHZ24CASnaZyLiEzDx7FP2yyfiWwCE1sBS36EPwDb63G+/ieXQl0SLva",
+	"7O5kMUk5dJxsb+miiQ+6To1ay1SLImXM8x1JvUUyV0aAdxKbQuBTSOifPHIe6q7qGJedwbDsuSkc6OmD",
+	"K2XsRG/PRSMBcM6uWIygsOPwK/eGkALZpbc2IezgrFY786mec6/R3yTzDep86uRXmcbgtrvfOmss3E+W",
+	"7R9ra8qi2NWQ7U41org1eywTvpMCLjZTTYRFkb6yybLWwcTr6LAjnmHTAiJnevC62i3sX5CXDm/enBK+",
+	"4Gw3q84WZdaSQkcURwEOOD+yh7WevcOKaE9iI2wOhB3lrTtxr6MH2m/PHcjke4biZO/9C4+QHJmsfPFy",
+	"kOV2NgKRTGke8MbDB8/GwxIzP4s+6wbhXIQf79bYiar6U3kmlt7snXPCpTagmSYq3/XIVbJnklzjcsN0",
+	"XM7R3brmAscDj9XandYuCbNcxLK432L61LPAYQFsOAc44yEQ0nOTcbIAFj4zkhKIfIZkGY31WLcxeTkc",
+	"ifDjuJVnqRq3AjG2gbZx6w5cBG0aR74Lw6502zTRMn1u74VfkkIRvbyhv607D/4cayHGLYhQPJdpam9g",
+	"OvpX/Dfm1/0IMWf4OBb714PU8J6Dxhg1Ba81OkixUMui4Ljcs0VmCnBWC0thR92DiefuAe4dtoRK0vGf",
+	"YLm4gZnSq8qxmShpH7Y3djqdOzhzcXutBNwhFunSEuPPlEU+AHZFIWQcGx5nimdYeCr6i6xE2xezQKpT",
+	"jM/xU3EWIQBVNc2c9L6HuklBOWs0iHokF5wcJBzPXAkloxmqZJwwB/lofJc4wK2FluVyYVTOhuV7tXp4",
+	"lPD+qa2s+9Nm8oRo2Vtf0/M3+toxElRUVCcEG20GPk2bSm7LgoJALHUCIRY+TUu9gOFVPHUZnXy4rce6",
+	"UGlK0KkEKYLS7yPsl7v2x+TOCUH6Cf6E1Vi5Y6ypbOHje7W6s/UMvPbaH0Erumt/LLK78Ly2wmw1CwjU",
+	"bIoJBkkOSeF1vyJL5E8pcNhe3kBjTGpvg0XCixyTRQ3W+/LQM1Q01P562V1h4OmGHc94cndU7aXy5z2N",
+	"pmbz8SeqlLUS3XSscHaJTx0niaUtE3UFptCrsSa4J+4QizUp4gSZ0lWMR1xQ34MdJ8TkWGvQ5YvkRnnC",
+	"q+NLJunkEhh2aVyKYKerjjUoTiXaUWeTjMJWc5CgaqfODYwm9A7kA6HbQFNaZdAXK5CqMzE3tTk43TQF",
+	"LxNTNGSmcm7tOiu9V96A9RJcQosyWXPMo64IH+iscM6ghMs9DvfPSYV2Vo2uflMJtlYfiufL3GQNhepv",
+	"1hJ1bE4g+iCJMxC8fwZdSBMZvUe3Y4TvW3PG9vq7nCx2BDdKwt3l1nBXtTysOknE4bhLX15y/fr+JRZJ",
+	"cS66qCFyJ4TO6Ca6flCTfoe7rJXa0GBLGsfl5oFxtxc3NuhGvInoosRVtj5qylXQ7rf4bjYGynZFytSG",
+	"mtZqWiPelWSdrzkb3V1rJ/NFltPmJKSm66SYLScYu4EqrUWe6ML7FyouWqZPIdjzlN+LrcJO/IdcrM//",
+	"W6+e2bqOMe3JFlszCRIm7UcWkQhMPSjyy7N5CKMeFllIaVqGWcqqYw43Nq890l/x8yLNzGOXTWfNX03l",
+	"Z/tobQ1gz7EhGxf8Q2N/OMHlmq9F/uaKrOJbmabPAcH1FSzak7Pjbu9s0O0PBwOMzGCiIt1vE5cHzkfd",
+	"ul4U7WHWhv627lz703Te4dTU9fCb/e6nWOM29O+1nWHZMU0AYCXg10DMkzRNGNhWmERzdrtaZNHscN1I",
+	"r248QCDqXMrbV9Tze+QUe8O2vrZwWp4YQR2pJmyQxor8HDnjMWNhPka256j0GfR5V9JTE4JlXChZVFyX",
+	"xiWaziSntWLG6nu1MraYEn+gjznfBv6G7QHS1huVj/XxUHyffA1aCDY2KVzTXIV+4Nw8mKq8w6r6pPEt",
+	"GKtrp1y+Ivi32vGyQsQrO0kb990V9azRuCvVBTyJb8gTmpkyt/dWkmVHVbLJnPib8OfquK1LQ4vy8vWq",
+	"UDt9wz6EkpeojNME9jAedRN40yOnmc5k/+h4Q+uyW5VH0igxUx/E2++etSGlbo/GdtZdPJ7hc1yFQ/q5",
+	"2z6T7em7j8fDJmOnNuvVQXXt3zz7vMbWTVHev5SmLTkLJSD9drlA0Nj+SVNyCqal2AyVkU1ECTmJvUNZ",
+	"oioOOZEFZZk7vTsNt+VqVwa8wcx0LvBDAUHJW1pgCO1yqcHnF17LRUhlBhgKi221jz1ECNWkbq3WW1Sz",
+	"6vqnu83Wd6X5+rfOqP3uYzfo9U822K4bs+KYeD7LYxtD82qvQRcZiVubhefAKWg70s9jjaz+IADRO+Mq",
+	"FWl6+An0YYTiqxLOgn/5d4SxoEGgn6ASiWpCoYaKG84kHSSY88I8wYIa/Cesi0R7dKWom26BptgV8tuE",
+	"TvGAyng3GBtkUXk9wDJ5yvlHxW1vE67EGFlTopssufKTzy3B9ca0h7C8OWRiSk5Isb9XEEu+BXUKK6kY",
+	"4CAxFF6KllAIa8umSrpYWYEtgUUlC2B+MYXgRfET1veHrhpFGYs4v55jUVttW2a47BYp5F4nHjjP6F14",
+	"gcAx6xOdo5/cBTp8DByJfLIg+GwbwKK3xiGj93N5Jn3kcFOCSZmMvG211BB/duSBXK7hNHjYJ9WDlOu/",
+	"PY/WQ2KqlKB8nzDVZpg7C+Tnw3nowvkSKWPH5xv1a7mhDqxSzB1Q0hSq5hY445b3CePy+MgVY+2VYRtF",
+	"kz+HctHMUPVI7TKRl411Zc+hWOVc4bLqXBzYMnV6oC5l8bysClU4qbSSsH8AijokhROKOh1ZFravWuW2",
+	"3ZO6HmfcAeOXpTvn9tssjd1hBaHYe6zJmd3eOQK+IXgvypIDEjxVlJBed49F6Q1ZswBHoU0VQZRgzbAM",
+	"UapkXgWVqIb9scx6nhij1jJJHoDxobOiUeNakZRZ6qVZyrTMLhMHaAXezhz4X8mhWRKKOBLMw/2yNfE4",
+	"bhC7eJjzJKGOQIAK7nDHdtXO770dmN5i8dbf8fryQwFl6/q2vfKP7kbUg71ttOVI4Yl/4PlhlMyj2ass",
+	"3l0gX94Jz/Gg7XyK77MJC1sKkLaKfJjrqCjXtJC8+GcSaxgmiuBUPm09r5UWOD6Mcg7Xj/ugpuDV565R",
+	"9ake3f4tzeYNwHTqDYYtOI7QlevAPAlFhQLFgeVztmBSCEVH6ZSkPwfsZyjz2lzGqX3MK9O7pd99+h9l",
+	"CjlJkZmdp2tpFirCCnQdW6DxWC0AJB3nSfQO8UYGXiH4T1PFBILzyukjuH1d/xpokDdh227dw+WoElwq",
+	"a3M2tXjPZ7l2mB+ulbRt1aCrd4NSQePRoBk3DGHA0XbXEFAuaKDoNWUUYKxpVF0N4hNDOkmAVSZiwTcH",
+	"lgcDnyR7YKxxkVpIevSzpupGpZTcvyhmtCiU9ZzQF8wTUGXgGx14WR1+YM+xbbAt1iXsLIMluKlSsnKy",
+	"eEu1hj7iWMIZxn7vk+A7+vq3qbzeHU4I2KlhtqEjq5gKku0mtJuvtkUD6xAkXyBh8GB5M8wbZdzv3Ysf",
+	"sFl7Dbcrf9yNJ29vxHJWkgnNHedRsUBXkxUt5AwwlcEZKRI9TZeEscRiORjr6zxbLuh2+yuMiWNNsPry",
+	"pIRv4zgmvB3hM/JckbYO3q08+4DjSl5RiEIrc491+5a6uNcg7gjdOVH3GDBo+K014eQBSVuZV67OclN5",
+	"M1fKpx1n1LMt0OKc7mSzmIyDd/6W8CFs0J/OMDx4A8p8siz4QemdgeMF8L/pYRvvqKBV2x8DAQ51L1m7",
+	"RJ+eBx70KL6OZ5LrRWhNMjQXZJR4uWGEjup9TxqTmELqwn656XxyuWMN0TuX9FBCi9q7CcytGgndrzrQ",
+	"s7t3RNzLrLWdbQPDJ828umEsJq6BnOeKGCk2qGbr6mlpXagyu2jPlF5/ZrYuPz+VLvAquTbP+77w92Wa",
+	"4F7jh0p8CZdi9h7LqkFZMSkbVf2HJuNuwj7ysIzKlcqjy1vLx0K654K1AaYdaELbwYD2gv/Zd17vl5mx",
+	"X+JwBaT/LvAyRHfmD5d33gVl4ule4gTuJpATFT9gaq74YztlSd2c2pJGuK5Mby6jt3Id9wwYM1RaeBDm",
+	"S20YRdqGDuByxuwlgEuMW4wcMrW8G7q0/tkXoIbQVfiPShaFSBOESywy1x4cRqhhDSxy/P186Zf4ASYM",
+	"2O3Rgp5ucOyzwZaq+JpAj1CPype6sdUPa+zSN3nuU2eO7Q7cYDcvBUweTjL9mn1LXgKEyyymjAVosF4s",
+	"C9wMsAaHXV/OYWodfC9bFt5dg9O1BAfvvR9dlh59wMa/3u1Of5zKNIUksxI4dncxZKX9HxtivZ9BpleH",
+	"454frc2ol4FcDmLTvH6bypssb3Zk8fZKHNQlgujSqyGx0ohcEYqXqmULQxBPXtM9UVKoeC2L1zofsII8",
+	"DKjoOAxcUXadDcRRFOaylgnrruxIway4kjeLsUbCzDhhBO/EcuBAqmuWEubrD69fkNgDpLo0tUyeRnnZ",
+	"85jAdYUGdycsMvyXOMiZYTlbFrcyByHgp9OawzIDn9NfuXWrizj0C7UoifKgSMiHn8aHgcXAxa/DFEqg",
+	"NM0IvuIc4gFLg623dC3UaIXIjs5lkMb4gnNH8jJVt7a8OGTeV6dNlEQOEPQGD3c4lUnqcHFLdUrQ79g9",
+	"XmWmkCsVlwSfB0g/YwMsjgISHjzE5k+Xxr3ZDo+D0p1leeHgiN2pgx4HxjgIHHIujhB8vkYvakGBzXuI",
+	"4qO62RG0PS2OXIXx3WqBXuSkQm0H24PTjNs9ykzHf/X4Xyfut5N2D9a4XTJoS1Yk0ikkxYIgHJVVtU2J",
+	"ZHWhcnZcktm1aP2Wyc0om/08/F77BPPpqA0n6zA93KWPmyNE22NCTUEh1+ePuwrIP0lE4+B93F0qZws6",
+	"d9ZhfpL09rH5dh9OdgbLM9FNJe1qy5MUtGif4QXcL/ucl95yWBsgL+3EXymQP/Tu3/k/jRknRbbPrK6D",
+	"CEFHG8+tLAeESEfl5GsjuYSejnpn6woFX9pM6cNedvTX0d0BF85yVsLnIGyqdZtb2dTt75RMi1mtw25H",
+	"Z+/Xk0TLxVILBhKIdZi9D/1yk+x9692Oo3T/SfJdsM3hkZkFbPHd5aVn2LmFA2Hg/Eq0KZTE1KRUTQs4",
+	"NxugnZgktBlWwzmSS4MET4G5kto46AevOfcF8+Ns7k3sUaHDTm27vMWw7njwqMPAROBXPm7W4Z5enBo1",
+	"35Tnck/P+3MOTN7HSq+ndcMXHfXrjmX2PIvVliqn7YsMqezabn6IGi9f6rF2vxHHQN1gwyptynDCSzBn",
+	"Scx0xPYdNsOEAAtJQXO1mXWrOTGCeXxRl25YMpgvWX6Olwg6ZyukbgCSWVmS4SFzMli3i+/lkrlygZbK",
+	"hxPNUPGq/uXECKz0EqCJCChXB4eunEgdZ1rFblBlmrbpMR7YqvFeHR4ED14faKiYg2Xb5jYSakk1dIbQ",
+	"Vzoba3CBqtzWUCDoNnke0OVEYgtaH7J8Ry6lLL/OikLpUECdrOVORsrEkqmwketQVKgOrVO8TizmLzAy",
+	"ueszW/m1HPZWwM+W49gKWpXRoFvou1UbqeHJXXQKSBu3iSoRNxThBUMxS0PiNZl523Lu8AY6aK0Vk2jI",
+	"fntgzgQ3pSHBXOXO/FzP2roHRym+34J83dfHYpsX2KFpkmT1bzQemvwm16eHDz5U3ykMYx5QEZrLLaR0",
+	"d0LKzdU8u2FedfvNh1JD3Q9Eram2euvocSzysmQ6b/C8ZnPFyZa6IXwptFKxsbVYCIWsKfjkiAuQQtC+",
+	"pOB6PUrj0EVmU6fWi3jru9L9ulsnd11762X4rE+utJESqO8uu2YJjkq2CgZZ/48XVwIAnty97TLNB2Ue",
+	"V5K2wdJLsQrYzCSid4BCRFwyTGxWBm6gdJehx4hnAXkERyJao8OCCu4SXEo0v60iP2sNagWt9U9VR3n9",
+	"id2irzbYFiWuaS+uhb/JL5AYEatFmq0YPB85iJNGbXUPJLi5kmaZKxN4yffG5vEU/BPWLkVrkfPVfmqr",
+	"PUM2VAS4DbXeOeebMcvFIl1V8jdClykQ3kPQNmzjirQdrpFXEJABX+bSJlC/9v6W21dgyts2b2OYro4B",
+	"dj1RNh/eG6/m9Gx/QDdP+wZRZEeYTJakgN+MkHqFnCWBkAVyOmf3iB08zpjX5DVOQLUEsdZzf6zLJbhV",
+	"ttuJai6mL8XXpkSe2n5NlGlITREH0UzJhYvBHN5/ICuyY0cyanOC46aSdmeR7aD9YAW7yNZpXokjZaHy",
+	"suQCz9WHIOozKHnoGBHCw5KeA98KKWdTZtk0IleAUxhX+DJdW+EQhQo71EbgHwExnt0mUEliG02Pia1t",
+	"baaj3Rt3E76/UNkiVdZJTRq5KbGysbsqFk8I8emJOMBqnV7AB263c9Y7DPcD35y6MMzWbHi6awNb7NbR",
+	"EFku7j21ndZ6oGXksl5+R/1u4Ezw6gJOqz5DekVZqfbOx1zBmrXjwd3B77ZQzR7+vtG/SBl6ezszbC4K",
+	"7jxet3s/fOmeaNRQeS7rgo9buHVHb0yRofAU7WSU8h3xFtk/2jlEi3j7XMNJXGSWGeQN7nUEYuTEf+RU",
+	"hRtcksi6QrI5tYSTP/ATMi5B6muwmg9PJNmQk+f3pkGsg8ywfju6tVqkt4tK927bjGwAUfJpSEoQYMMF",
+	"kyUQ6Qh8CPcWqNIICYKujeKz/FhQ8jSNNcp5AHC0MeQwKJ0hVDxnrQFsHLNPxgJCYjU3igAnG7yLWwK6",
+	"Py65aZamRJ1p01fD35XMTrZ8KsBf8d3A0GN7bEHPf9dAPF1Ha6Inbmcrkio1mo7BSb9abdR9gFj5XWcb",
+	"nFPD7m7yJNSnxK+GsEzbJP7x2IADwcZwKzQuWBDU5DhpZoK6KIgN1NEmPxCdewOj0UVhGqwzn6z4k1mH",
+	"70Fxw2MTlGqEM849BNnHqyeJiDYSR75JPFtKyzVt874Y1vvhUTM0NPlleRCYeTRy9J0PgqJu7JzjFW3E",
+	"QH8jr9Xb5J8bKsVDRGMIianPpwsV18mNqnFF7y6vm8sPX2fxagNYw0uZX2NNNLvvJlm8EjKK1KKAqoFJ",
+	"co2pVZpp3izPH2qnw95ge/Sk1z0ZnAx7p/3hHo3cPigpt9MOjm3i/UajNnuVoQnWZqfarKZ5foUysuEw",
+	"K7NC4QZYfYlOmiGyqTZqh1WMbogy3QcfwfP58tl/NBvD+yBdWy5SB3WN7VTxg+FNt1oCgJNDxkhpB5yj",
+	"jwPmJ1/kqljbghs0e+fku5ekeJg9sP/7F3nmGZHbi0XcnZSmEP+g09WmmcqXKqDcJS7WANc+c3i56mpL",
+	"1g0nZ8nyZoHX1tfHfasa7w32CwjYDSmmruLOtZy6YzgjgK9gpriPjkRQ2lj3I8voxjYs7TVxNOgdDY67",
+	"axnkjQJpHwgf2v2E4bMfmnApB6i0LJpJff0J+20XuCsLAQ/cNdPOm4YZW58btRXvCfzyUrfabVmob93t",
+	"wm/dLIQfgkL2bF0+w66iT2+X1MxlsuG1GyT1SEwJvXOyooATmI/2XleKBeS8xGckYJzwYVnyIttNY936",
+	"DPhhR3gTcMcX0fzponnbpP+KRLVDe/wirzfK631k1WZh0+wntwRGe2Nz0st+a8iwrpubx4dKPJpd6XX3",
+	"NHLvZ7eOhhUp12Ihiybo0zLTfF+8ivtKlscuHUOQUFzihbJ52ZgwwTTEHBpBg3yWYLqRvT03LD4sKbFL",
+	"Cz/8PC7Bh6iEn7bvvJKKdU3BaQVudD3q0W2LDzWbe+sCPk/fut0m3mJleqJSEG4gvFlPCIgRAByAFhBS",
+	"hKzHhOJ6KXPI2XfqDCMHOZWGYPKsOUvQesm1pgwoTqaXApIKQjLOmYQQ9zxu5qW2amQj1fpvWGfZYsM+",
+	"8wZM8Hh9MVu/6EZfdKPPbMs+6sbbaL9eISNizvTdiWFLWSQlmTQEU5Qmn2hZ0oVut7Hm2UgQn8zqQ/zC",
+	"wMKNgrTH2idOkhp2z8baiu42uIXTJCqALmpRJHMk9xNRpqNlnisdrTwiL4sVA9AzCcztbaIZTOMzGdf7",
+	"66rNQLGUvV2BhwCeCrVITBYnQPFgD10v8cz7FUfMzzNDaAgui2R+CnjUsVCEI4+HAq4Q7wXQF0FQDtP9",
+	"LByGCcqtP1k1R08M10T6CYHceC9/rRW0XAsQeQq+WUsYLJ/alTBolan7Y53zsBFNBiZd1wvZOEbdemWx",
+	"tYk/3unDuEKliHIZQf62iXIFIuO51OJCXKtCSLuk4WD+fStAGqjWqLU0JAXqesEW3Ajb2gbI482QAVmq",
+	"9lRGL+HW+oLG5wPXrub1XD7esKAzLmcpMNabaJAZRZtTvTGq+OzNRSWDFIcmaDkUk5YNi7cIZqC6UPju",
+	"nYsEIkzPN5s/Zb0mLoZ8WUovW9DOgEhJwWRohFxQwVTfQA7hADk2QeEC7KagmJ1Pc5IvdYCnrOhxrqWq",
+	"fM8An8xcxcytcY2EuA23lWH7GNPlMHRNabFQWeaK6W2w+gHZzjQ4e9vY/ME38NQ+4L11x4AbUPflpqX5",
+	"OssWZSl8LYVIZ22XGlLC9SCcn858OauzNiwyezeWRGjF4K9zitMwiijiekA1ic7acOZAXYMrIse3wr/5",
+	"UVv/wcoJlYQwsQ1FFjnwQ0L8BsnZ+ApoeW0Kx1uCn8DViSGvovUHEDqQee+MWD5nCViVfw/HGk5sc3he",
+	"/mQrPchsYLSqanmHZwHWBol+qQ7BWp1G7YFducqMD7YhOdlHLauDlslKogocYyZLb2y9DWDT4QU4U6Ms",
+	"x9p8iJCzUegC9mQUFg7GVhqXUzjWsgjKZWBrhrjgB5tjQUAgN4VxQCD75NxpnFBJ5KOk1t8SJ7EtCkLY",
+	"df9urCD3a4JErSTowKv3AQ4yV+zTYJ0qyzy8G63NkSipTTRsPpkuljXaGkTOa6QcGMuLxsSSDVk0O9nN",
+	"NuTJ7QWDWKv8e5i3qTmdBfoPV+orhl1pD0hssWtnP0QXatuGZBhoHF7a0LpPSYMpq3F3L6O3dO+vO3nG",
+	"X08V4kO79oNtBcL+fmmeB09EedltHu6pQ6oTOrsVB+jNwcpFVDCxtFYhNAWVTlDRGsnFxn2+HarMwjaV",
+	"aV+yaMIu21cVvTe18AZYrfV2cd6WO1bXiMc+D8BWM0jUK4cRgsZWQJZVUIKO4KFSw4gJGPmPatGiJSbA",
+	"9oNutwvqMhpv+Z412fcjZPN4e+/DynZ/obUrDs/y5xHofGu7lllJtwerK1Ko2Srn6sFsWu5NV4ZLHFFJ",
+	"dcuBGshgQuGI/We8fV19bkeUu3dkX+Axu441vfpA4mpyzJKBn3eUqzbXSXqV1klBvCFjDbKC8V3WxEKn",
+	"rAgeiQpX+tXVSzi2EHZgrD3lge7zE6FJA7Y3dErlwvZaZ8VY267ruKwotgrmQVKw8xHjYqzxlu2hOutY",
+	"paqwNndS0OAnyrBss3opj3kraNmhbVnq+JhWFDW0WoVTKqbl87tsyjc+Cm0D+WyMGi6yZ4POqJHY0iIp",
+	"jkQPN/nRcRPpj+X7+Zsj/fmf8D//Dv/zFXEAQYazUHOZpELGca4MiOXCrOUbo5Z9Eg1qO6d/dHxfftj+",
+	"0XFzQvGbPJukan4/grZnWlx++1ycDY9OxIJe0BFfK5PEXIBLeFtQFJZivSffJOZyRcy4Y42erUBEWaza",
+	"ZqGiZJpE9jlbvQICwBK9GQVuyZKoAq8dBiK0kZ7vvZvxopBI2cShIHMITEz070RfgxPP3g13saFN14XE",
+	"NxxS5WKGmegcaWgzVhReKX9dankjE2Q+C8ufQ8aHsn+jHn1o41XEsUSSi1vi5dd+d3X1hsv/gzXzIldm",
+	"kWmjrDPrsDlStRuYn6ffAmBsBSVBhqHbnCBbE4OM1n4JUke8kivrV56o4lYpLXKVKmlU/QQcbojn5HmW",
+	"N4jxCx0nN0m8lCkFDNHJbEtNHUUNwq6CLJLp3uFcHoBv4a0v4Ov7UIIkH5oyVIlank5py4tZhiELAI8D",
+	"/PWDKgPgYecePHgLWczWP40Q2NOp0oj9gQNkd5ALCJbVej/33nUQE22PRAU6j5UpNpmHfJmJumVqMlvC",
+	"F/65fUkX2wADN1My9njnkXUsF2l23WkgEVtrhVEbeXGRp1rGmIxnew3F4mWHw06D+Fz/RFKozT4+mlZO",
+	"1rafIR8PBQV+Bt/ouz0/tUFZgY952x5lY0VnOzo785S1YbeZ4jQpmty5b2dZXvgE1SxvUC7DW/bI1S8j",
+	"X/W1/+PlBYyOyrFqVcu5RUzyvxCI8Cn/bZ5+hN7d7TNgzYEa6qYbzIDEXZOG6Mu4DeYbyO1AzGU0S7Rq",
+	"w3qCX6yrjWLv7qB7nibomTW3SRHN8HgAeWgj9+CbIzkadsRrdYvTaPDoA4EQx3WwlUTfyDSJ20CP2Qrc",
+	"n7y1vF8WMpdzVajc+83L7mAoHv8n+8+2zgpgVG3z4LH21PbKnL13ogTxXmj/Jo2uTQlQZW6pC+yh5xC+",
+	"syS9XctlMcsApBL+hFyLdpFlbaw8wOtQj45ghO25ihPpWqeKWRZjmyUUdqnYaxxlWbXK2D+Uh82ZKtne",
+	"ROAW8EOs5ousgOhi+71atR3yHFWWua7kS139A9JUzAxvhSFsY5WEiv3vOtS6Ji2A+u/9ZbmYqxprwzTu",
+	"8qWun1gNVTHbscXsIa5ytV+ehTuHmmWwjXl4JS9cHojn3Bt6Wtjqais/f2eF9OrpvgdSTRbYdm0F3npT",
+	"Sceotv85xi+F9bgz6RohyixkXpTxRRdLdVCgs+wWQtKhKzXmWEQNcL8Ws0VBYlAzyJYaLbQom8+Twj7u",
+	"O2jAygRg6HBEQQQ0vqrSw32tHpmll4LZtExrq85/Zpel9EefgKoWhyFK1VHojvWtPLDk6QE/yRMjfrz6",
+	"tn3KNLXiyiLoJ4VR6RQNT5SlzO5QMYr4o9F0cjSIj+NBfDqVvZ46ik6j3tlRPz7qq6NoqKaTydHZSTwY",
+	"qmkU9c/kND6aDuJ+rz/sRd2TSbfa9ZNexaI6qZpU/Mkd/LNB6xJRgZUxm6AP4WQhuYw+3dYiM8V1rsz9",
+	"ARHxTSHSEYt+t3supNWpCt7kGpeqjFd2LYmj7sAP1uLFnTiKrrG70oGyXJH7rxl50b6naYdeem7x9SRC",
+	"H4CNFc2qUU4dr66SPEr/1u394Zs/nj0fvjr56/f9n06vaiZIlWu4V8UNhee9St2PvW4w7G6adWz9A8ol",
+	"bL0893Ga5bQXaKckRoT4r5CMHEzMCbg6HsxKDu3b/YUOuHBpwO60CQeJ9qroaWnMEGEJnzxnaCStEq6M",
+	"Ux6cti1NPBj2+yKsKAcEhV3MwrHmJm6wQDFUTHCzl+Dw0M3gPXgDBUH5LMGo/hPjIvigg1HTzkU4QTrQ",
+	"cKz5/ADJvUii9+QlA1eKOCjonZZzErxQYaSS9KD0yoqnYngYellHOmPi7smyYLcuYRs2MGbspMxg4svN",
+	"DJ8jj8YmwSksOcscJSMqJR2BRAIJJcVWqvpZ1a5X9AcPqOgXB64UH4rsvZgJjNHrzA33imJNhiFETIBR",
+	"MiOynIbbUHSdqU9AqANKIj+R1VYZ/JXpit2M9KIzuVgorWJaohlNyPycmZ20wsgwN4cecxAsHj8pYAAQ",
+	"7mOK3klYXuh/dCSOzWSljtPHZr75rM4EooB9TPyHOuJZHWkBEB5xlAXf5Uh0O+JbNCtylS81+6Z95rVA",
+	"pEreQJ5HgSjsRI8KAYwQEwUOaBgZ25KIXMsoD2+bQwB4tLgw2PFsWUTZXFG3GTnTLsj7sKzVw67bPSZ+",
+	"IUc9AyBd8dK3N/k5/ehootQct0up3I6mhQFLXUIGZw9oFzyPM1AwXtMukRXiXLg01m6T4fYSw+7wHqNQ",
+	"q1lwg3A8bBqDbRUNFa+8ycRU5iW7yjmVrtsMEDoeCLmMDwiXU/Av5shRH2oHWCCQtJUmFZoNvkytbh2f",
+	"FaWzw1KcSTMrIyufKdC3K6TmqBKgJdMsP+fNophKQbkcDls7wORq5OCQjuxQx6YMV96bcG2DSrQJ2fSZ",
+	"X+sDY8mNHHnAU4EvaO19Voadj3WGjtKUbvOQQpyLjpB7uKoGMxfFlZcRbMclMSWhJrX/3CkUxH9fVf4D",
+	"NLKs4gCWRdioO+xRbs+dy6V+cMJ02fHNcEZ0z1qNUefesnI/rvvNwhK1AF+E2aTeJjJHIn8waj5J8dzj",
+	"TN8SdOgeFXW0GnfLuIeyFd8/K+Z+YmAHNlO52n2cKhRu2bRy3gTi7xlyyNL5OW6Nxxr+rxUGQn2QUZGu",
+	"bLYn5aWaGeomRjUkM2yCetpDbLlGcgDXS6SxXhgjk0fhf3SzUyMy9srJ3Yqt7KfasG8w/FDWIuZ3c3pg",
+	"rgpi7UWg8FqWNwbPW6OjE7DdVmkm49ao9XGMmI7j1mjMFNV/w21hxq1g3MqzWzNujX7+OG7hrxcx3kjJ",
+	"4XgHGaz4a6zS5EaBuIMLuGH4WfN+iXdcPfu63eu2v375Pd7yD+S8LFGyRx+ZFFOmjBcz7PXPzgYBuzFa",
+	"o9ZZ1OudHsmj6EidTaOj4XGvf9o9PTs5Uep0ejQ8nfT7R6fxoDc5kd14EPXkqTpT/ag37U77cjg5Kd3y",
+	"mGLdyR0PWC2TmcaqCVSJIpFUjcapkF3KkAYdPLZKCPlkyIX6uCj/c1XI+4WgKau+kLEsJJXucW5Bp9Ww",
+	"ztziaNpSuLAA0QheJQ13mig1MBpMx74tzBAo7QylfTplAQqAP8bJHAmG8vldKA6WOlWmpEegW035IsPa",
+	"udSYN0IuZsFNJW2UJAIeozagYgp2S6JZhf5VFFSQFC7CEnmfDXK9TMkDzaPoIo2tUQsCDp1LefvK5fHu",
+	"G4fM1ULJDXoJXCG3KRsh7dJgrWTcQ2/AaUvA/GNNysKBUyZ4JAIb8s1y+tfhSLyHabHacYDmelLYN+hM",
+	"mDQrnP0ZzuUHJhXYVBdZ2bDbC6GVLq7obj7Q9ykGo8ca6+RxV7piXbtQNwvLRgfKM1f1QMqgLzLNOlFf",
+	"vQi8Gd+X4rv1V2mqqkiul9nSCLOcTpMP1gPFcuRAFmKemUL0uuL//r/88T+8D6ehdzI06E2NgXkWSPu8",
+	"OtHX39LtpE3soUusk37QC+j5wA7k1rn71jWxabD5JqH0jUqzBQAn0jd8v+00y4pFnuii4x7o3PSqHv4N",
+	"9+yOLu0LSn8vJPpRiUQ/1puh6EVI/2qjiYGxEvwX67roY7L3jnWYpnO8Z60qyWbRQD4bKGEVYrcESwfI",
+	"4ivIuRRwfU1Wy0Q+oAOPS3HhQDAZH4KWnYdqFMa6BNmupbR56Pl+51oBM0Rio6pzxxd2xGU810Mj9Gc9",
+	"cy1KkzJ17XjoJacGdKZAd7gmjrLaxjrLKa8NbURdT3YLhE10Q9jedlhPX4OJWTfB9khcawTGbPa9L/Um",
+	"aegW/hOiUQHXA59nlN/rJ6I4dHiIeJPpRBlX79XKNAEXMd3JenE7x40tsCbaj5jwGG+Alavyqu8uvvLv",
+	"3k3k5Mg0WERXWHeI14TfAC19r9TCr2KbQCjfPDajU7w9mdiG3s+pZp2yL+yIo2h5qLGPvX4OLuotA8VD",
+	"I/Py9MNCH6FBYFllEc9tDNHgqXrJd+I0ID+K+HdRfi583CG0I7Rl+R24AYPhszRHh4gGAGFpVJMQwIz6",
+	"27w4N/RtUxpNaUXUlltVjRAH6h+Qyldkok769MhmhVU8NiV2LUDmx4kpEh25TZFooaZTFRU7iNIbk+UX",
+	"fmLx9sRDe+P9vRkgrrfvIb7lvFJpxvk8AWMgYyCZr2c6Uk1C4cFbzWnUOwUTfxWKN1n7pTx6rsYDmwg5",
+	"8KBVqPe7Vz/uYtnhc7EZ/hiUwlDtY/hWllSR5NFneYlHVdG+eTdWBNv60Pv7oFE3XW7mTcej9ImpMYOP",
+	"KArnVV47IBqutM6mJQS4X3XtyizptaVyWpcEQk6yGyW6Y038IZ4wWeOAAzQgS/smMNAuyoeQ1a6J/a2U",
+	"iqjXpbJQOb+bc/VKirl1BaCZ7/2qwh9sbDgKO28H5AGk+WUF/F4O5M3aSQmBiwPjjtq9tZV7ahs0y1t0",
+	"DlwPSeGvhEfd1J/A6NiwN+sbcjMR/eVS411vGN2igQDFoVfYrfBAo/1TzelGfLxrudjLp/EfcmHh9J5N",
+	"C7UFTQ9PIE/hICU7pQylUtFaQ9VDaJ/wc/LYbpWMpFDdM68HtoHdYqju3seCuMqXyvPmoyUjoxmzZioN",
+	"UhQ+SvckRVWWNW3bWofdpzd0eVOuv7xm1dfDIlhyWeIiz+JlBIKEkxfwpHbYuJgCQWwMXKCYFMpACTna",
+	"sB3KazjEov5cRsquADZXe/1TZ3yOdVlqJXZWWtVNUkjtxbSw0+6zk6uG0oP7lVX1+qcb7dKH4efiiGZ4",
+	"TnXECxw8cn8moHvQa5pW06cZkfspyt9cvL26eP38yu5gu2sh72VlMVAS44pekL9prP2ExEVmkiK5Id4J",
+	"OH0K/6xmT0sgel0ooD0Hz8o0l5zsZEQO5ihySt7qc9YQenAn/H+4IUrlnE3ZpKjBRbka8rVy9wfq7ChS",
+	"Xzhv/m7Utu+VWsAwqTyJbBQBOpRbVxmSnDz1/jIhOiDgnHC6sTTCMEeoo5muhh6aj+7HtTHs7uf7Audm",
+	"gng05HxEaRa9rwJ64VHmLOhwrgrZuZVp+hxufWXChxsb21V3Vkb8TcKZH0ttJZd5vMyNpW5Gs/1lMWdx",
+	"ATTRJWVon0dKQ+zamjdW6dhPuVjqnSrFunLVfOS+xYDtq8ZaHeIOBT8wkRqzm5ZivFwRLaPCJsuLSOo4",
+	"gXVERciYrAh3Sa2JklkugHoymcMt5LY4+O71258OyXWKGX5oG0hYzUblNpcP7AOcEs5alDZfPcq0SeJ1",
+	"PmVsVytoSa1rWGl8YUcK9tv3yUY0pJ9mqzKxjSr/XYph6MCGXEW3+wUQ4xB9CBDj6NoaI0bQhFXKD0N5",
+	"DvrNyb1OcKW0rxm+iBN6iQBfhNyqdkHoQorr0d08Yt3QWPNtLvuPcJWwYkRnVEtfZBYYD9hfMSuhzVmi",
+	"baR8hS5JEXnFHQ5IUmdlJYfTshw2Rm4KTFqz6WpjPZP4DL4WPwyymQu4s78ngRi3fj9uHWKwwr7XJZXx",
+	"yBVmrC3C3hMbw6iuEDctPoq/G2L6d2X0bDpGtePV1eVetCvqg9n7zexB+2B/eMn/hKVj/oRdNNstUAru",
+	"YLwIUHZs6vNkxSPk4xRiWLgaH/L5Sw/30HsZTqLSvkYR5HqzibyQA0qJhuy4SBnOYRQHPEnCLPOb5EbB",
+	"jsoVHpGwUG21RzgSb/if5DhZXPOS8BYEfQk0Pb61OrXu192RIp+M+R41/uXGdOA1tGGxLJ8SkpWnoOIp",
+	"KwusnA8YzZL1IWPFSKIhyXy2muRJDKLCK9IVafJe3SZGHVKaIb7UEPcyOJvgtWgzUjMntLVwVWBdpAmp",
+	"2Owtrkmb5+0YU1l0B8KxSZfffvoRXn5XNxbs2m/dJjrObltByyCbUr+7lluz3yah4WwsksEXrC3G7eka",
+	"3tRupn52A2AB1B6b97kSMcUwGnprfQLo/dBvvHHfFyv9/sP+a2KQ/kTi6Eflfw5E0lEdccsPSiynUblN",
+	"X8RvVZOrPMuC9t99xYu/Ww/iXE4L0e/2u+1eX9xkkZwsU5mvDkmsJAb3/xPDYmE01oy6tFooCEiznAk4",
+	"Yolr0PugsfS/LLoMom+BtlaEHXHByg9NjNOBCI9LEkwD6YF65aBNCPWPypPFTOXqvBw1PNIUWnYSEzis",
+	"n7OSf1SeOHvwbFe22b+OcfsT1yhOzyZIXEpjXsNewdm2Xb1nnrKF2/4kQnDWE7YSglPHSqHlNsH+XOFV",
+	"APVNEVW8BY0VelLcomnCC7mkc7UZWOoGoafc2cZkCu5kdluoI75RaTJRcGO6IlV9qXFL5OjVGWtYNXW4",
+	"Eiy/0SKEvMIwQINUGbtzsEIQ7etDWy4x1mWWBYQCbrW9K6N9YmvguCjdzORC2TyUQiEiw/VYQwmi5++Q",
+	"4lppdKPwl1Weo0Y91m0RfhzjHGJ+Lp3dlNeb/FON8fhm/U2rW2RAhAuhVT874gXjVweObiEQrrK6s/YF",
+	"KkbEL4Abjd7iviMZrp4sbPsRgQSBIFywTFHQO8pPr3+FMej+qSiJGd82bo2OgzHkC+EtSAZP7YB4Ef52",
+	"vSjaw6wNPoxxC9qDGR4hPR+KG5VPZJHMAcaHyc5zGBIc/6wCrlw27pzlj9Ti5ctX600FKgpsBv1jNIB/",
+	"WvDHcWvU7RzZGUCz2njDgi49ynuNigpOuX1BR7x1s0IGntcem23FxMJsLpQegyxvmEA2JbHJ/O8sxyvs",
+	"/qWRwzSBlCKfFBHWRcaZRFluUdjf7rNkYhXJFX5vJtPpy2SqXsGKOT0eYkQPvpaqclSmMrZb4lqV87D+",
+	"XlKsabE7CcAJ69t3xDv4JopVU2Io7dwJY92gTYdYammE09qdyBEHJSYEHfyAydWMwGWj/qxHsvg191HR",
+	"N6Y+70hurmiMzXIZZaCD+i9lLW7BMmon3irVZHCEvqHnmk5CoBWUex1R0xfftwK7LvFYivAYo7muGoXu",
+	"VfuahM2OyrKhTYAZvj0BqxOBTu2PTL5UHYf9s34r9kzlHD/Z4VD02tx42FJdc2OqJKO1knsQjEoE6tbT",
+	"dKl05GldNp/cgXSMNR1eVP+sYiHnmc3Sp+8ZZxU7hUZ4wL0GvVRZnisqwJUpuKM/rMR//q//jRRe82Xk",
+	"pVWIXFE5l8WJh4/DvWNN7kdyeakRuZEll/VSlbApCxvJNq8X/+JpjNTNOaqqohwa0jkoYZcxITmTCHPz",
+	"KKQH8klntlWc6cAGE3leQWAwD0mcRD7odr2FNr5Ivj9bJE3F5WM9tZjqPCxJYaurIeEJ+UzSRPNb3SWh",
+	"M60OR6T3QycJdtf62+k2dDwWYpoS5ro3zIkGm2Eu/57heQRKSCFSJU0h+mXDuSMHIbzBhJD+3hdUXy9C",
+	"uhgGY23/Kf7z//X/Fv1Dhtast5xbcU6+Vq/V0GD02YLn2fUv0WWTevSKADvtulP7zFjXv5OAAhilSwNY",
+	"NWVBPcSa7OjAt2mxjfXG9i51oUxhmwrfrM2FNYVqqMYwaLuySmAprs9P52HcBw8HGtdZsRWV25bR8mKH",
+	"2UEPbSCMXJXFw54wIGigD6v93CXNkOXPGiWQ72YPRM+W7M6S65kyxSdR9dNC3jJn9a3hL4GHzdkWQHRP",
+	"auOgHnQxfQDlSZiqD0kk03Z2o/JULsJAtHveZavitGWaXOs56McADdIknwNRkbefDre+H+XWhe2d7wPj",
+	"9bXzZKXl8Ce+eztAuo8gF1G1Ai638mtu4gPetLwhtpy9fyobusG/URbT1U4uI+E0y5aFcAgllgSFXx56",
+	"KSkpuJA9IR/U5ScI4Iqkw3Nsf6FlNTf3Rg7V+H/770enA727Hp8pH9ilsl0lTdlVxIuP1EKJykUqJyqF",
+	"sGaaWIqMUlFbZ1Xz1dBZBrN6K/M5RqDSWlPp8o4wJeL4/PgARqcyb5Jhe9zhb2tNK0W/6DDpDSDKnS0L",
+	"/Ov0uKHgtdGx8oYBDfBDj5ttaBuzpjS74qTP8Nm1nQxNcG1p2pBXWeb4lO5JuwUVxiUQtuAYZ7zMbXlq",
+	"AxWXzCk5hsutWyMutibqcoxpt2I5l9cKIqBthDSmFBv06qjYtUfLOW6bXMlC/c1j58JXQdnzm1zdJOqW",
+	"qsDzueTq7stXz9pHR/0eO0+gkS9hq+BFBOJW8bh1t140bdu+vlxlfk2MnTYFj8cC9eAmjN+HmqNuELaF",
+	"Ugl+BfvR7KOnoWvqCEwpYLTIeSME7A6mltqwb4BXdRXLgu6nMNQ6GVojLHRtgWNPGpf1MtcvPELjByRs",
+	"0qouGZP95ADWM0UdMpJCv0kx1kklmcBlAzBRzkf4/S48DDwWWko6J88nvX+sGb0I8yCdDC8xJVGvhF1I",
+	"I2nERM0STTxicCcq7WPtmkeMkhsUbvfa5pmrIVk+IHP9G37DHinH8ZJ4wV5t0CbTzBMxMATvsT0+D+gG",
+	"RWxdeJa6l6Mj26bD+in9B7RG0ixbiPLhw2rLdlQONdefVA7PrSyq5Z13xKv3fHM5Aly2wukBE+jOij0S",
+	"vBp35EPSYOGkcaUJNoVPVhL4GjLiK5mYW/NfsRTWy9y8C/ZmQq8ImXsjmzFBr01r8nYs5cNbrjdEKywT",
+	"rJqxz0qwM3ptFepsrP27XOz6VwB1xvJx7th23KIUP5ETSSvUyK1LiTAtx5qfCBwLSWIs4Yw46He79ECo",
+	"s2wRHt6ja/tDoVksHLOxgN/DKjXsN/OwtdzMu/OEUhNd+jyVo0sEeIV3hXwb+TrmFfo5cCUmBr2IqOZ/",
+	"WKRJlBTIPSdChim7QvDAaQaBao/skD9eZB6S6IeS6A7zpwMxYUoP16GKCxF7Y/EJO+LSg0JBqFKMWtbh",
+	"EO27bFx/rBm578AmvNLfWGJLdtch9sgBJ3rQjNhHbU3FRZaTNiaNLXUUB0DnSEPWTpGTLzxk632scyUJ",
+	"tO0+u6CEoPIKsY4blsq9cepe06G0tfYC7uNM+0BIMUt00RGvKMocuKiszgjAHKt/x5pYWHoWnFMa5CTF",
+	"CJnLrs8pbwIy6xmPGb5ksd6gznkuPxyUzQyc9wgQkvhGeujfRe8w7HBjcI9iHPgP8ka+xW5B5hcoxx3S",
+	"8JLpKhRGwefREfNavma4ywuNvViFlH0x1gRi8MT4PcReqZy1Nuwefxre4fW5M8bdQJJ20G9PkmLEEUfn",
+	"fDqmREPbt1lmilJSOyYk7CYXCVKUNFeHVcjcbreEzGVErhApX0FuheU4hkwyYzISyjS3sFGOh9BCMU0z",
+	"lvIYPtUHYU+dnZ3Bc7lk/V/STKHcLxHCaLAckuxcSV0Lnw22+q3KQVk3XrbT7Tn5v0lNB3bX5kxmr0TI",
+	"y2RG0vE0bcpPa0a6vyqJUq3jdT+k+9xlWW/btx47bb3v/IKtiPQwBJugHZlHvByDwB73E3vwrw8Dhwcb",
+	"s/S+ZQpY5/qhBBJ+JCzjW0ujjPs9y0eCUwvCEcSiiOTCZUpXwt5U08lPqpiJ5H0YZ2vckImKl9A8pgHF",
+	"075mxlLJCEfgRRmX12Br4yaz+SAoKqYyTaEqgmalZMC9h2x/4QbxdVbUtIH+UYOI17yKd+mLuNrBz0va",
+	"3ZZ8qMRGwSurn5PXoDd7q+3LXL/lz63XDK93ZUcFDUslRmplbdS6SWmH3kpPGbM6WGtX+ICf2HtIgrLS",
+	"vHRrKq57uNfo/MRf3j06tQ1um1zO56Yt/nbTfD+raPC1uaa0h9W/QNY9kCt3LwnpVaysnw6OfpXftWkA",
+	"f9q0OlBI4snrlb2sj1iySVFPYmMz5uwycms3y4nUjDlAmX1y/xyGF0wpu8+2e8gMbB7NJG46cUHwqGgJ",
+	"UWtMuqGhmSiZq/zZsolP7JkGYn+oPKR8gOtl7qFjEWDSQfjtDz9cvbm8eH31t2dvLv72/Yu/vEXfFjrQ",
+	"wCx4xuQ/jHX/NX6QYuHRe7XCf6iQlE34lFGpsqhMZAOQ7MYxQG8mvqH0bs6KYtG6u8MoblP6u8NAI+B8",
+	"C9yMzE68bqAzSaRwvl++fEVqtsHUB/wn07ibsf63f7PS6N/+DTISoA2UWllCoR0GYpG51KeKA4P1bfMe",
+	"dVzEjURY5qKK6ehghjKtbPkv3xplc1suUgWwN9lYy4oPUVRdiFgsaGNBUG9mtXVr9TkPImdoJMavA7tR",
+	"uREzJVOwTCtpyC7th34vE82fGHBjLuQkSZMCE6N4vHE4kxJnulJulhEfZOnjMWN9AAOKsQXQ3LHmdaEi",
+	"/AWeB0ZQVRSUl8CDWXXMxpBiZrFy1wevAhRmaJY8q9KMHMJb1Wr3x9QOI8cBarZ84UFml0eWLNxjHtc9",
+	"pwz4NAAVfaCYqTnO0e9+J2B7KV0kBEQJP75VBCZq9y4m29Gm4TRTV48PDHmhRQoewcNCCBEt81S0vxPj",
+	"VvPe/R/llv/+xV/GLQE7cPT0aa9/0ul2up3e6LR72oVUNzsHNuMHmhOryPGD0v4+F16tnxQ/Xr6kfCLg",
+	"j8I1rGFo2C9gHQUM1Mobqu4zyFlQOs6bYXfogJmhwsgrSa/6xCDUb1H9MuuTh3ajWRYOu72QqEsxHzn8",
+	"6aef2t4UKDtIoaf8sqjEELYlsfAEKlR228pL+Gyq2tYXEnJBQ0ipQcxgaiesfBvnDwMa4lPaov9k0/kp",
+	"Amv8M+RMBa1U7N2NKwjJw3CKSNAMP3zAZ48+fODhg5aFGE2mVWbZ+/7976hjH1gS2MOOeItkeGOdaQi9",
+	"xxBTJxatxDC/Hr67ZOHAyi2Pmi9kW+Dcseeh24HIskqSUXzL3PGMdsSfXM45Wd8yNcRDaSRmduUKbGaT",
+	"FMqR1hwGTKdcso3cZjkk8B2E0+QDkH94wTuxypa4GhfSFAqSnqL3h6yl1QkoIdajVHhY21JGtP8s3vzw",
+	"9mr3jhHjMT0p7rUTK089YWL4NpRDjIQ/gTBxT/y7Y/Hk47iVxJxBLikNGk43/EVxBrCfU7yqpBHfPaF3",
+	"/U5Ajv7HMfIw4h11bjt8B0wAXvV/5Rfg/xsDveq4NdqZsgx/KPpSNbt23Ao6nc4dTMFlyUiXKOuecc5B",
+	"WwgBC57vgEVjgfHQr4JlRmPNjJzkNAsdKWp4Lv6xJMksC5HEZBKRK5K8MZY1kvecbVASGyeya0ypBxth",
+	"Ni3KSTs8Fw5it3861iWWJ0Ko2IwlXLpIssqKQ7bMzbnHk+MJqbl8D+I600osFx3xgvgbbuWKqvjmytCZ",
+	"18zu6viIieaVcK0Te9rwGJBcJ9+2HT87Lm/kNcrVsX6epamjosgtpYRxGNiSwVpRhxYHZbV5IDqdDm5M",
+	"yzDhUQMnhgliwxKFAcIq5r1LHIILhLYwWcFeN5wLCt0e66UmgRP7sAvnIkSAulAYxZorvgAWqThgGS6O",
+	"uoGdrrHud7uHHUEN4A4u5D+WJNdMco1wZBJZp9MVlcq4FvLpgBzjzKdRwd4B9WBd8jxIijzZKah+jz3/",
+	"qu+2/3/+H/8nbH939LdGP3c6nXfB2AO+IJmy+sPsr/oyjZKL44v5X2d/GVz+80J3O+8Hf4jP5B8/jFt3",
+	"/9ougCnSP6Y5/WpX657win1uS5NIw3G6cEmg4mvApDqQrQCKRfjiSl6H5+j2totMJFBQcTFtv860ar+S",
+	"RTQLWcsR5fJb03DCQXcoXmeFeJXFyTTB/DVM8IZM3yxe1VdEgkdE5TPg6juJevHRpKvO5GA6jCFV5snm",
+	"08oTtjwaoLZrVtrH+iqZK1rdoCIMBoMzkAY/Xj0nOeTH7MVB2O/2j9u9XnvQveoej7pHo8FZp9cf/DU8",
+	"PB9rmxZAr2PXUfUNPOBJzlEmRcInfOUA34kSubQIS/La1qjVg85h+tZCablIWqPWoNPtDFrEt43mstWu",
+	"4N/XqrGOgGYDw5CzJFWWbCVSxqASBKamvkaCZyw5jWYqwqgWGE5Kx0pHQNuGcCOg4U6kUSJbFiBQnKoK",
+	"YhqLAfNopnAWstxCDHji/Hys4aArtUASIZJN6mzBeQuYjXWtiu+wd5RFhYIcO93vdh2LH0Hm1lWJTTyX",
+	"2XtK1AWFbpdvg7+Nhvy6p8YbQQmRJnDD0CGDTfSPoU0f4tuf/vnSHjvwMc8t0hr9/M5W3axao9ZLiF7C",
+	"R+HgwiIcCUkFPzOfSesdPMxDu+eCULo0BD1+sshiL6JvPdGmkDqiGyDjZqyLXE6nUHaFinl3IA4oxn2p",
+	"gL4YIffCQ4cEF0mtM6ZpwsMW98NYl59OMKNywyoo6UsfbSFsIzzdb3mUjWpYIXCREKJ5oB5teQSto+5g",
+	"0yNucJ7+6HE8b1tSrhfb19RN76l/amxcXJwyzWLFVpwvNQF02CpIIw6SOGBAjjiZK224Fh4sM1L2kgry",
+	"2mGALwBXmAXRN/QTLR+2emzYseCIaBWb3wXoHRURnrMYmldQvBMx5+9Yu1MTQsIlhIKYpvKaBD6M+rKw",
+	"SKHQ5Q4evQputJVMeJgCcFr18NywzJ/7Ixy0HKs6TEfzfJe3PL2Ywgfw/a27d5+yT/AJtx9GH73VUkWH",
+	"QSD2ZZICkYqbWxhk8cNC6WcXyH0giwQGpFIAC/P78uUrOOzAkC2TpGxfHVxdE0LD1/zJALJCsMpHIqhC",
+	"oXKI6ZgiiTriJdVUEFSCraCAVYjsftCDLCcJ52wUodvXuZwTF2gCR1oBZ5kwM5mrmOIXgYtYg1sONnW5",
+	"fFujwekQnN3gAiYuKi4CnRGf2C4YvvVRg31Xpo+V/BG17/aOBsf8YVQVkraZQ2qcawD96lgdRi2kv3Fv",
+	"bg/4AVg4tCc80ECAin2L1atHXQwdfJ3FKyaN6nWHp0cnx/hzeV+/C2WuaTqn2cSGYeWl1wKvABw/68ic",
+	"uckejlAVuImQEe6C1j9Vnj1Hr1V1kV7otquARdNqbY2iDQNT+d9wFX6GGW6YPQcS1Th3e5+xFYm4QRHz",
+	"vfsV06Z25IIs3nXU4j13wScdz4PucPfx/DorrFUE3xt2u7uf+VrG/Cl6pLeXFsDWKX+nf7b7oUtZqJew",
+	"ROiZo33adqELlWuZouuWFA63H79hXKw66o+na7jj1lM3/HjL049VINk7WrzNOMUvcmkslBCjnlFYiWyN",
+	"xFQBNw/czw5uFdykHj5w6TCyXIvqwyKh0KMq0wEpX1STcqwNZWygRXUrk8IwXwimLUwURoY4sluGa1yr",
+	"yN5KCvaSY+EF0i4bB4EBqJLQ0zj0yK1t1HisczXPbqDm1QtFVTOVbRprZYxkaR0wBzt/ZSS6IckdSM8V",
+	"rxriZrkSS11kSzAevGRI9F9ht0Gmq5iiijbnE37vUQl7k1pErfeBge+tGXnguJ+uF9FgVA+cZ4AQmbex",
+	"K4BkleVFZaBH4tQlFaP9D+7sMBCn+AeG88NADFxhBt3kahzCygnF3++d3d057EUEBqw16rWX/kJz2/Sa",
+	"7j2E8bc4FZwetkEYV9YXERdfZ0Wh9CPaP//VhOVDLTo31TQxtd3tS1fvZ9N6d3ffDVSH5X63l4h+yqJo",
+	"l63oBcbBlY5iksn8vB0EAhQTep2AO6gIYfLB3SQG9ObDwEIoEXAqoFZMVpzvgIxhFjaWZJxXH+Vy18Xr",
+	"H67wV67OZgQRzoXAMMlBODfXQLLaxWxi+CQnveKFs3YPcuFf2DyeMjSK7TBLMHWlsfk8BsRGKg0lO3yb",
+	"pIXKoZ0W2jPw8S3DIsGQblkrgiOAYFnwEaL4pHJiOJy+KnG8O+JlQqkLDIIhNcZxjUHFlNy5cGWsQ/qd",
+	"maIgFuIIhjm8gG3hoAOFsfGghMR9Gy1pkuoQbeVx+RRxHmwqbbGrxIH0lfmpayxwCTxIVPKukNOpr/u6",
+	"gvwsqMZG1RsEU1ltztxcb2gN477t1xbM8rJQnlub4kolKqXandZ6dXVTo+DevRuFNeLYnl1eDFqurT1u",
+	"Ram7z40Mbf4Ihz9KkzdbCuHszTQL37rbQVzbw33ns2/5Tnry7l4TD1u76Wz2iV14/qsy8sv5/PnOZ5iU",
+	"2un8xNhp+NWc008/KkoQvdt4YsMqcocwot54qa4WFt1/PZ1+K0xrRVxSwrgUC5U7WwrZN1ReeU4ckI5s",
+	"U+hBQ6a6lgz8qqgn4Bk7aHe5cNkek1TtQmmoHUq1kBSf19zssvKmcvJBRpF33InrTBmxXIjJihzS2BQ4",
+	"n5/hXUBBEQqwsRB9XWe3pXuZk5TMDErbqCAMv4yUQRQbnyzni444sEexi6Nh4zqHkOhp9RvmqPETx2zC",
+	"GL2LbERMFlNx03F7rfC0Xa2ftZvhT+HFRFttz9MHHJ9lPjC50B52nN5LIdj3gHmE00BuRrdxwvxbGfHY",
+	"l+WnOx/iuk/3nD079j463JNwxjsdcfephXeqmB+/39GzySR0S+e3drzs48fDnr/Oim+hSvE3dShdImKt",
+	"5vn5jKdQ8HHTokDKrkAgg4aT5oEgVIoBkTfDJhuh6fW3JA7XNGZ4xAohyIkoZRAfZg8WQq5aYt9jlHK5",
+	"4bWfeGoTs8LGcppYmCQmRa7ik0Si/VravmSb9oUEWxMe9osM2Ja1ub22HA8WBaWygRvKpbEh6RX8Lnze",
+	"LKpDiF3h/iGXBZgyLlo52cf6QJYcLnSLKtOkbd69OSyT4kuAOOdSdOUEOWmyvj4B76Pi0ULF3BpMxyMH",
+	"HGUujzUe+DbfvoGZp2TMCbymWAS9sYbARuBizpbtLp4n+FlM9kumMEQBV/tBqQZMIZ6VnX/7N0El2+wl",
+	"Y7YYhvjCMvVAqJRTjMtaeO3KMUAVYQQC613kCeOO8hkumSQVy1YIx0BhEmVQCYV7RcLYXUiadYXCmJAa",
+	"gscD85RtYyG92iVcWTwHXBYwOuKA0mMDRpEGhjwVSXSfE0dOBQOGxofBlBl1AtGWYayerbMr4VgbIcs5",
+	"G+sSNbOcrcSIZ1//8KcXtNDsB86rRYIJQzzDuqjAOBBGgvVn1xeJkZApH2Ide9u9G2vMlcyVKaACPrS5",
+	"DBOHachjRQXQUD2uJLIYiHCBIGBvkI0u0+5Rcj6xn4ruwWbSyoCx4RF0YJAGhi0sIR5cwbsoMrFYFtWX",
+	"dQRU45bYHFSL65ZzNFtCHgXlCk5zeW2JKGQRiL9nieZVM9bhuDUea/i/VojLsd4h7EkgiGibCVZhG1DB",
+	"z6pQVIcE/wrKHFlCvuW+kLkATbJptqsRlW8lMf5X/Y7+5DOAfgN0PbeRw1wVeaJuZBrSjBBULksYnsdD",
+	"5thCMKQqqANC0uYqTgqvemkhcef5icyVdhNALNx/O8tKMbyhD7C7QkrCIWQ4txhoxMZUpWNrSKQp65ot",
+	"O4ZRsLcI0Zze1M7hwywPzFjXTpEndjoqsyr8SeV1dkloGbDIKtVgiXGRJCIZwtssm6DDCBnrAzzKbIYp",
+	"fcYCUtNt5ulHez+iU5WTh8AelMsdEkNnCV2l/TIph3IMT+CkUfEFcaONdQVWpCNek2C0g4wt1zxl9qjA",
+	"8SLLiPLXOOEZYYVR/pBw/E6aWSgO3n73rN0/OrYoYz9efds+xWVuDgmnnKutEDrJXKq5TDSyLdq5ziww",
+	"Cpb9gTQn8jJNW9/WsfNrzkVIwjb04L+R/YN6PeV0pwOiVyeUc1g8ZjlXQmfMaz5Rq8zlrkJFQlgyCISH",
+	"vAQsQDMKGsaitMwPvAZKZ/199iksnVJw4Z50oLGsgKg5FBSU5YoGDlvsCgtVMocDf11YZEBG77S1c55j",
+	"nr/C+BzzhURJ7TKaKX/RLQQS/nYxOTTOURnTgP1kRwbgPuG9qGLZ36xjoFK96FX/GKU0bSSPMhC2AdUn",
+	"j3X5dotzU8JWA6vFsoiyOT9Tx9Vu8hSwEvupIVZUKSCJ5J4mtcVXrYYyL3G6cK4GsJE4xto+ORn0yql3",
+	"oHAlxZ0fYa6si0oolEawLFke3c5Wv0MbpAdVyyWQ1s+t29kKfiJ3B2nkX7f7/e4J1pcsZhiKMgVRiC9k",
+	"kiPZIfCZ3KCc6Q9FLFdGyOtshCvxgunfKX4HCpiOf4+Wmg9VVQ6FUyCtfEAt0CcGpLnmMT8niVTcZmWQ",
+	"zU2xGwG/hyXwXkAennd+U372ZpPidzCst4prKBkLF9oV5TKCwjUT5YoKPEmFIYTN34NZlqERB21HI7F8",
+	"cf3iOwsDMaSY9x9p+KtLxOLbIB+Lp7Uejqy+KyQPncZEjI2DVh2axq5fGFZNpOYUE1TVL3BOZypdYG0e",
+	"vNTrqTQmMYXUBXhm79wqqnaDgEay3B5kCJyFdwYeDLEF/IelPXRk7X7Dm4+V1ugYy/3tAv7UKVyy1LDk",
+	"1WfP+3++bHnTdY9sajzpEZPv7u6ubrXffbK3zhctW51gVj5Si8DTQmwuz3T8HDbEruef+3eXL8nl9XNi",
+	"vdz1gkt5bR+75/Btzs14UeLsOB2PLRpbcU7EkZVTl2xtQ9wOsVUhF4xTDCip4spTlUrdD9U9YnIgfY/O",
+	"mv+KHkAaeUqHqjgCe3u4594Qd/ZVlr2UOcUJh72jfVrKZ6CKX6k4kZZebNjv79viHzVXsJBv8F/rudyj",
+	"leyLzr9F0KVHcXgS1gKbwLTUq0WWKLZKTyiflHumJD6Fp81n9P9B8j1ZwrsgSNkka3LzjbWFO7AMRkw/",
+	"zESAmMT4w+sXwsthRLxEV3Ct/eRqNjodYqZ0Wc4iBIagUKzdPWdPQZnXjiUDJe4XP0G0VnVEr0BY+uR6",
+	"QzyaY9tjJGlJCmMPUKSSLAnfl4YAiRm8M0E6WC1TR/0G9qVzETL9K18jKikcQ4XO1QrP9UHIuZ2hhwul",
+	"1a3NJ42NLdRfeUirY13FljsIGcjJmVxXJeYV+Xc8vD5ywc4SXYwsXsQ+gItroIqI23lPUEWys2D9WwhL",
+	"yP9JYkWkfK7MzEIUG2WoDeeeffXEWvas23LRt+E47r/9m01pLDJatOQYrJD8lCvRg2mtzbPj26a3USGr",
+	"VxNXYrUC9icS01C7IC1YZxXgMfJug/FsG/kTgktYlRonyf6B5ejo0qRtw6C7WSUJjnzssTgo10UNgddn",
+	"OD8857pz3ymP9MYVrzwYh0zj7T7UiHODn+Ip5CVsM+cMd5BAikW5faGP6FcOy9/CgDlmMPG/nPuxdnVT",
+	"jJIvKjSMrkLDJWXDp0fOO25XBr3Y3+hPeJeLAzQEJqsKy3qizGHg+cbJdWObx6/xgX9j9YH4VlRcvrEm",
+	"20ow83OL7MnIG9ZticxOHW9gXmWxSkMxX5oCgZCcC6fqNOANZtvnkHgcHiGuwdJlz55N9NnbIWzPE4PF",
+	"IxC54Ve5VYJ8rGvigceBIGZSxGiDmyuhAHqRdQO+BABcXOTshyP3D/Gd6HUYAGo4BlCccoiRij0witHb",
+	"vwmbuCO+zooZLt+8jvdLW5zmhSB70XGyHwwxfNU518rAwFgneqry3HkZkjkD9LBNYnGA1oCG6Q1AH07r",
+	"m6JvFSRh2vy+HxNRI0126LyvhZUuFlwpvIjVfJEVUK3d/l6tQmg8VWWLXMGpY+RUsS9YztVYA4aQO5zg",
+	"JyrNxX25Mh4+lB2NA3bxuy8V7Uu8GZ1e+VKFhz4XKsiPpAKNf5tEygLWwvdcC6SIE3TF6oIa4Vad16n3",
+	"atXOFSz3RtcVKE1XpMB9SkLpjpu9Uf5erT7V3WU9ApCXWfUE/FQ9pBBFHM6kw5EvXSpOjH+F36IKCH0E",
+	"mnFUB61vDFyTxuX0VYbHqmqtDk+ajgHDiiLsQPBBk5w8OK1UDBcZMcdyFAaGVphZlhcc5t1w4q6nl9GS",
+	"KieAa9Y8kcBI19AUJ8+pUUGllMd3tsGJu15gaIepeizAUEdz1bbuTbzaPm1VHHA/dzu9ftDudga9oNvp",
+	"ngbdznAIf3ePgm6nfwL/7J0F3c7J4F3wc7fTPYNf+v2g2+nBHUc9vAMe7tEl+PX49F3p1rzPJ+6q/lHO",
+	"CcMR3eo5BKUQ/J4k+B1djjCzZLHdOWgZc/BWWiKJxkGfLA1VsqOL1Z5lMlezbGmUMJHU4AMj7CHi2uns",
+	"s8p7ZEfipFwxHK1f/MOXPEXUXy4uXHCQ6dJHHVD2XpYRe8dhIAgE3p44GJ/QcYOz1ueD8FhSYHzhwNTo",
+	"xMcBbVXJI4jJCFmKfL9eK2jBeL1NdKTYUb1qjYDAqs6KhNjxOFbf4KsQeZNJkbj41fq5U5gGrIQYdJ3H",
+	"G40EblsFIpzc3jAXppDXigMRJkuXKEBgPnwOlt7psFvlR+nXSUo2M3F5pCQ//7YYoN7dbdxPr1YV16zj",
+	"CeKztTrhAFMAgQcbcnAt3b7vLp7MhckQK4g9xLLoiIsnN0pkC6VV7L9KuF2K1Txe284RekwtZBLzHmRu",
+	"OAzy49oHbK8io22KA7Bxl3qsFz+38ij9GzqhT7tfD/50/Prsj/2fQAatOalPu89OrlrVPT64h6u6JI/5",
+	"LI5qnb1qDP0806S1Wy+VkwjaYdYTDHOJjg3RYs8o7ojXVevVIpZ3/PWus7Z9oIINDmXeDhX753cUivnR",
+	"qPxVmdVaaa2bK7I7791sX7fhQK5TfJwjIFdzOCfzvfsGb7Ud3N6/ey2Iza731+s45CNR1Ppa8VvU+t4Z",
+	"a3ZHMHZ8Es3OPVcJhfIth25tDMba809UXfANavwuT3z5iHviE6vl+93effeHnK8X4GKvra6n4mYVz199",
+	"5bQ3rEDwRJVOG5ebD1+27LAOH7sSMfUWGntoOP/1Uz6wyLNpkqo9Xv+s6s9ZYh3jNMFYuK14pGoDustY",
+	"vljn4ql+eSZ1PMmy9/6n6cVeULbnbxuGNv8Zc3N7mJtL/ypD6fRq1BTvgr3vJ5WSAqcbdbErpBcutbGq",
+	"Xj7LVelm27kWfpGxHGwcy4Ebm8FeY7ntfh7L8gFKuG6927CuvTsr6ditd43r9O7xZKc7Ejzh2al6iRt4",
+	"IALh3O/MQMUVjxW2EWJtcC72aiVyiW0NLt/SUeyIO35tcvRXFROFSf0tRUShvf8d46EIPlSNJm4pBLlH",
+	"FPQpcYo+tUkXjxAW3e2aw/Ngc/iU+ksBVEoAtLXYFGJgVHDO9xaLREUKcyVtUT1kMXrJfJV8CaxwTCgF",
+	"mDzPpUv7iSnz9CCP1fMvJ4W4zopgDb7OXievqBnrslKCtIcsT64xVAm9OQinKQmxQPwdsj/xhHJOCCCL",
+	"H2vqMr7cdqKS/S6+fvb2xcuL1y8QBaBQUMJRNqmsufBg05H6KqjCyNjBYkc1c6sbzhH1XO6xIlY0lMmc",
+	"eAlqERO5h+h4I/HNZOvOrz/1giCAjt/UNQNnMQSJeR454jl1RS4w92qOdgU9BK3PNHVLFMlclQxxiclS",
+	"WVCMmVqK3Wv7ZO4j7zXIjoYzUplsLaSYy79neVJgVB5eLUSqpClEv+wed7fan4RXic7ERBqFgGN4I7yC",
+	"P9bBJlUp5Ue2NKV8E5YJ0Vd79A4MBCmMSQgcFvvGDd+sfrDCWD+qupYDRkei83NVvgfeAOFV+CKPD3bY",
+	"wk80LioygOyv6IfgFvN2PaQWOcL8ERM7egNbY82H+mCSCzJX4r1aFKULr1KRDANBqDkO1RSiQCXATS0U",
+	"vYY8lZTspucCOh5Sv8NKPRUBa1OaeMZ55kKK1z++9CDiKDqC6B5+fc6GhF4v5/cXS+y1816326rrqqy8",
+	"sZMU0OBcQzI01cGw3KOx87V4/mXU+osyI3Gr2K1oPcTWEZlNrZ9yReUdBfwOmbkQ+qBsXKhNSaYrdm9h",
+	"NZ1y7qrL9mBw5ju2KAOYShOp1eRM4E3CLsK7O++XSqSH08+tRGv3PC+xJz5oZ8Qj0aMkYhwsMeg2jsGL",
+	"VEVFnukkMiWqLwyHcgPSG+4aEJuQzLEm4LlWuVhkBkF2KF7Ta6+UBE9DnktdrCwtD25Jyn8WCDE4EmYG",
+	"4d0L9Bbiq+H62jD+vjqMzSnZbhwdFuR+xobdBvfw3vUeZaEj7nFtqVuxVMnaRfdx/KxojVoEPt5v94+v",
+	"uqej/tnoqNfp9k7/umOdMfSjnJA39PLr7h+Pvjt93n99/KfWxjWIETq68LDmDXqj7klnOOz/9d7zt9bg",
+	"/tXJT8M/n30/eNV6wNxuMiPrJRFJqVD8Vy1OJ4rH34IBZifvFzXCHsOawjOKVxjGuYU1gWgBeuYVa8MP",
+	"M6zswxux1WT6nolR0HTItDMdKgzbXLlYZQpbp/3WDuaaiYW85JAm7rCxdilLnIxaGhounRzf6Mqnyqwd",
+	"CNtTNPS8vKyzwoZIcefSSqsyamP5TbEKgVmNfHHXS2XK/EGXrEQwWD4tORsIIypZ9PKQXLs4xWqtoD0o",
+	"YUMZmQ3MG/Lj2yJ6tJ+s37dMezqnsg0bP9v5fq54rH9gsvItQ5uIhTUuPGLcFzRE6XJHPEtTawQRdFyW",
+	"wa3LhfAQ8aClmJdnk4chkjNaZzdL4moCk1fuTssNuAmtvnvoe+6eGJunZ7N3kRULjgqqDYSb8F9gW3Ae",
+	"r5+lGzhtyQRlQB3//V5poJvA8BGMcxIzI4Gs5Aau7EpGen9MiClb56i1ywgN3uHl6CJWzQhNqDBAhPhr",
+	"WC5A8G577I0H7xAcEP43jUjJE4h5LrDoAUBIs3MA7VDaC1y1OiJL1s4xnm6piq9hTOgduJAnK++vsT4w",
+	"SokQgDyX+rn9vleaWC4ZfxckWkyXaeqXUJeJDa5M/Nnrb0Su2IHiKhZNwIk85Pc2djR+QF0eaStD0usR",
+	"nIHz9GrSxfllEl1k5YYKqNFUXpwUpuKREdWiU+uq3lJ6WsP9rW+gsiD+wKFJuZ+wYRIKQrNUtR0olm1O",
+	"kWWB106Y2CT2uOhohss62kK+x5xVhKukRgFiJBm6DgPCzb15MtY0+SyJdeau1hpPcCAkRk2W3risEwdT",
+	"5RJQdXZLCfQ01jYrxZYOoHV6WKa4j/XGWvpKTTU2kFexSMqWiaQYa1nzhzEPIRpm4SJXRukCxRvukARW",
+	"YMipBzHU+IeMm8X4MdY+J4mZQOCNkuNDch1RiziyWqsL5/JJWTJxMqbXpr0KsktnbXe7I4wQlUpjzAqm",
+	"TfCWC5txF9gqZ28b8MYgkAKv8g9T6jSdCUT8ueJV4tgqRKKn6RK3qKstht0/1mGamOLCXi0hPJjVEWav",
+	"tBNhg5Gth21gIDdL5ZZkIIoXefaBIQWJ9GNplOF11uDbg8fnys+tqyhJa64+9tHC6NZqmA+BqUqJkIfR",
+	"8gkpkS9TxUP8jVoUszJJPYY/Q/GaAD9Ej0WIz23qU5uCp4YmgTH7MDmV9S/GyOFnQ0xHfC1SdaNSEEXg",
+	"H+2M9fNVlFqI2rk1nzFDPdOmyJdekQ2+Hwx2XHgTZSvcVezA49RaE61v0KVZGDFRU4IZ4SqKsr3QCkp3",
+	"VjF5P0m2FGpBkHcgxRh5BbjqkBhC5ZUwm8W5u5Xpe6GQ6apwSN4F1yUXyhTnY23HewJWCGcVJ/90EoxW",
+	"LxIbV2bAMoVtcKNV3My7HW8HOnPqwppgJLXK+9mn3j30aiieuRmowqhL3w8YVMRFNq3qeL7rmmSa3cDG",
+	"kemTM/AaC71ImWhy7HnO9EeF0P0uuxVzcNXyKs6mvKSKzK6ikehRhrol57EXjM1ph94Rx0afOE9tn011",
+	"3dpABpxeDpYUZsNkItOOnVAc0Qg46K9+M+4gLrUKKK2j8OghgQUR/h9tJ/9/DGhAuxp24wPaO1+U2f4I",
+	"3Jdn+voS3W873/FTeW/lLfvj91WeakbxK2/5b+Mu+a34Hl7Q7hOyauI3+hqCf1UYlp0aTgdpl3g0G70W",
+	"IHtqAD5wFqI2CcLC6keBBa8yM7mwR8lY8xc8/nc2keyFJ4QfEzgFdq6kWeZooVgDix3CpqKDXn138dZj",
+	"LrGsZni0ePRggXMSKLHUc+XeBg8Rq4NVPg9tBJHh5dvgN0/lIhzZjuXujPTN3SeGCmN1hKEvpAMSB5E0",
+	"qj3N0piNAXiS2XqxH5awl3KgSlZeeEWWi3mWq0MOPIO0zqJoWaKNJSpSTwwjHHVFkUHR6Le5UsiPXGE8",
+	"CoRMbymowGNCATlbOEcldTAa3M8oM4lWwiTzJJU2Llr/KsUI47WxCGy5YFzG7CpsQCz94fmSnqzd4y68",
+	"Vgo5Ot218wZasxBYk0L/Df668VmZKCE1I42kuohZcfaXMH2qrrE77mlSSVwtnf1dZLoSMHd8yA7qTjap",
+	"5uCyYcMRJzlX5IMzfnzJodFphR7YPEmphhJTEslnVjrpqgp7k2ZOGGkUiK4Fzh1P3qgS4CI0Ryxm25eF",
+	"tsg4jx1osrHqAEhniefUqoKIgEjBs01cBA220C9NwKczm/FTj5l6cshbRG55xgl6zyuBG1/2NqI+7yNv",
+	"rLAhIWLFyy7xUU2oqQmQqvSgikkSIO6sAyu9YUWTZm+nzRqe5NhDLlYWtBQiY/2wJmthKditZ2NRvsCG",
+	"Z9cV5OdrImuiilulmrq7t9hyBdAssprk1f3HoUmg8RjsI86qw+jI8VrlgK7L9eqYckSyNqjemyiht0Sp",
+	"3r3aPXktDio9I9KYJYDHfln7X9b+Y679/Vd840jWFvzedln9WNpI73E1a/D2JYRkUGrDlGjxhRbx10GL",
+	"CHMpig0Tty1OXBbcbjCjrvzI3XyNqC+gdcB1DDGCFX8onjOJE/IgKqNstI8jZhzxQw4ZhFA055js6rQz",
+	"aUoiqAMvICDnyrJFHVLBluTUu0ZN7FVZn3E/9etXTQdEyfAVPqBU3uvZl/b2/aUHP7gHI9D6GvlCB/SZ",
+	"6YC8OiS70d1P7+425bB/AzOEecg8ZdafXAvUU7ymnE/EKZoprAIGMwqS/j+omDPvyoM6NwVByshU3Cba",
+	"jCrW5xMj3n737M0LytvNJnDa2xpj4qaDjIbZapKDKUnWNULMUN1qWIq3MLDNwQDHMofc4XRlw51e3nmJ",
+	"iXP1lzcvkK5nwcjjyKGGOuBY20aXJjNcpH+Bf5dq7Ohp+xV71xMjMH/WEBoyXbh88ccfLy5fvHrx+uqt",
+	"F3WrENiKAzK9Fo5tgfoOCeO2f4cUZaTWUSih3xcFGPFgmwLpfqrm0G4LlYJtcVD7EJoXqMuy5zzL3xvI",
+	"+E8+cLSOpt8e8QehUYq9Sz9oCBlHVIvvIurVVUFJrVYds7Eg64WwGhnXvSU6wCCeQST3Hn5eivBlRkIy",
+	"FCQD8OMUbPt9nK8ul/orRIcpgWZwcBDlwE8Q96c9IRyyaa6UOBh2z2wsv02HD4zLZFn4FQzcvSwXuUKV",
+	"Mh6BN4QSqr1Or2F9FdWtIvFMK0GYATVNOXC0A6//AZYJmELOF+hx09ntIWLZcVo2MzRZvB0711LkSqaC",
+	"kinpQ45HYYVY3QoxnxAeIzG2mIRQzGAxm6bDk173yjIvbeV5+hO0ThaKs/vzuUwJrD5dnVNHXSKPH3Xh",
+	"bM2mwAvOcnPkhW1AjrJMsixVUtsoy8PzyXOFJIe7UYDtaj4cgZsIs/wTdq45Bky35H3DMYlLlit3fdQi",
+	"UouW65EFRkQpTwKgbsPSI7xd+ILIyGK1jwtHmlVtAGRdt9da4YjW+YNB3czly66xBmnbe11QkGYynb5M",
+	"pgrANE6Ph90uYgLzE0jRgcaPfhtluWqNup0+uvOb+ltBta2Y7bXiWTioLp/9R3uayptsmasmaJOI30Tr",
+	"DO/MWyP4RssR2vtFtDHBJtHtDWMDIG2tgP4zOip7YG047AFd9Rv/li/bM9ZF4Ccrz/JdR/XBxHum3E/K",
+	"OtutTbPpMTDKR7YxA2hWkcL09I/O+l2eoKbW8/xW2v+iuqIQH8keLggX3u+6bDa/F0050xFNoZ+OeKPy",
+	"iSySecd2c/PirK2+frdxFd1Tof2M0BvlaG5HeJ7JggXtfRvfpIl/k68oRQCsrYPqkUlwX7UzG+UaqXgM",
+	"lmZpCNyhJbwzq4Stu5XmUYGY718eYXfbTs48Y8cr+IVmxeNChPQuRtSsjHqzVlUznaxytGts3X2/mULw",
+	"Pcyt55mepklU/LqrDypVBy90AdL9t2RQklXojMJmk7LmPHr60abD3pHsT1WhmgxO+N3UhFBHfL1y3lof",
+	"YCGxqT2mkCuX+U4a5YGs+BlsMmMNgjKJhVEWKBpvOIQkst8vlvm1YjNC5dK4W4y4VVCFnOjyJR52dZOq",
+	"TJ3dT1V+lpqMPij8zGCPVNyBTiQ2T7eCarifAo3de4D+XDnuhpvmL0Z0JJBa/1Vzd36TeTs0OTv2bbCZ",
+	"innNbVdmbo/KlAFeSMY34hfp0lDGd2nOoi/B2bPeQcf1oypOmNlQGMRpldF7IHTm0DpCLr358Qq8v5TT",
+	"jtx+7IJx7z3cwE/8qqQM/iQV7jepYGxUHr7sz1+cInfX7rxflIJNGKZ5WDbClGApQ/3I5WpC9H4h7qxl",
+	"fVXtG/bmxB4XIMRurIcJvSHspl1zPGJ0h1HEDzviojClh2+sSw504SjQl4tYFh77+bkIXV1wiAc/IcX/",
+	"sCiSOcW2o0xHyzxXOlqNKKcHOue+g5X3uZJxyaDOBR1jPZVJyslS6AXkZ9oRa5ahSKbCZHMF7cPKLH40",
+	"9rzHY51oG6nuCFtwX37fWcaID5yj65szyxkSW8YlRWFoJaITg+gzNCOAq2Zsd6K3RO0H3LhUIodjzcE1",
+	"6qo/ck8rQytzxe5qWxJJ8jQmSn3Mk0qhXa56zeJXnDuyCXcEXEPQXxtHl4d1Fzq7Fc36EY/gK5/F/WFu",
+	"ulyR5V/FO4jZx27pYa+XMo/LQkaeFhp1Lgr4RD/Fbt/EsMk3EbS4LQwCnIMIu8qTRd3bBcSVuFLKJYHL",
+	"BVNS8Hxs8nOxZrdeVd9rD7pX3eNR92g0OOv0+gOoqn9At50LzYkw32FTetC4IbtHadA8Sm7dbu+BP5j3",
+	"PEBZKj662+e3PR3Dfaej3+72rrpno15/1B10hkfHlenoP767xArhdX8JCabtPpP/mmrPF4fJr0exw9X5",
+	"YI/JUwf6eX9cu6oG2Bjlv9Cx+qA8MnyuLV4Lqqy7VJihg647Uo5NwRcou1sRyVAZ7ABV0PiEMlWQqVFF",
+	"wJFVKTBnTuYluVBAOovPKsTmJ3q5Zypn/KASW5UyF9q3SayYjX+s/U9Vecy4B463zJITASs4xC2BlxoS",
+	"5e2QIbkU1LrDp8wiTQqRaYjcy+tcLmZjjfWJEtouDiYpVJykiVbmkMaeCdCzqStJ+3/2gm6369VSnENa",
+	"hXuhRUtCgHsL8EXftSmTmFJqsxYTbZKYijU7AnuBkIIwcCFVqsdZVKtd144wmeoyLaZGVyTadXysKcnj",
+	"IKRQv2kvsjSJVr/rhoGo/9YLA9HpdA4tgxx2e6xtZn5SmMqAxln0Y57AeyCTCP4LUhnrnlG7natCxrKQ",
+	"UBiTmIbUT5fcUaZ8woNUZL1cQD8s2bmDGyhr6CMeJkeK07aovDD9F/xvf99YLp6k1J7xEcpDYcMrKUb4",
+	"+ix1xPeojSMcApg8sTNT4DDLNG4XApxFL2CmKy5IZpF3jcAWmBlWNaVK3igjdAZeUpkq+8GJmiU67ohv",
+	"PBGA72VdHFvETedLY12l7MNtKXBBwfhcOdp5cuowAxxntlCGnunM5QdQ879eFcqE4mDYG3CZdFKAHxZt",
+	"txQOGkcYlmiLtWjb1piegG11vfkko8IFgasQVreZsFd8UGYCNiyJB8stanCPCqWz5fWMMqlu7U6v2Bul",
+	"sP8Z//oxTyDSWxQLM3pq/UOdKJs/tQ14yvuqs4inrNpgIrFjzkgKNTdWAaxuQoSNpn0DX0+zSCL1AVJ1",
+	"5OomIaXtBH0P11QMC5INDg54KyejIwWEYPKKEgPOy/ZpBsXDgZACE298Rgf6dYmbAOk6CDuRsLZn9kvW",
+	"z7CYZUVmq9CBqcVFoKHnaCGdi1tF/A6bKCG4kTCDPrdLh6qW95oH++m1iWCVgtPJ7W12RuzfTyOpZSxb",
+	"boTfFhJOidjrUwZ8GjKWhNghjuCXk0qDzTlUg+XwF93T79wPJNvum6+puOhz2EC06gGAnKUKU8rQz/3m",
+	"lXoXlLf0Ngwdpo7sm+4eqw/bwcBLlehWlRJwJBYqd9cCMbM17CxNkwKSuCI5V+ciQ1mVrt+EL7QY42P9",
+	"38Ei+dUaGO6g+G+Hyo17YF3zZx/FNjuFFeKnHy3A2N3GAoFnFt6pdBhbmGDKjoQt5ePhP3HqNqr1u0jD",
+	"G5jCPR5cgnKBW7mEugr/RhoJuKItmkymC/gNHyaOT3jjiOsTiBr0OyjTBXumhkzmwI8463PYHYo0ea9Y",
+	"Y0L+e0u/gc71DfGpS5ut9onxqUfgkn80UvirMn2Fh6nzX5qk/bcchKrisTWRlN83FHXJYqLEasiXentR",
+	"UbmrltoEZAeT1zNdOYSbJDdFILIFqVZwQQOOUIF0rtmUyzRryNoO47Aj3qDCStEWqhtivlhbXYTb12Za",
+	"pKnamOeRJgZQ7kzrU0Avvk3SgsnQHpNH9F9brgT/LIu8WqOWWv1h9ld9mUbJxfGF/kNvknRvX/24ePHj",
+	"1fXtH6/iHy90txP1//Rh3vsjaL+0MpBzbr6gTCHKZamClLZGlpunPTzt98BLnmeLhYpf3JD91A1aSseN",
+	"zvXe0ag77Jx1CUEY7n8OJiqqpJahwn4V19ilKhDRCt+Nxya+fy4/2K8dYdqsW1rMa9c+iQaq1cALd/a8",
+	"/+dLIiHMi41t7HeGvRNoY5EvdSSLSueIxWd4F3zWkeqPhr3O0aBbH6lh78FD1eveb6wsh96WsepDsOT4",
+	"uLd9rAb3sA8ul3qfajZYrF/q1z5z/VpOctWdQku9rW7th4XSpg6MlmkmKIGXYXFGRgD1BfgEsimjjEK7",
+	"WFMzy/wGSUPgTbj0CMeWyrfQJ2bPnXMHtsiIt2Nd1pojLzYxwSwXHQGtI4IK5yC03kGqNkLChe4Zoefa",
+	"CiQf01UuiOjfbihIEViQwvrNxduri9fPr7gnIue9OCKoFgRgbZcwoVLrbKnZ53KApWsWJrZDdxGyJdBH",
+	"wNhNs6yAXVt01u46ZAr1BVlw0IkkVrqAEvhgrHHQ0NtD/4Jj2E+iBHJudB0jqiGMFWFwzuBmQprJ1UJJ",
+	"dmgSU4XOhEkzrj8kdyPOZmLc7MpC9Lri//6/KDsikotzMVGrTMdCEZYN3ojtyNJYmcKO3HXGFYouSWSJ",
+	"AL1hRXRaxr9muYccisJkSInjz5fPwSHFIjNJAf4zJsdn3MODbiC0upZwKcBJIO7FQzFXUruUHUi3C0Sv",
+	"CwGCc1rmDDUJQhaiBokRUSrnCxWPdZGVF6BYcJqTCxdKxOQCbs155OLsllmybc+9DnB4FR/RQk2nFmzn",
+	"3/6t5OaGVfp6OVd5EoGHEFx/5E6XWoSOjZrXl/vbhLQYpkK6xVQn2g8/xskcOSny+V0IeYGIxsOoQC+8",
+	"V0FD86UF53wLuxjzA3EHufPE6xBVtnrIzDi3YIVyGGKuCtm5lWn6PM2i968AWLuKEmlDR2Bv3jKeLkoV",
+	"9Pnw8gkYTBZuhAYS7wc3Q1uY8SY9M1soTeVvD3dq87Kp1VF50Ol8A5RzeIIMqgUNF0x6Puu7O3u+fmzA",
+	"qAcP65Cm07Il+tpJNVVlu9by6dqWVZnu7qMGfB4CD7rTqm02HeT+epunknV9jYzf+Hm1161q6f4jvJFG",
+	"Y4klSLDkm3M78qU+90uCqSI7Kb6UxXha3FK/QCXiF/TC7tHMqyx7JfUKTehfStn8gdmCfEzedb3Tc2A8",
+	"/Yhb426rI8O9Sih9o9JswUh0FuCcvAtWVaPjImB1BDSn3LCKU73FBooJApH8HEVyvcyWRpjldJp88LEq",
+	"lZyP/ONIVE8jd9LBm+CYS0iBob021gT4v1nRQTWophohzLkNfMDxpwsbpEsKBGGGjY3D4CKGElU2CJTA",
+	"KX3uEUYStHRiBLDzI1zVD6x9Cyx99Q8q52SFU5SGaUIgM+/VymVBEF+HQdo2XxfYPEoQOQ/ZUg4Fax12",
+	"Km1DhZXqm5y7fHh/mmfXnRy7nLp846Vbz/dy6bpn7oJtK/u/rCt3qX/TftztguzeTlxUA+7eNQjAp2wQ",
+	"bheEKET4TmYPGZUsmSVxSOCxLCJRpEcZROlBcUDCwoH607vLBQkRHSu8nE0LLQ4tlUYNNRWzgBwDAIKF",
+	"ZJrKlkgTBwPiDTYJ871s8d0WkxpwVZrMabGvNQ35/M6cluIPb394LRgJB39w9ByZVt7wUWUF+SnG2pI7",
+	"8KsIpWuCiILT0gAnzckSzACnj0qhAVBlAMTVUZarkFAHcczDXBV5om5kisANcA/kGHm3gAND6vdv0LoF",
+	"jFbmPuCaBFHifXmtE2X2lwdvnCfXswKhdTriwnoVKkPtUpag/wzTg/3i9wai5oE4tNwEsWVTgacZOpFC",
+	"AORwAPcKpS9hS1S7+ln/DS4x8JWbClwrz2qelomCXCBjqa2wyUlhyhmCYS9U7iu1bJEmhTVBvRsObAoP",
+	"M7xYQipTZAtyX1UaTRM4UZSuRr20awH8J1A197qEumFaK3oKqmzAoZbTnxT/pLNyZJl7/eEhdhhcYBl1",
+	"FIb9WsJzOGz0Y7cjnlPEN1fAx2UKx2XFsFHFTCU5qyi07CmATB+zWXnfESkXDDoIHBIxfNxDSiguE8en",
+	"UipmaWYgxIursa7GJIY9Kl3fTRTZ5goGbuygnKHDFh9CA4zRgYuqMYOEMszrioQOciJ1nGkmyUhloXL+",
+	"wlwC7KX9CGM+b1ArmGHpEeoarVlXKz3RwjVUOBZkHi6bxQiD0+t33aKgbiC05oAmP9PVAhW4AY8ft6Rb",
+	"o2HQIvHPgSBsOoTdMelH9o+OR/Gkq+LutDcdTE6P+oPecXd6fDTtq8GwFw9PT0+OTs4G/Xg47MfH3ego",
+	"jgfqND45U5Oz4dlkGE8iHCbc4Wi2gicRXo7JBK2gRYIQkwkdbYpxv1eMc5Tm7Zthyz+C39JFdjr7LxE3",
+	"QzhE3wXr9n/Nvu/1uw3G99cn3/de4IFf3GbPafR2aIHcGG+N3MsDUj50F+x5rn/RCH+FGmFRUsKxdghq",
+	"j61ehEMrcDRunIHyGVVGdWOLGnZojHW7l9M+yaqltDwW0SHyFkEGOEsiThCwefQ2xs85uoxGilQ7Phgp",
+	"Cuexnme5qtraFKcpoyproKT0/Y64ysQiI76d0soF5UOrW35lQE+7clDqB/JCy1s+z/5DLlCD+MkzSW1G",
+	"P39rDVCRxwpTjtaNfIxborFrLHtS7UH8DKtA13IRWroyLLPnYhF8LxyaAA6YZ3PExg+LLGSEPZPcqMPR",
+	"WGPobAlqWJbYZHQ4t9VNQvx6JbumtcrNe6TrHWuTpJjrwUPxLdJI4WGd3KiSYesZ1q2OMEuLllSbFkZY",
+	"ocOHQ1a8RfdA+y10kGSsXUTYMmKqKi36pS4gmoROGLTtjWXI07ElHKPRSgwVY8JZPtZCCJHEI0GFE/4y",
+	"xV8U3YFP2ptAt/UvgjbnrgFCJEc/XtDkkMMHCZ6zKdoF9mEoIwa9RmuHlxkCnGsbn2xffOMgEyg7eJGr",
+	"SFGtAySrjjUvq0OeOcPKtyUEk7xQCWmyYW7H2ptcHBSOoxH7BbYfth8GG3F9cRkRdfnjuIXGQ2v0n//r",
+	"/xOMW0VG/7wLGT8Q65474nk2R10WxgDslhEijwFQ9o0KD8nqwa+Td613JAyMSmzWNbJ/LBNVdJxssM6j",
+	"sQY1aeUoypScb8n74SP7vvIRRc+jpvDAZJNnLn4M2OFrWas/Dn+PS+GrYTccWZE0JOT03lnFX+bxwoko",
+	"TYjKZq5QWPoKoD0HQAOk2ATqPWwNYSPza2xMPpc45pevnrWPjvo9OBcZ06bIZfT+b5APDsuiVZaqFlmW",
+	"diiX8V1guwNLjFJYiqw16vXOUNFYMELyemfbPdhf/WNcIl/1mU+GFjbUcViJjidGkYELUG3vYpcKL+Ci",
+	"F0xsjXonZ8fd3tmg2x/2Tu4qo9CoBQ8mvSmot311Is8mp9EwPla9aVf2J4NoGB+p4+lJ97R31peDyTA6",
+	"io/VyfS0e9Zz120RApOXOnpbIlAfoJLMqXujVh4Rbfofz54PX5389fv+T6dXrbrqXA593a2By9dO8e7+",
+	"DwbV/jsYQcjSQm0FLJ9F0R5m7XmiE+/LaTrv5FYdBDx9e8rfrxzc7muHhb12yFQCei0W6ddyMdZ1cTbs",
+	"WWkGyw0ENRwRvX6XY8sj4Vaq9zCdGrQjxti7cWs0Lhf1uBWM7RiNW6OPY9wPdE9lR+CNsI/oLtxJeJvd",
+	"S2NQtqFZviQtm9lzzaSxJaHS2NKe39LK3WuN5SWNd/4lW+aVIiBouhFFNs/yPLvtQAOhPTXgqmqq+eYT",
+	"vozKPzFuv9oT3jrvMZVrLj+8VPq6mLVGZ93uSe/srH80PBl2z85K/j5T5Bv84n5ymP1MljNK/RZt5ZA5",
+	"dm+UPWy+WFC/KgsKhIAoZjkW8GU5a4tCVpbU41lMm7Lbni0WRIIqJlCg5S+zRHs5VJ7hcS4kP0RuTgzn",
+	"CdKQ8gThmC05NKngFEVLtCkkJqmgpggGE1XMyrHuf/jgpSFRS/zYnKcbXyv2nYIQ5rU91qxEXvkquvNA",
+	"evSz+OpRWT9FfUWlnJLAwMW+1Egr7m6qaCHgjpa5ZdizPLXO3GG4ZDKJHHc/1qeC65YNR6q/5o8vVE7t",
+	"ClCNBSddgUBHYx3+P35+1v6rbP/zHf+32z77W2fUfvexG/T6J3f/A+pcu11ynN4mRh2WMESQ3EBO70Rv",
+	"qZE9JP7aG7JTM6NEyDI1RDMHK2a5Fvx4KL5PvrY2Agzx6x+uLAITfhj+5pEaUSITBEkXhXA+QOLk5k+I",
+	"iSI2ZWLtBcKzLI1tuSUOIgZs4BH8JAg6S9pdUrDKVKQoYrENb7971u4fHZcpXki+5hoQBtUkPBHW0k6c",
+	"h54d8LRFuF6yjCBbfR+hncCbZi+ETXo9bRmn1j882apY5hoTz+o4Plxl4XzYNh7AjpiCqFDEy5evRB28",
+	"2tMn/3tqkf8y3fEe2uKLG69qNqisiw9tHa/lf7U+enpSvZfruhKMD95KI4Q3JKTDbRj2cesuGONQ0Ru8",
+	"wRrX18jdWH9cU9twENZbguOHt3kjiLfZYR4jrvhe3x4M4NtblLorG6K0njgjtLoFu78dq5SUApQ1I3SK",
+	"hJyWslgC9TtHS0FiwxP+GSkroh2umo74ugTjYB8CuaNI5oIm4bF+pAiEa0RILfs5eQf+L4hWg16pr5GO",
+	"xIP3YMAMkjZTYEKABT9BMJOq3nl80uuenh4PG/XNxwYiZ/G/Jp4wLweuwFBBgmBJUGc1Dgj0sGLNDlf7",
+	"skpaJ2YnUoqh+xja+JV8ogvP+F9LLERINDiYqs20ccrNn+1739zwxabvde+x8em82V76SCoSxizxbhX/",
+	"d9Hv98xR/NZmrv6qsxR/DYYILTcrDlHFyZd63fJoirmQynN/IKldVskrmb9fT4XD1Lq1KIoFmjwoq1yc",
+	"JnYYkAlMxpXKDTLu4nuVcVkKbNKzVjjWSlfQPG1UvzRISPKi9p/pjvAC9RDcwMC/IwOCDuRSC0zoMEIh",
+	"7VO+VIcYtZfGi4EfYNgWsGowmUW61D98CRo+WOvAGYOonNI65wogG1GqqKhVjHKvrVxWPtYVNiGKVDAw",
+	"MsP/5ApSnBIjjJz65JRodiBN0VJx2cJ+2jBd/NS6AzdyNTQdWy0hjYiWBQQl8wLwxopkrrIlxO9ElEsz",
+	"s/OPMfXDqrCvRNJh7Zc/NX0rVzKacdaC0nHzu/B8vZe7kGb385zTG0Zve1aGTcPQmXAprgH8xYtyyyA2",
+	"pyP4BQd0pO9dBdrrNxUdbMhv2KQDNE/rs8rW2zybX4qIN1Rr3D1ivYbt/HrNRr7UX9SeL2rPg9QeGqkd",
+	"yo5PTLYlr8SBVTsuQ+SIlAuXMzJygNGTZXytioCp1JJ/KnCvLr4PxuDPzGVUBAJpzAImZLTOT8wy5twJ",
+	"zrRwn40zZVyyJoNhkiuRtCORFAE9lhSCzxEDxyAwMmIlCZ0LlNOB8X/9FvenLWVmkknr9kTt5uq7i7c+",
+	"o2QkKS8lwUxlxysdevA5Sz1XrgUu0TbkdESmfiTUCnoohG6E4gAVIkuLKSl5lztniEqy/CAxrYx19aHE",
+	"NLQVkog7mGsJKNjVGf89fOMrC01MAdvaNwhvTjsevLEmBsSKI9qmIIPqBmTU4TnByNs8HxiAi2n7daZV",
+	"+xWYdSHW1YKiCmXlcYJlIYPukFMNLCHWDNQbUtM2JRK89TmZt1LFAHizR+HMg+wRxfgDXuGF8cGbm9hh",
+	"4MHW/TCaSZasM7iHOOgjka01tnFyhc5uOyJE5YOfslAumPivNRR7P8NSHsac5DyusfZ7uJn5xi2HSgfX",
+	"2G52Z1lcTGH6X5Gz790jADWxGNqdycki5Ll7Yv+Tex9id08grrO5BxyYmeKGX6/7+ULv/kvTuzuWqAZu",
+	"93KRNRyXTz+C3N1cyPiD9tYGH26TFbMiR9KotlGacAxGkAm4+B6QgrMC//0+xKAVFOpjXTs9RgTFKCYx",
+	"igU/mpCrU0SKWBh4aqobpaFAAE7oSYoFAu8prYhAH1y7NqTGvy35VrfTb5UHNLSFjhoRkiIQVoWoA8dH",
+	"MbOQxayUMvBwq27/+ZvU9/QOkf3U/tmQYfAvF0ZO0dkjrZzvtCN8oafZPUiOfsLbqg/fW5rxY9ulGa3Y",
+	"L+LqYbaNHepfIm+jRmIGMzxRjBDjtnWjiIMnVbRE/lzY7BMlc5U/W8I++xnrLyjRoVkUIBSyTYWgSkDH",
+	"QijjOFcG1aplnjIs8Ojp017/pNPtdDu90Wn3tIt7kVtWf//L5EZpZQjEMkegYGVMgPpplkczhZ3LcrqB",
+	"Iu8ylTpSuUF+vSJ7r7TQSnEkgUWPi57WP/iT0w/X9a5RKWbXDxDPy8rwoyaAmDRdILZFAhDnlHqoNGhD",
+	"ZA08ojoWkZXb50KONb/YUo8jVs8ySQtXyWkUZFSSJOdOlbO63q9XdVIzA5nJVR7/g1sLiQ+tjcn8eHt1",
+	"+ezqxX/8RRzMsltHVkQQJwzzfyiK7JpMp1hFSazIJJMEaoL0TYYNLFk47HiLxu33wAGornfgWRWfEA5F",
+	"TQ7OdgTnohZJHFDQcYFMUwuHOEpJ+j6aYWYKKrJ0DmVsKrqyPawBy51CPYDWU8YG2Qw4rfYcVGpxjmcx",
+	"cd1zEQkNpGPiLDJhFKwQRnjlYeLPYJ7OOSxt68uv9LiwlJdJUZ1176amgaMCdBkLgyQOsqikoPAssRVd",
+	"6bYjc8hy6DbfAmOkqbRWcyIGIcqWkQXHCmBLlsc6kjomdvsoQ1IFJOeU8TwpChUTJn7BHgFeYm4dYko8",
+	"rjwEjUULzitJNhA0fi+K6l7IGZd1bTgu/Vpv4yGcQV6UVqZwSGd2fVVzIcfaxkqIFEHmRJJFQ1dLCSMY",
+	"M/LFBBzRpFppm5+lKeKpTMBrUSTFOc0X29GBWPgZdTARFPWBScEoUFBZc14N+Paqpep4LTcuHmgEJsl2",
+	"xAsY9kTzoiFGBvIGBJVvl3XqMPVpiiELaI0OGvcFTKl9FnPfUbLAAB/Yqge1KGac/Mn0Y9gGfpgIbkmw",
+	"vkwsOwSskiSCEYPxhlWspypHIGXna6IpjpMYtXBcSl61Daw9VsbdS7jQtyMu9DRd4kLHsm8jkD3CLM1C",
+	"RVCAtCRGiCjLc5Uyqj3IoewDkrEwkLJcGuDrK3G7JnSvyBVMCozLNMnnMMdRqmQ+1qUpz5OnaFogDef/",
+	"PwA=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

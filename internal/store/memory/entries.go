@@ -178,7 +178,8 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite) (int, []core.En
 	s.es.mu.RLock()
 	highest := 0
 	for ek, e := range s.es.entries[k] {
-		counts := e.Kind == core.KindSnapshot || (w.CountMessageTurns && e.Kind == core.KindMessage)
+		counts := e.Kind == core.KindSnapshot || (w.CountMessageTurns && e.Kind == core.KindMessage) ||
+			(w.CountBeatTurns && e.Kind == core.KindBeat)
 		if counts && slices.Contains(w.MemoryIDs, ek.memoryID) && live(e, now) {
 			highest = max(highest, e.Turn)
 		}

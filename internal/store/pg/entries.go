@@ -220,6 +220,9 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 	if w.CountMessageTurns {
 		kinds = append(kinds, string(core.KindMessage))
 	}
+	if w.CountBeatTurns {
+		kinds = append(kinds, string(core.KindBeat))
+	}
 	memoryIDs := w.MemoryIDs
 	if memoryIDs == nil {
 		memoryIDs = []string{}

@@ -348,10 +348,30 @@ func blockedWrites(t *testing.T, s *pg.Store, dsn string, blockers, queued []str
 				mu.Unlock()
 			}()
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	start(blockers)
+	// The blockers are in: each session waits for its namespace lock (polled, not slept on, so
+	// that a slow machine does not start the queued writes first). Polled from a connection of
+	// its own: inside holder's transaction pg_stat_activity would stay the first snapshot.
+	poller := connect(t, dsn)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := poller.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= len(blockers) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d blocked writes wait for their namespace lock after 10 s", waiting, len(blockers))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	start(queued)
+	// The queued writes wait in this process, behind the blockers: nothing to poll.
+	time.Sleep(100 * time.Millisecond)
 	whileBlocked(holder)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ func testEntries(t *testing.T, s core.Store) {
 		{"NamespacesAndTenantsIndependent", testTurnIsolation},
 		{"SharedTurnAcrossMemories", testTurnShared},
 		{"CountMessageTurns", testTurnCountMessages},
+		{"CountBeatTurns", testTurnCountBeats},
 		{"BuildError", testTurnBuildError},
 		{"RoundTrip", testEntryRoundTrip},
 		{"FactUpsert", testFactUpsert},
@@ -324,6 +325,28 @@ func testTurnCountMessages(t *testing.T, es core.EntryStore, tenant string) {
 	}
 	if turn, _ := mustWrite(t, es, msgs(1, true)); turn != 8 {
 		t.Errorf("CountMessageTurns with msg-7-* stored: turn = %d, want 8", turn)
+	}
+}
+
+// testTurnCountBeats: a narrative memory's beats are numbered by turn, so a turn that writes
+// beats counts the stored ones; otherwise its second turn would collide with beat-1-0.
+func testTurnCountBeats(t *testing.T, es core.EntryStore, tenant string) {
+	beats := func(host int, count bool) core.TurnWrite {
+		return core.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: host, CountBeatTurns: count,
+			MemoryIDs: []string{chatMem}, Now: t0,
+			Build: func(turn int) ([]core.Entry, error) {
+				return []core.Entry{mkEntry(tenant, "conv", chatMem, core.KindBeat, fmt.Sprintf("beat-%d-0", turn), turn, 0)}, nil
+			}}
+	}
+	if turn, _ := mustWrite(t, es, beats(1, true)); turn != 1 {
+		t.Fatalf("first beat turn = %d, want 1", turn)
+	}
+	if turn, out := mustWrite(t, es, beats(1, true)); turn != 2 || !slices.Equal(entryIDs(out), []string{"beat-2-0"}) {
+		t.Errorf("second beat turn = %d %v, want 2 [beat-2-0]", turn, entryIDs(out))
+	}
+	// Without the flag the beats are not scanned: the write collides with beat-1-0 and is refused.
+	if _, err := es.WriteTurn(t.Context(), beats(1, false)); !errors.Is(err, core.ErrConflict) {
+		t.Errorf("uncounted beat write over beat-1-0: %v, want a conflict", err)
 	}
 }
 
