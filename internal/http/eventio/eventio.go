@@ -435,16 +435,31 @@ func (p *parser) syntax(err error, at []string) error {
 	return &FieldError{Pointer: at, Keyword: "syntax", Reason: reason}
 }
 
-// describe renders the tokenizer's own reason, without its package prefix.
+// describe says what the tokenizer found wrong, in this API's words: its own messages quote
+// the client's input back (`invalid character 'x'`, a stretch of the body after a bad escape),
+// which a problem must not echo.
 func describe(err error) string {
 	if err == nil {
 		return "unexpected input"
 	}
-	s := strings.TrimPrefix(err.Error(), "jsontext: ")
-	if len(s) > 120 {
-		s = s[:120] + "…"
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "surrogate"):
+		return "an escape of half a UTF-16 surrogate pair alone; \\ud800-\\udfff are valid only as a high-low pair"
+	case strings.Contains(msg, "UTF-8"):
+		return "bytes that are not UTF-8"
+	case strings.Contains(msg, "escape"):
+		return "an invalid escape sequence in a string"
+	case strings.Contains(msg, "duplicate"):
+		return "a name that appears twice in one object"
+	case strings.Contains(msg, "control character"):
+		return "a control character that a JSON string must escape"
+	case strings.Contains(msg, "invalid character"):
+		return "a character that cannot appear there"
+	case strings.Contains(msg, "EOF") || strings.Contains(msg, "end of"):
+		return "the input ends too soon"
 	}
-	return s
+	return "malformed JSON"
 }
 
 func pointerTokens(p jsontext.Pointer) []string {

@@ -123,6 +123,26 @@ func TestDecodeBatchErrors(t *testing.T) {
 	}
 }
 
+// A syntax error's reason never quotes the body back.
+func TestSyntaxReasonsDoNotEchoInput(t *testing.T) {
+	for _, body := range []string{
+		`{"events":[{"type":"a","payload":"\ud800 SECRET-TEXT"}]}`,
+		`{"events":[{"type":"a","payload":"\uZZZZ SECRET-TEXT"}]}`,
+		`{"events":[{"type":"a","payload":xSECRET-TEXT}]}`,
+		"{\"events\":[{\"type\":\"a\",\"payload\":\"\xffSECRET-TEXT\"}]}",
+	} {
+		var b eventio.Batch
+		var fe *eventio.FieldError
+		if err := b.UnmarshalJSON([]byte(body)); !errors.As(err, &fe) || fe.Keyword != "syntax" {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if strings.Contains(fe.Reason, "SECR") || strings.Contains(fe.Reason, "ZZZZ") || strings.Contains(fe.Reason, "'x'") || strings.Contains(fe.Reason, "jsontext") {
+			t.Errorf("%s: the reason quotes the input: %s", body, fe.Reason)
+		}
+	}
+}
+
 func TestDecodeNDJSON(t *testing.T) {
 	got, err := eventio.DecodeNDJSON([]byte("{\"type\":\"a\",\"payload\":{\"b\":1,\"a\":2}}\r\n\n  \n{\"type\":\"b\",\"payload\":null,\"meta\":{\"wallClockMs\":5}}"))
 	if err != nil {
