@@ -91,6 +91,10 @@ func newSpecRoutes(spec *openapi3.T) *specRoutes {
 // (1e-50 becomes 0) is accepted, as a float32 conversion would.
 type float32Format struct{}
 
+// numberFormats are the validator's number formats. One map for every request:
+// WithNumberFormatValidator would allocate a new one on every validation.
+var numberFormats = map[string]openapi3.NumberFormatValidator{"float": float32Format{}}
+
 // errFloat32Range is float32Format's answer, recognised by validationProblem.
 var errFloat32Range = errors.New("outside the float32 range")
 
@@ -145,7 +149,7 @@ func specValidator(logger *slog.Logger, routes *specRoutes, paramsOnly bool) fun
 		// (runtime.BindJSONBody) instead of decoding the JSON a second time.
 		KeepValidatedValue: !paramsOnly,
 		// Per validation, not kin-openapi's process-wide format table.
-		SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.WithNumberFormatValidator("float", float32Format{})},
+		SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.WithNumberFormatValidators(numberFormats)},
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
