@@ -518,7 +518,10 @@ func (r reader) topK(s Strategy, skip map[string]bool) readResult {
 		for _, e := range rk.Mismatched {
 			choices = append(choices, choice{e: e, reason: ReasonEmbedderMismatch})
 			name := fmt.Sprintf("%s@%d", cmp.Or(e.EmbeddingModel, "unknown"), len(e.Embedding))
-			if e.Embedding == nil {
+			switch {
+			case rk.Stored != nil:
+				name = fmt.Sprintf("%s@%d", cmp.Or(rk.Stored.Model, "unknown"), rk.Stored.Dims)
+			case e.Embedding == nil:
 				name = cmp.Or(e.EmbeddingModel, "unknown")
 			}
 			if !models[name] {

@@ -162,6 +162,9 @@ type RankResult struct {
 	// Mismatched are live entries whose vectors are of another model or
 	// dimensions: never scored, reported in the evidence.
 	Mismatched []Entry
+	// Stored is the memory's vector space (model and dimensions) when it is
+	// not the query's: what the Mismatched entries hold.
+	Stored *Fingerprint
 	// Mode is "exact" (every candidate scored) or "ann" (an index).
 	Mode string
 }

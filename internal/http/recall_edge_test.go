@@ -97,3 +97,34 @@ func TestRecallEdges(t *testing.T) {
 		})
 	})
 }
+
+// TestRecallReportsEmbedderMismatch: a memory whose vectors came from another embedder (here a
+// client's 3-d vectors) is not scored against the server's query vector; the evidence lists
+// its entries as embedder-mismatch and says why.
+func TestRecallReportsEmbedderMismatch(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, e *env) {
+		e.define(`{"id":"sem","type":"semantic","strategy":{"kind":"topK","topK":2}}`)
+		r := e.do("POST", "/v1/conversations/mm/turns", "", `{"messages":[{"role":"user","content":"where is my parcel"},{"role":"assistant","content":"on its way"}],
+			"embeddings":{"embeddingModel":"client-3d","messages":[[0.6,0.8,0],[0,0.6,0.8]]}}`)
+		if r.status != 201 {
+			t.Fatalf("turn with client vectors: %d %s", r.status, r.body)
+		}
+		r, rb := e.recall("mm", `{"query":"parcel","memories":["sem"]}`)
+		if r.status != 200 || len(rb.Memories) != 1 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		ev := rb.Memories[0].Evidence
+		if ev.AdmittedCount != 0 || len(ev.Candidates) != 2 || rb.SystemPrompt != "" {
+			t.Fatalf("evidence %+v", ev)
+		}
+		for _, c := range ev.Candidates {
+			if c.Admitted || c.Reason != "embedder-mismatch" || c.Score != nil {
+				t.Errorf("candidate %+v, want unscored embedder-mismatch", c)
+			}
+		}
+		if !strings.Contains(string(r.body), "client-3d@3") {
+			t.Errorf("the note does not name the stored vectors' embedder: %s", r.body)
+		}
+	})
+}

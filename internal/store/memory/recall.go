@@ -27,6 +27,9 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 	s.es.mu.RLock()
 	fp, hasFP := s.es.fingerprints[nsKey{q.Tenant, q.Namespace}][q.MemoryID]
 	otherSpace := hasFP && (fp.Model != q.Model || fp.Dims != len(q.Vector))
+	if otherSpace {
+		res.Stored = &core.Fingerprint{MemoryID: q.MemoryID, Model: fp.Model, Dims: fp.Dims}
+	}
 	for _, e := range s.es.entries[nsKey{q.Tenant, q.Namespace}] {
 		if !hasFP || e.MemoryID != q.MemoryID || !slices.Contains(q.Kinds, e.Kind) || !live(e, now) || len(e.Embedding) == 0 {
 			continue

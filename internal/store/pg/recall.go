@@ -69,6 +69,7 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 		case err != nil:
 			return err
 		case fpModel != q.Model || fpDims != dims:
+			res.Stored = &core.Fingerprint{MemoryID: q.MemoryID, Model: fpModel, Dims: fpDims}
 			mm, err := t.Query(ctx, `SELECT `+entrySelectColumns(false)+` FROM entries
 				WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
 					AND (expires_at IS NULL OR expires_at > $5) AND embedding_dims IS NOT NULL
