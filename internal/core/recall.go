@@ -154,6 +154,11 @@ type Scored struct {
 // RankResult is a store's ranking: the best Limit entries, best first, and
 // what could not be compared.
 type RankResult struct {
+	// Ranked are the best entries, best first (equal scores newest first).
+	// Each carries what a recall reads of it: Tenant, Namespace, MemoryID,
+	// ID, Kind, Turn, Index, Value, UpdatedAt, SourceTurn and EmbeddingModel;
+	// a store may leave the other fields (metadata, counters, the other
+	// timestamps, the vector) unset.
 	Ranked []Scored
 	// Total is how many live entries of the memory (with vectors of the
 	// query's space) exist; -1 when not counted (an ANN search over a large

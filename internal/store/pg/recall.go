@@ -89,7 +89,7 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 			return mm.Err()
 		}
 		args := []any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit}
-		ranked, total, err := queryScored(ctx, t, exactRankSQL(dims), args)
+		ranked, total, err := queryScored(ctx, t, q, exactRankSQL(dims), args)
 		res.Ranked, res.Total = ranked, total
 		return err
 	})
@@ -185,7 +185,7 @@ func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string
 		return core.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	rows, err := br.Query()
-	ranked, _, err := scanScored(rows, err, false)
+	ranked, _, err := scanScored(q, rows, err, false)
 	if err != nil {
 		return core.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
@@ -230,7 +230,7 @@ func (s *Store) rankConversation(ctx context.Context, q core.RankQuery, kinds []
 		return core.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	rows, err := br.Query()
-	res.Ranked, res.Total, err = scanScored(rows, err, true)
+	res.Ranked, res.Total, err = scanScored(q, rows, err, true)
 	if err != nil {
 		return core.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
@@ -267,7 +267,7 @@ func exactRankSQL(dims int) string {
 	where := `tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
 			AND (expires_at IS NULL OR expires_at > $5)
 			AND embedding_dims = ` + strconv.Itoa(dims) + ` AND embedding_model = $7`
-	return `SELECT ` + entrySelectColumns(false) + `, 1 - (embedding <=> $6) AS score,
+	return `SELECT ` + rankedColumns + `, 1 - (embedding <=> $6) AS score,
 			(SELECT count(*) FROM entries WHERE ` + where + `) AS total
 		FROM entries
 		WHERE ` + where + `
@@ -306,18 +306,25 @@ func annRankSQL(dims int) string {
 			AND embedding_dims = %[2]d AND embedding_model = $7
 			AND (expires_at IS NULL OR expires_at > $5) AND kind = ANY($4)
 		ORDER BY embedding::halfvec(%[2]d) <=> $6::halfvec(%[2]d)
-		LIMIT $8`, entrySelectColumns(false), dims)
+		LIMIT $8`, rankedColumns, dims)
 }
 
 // queryScored runs exactRankSQL and scans its rows (scanScored).
-func queryScored(ctx context.Context, t pgx.Tx, sql string, args []any) ([]core.Scored, int, error) {
+func queryScored(ctx context.Context, t pgx.Tx, q core.RankQuery, sql string, args []any) ([]core.Scored, int, error) {
 	rows, err := t.Query(ctx, sql, args...)
-	return scanScored(rows, err, true)
+	return scanScored(q, rows, err, true)
 }
 
-// scanScored reads ranking rows: entry columns, the score and, when withTotal (exactRankSQL),
-// the total count after it. It takes a Query's results as they come and closes the rows.
-func scanScored(rows pgx.Rows, err error, withTotal bool) ([]core.Scored, int, error) {
+// rankedColumns are what a ranking returns of each entry: what a recall reads of it (see
+// core.RankResult). Selecting every column (metadata, the other timestamps, counters, tier)
+// cost 0.1 ms of a 0.5 ms ranking of 20 rows in a conversation of 100, for values nobody reads
+// (measured on bench/recall's data, the statements run alternately from one pool).
+const rankedColumns = `id, kind, turn, idx, value, updated_at, source_turn`
+
+// scanScored reads ranking rows: rankedColumns, the score and, when withTotal (exactRankSQL),
+// the count. The entries carry q's tenant, namespace, memory and model, which the ranking
+// filters on.
+func scanScored(q core.RankQuery, rows pgx.Rows, err error, withTotal bool) ([]core.Scored, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
@@ -325,28 +332,27 @@ func scanScored(rows pgx.Rows, err error, withTotal bool) ([]core.Scored, int, e
 	var out []core.Scored
 	var total int64
 	for rows.Next() {
-		var sc core.Scored
-		extra := []any{&sc.Score}
+		var (
+			sc                    core.Scored
+			kind                  string
+			turn, idx, sourceTurn *int
+		)
+		dest := []any{&sc.Entry.ID, &kind, &turn, &idx, &sc.Entry.Value, &sc.Entry.UpdatedAt, &sourceTurn, &sc.Score}
 		if withTotal {
-			extra = append(extra, &total)
+			dest = append(dest, &total)
 		}
-		e, err := scanEntry(scoreRow{rows, extra})
-		if err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, 0, err
 		}
-		sc.Entry = e
+		e := &sc.Entry
+		e.Tenant, e.Namespace, e.MemoryID, e.EmbeddingModel = q.Tenant, q.Namespace, q.MemoryID, q.Model
+		e.Kind = core.EntryKind(kind)
+		e.Turn, e.Index, e.SourceTurn = deref(turn), deref(idx), deref(sourceTurn)
+		e.UpdatedAt = e.UpdatedAt.UTC()
 		out = append(out, sc)
 	}
 	return out, int(total), rows.Err()
 }
-
-// scoreRow appends the score column to a scan of entry columns.
-type scoreRow struct {
-	row   pgx.Row
-	extra []any
-}
-
-func (r scoreRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
 
 // SaveRecall stores a recall receipt.
 func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResult) error {

@@ -93,7 +93,7 @@ func TestRankingRunsGenericPlans(t *testing.T) {
 		}
 	}
 	rows, err := pool.Query(ctx, `SELECT name, statement, generic_plans, custom_plans FROM pg_prepared_statements
-		WHERE statement LIKE 'SELECT tenant%ORDER BY embedding%'`)
+		WHERE statement LIKE 'SELECT id, kind%ORDER BY embedding%'`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ func testRecallStore(t *testing.T, s core.Store) {
 		t.Helper()
 		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
 		e.Embedding, e.EmbeddingModel, e.ExpiresAt = vec, model, expires
+		e.Value, e.SourceTurn = json.RawMessage(`{"role":"user","content":"text of `+id+`"}`), turn
 		w := core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
 			Fingerprints: []core.Fingerprint{{MemoryID: mem, Model: model, Dims: len(vec)}},
 			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
@@ -50,6 +51,15 @@ func testRecallStore(t *testing.T, s core.Store) {
 		}
 		if math.Abs(res.Ranked[0].Score-1) > 1e-5 || math.Abs(res.Ranked[1].Score-math.Sqrt2/2) > 1e-5 {
 			t.Errorf("scores = %v, %v", res.Ranked[0].Score, res.Ranked[1].Score)
+		}
+		// What a recall reads of a ranked entry (core.RankResult).
+		got := res.Ranked[0].Entry
+		var value map[string]string
+		_ = json.Unmarshal(got.Value, &value)
+		if got.Tenant != "r1" || got.Namespace != "ns" || got.MemoryID != "sem" || got.Kind != core.KindMessage ||
+			got.Turn != 1 || got.Index != 0 || got.SourceTurn != 1 || got.EmbeddingModel != "m" ||
+			!got.UpdatedAt.Equal(t0) || value["content"] != "text of msg-1-0" {
+			t.Errorf("ranked entry = %+v, want what a recall reads of msg-1-0", got)
 		}
 		if len(res.Mismatched) != 0 {
 			t.Errorf("mismatched = %v", res.Mismatched)
