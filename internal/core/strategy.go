@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -50,43 +51,70 @@ func (s Strategy) Str(name string) string {
 // catalogue order, so stored and returned definitions read the same way
 // every time.
 func (s Strategy) MarshalJSON() ([]byte, error) {
+	return s.appendJSON(make([]byte, 0, 96))
+}
+
+// appendJSON appends the strategy's JSON to b. It runs for every memory of every recall (the
+// answer and its receipt both carry the strategy), so field names and values are appended
+// directly rather than through a json.Marshal call each.
+func (s Strategy) appendJSON(b []byte) ([]byte, error) {
 	d, ok := lookup(string(s.Kind))
 	if !ok {
 		return nil, fmt.Errorf("core: marshal strategy of unknown kind %q", s.Kind)
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"kind":`)
-	b.WriteString(quote(string(s.Kind)))
+	b = append(b, `{"kind":`...)
+	b = appendQuoted(b, string(s.Kind))
 	for _, f := range d.fields {
 		v, ok := s.values[f.name]
 		if !ok {
 			continue
 		}
-		enc, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString(",")
-		b.WriteString(quote(f.name))
-		b.WriteString(":")
-		b.Write(enc)
-	}
-	if s.Kind == Hybrid {
-		b.WriteString(`,"strategies":[`)
-		for i, p := range s.Parts {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			enc, err := p.MarshalJSON()
+		b = append(b, ',')
+		b = appendQuoted(b, f.name)
+		b = append(b, ':')
+		switch v := v.(type) {
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case string:
+			b = appendQuoted(b, v)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		default: // float64 (encoding/json's number formatting), or anything a field may hold later
+			enc, err := json.Marshal(v)
 			if err != nil {
 				return nil, err
 			}
-			b.Write(enc)
+			b = append(b, enc...)
 		}
-		b.WriteString("]")
 	}
-	b.WriteString("}")
-	return b.Bytes(), nil
+	if s.Kind == Hybrid {
+		b = append(b, `,"strategies":[`...)
+		for i, p := range s.Parts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = p.appendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
+}
+
+// appendQuoted appends s as a JSON string, escaped as encoding/json escapes it (HTML
+// characters included).
+func appendQuoted(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			enc, _ := json.Marshal(s) // a string always marshals
+			return append(b, enc...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // UnmarshalJSON rehydrates a strategy from trusted stored JSON. It checks
