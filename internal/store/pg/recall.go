@@ -329,27 +329,29 @@ func scanScored(q core.RankQuery, rows pgx.Rows, err error, withTotal bool) ([]c
 		return nil, 0, err
 	}
 	defer rows.Close()
-	var out []core.Scored
-	var total int64
+	out := make([]core.Scored, 0, max(q.Limit, 0))
+	var (
+		total                 int64
+		id, kind              string
+		turn, idx, sourceTurn *int
+		value                 []byte // not json.RawMessage: pgx would run that through json.Unmarshal
+		updated               time.Time
+		score                 float64
+	)
+	dest := []any{&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &score}
+	if withTotal {
+		dest = append(dest, &total)
+	}
 	for rows.Next() {
-		var (
-			sc                    core.Scored
-			kind                  string
-			turn, idx, sourceTurn *int
-		)
-		dest := []any{&sc.Entry.ID, &kind, &turn, &idx, &sc.Entry.Value, &sc.Entry.UpdatedAt, &sourceTurn, &sc.Score}
-		if withTotal {
-			dest = append(dest, &total)
-		}
+		value = nil // a fresh slice per row: the entry keeps it
 		if err := rows.Scan(dest...); err != nil {
 			return nil, 0, err
 		}
-		e := &sc.Entry
-		e.Tenant, e.Namespace, e.MemoryID, e.EmbeddingModel = q.Tenant, q.Namespace, q.MemoryID, q.Model
-		e.Kind = core.EntryKind(kind)
-		e.Turn, e.Index, e.SourceTurn = deref(turn), deref(idx), deref(sourceTurn)
-		e.UpdatedAt = e.UpdatedAt.UTC()
-		out = append(out, sc)
+		out = append(out, core.Scored{Score: score, Entry: core.Entry{
+			Tenant: q.Tenant, Namespace: q.Namespace, MemoryID: q.MemoryID, EmbeddingModel: q.Model,
+			ID: id, Kind: core.EntryKind(kind), Turn: deref(turn), Index: deref(idx), SourceTurn: deref(sourceTurn),
+			Value: value, UpdatedAt: updated.UTC(),
+		}})
 	}
 	return out, int(total), rows.Err()
 }
