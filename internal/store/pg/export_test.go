@@ -14,3 +14,6 @@ func GroupCommits(s *Store) int64 { return s.turns.groups.Load() }
 
 // Pool is the store's connection pool, for tests that look at its sessions.
 func Pool(s *Store) *pgxpool.Pool { return s.pool }
+
+// SaveReceiptSQL is the receipt's INSERT, for the test that checks its commit setting.
+const SaveReceiptSQL = saveReceiptSQL

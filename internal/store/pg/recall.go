@@ -356,7 +356,22 @@ func scanScored(q core.RankQuery, rows pgx.Rows, err error, withTotal bool) ([]c
 	return out, int(total), rows.Err()
 }
 
-// SaveRecall stores a recall receipt.
+// saveReceiptSQL inserts a receipt and, in the same statement, lets its implicit transaction
+// commit without waiting for the WAL to reach the disk (set_config's is_local scopes the
+// setting to that transaction; as a subquery of the INSERT it costs no extra statement, which a
+// SET before it did: 0.04 ms and more). A recall answers only once its receipt is committed,
+// so the receipt is visible at once to every session; what the setting gives up is the
+// receipt's survival of a crash of Postgres or of its machine in the next few hundred
+// milliseconds (at most three wal_writer_delay, 0.6 s by default), never the consistency of the
+// database, and never a turn (turn writes keep the server's setting). In exchange a recall does
+// not wait for a WAL flush: on this machine's disk, with fsync on, the receipt took 0.36–0.47
+// ms waiting for it and 0.21–0.25 ms without; on network storage a flush takes milliseconds.
+const saveReceiptSQL = `INSERT INTO recalls (tenant, id, namespace, turn, run_id, query_hash, created_at, body)
+	SELECT $1, $2, $3, $4::integer, $5, $6, $7::timestamptz, $8::bytea
+	FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
+
+// SaveRecall stores a recall receipt: committed (visible) before it returns, durable shortly
+// after (saveReceiptSQL).
 func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResult) error {
 	body, err := jsonenc.Marshal(r, false)
 	if err != nil {
@@ -364,8 +379,7 @@ func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResu
 	}
 	// pgx copies the arguments into its send buffer: the body's buffer is free once Exec returns.
 	defer body.Release()
-	_, err = s.pool.Exec(ctx, `INSERT INTO recalls (tenant, id, namespace, turn, run_id, query_hash, created_at, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+	_, err = s.pool.Exec(ctx, saveReceiptSQL,
 		tenant, r.RecallID, r.Identity.Namespace(), nullInt(r.Turn), nullString(r.RunID), r.QueryHash, r.CreatedAt, body.Bytes())
 	if err != nil {
 		return translate(err, "save recall", "recall", r.RecallID)

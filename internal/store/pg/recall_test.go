@@ -220,3 +220,30 @@ func TestFilteredCorpusIsNeverShort(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiptCommitsAsynchronously: the receipt's INSERT runs with synchronous_commit off for
+// its own transaction only; the session (a pooled connection, shared with turn writes) keeps
+// the server's setting.
+func TestReceiptCommitsAsynchronously(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	conn := connect(t, pgtest.DSN(t)) // a database made from the migrated template
+	// The test cluster runs with synchronous_commit off; a production server runs with it on.
+	if _, err := conn.Exec(ctx, `SET synchronous_commit = on`); err != nil {
+		t.Fatal(err)
+	}
+	var before, during, after string
+	if err := conn.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, pg.SaveReceiptSQL+` RETURNING current_setting('synchronous_commit')`,
+		"t", "rcl_test", "t/_/c", nil, nil, "sha256:x", time.Now(), []byte(`{}`)).Scan(&during); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if before != "on" || during != "off" || after != "on" {
+		t.Errorf("synchronous_commit: %s before, %s during the receipt's INSERT, %s after; want off during, unchanged after", before, during, after)
+	}
+}
