@@ -105,11 +105,11 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		return TurnResult{}, err
 	}
 	if len(p.Messages) == 0 {
-		return noop("no-messages", "The turn has no messages, so nothing was written and no turn number was used."), nil
+		return s.claimNoop(ctx, p, noop("no-messages", "The turn has no messages, so nothing was written and no turn number was used."))
 	}
 	query, hasUser := firstWithRole(p.Messages, "user")
 	if !hasUser {
-		return noop("no-user-message", "The turn has no user message, so there is no question to remember: nothing was written and no turn number was used."), nil
+		return s.claimNoop(ctx, p, noop("no-user-message", "The turn has no user message, so there is no question to remember: nothing was written and no turn number was used."))
 	}
 	tenant := p.Identity.Tenant
 	all, err := s.memories.get(ctx, tenant, s.allMemories)
@@ -165,7 +165,7 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 	if len(sides) == 0 {
 		r := noop("no-writing-memory", "No memory of this tenant writes this turn (`skipped` says why for each), so nothing was written and no turn number was used. Define a memory that writes turns, e.g. {\"id\":\"chat\",\"type\":\"episodic\",\"strategy\":{\"kind\":\"window\"}}.")
 		r.Skipped = result.Skipped
-		return r, nil
+		return s.claimNoop(ctx, p, r)
 	}
 
 	vectors, err := s.turnVectors(ctx, p, sides, query)
@@ -252,9 +252,7 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 	out, err := s.store.WriteTurn(ctx, w)
 	if err != nil {
 		if errors.Is(err, ErrKeyReused) {
-			return TurnResult{}, &ValidationError{Code: CodeIdempotencyKeyReused, Site: "postTurn", Path: "Idempotency-Key",
-				Detail: "this Idempotency-Key was already used with a different request; a retry must send the same body to the same conversation, or use a new key.",
-				See:    "/openapi.yaml"}
+			return TurnResult{}, keyReused()
 		}
 		var fm *FingerprintMismatch
 		if errors.As(err, &fm) {
@@ -299,6 +297,43 @@ func finish(r TurnResult, turn int, written []Entry, sides []writeSide) TurnResu
 		}
 	}
 	return r
+}
+
+// claimNoop answers a turn that writes nothing. With an Idempotency-Key, the key is claimed
+// for it all the same (a write of no entries, in the store's transaction), so that the key
+// keeps its promise: a retry of the same request replays this answer, and the key sent with a
+// different request is refused, as after any other answer.
+func (s *Service) claimNoop(ctx context.Context, p TurnParams, r TurnResult) (TurnResult, error) {
+	if p.IdempotencyKey == "" {
+		return r, nil
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	out, err := s.store.WriteTurn(ctx, TurnWrite{
+		Tenant: p.Identity.Tenant, Namespace: p.Identity.Namespace(), HostTurn: 1, MemoryIDs: []string{}, Now: now,
+		Build:       func(int) ([]Entry, error) { return nil, nil },
+		Idempotency: &IdempotencyClaim{Key: p.IdempotencyKey, RequestHash: requestHash(p), ExpiresAt: now.Add(s.keyTTL)},
+		Respond:     func(int, []Entry) ([]byte, error) { return json.Marshal(r) },
+	})
+	switch {
+	case errors.Is(err, ErrKeyReused):
+		return TurnResult{}, keyReused()
+	case err != nil:
+		return TurnResult{}, err
+	case out.Replay != nil:
+		var replayed TurnResult
+		if err := json.Unmarshal(out.Replay, &replayed); err != nil {
+			return TurnResult{}, fmt.Errorf("decode stored idempotent response: %w", err)
+		}
+		replayed.Replayed = true
+		return replayed, nil
+	}
+	return r, nil
+}
+
+func keyReused() error {
+	return &ValidationError{Code: CodeIdempotencyKeyReused, Site: "postTurn", Path: "Idempotency-Key",
+		Detail: "this Idempotency-Key was already used with a different request; a retry must send the same body to the same conversation, or use a new key.",
+		See:    "/openapi.yaml"}
 }
 
 func noop(reason, detail string) TurnResult {

@@ -168,3 +168,30 @@ func TestClientVectorsCoverMessages(t *testing.T) {
 		}
 	})
 }
+
+// An Idempotency-Key keeps its promise on a turn that writes nothing: the same request again
+// replays the answer, and the key with another request is refused.
+func TestIdempotencyKeyOnANoop(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, e *env) {
+		e.define(`{"id":"chat","type":"episodic","strategy":{"kind":"window"}}`)
+		const empty = `{"messages":[{"role":"assistant","content":"anything else?"}]}`
+		first := e.do("POST", "/v1/conversations/idem/turns", "", empty, "Idempotency-Key", "k-noop")
+		again := e.do("POST", "/v1/conversations/idem/turns", "", empty, "Idempotency-Key", "k-noop")
+		if first.status != 200 || again.status != 200 || string(first.body) != string(again.body) ||
+			again.header.Get("Idempotent-Replayed") != "true" || first.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("noop then its retry: %d %s / %d %s %v", first.status, first.body, again.status, again.body, again.header)
+		}
+		other := e.do("POST", "/v1/conversations/idem/turns", "", `{"messages":[{"role":"user","content":"hello"}]}`, "Idempotency-Key", "k-noop")
+		if p := other.json(t); other.status != 422 || p["code"] != "idempotency-key-reused" {
+			t.Errorf("the noop's key with another request: %d %s", other.status, other.body)
+		}
+		if n := len(e.do("GET", "/v1/conversations/idem/entries", "", "").json(t)["entries"].([]any)); n != 0 {
+			t.Errorf("%d entries written", n)
+		}
+		// A real turn afterwards, with a new key, is turn 1: the noop used no turn number.
+		if r, tr := e.turn("idem", `{"messages":[{"role":"user","content":"hello"}]}`); r.status != 201 || tr.Turn != 1 {
+			t.Errorf("first real turn: %d %s", r.status, r.body)
+		}
+	})
+}
