@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"io"
@@ -36,6 +37,8 @@ type options struct {
 	cors  []string
 	store core.Store
 	svc   []core.ServiceOption
+	// maxBody is the server's body limit; 0: 4096 bytes.
+	maxBody int64
 }
 
 // setup starts the real handler over an in-memory store.
@@ -58,7 +61,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		Service:      core.NewService(o.store, o.caps, append([]core.ServiceOption{core.WithEmbedders(hash)}, o.svc...)...),
 		APIKeys:      o.keys,
 		CORSOrigins:  o.cors,
-		MaxBodyBytes: 4096,
+		MaxBodyBytes: cmp.Or(o.maxBody, 4096),
 		CursorSecret: []byte("test-secret-test-secret"),
 	})
 	if err != nil {

@@ -4,21 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/embed"
-	httpapi "github.com/footprint/footprint/internal/http"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
 
 // eachStore runs a test against the in-memory store and real Postgres.
-func eachStore(t *testing.T, test func(t *testing.T, e *env)) {
+func eachStore(t *testing.T, test func(t *testing.T, e *env), opts ...func(*options)) {
 	t.Helper()
 	stores := []struct {
 		name string
@@ -30,7 +27,7 @@ func eachStore(t *testing.T, test func(t *testing.T, e *env)) {
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
-			e := setup(t, func(o *options) { o.store = s.open(t) })
+			e := setup(t, append(opts, func(o *options) { o.store = s.open(t) })...)
 			test(t, e)
 		})
 	}
@@ -229,38 +226,11 @@ func TestTurnNamedMemoriesAndClientVectors(t *testing.T) {
 // small enough that the server still reads all of an over-limit body before answering 413.
 const turnBodyLimit = 160 << 10
 
-// eachStoreWithBodyLimit is eachStore with setup's server given a body limit of maxBody bytes
+// eachStoreWithBodyLimit is eachStore with the server given a body limit of maxBody bytes
 // (setup's is 4096, below a message's limit).
 func eachStoreWithBodyLimit(t *testing.T, maxBody int64, test func(t *testing.T, e *env)) {
 	t.Helper()
-	stores := []struct {
-		name string
-		open func(t *testing.T) core.Store
-	}{
-		{"memory", func(*testing.T) core.Store { return memory.New() }},
-		{"postgres", func(t *testing.T) core.Store { return pgtest.Open(t) }},
-	}
-	for _, s := range stores {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			hash, err := embed.NewHash("hash", 384)
-			if err != nil {
-				t.Fatal(err)
-			}
-			caps := core.Capabilities{Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Model: "footprint-hash-v1", Dimensions: 384, Default: true, Description: "lexical"}}}
-			h, err := httpapi.NewServer(httpapi.Deps{
-				Service:      core.NewService(s.open(t), caps, core.WithEmbedders(hash)),
-				MaxBodyBytes: maxBody,
-				CursorSecret: []byte("test-secret-test-secret"),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(specGate(t, h))
-			t.Cleanup(srv.Close)
-			test(t, &env{t: t, srv: srv})
-		})
-	}
+	eachStore(t, test, func(o *options) { o.maxBody = maxBody })
 }
 
 // messagesOf is a turn's "messages" member with n one-word user messages.
