@@ -414,7 +414,7 @@ func TestRemoteRetries(t *testing.T) {
 		{http.StatusBadGateway, 3, true},
 		{http.StatusServiceUnavailable, 3, true},
 		{http.StatusGatewayTimeout, 3, true},
-		{http.StatusNotImplemented, 1, true}, // a 5xx, but retrying will not help
+		{http.StatusNotImplemented, 1, false}, // a 5xx, but retrying will not help: 502 embedder-failed
 		{http.StatusBadRequest, 1, false},
 		{http.StatusUnauthorized, 1, false},
 		{http.StatusForbidden, 1, false},

@@ -87,7 +87,7 @@ func (b Backoff) delay(n int) time.Duration {
 // to return to clients.
 //
 // It unwraps to core.ErrUnavailable when the failure is worth retrying later
-// (transport error, timeout, 429, any 5xx) and to nothing otherwise (a 4xx
+// (transport error, timeout, 429, a 5xx but 501 and 505) and to nothing otherwise (a 4xx
 // such as a bad key or unknown model, or a malformed response), which callers
 // should treat as an internal error.
 type Error struct {
@@ -304,7 +304,10 @@ func (c *Client) once(ctx context.Context, body []byte) ([]byte, *Error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBytes))
 		perr := c.fail(resp.StatusCode,
 			fmt.Sprintf("provider returned HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
-		perr.Temporary = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+		// 501 and 505 say the provider does not do what was asked (a base URL that is not an
+		// embeddings or chat API, say): waiting will not change that.
+		perr.Temporary = resp.StatusCode == http.StatusTooManyRequests ||
+			resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && resp.StatusCode != http.StatusHTTPVersionNotSupported
 		switch resp.StatusCode {
 		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			perr.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())

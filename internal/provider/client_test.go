@@ -173,7 +173,7 @@ func TestPostRetriesAndErrors(t *testing.T) {
 		temporary bool
 	}{
 		429: {3, true}, 500: {3, true}, 502: {3, true}, 503: {3, true}, 504: {3, true},
-		501: {1, true}, 400: {1, false}, 401: {1, false}, 404: {1, false},
+		501: {1, false}, 505: {1, false}, 400: {1, false}, 401: {1, false}, 404: {1, false},
 	} {
 		var calls atomic.Int32
 		c, counts := newTestClient(t, func(w http.ResponseWriter, _ *http.Request) {

@@ -5,8 +5,8 @@
 // of id=kind[:key=value]... specs. This package holds one copy of each:
 //
 //   - Client, a retrying JSON-over-HTTP POST: bearer key, a timeout per
-//     attempt, bounded retries only on transport errors, timeouts, 429 and
-//     5xx, Retry-After honoured up to a cap, jittered exponential backoff
+//     attempt, bounded retries only on transport errors, timeouts, 429, 500,
+//     502, 503 and 504, Retry-After honoured up to a cap, jittered exponential backoff
 //     that gives up promptly when the caller's context ends, and a Counter
 //     hook for metrics. Its failures are *Error, whose messages are safe to
 //     log and which unwrap to core.ErrUnavailable when retrying may help.
