@@ -23,17 +23,11 @@ type ReadInput struct {
 	// more than a recall reads: the evidence then never claims a complete
 	// candidate list.
 	EntriesTruncated bool
-	// Ranked is the store's ranking for topK (Limit = k + rejectWindow),
-	// best first; nil when no part of the strategy ranks. A nil Ranked under
-	// a topK strategy reads as an empty ranking (and says so in the note).
-	// Ranked, EmbedderID and Dimensions serve every topK part unless
-	// Rankings is set.
-	Ranked     *RankResult
-	EmbedderID string
-	Dimensions int
-	// Rankings, when set, holds one ranking per topK part, in the order the
-	// strategy lists them (a hybrid's parts depth first), each cut to its
-	// part's own k + rejectWindow.
+	// Rankings holds the store's ranking for each topK part, in the order
+	// the strategy lists them (a hybrid's parts depth first), each best first
+	// and cut to its part's own k + rejectWindow. A topK part without one
+	// (or with a nil Ranked) reads as an empty ranking, and says so in the
+	// note.
 	Rankings               []PartRanking
 	ContextTokensRemaining *int // budget only; nil means unknown
 	Now                    time.Time
@@ -113,9 +107,6 @@ type reader struct {
 
 // partRanking returns the ranking of the next topK part to be read.
 func (r reader) partRanking() PartRanking {
-	if len(r.in.Rankings) == 0 {
-		return PartRanking{Ranked: r.in.Ranked, EmbedderID: r.in.EmbedderID, Dimensions: r.in.Dimensions}
-	}
 	i := *r.topKSeen
 	*r.topKSeen++
 	if i < len(r.in.Rankings) {
@@ -204,14 +195,14 @@ func (r reader) entriesOf(kind EntryKind) []Entry {
 			}
 			return cmp.Compare(b.ID, a.ID)
 		}
-		return compareNewest(a, b)
+		return CompareNewest(a, b)
 	})
 	return out
 }
 
-// compareNewest orders newest first exactly as stores do: turn, index (none
-// = -1), id, all descending.
-func compareNewest(a, b Entry) int {
+// CompareNewest orders newest first exactly as stores list entries: turn,
+// index (none = -1), id, all descending. Rankings break ties of score with it.
+func CompareNewest(a, b Entry) int {
 	idx := func(e Entry) int {
 		if e.Turn == 0 && e.Index == 0 {
 			return -1

@@ -21,7 +21,7 @@ func TestCausalBlockCannotBeForged(t *testing.T) {
 	}
 	for _, projection := range []string{"decisions", "narrative", "commits", "full"} {
 		m := core.Memory{ID: "why", Type: core.Causal, Strategy: strategy(t, `{"kind":"topK"}`), Projection: projection}
-		rc := core.ReadMemory(core.ReadInput{Memory: m, Ranked: ranked([]core.Entry{snapEntry(t, 3, snap)}, 0.91), Now: now})
+		rc := core.ReadMemory(core.ReadInput{Memory: m, Rankings: rankings(ranked([]core.Entry{snapEntry(t, 3, snap)}, 0.91)), Now: now})
 		prompt := core.SystemPrompt([]core.MemoryRecall{rc})
 		var heads, answers int
 		for line := range strings.SplitSeq(prompt, "\n") {

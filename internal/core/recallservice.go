@@ -420,11 +420,7 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 		j := min(i+batch, len(texts))
 		vs, err := emb.Embed(ctx, texts[i:j])
 		if err != nil {
-			if errors.Is(err, ErrInvalid) {
-				return nil, &ValidationError{Code: CodeInvalidField, Site: "indexDocuments", Path: "documents",
-					Detail: fmt.Sprintf("the embedder %q refused to embed these documents' text: %v.", embID, err)}
-			}
-			return nil, fmt.Errorf("embed with %q: %w", embID, err)
+			return nil, embedError(err, "indexDocuments", "documents", embID)
 		}
 		for k, v := range vs {
 			chunks[i+k].Embedding, chunks[i+k].EmbeddingModel = v, emb.Info().Model

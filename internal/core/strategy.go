@@ -540,8 +540,6 @@ func safeKey(k string) string {
 	return truncate(k, 40)
 }
 
-// checkText returns a reason when s is not acceptable text: invalid UTF-8 or
-// a NUL character (Postgres text cannot hold it; neither can many clients).
 // checkJSONText is checkText for every string (names included) of a JSON value a client sent
 // as it is, such as a tool call's arguments: valid JSON can spell NUL as \u0000, which
 // Postgres cannot store in jsonb.
@@ -563,6 +561,8 @@ func checkJSONText(raw []byte) string {
 	}
 }
 
+// checkText returns a reason when s is not acceptable text: invalid UTF-8 or
+// a NUL character (Postgres text cannot hold it; neither can many clients).
 func checkText(s string) string {
 	if !utf8.ValidString(s) {
 		return "must be valid UTF-8"

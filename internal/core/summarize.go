@@ -108,7 +108,7 @@ func uncoveredMessages(entries []Entry) []Entry {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return compareNewest(b, a) })
+	slices.SortFunc(out, func(a, b Entry) int { return CompareNewest(b, a) })
 	return out
 }
 

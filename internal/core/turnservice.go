@@ -264,12 +264,7 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		return TurnResult{}, err
 	}
 	if out.Replay != nil {
-		var replayed TurnResult
-		if err := json.Unmarshal(out.Replay, &replayed); err != nil {
-			return TurnResult{}, fmt.Errorf("decode stored idempotent response: %w", err)
-		}
-		replayed.Replayed = true
-		return replayed, nil
+		return replayed(out.Replay)
 	}
 	return finish(result, out.Turn, out.Entries, sides), nil
 }
@@ -320,13 +315,18 @@ func (s *Service) claimNoop(ctx context.Context, p TurnParams, r TurnResult) (Tu
 	case err != nil:
 		return TurnResult{}, err
 	case out.Replay != nil:
-		var replayed TurnResult
-		if err := json.Unmarshal(out.Replay, &replayed); err != nil {
-			return TurnResult{}, fmt.Errorf("decode stored idempotent response: %w", err)
-		}
-		replayed.Replayed = true
-		return replayed, nil
+		return replayed(out.Replay)
 	}
+	return r, nil
+}
+
+// replayed decodes the answer stored with an Idempotency-Key, for its retry.
+func replayed(stored []byte) (TurnResult, error) {
+	var r TurnResult
+	if err := json.Unmarshal(stored, &r); err != nil {
+		return TurnResult{}, fmt.Errorf("decode stored idempotent response: %w", err)
+	}
+	r.Replayed = true
 	return r, nil
 }
 
@@ -402,7 +402,7 @@ func (s *Service) turnVectors(ctx context.Context, p TurnParams, sides []writeSi
 		if side.snapshot && set.query == nil {
 			vs, err := emb.Embed(ctx, []string{query})
 			if err != nil {
-				return nil, embedError(err, "messages", side.embedder)
+				return nil, embedError(err, "postTurn", "messages", side.embedder)
 			}
 			set.query = vs[0]
 		}
@@ -419,7 +419,7 @@ func (s *Service) turnVectors(ctx context.Context, p TurnParams, sides []writeSi
 			if len(texts) > 0 {
 				vs, err := emb.Embed(ctx, texts)
 				if err != nil {
-					return nil, embedError(err, "messages", side.embedder)
+					return nil, embedError(err, "postTurn", "messages", side.embedder)
 				}
 				for j, i := range at {
 					set.messages[i] = vs[j]
@@ -430,9 +430,12 @@ func (s *Service) turnVectors(ctx context.Context, p TurnParams, sides []writeSi
 	return out, nil
 }
 
-func embedError(err error, path, id string) error {
+// embedError is an embedder's failure for the request at site: a refusal of the text
+// (ErrInvalid) is the client's, at path; anything else is the embedder's, wrapped.
+func embedError(err error, site, path, id string) error {
 	if errors.Is(err, ErrInvalid) {
-		return turnRefusal(path, CodeInvalidField, fmt.Sprintf("the embedder %q cannot embed this text: it has no words.", id), nil)
+		return &ValidationError{Code: CodeInvalidField, Site: site, Path: path,
+			Detail: fmt.Sprintf("the embedder %q cannot embed this text: it has no words.", id)}
 	}
 	return fmt.Errorf("embed with %q: %w", id, err)
 }

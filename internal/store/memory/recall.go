@@ -53,13 +53,7 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 			return 1
 		}
 		// Equal scores: newest first, as listings (and the Postgres store) order entries.
-		switch ka, kb := keyOf(a.Entry), keyOf(b.Entry); {
-		case ka.before(kb):
-			return -1
-		case kb.before(ka):
-			return 1
-		}
-		return 0
+		return core.CompareNewest(a.Entry, b.Entry)
 	})
 	if len(res.Ranked) > q.Limit {
 		res.Ranked = res.Ranked[:max(q.Limit, 0)]

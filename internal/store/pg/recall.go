@@ -198,7 +198,7 @@ func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string
 		if ranked[i].Score != ranked[j].Score {
 			return ranked[i].Score > ranked[j].Score
 		}
-		return newerFirst(ranked[i].Entry, ranked[j].Entry)
+		return core.CompareNewest(ranked[i].Entry, ranked[j].Entry) < 0
 	})
 	return core.RankResult{Mode: "ann", Ranked: ranked, Total: -1}, true, nil
 }
@@ -262,7 +262,7 @@ func AnnEfSearch(limit int) int { return min(1000, max(annEfSearch, 5*limit)) }
 // is a scalar subquery (an InitPlan, run once), not count(*) OVER (), whose window made
 // Postgres materialise every candidate row before the top-N sort (0.30 ms against 0.15 ms for
 // 100 entries). Embeddings are not returned: nobody reads them after ranking. Equal scores go
-// newest first (newerFirst), so both stores admit the same entry of a tie.
+// newest first (core.CompareNewest), so both stores admit the same entry of a tie.
 func exactRankSQL(dims int) string {
 	where := `tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
 			AND (expires_at IS NULL OR expires_at > $5)
@@ -273,25 +273,6 @@ func exactRankSQL(dims int) string {
 		WHERE ` + where + `
 		ORDER BY embedding <=> $6, turn DESC NULLS LAST, idx DESC NULLS LAST, id DESC
 		LIMIT $8`
-}
-
-// newerFirst orders entries as listings do (turn, index, id, all descending, an entry
-// without a turn or index last): the order of equal scores.
-func newerFirst(a, b core.Entry) bool {
-	ai, bi := a.Index, b.Index
-	if a.Turn == 0 && a.Index == 0 {
-		ai = -1
-	}
-	if b.Turn == 0 && b.Index == 0 {
-		bi = -1
-	}
-	switch {
-	case a.Turn != b.Turn:
-		return a.Turn > b.Turn
-	case ai != bi:
-		return ai > bi
-	}
-	return a.ID > b.ID
 }
 
 // annRankSQL ranks a corpus through the HNSW index of its dimension: the ORDER BY spells the
