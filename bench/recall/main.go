@@ -17,7 +17,7 @@
 // the built-in hash embedder (384 dimensions). Queries are sentences of
 // held-out documents, never stored.
 //
-//	go run ./bench/recall -db "$(scripts/test-postgres.sh start)" [-convs 1000] [-entries 100] [-chunks 100000] [-queries 1000] [-duration 30s] [-keep] [-cpuprofile f] [-corpus-cpuprofile f]
+//	go run ./bench/recall -db "$(scripts/test-postgres.sh start)" [-convs 1000] [-entries 100] [-message-chars 0] [-chunks 100000] [-queries 1000] [-duration 30s] [-keep] [-cpuprofile f] [-corpus-cpuprofile f]
 //
 // -db is an admin DSN: the command creates footprint_bench_<random> from it
 // and drops it at exit.
@@ -67,6 +67,7 @@ type config struct {
 	adminDSN      string
 	convs         int
 	entries       int
+	messageChars  int // a message joins consecutive sentences up to at least this many characters
 	chunks        int
 	queries       int
 	warmup        int
@@ -83,6 +84,7 @@ func main() {
 	benchkit.AdminDSNFlag(&c.adminDSN)
 	flag.IntVar(&c.convs, "convs", 1000, "conversations of the per-conversation regime")
 	flag.IntVar(&c.entries, "entries", 100, "messages per conversation")
+	flag.IntVar(&c.messageChars, "message-chars", 0, "each message joins consecutive sentences up to at least this many characters (0: one sentence; agents' answers are often 1,000 or more)")
 	flag.IntVar(&c.chunks, "chunks", 100000, "document chunks of the corpus regime (0 skips it)")
 	flag.IntVar(&c.queries, "queries", 1000, "measured queries per side and regime")
 	flag.IntVar(&c.warmup, "warmup", 50, "warm-up queries per side before measuring (not reported)")
@@ -94,8 +96,8 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
-	if c.convs < 1 || c.entries < 2 || c.chunks < 0 || c.queries < 1 || c.workers < 1 || c.warmup < 0 {
-		benchkit.Usage("recall", "-convs, -queries and -workers must be ≥ 1, -entries ≥ 2, -chunks and -warmup ≥ 0")
+	if c.convs < 1 || c.entries < 2 || c.messageChars < 0 || c.chunks < 0 || c.queries < 1 || c.workers < 1 || c.warmup < 0 {
+		benchkit.Usage("recall", "-convs, -queries and -workers must be ≥ 1, -entries ≥ 2, -message-chars, -chunks and -warmup ≥ 0")
 	}
 	benchkit.Main("recall", func(ctx context.Context) error { return run(ctx, c) })
 }
@@ -451,6 +453,27 @@ func abs(x float64) float64 {
 	return x
 }
 
+// messages returns n messages from consecutive sentences starting at at (wrapping around):
+// one sentence each, or as many as it takes to reach minChars.
+func messages(sentences []string, at, n, minChars int) []string {
+	if minChars == 0 {
+		return sentences[at : at+n]
+	}
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for b.Len() < minChars {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(sentences[at%len(sentences)])
+			at++
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
 // conversations is regime 1: it writes convs × entries messages with their
 // vectors, then measures recall in random conversations.
 func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, error) {
@@ -470,7 +493,7 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 		// topic or two, as real ones do.
 		at := b.rng.IntN(len(tc.sentences) - cfg.entries + 1)
 		id := fmt.Sprintf("bench-%04d", i)
-		convs[i] = conv{id: id, ns: core.Identity{Tenant: tenant, ConversationID: id}.Namespace(), texts: tc.sentences[at : at+cfg.entries]}
+		convs[i] = conv{id: id, ns: core.Identity{Tenant: tenant, ConversationID: id}.Namespace(), texts: messages(tc.sentences, at, cfg.entries, cfg.messageChars)}
 	}
 
 	t := time.Now()
@@ -514,7 +537,11 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 	if err := b.settle(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Printf("== per-conversation recall: %d conversations × %d messages (real sentences), memory %s\n", cfg.convs, cfg.entries, mem.ID)
+	shape := "one real sentence each"
+	if cfg.messageChars > 0 {
+		shape = fmt.Sprintf("consecutive real sentences, at least %d characters each", cfg.messageChars)
+	}
+	fmt.Printf("== per-conversation recall: %d conversations × %d messages (%s), memory %s\n", cfg.convs, cfg.entries, shape, mem.ID)
 	fmt.Printf("loaded %d messages with %d-d vectors in %s (%.0f entries/s, store.WriteTurn, one turn-write per conversation, %d writers), then VACUUM (ANALYZE) and CHECKPOINT\n",
 		written.Load(), dims, round(load), float64(written.Load())/load.Seconds(), cfg.workers)
 

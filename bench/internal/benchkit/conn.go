@@ -23,13 +23,20 @@ type Conn struct {
 	c    net.Conn
 	br   *bufio.Reader
 	req  []byte
-	used time.Time // when the last answer was read
+	used time.Time // when the last answer was read, or when the connection was opened
+	sent bool      // whether the connection has carried a request
 }
 
 // maxIdle is how long a Conn is reused after its last answer: well under the server's
 // IdleTimeout (120 s), so that a request is never written to a connection the server is
 // closing (a POST cannot be safely retried).
 const maxIdle = 30 * time.Second
+
+// maxUnused is how long a connection that has carried no request yet is kept: the server's
+// ReadHeaderTimeout (5 s) runs from the connection's accept until its first request's headers
+// are read, and a server closes a connection opened too early (between a Dial and the load
+// phase, say) under the first request written to it.
+const maxUnused = time.Second
 
 // Dial opens a connection to the server (and reopens it whenever the server closes one).
 func (s *Server) Dial() (*Conn, error) {
@@ -42,7 +49,7 @@ func (c *Conn) connect() error {
 	if err != nil {
 		return err
 	}
-	c.c, c.br, c.used = conn, bufio.NewReaderSize(conn, 16<<10), time.Now()
+	c.c, c.br, c.used, c.sent = conn, bufio.NewReaderSize(conn, 16<<10), time.Now(), false
 	return nil
 }
 
@@ -57,7 +64,7 @@ func (c *Conn) Close() error {
 // Post sends body as JSON to path (already escaped) and reads the whole answer. A status other
 // than want (any 2xx when want is 0) is an error "<status>: <body>".
 func (c *Conn) Post(path string, body []byte, want int) ([]byte, error) {
-	if c.c != nil && time.Since(c.used) > maxIdle {
+	if c.c != nil && (time.Since(c.used) > maxIdle || !c.sent && time.Since(c.used) > maxUnused) {
 		_ = c.fail(nil)
 	}
 	if c.c == nil {
@@ -76,6 +83,7 @@ func (c *Conn) Post(path string, body []byte, want int) ([]byte, error) {
 	if err := c.c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
 		return nil, c.fail(err)
 	}
+	c.sent = true
 	if _, err := c.c.Write(c.req); err != nil {
 		return nil, c.fail(err)
 	}

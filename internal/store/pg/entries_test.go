@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
@@ -65,4 +67,69 @@ func TestMaxLiveTurnUsesIndex(t *testing.T) {
 		t.Errorf("turn derivation is not an ordered scan of entries_newest_idx:\n%s", text)
 	}
 	t.Logf("plan:\n%s", text)
+}
+
+// TestVectorsStayInline pins migration 00012: an entry whose row is over the TOAST threshold
+// keeps its vector in the row (the ranking reads every candidate's vector) and moves its value
+// out instead. It fails under pgvector's default STORAGE EXTERNAL, where the vector, the
+// row's largest value, is the one moved to the TOAST table.
+func TestVectorsStayInline(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	s := openStore(t, dsn)
+	now := time.Now()
+	// Text that pglz cannot shrink by a quarter, so the value really is moved out of line.
+	var long strings.Builder
+	x := uint32(1)
+	for long.Len() < 1200 { // over the TOAST threshold with a 384-d vector, yet smaller than it
+		x = x*1664525 + 1013904223
+		long.WriteByte(byte('a' + x>>24%26))
+		if x%7 == 0 {
+			long.WriteByte(' ')
+		}
+	}
+	value, err := json.Marshal(core.Message{Role: "assistant", Content: long.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]core.Entry, 0, 2)
+	for i, dims := range []int{384, 1536} {
+		vec := make([]float32, dims)
+		for j := range vec {
+			vec[j] = float32((j*7+i)%13) - 6
+		}
+		entries = append(entries, core.Entry{Tenant: "acme", Namespace: "conv", MemoryID: fmt.Sprintf("sem%d", dims),
+			ID: "msg-1-0", Kind: core.KindMessage, Turn: 1, Value: value, Embedding: vec,
+			EmbeddingModel: "m", Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now, LastAccessedAt: now})
+	}
+	if _, err := s.WriteTurn(ctx, core.TurnWrite{Tenant: "acme", Namespace: "conv", HostTurn: 1,
+		MemoryIDs: []string{"sem384", "sem1536"}, Now: now,
+		Build: func(int) ([]core.Entry, error) { return entries, nil }}); err != nil {
+		t.Fatal(err)
+	}
+
+	conn := connect(t, dsn)
+	var toast string
+	if err := conn.QueryRow(ctx, `SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'entries'::regclass`).Scan(&toast); err != nil {
+		t.Fatal(err)
+	}
+	// Each out-of-line value is one chunk_id; its chunks hold the value without its 4-byte
+	// header: a vector of d dimensions is 4 + 4·d bytes.
+	rows, err := conn.Query(ctx, `SELECT sum(octet_length(chunk_data))::int FROM `+toast+` GROUP BY chunk_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) == 0 {
+		t.Fatal("nothing was moved out of line: the rows are not over the TOAST threshold, the test proves nothing")
+	}
+	for _, size := range sizes {
+		if size == 4+4*384 || size == 4+4*1536 {
+			t.Errorf("a vector was moved to the TOAST table (%d bytes out of line; every out-of-line value: %v)", size, sizes)
+		}
+	}
 }
