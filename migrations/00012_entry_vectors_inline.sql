@@ -22,10 +22,13 @@
 -- -message-chars 1000), RankEntries p50 0.87 ms before, 0.63–0.72 ms after.
 -- Turn writes were unchanged within noise (bench/turns, distinct@16, interleaved runs).
 --
--- Only the column's storage changes (a catalogue update, no table rewrite): new and updated
--- rows are stored the new way; existing rows keep their out-of-line vectors until rewritten
--- (VACUUM FULL entries, or pg_repack without the exclusive lock), which re-stores every value
--- under the new rule.
+-- Only the column's storage changes (a catalogue update, no table rewrite). It takes the table's
+-- ACCESS EXCLUSIVE lock for that instant, so it waits for the transactions in flight on entries
+-- (turn writes are milliseconds) and queues the ones behind it; behind a long transaction it
+-- fails at the migrator's lock_timeout instead of stalling the service, and the next start
+-- retries it. New and updated rows are stored the new way; existing rows keep their out-of-line
+-- vectors until the table is rewritten (VACUUM FULL entries, or pg_repack without the exclusive
+-- lock), which re-stores every value under the new rule.
 ALTER TABLE entries ALTER COLUMN embedding SET STORAGE MAIN;
 
 -- +goose Down
