@@ -101,12 +101,7 @@ func TestProviderErrorCallerDeadline(t *testing.T) {
 	for _, p := range providers {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newServer(t, p, func(w http.ResponseWriter, r *http.Request, _ wireRequest, _ int) {
-				select {
-				case <-r.Context().Done():
-				case <-time.After(5 * time.Second):
-				}
-			})
+			srv := newServer(t, p, hang)
 			e := mustNew(t, p, srv.URL, fastOpts()) // attempt timeout: the default 30s
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()

@@ -567,17 +567,21 @@ func TestRemoteMalformed(t *testing.T) {
 	}
 }
 
+// hang is a provider that never answers: it holds the request until the client gives up (or
+// 5 s pass, so a broken test cannot hang the suite).
+func hang(_ http.ResponseWriter, r *http.Request, _ wireRequest, _ int) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(5 * time.Second):
+	}
+}
+
 func TestRemoteTimeout(t *testing.T) {
 	t.Parallel()
 	for _, p := range providers {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newServer(t, p, func(w http.ResponseWriter, r *http.Request, _ wireRequest, _ int) {
-				select {
-				case <-r.Context().Done():
-				case <-time.After(5 * time.Second):
-				}
-			})
+			srv := newServer(t, p, hang)
 			o := fastOpts()
 			o.timeout, o.retries = 100*time.Millisecond, 1
 			e := mustNew(t, p, srv.URL, o)
