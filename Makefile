@@ -22,7 +22,7 @@ generate: ## Regenerate the HTTP layer from api/openapi.yaml.
 	go generate ./...
 
 verify: generate ## Fail if generated code drifted, or gofmt/vet complain.
-	git diff --exit-code -- internal/http/api api
+	git diff --exit-code -- internal/http/gen api
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 

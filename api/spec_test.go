@@ -23,7 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/footprint/footprint/internal/http/api"
+	"github.com/footprint/footprint/internal/http/gen"
 )
 
 const specFile = "openapi.yaml"
@@ -78,10 +78,10 @@ func TestSpecIsValid(t *testing.T) {
 }
 
 // TestEmbeddedSpecIsCurrent catches a spec edited without regenerating: the
-// spec embedded in api.gen.go must be this file.
+// spec embedded in gen.go must be this file.
 func TestEmbeddedSpecIsCurrent(t *testing.T) {
 	t.Parallel()
-	embedded, err := api.GetSpec()
+	embedded, err := gen.GetSpec()
 	if err != nil {
 		t.Fatalf("decode embedded spec: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestEmbeddedSpecIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("internal/http/api/api.gen.go embeds a different spec than %s; run `go generate ./internal/http/api/`", specFile)
+		t.Fatalf("internal/http/gen/gen.go embeds a different spec than %s; run `go generate ./internal/http/gen/`", specFile)
 	}
 }
 
@@ -759,7 +759,7 @@ func TestRecallExamplesAreByteIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r api.RecallResult
+		var r gen.RecallResult
 		if err := json.Unmarshal(raw, &r); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -767,12 +767,12 @@ func TestRecallExamplesAreByteIdentical(t *testing.T) {
 		for _, m := range r.Memories {
 			var text []string
 			for _, msg := range m.Messages {
-				if msg.Role == api.MessageRoleSystem {
+				if msg.Role == gen.MessageRoleSystem {
 					text = append(text, msg.Content)
 				}
 			}
 			system = append(system, text...)
-			var admitted []api.Candidate
+			var admitted []gen.Candidate
 			for _, c := range m.Evidence.Candidates {
 				if c.Admitted && c.PromptFragment != nil {
 					admitted = append(admitted, c)

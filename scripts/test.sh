@@ -16,7 +16,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "generated code is up to date"
 go generate ./...
-if ! git diff --exit-code --stat -- internal/http/api api; then
+if ! git diff --exit-code --stat -- internal/http/gen api; then
   echo "generated code differs from the committed files: run 'make generate' and commit" >&2
   exit 1
 fi
@@ -54,7 +54,7 @@ go test -race -count=1 -timeout 20m "$@" ./...
 #    machines of different speeds explore alike.
 FUZZTIME=${FUZZTIME:-10000x}
 step "fuzz (bounded: ${FUZZTIME} per target)"
-for pkg in ./internal/http ./internal/http/eventio; do
+for pkg in ./internal/http/server ./internal/http/eventio; do
   for target in $(go test "$pkg" -list '^Fuzz' | grep '^Fuzz'); do
     echo "-- $pkg $target"
     go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME}"

@@ -48,8 +48,8 @@ import (
 
 	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/embed"
-	"github.com/footprint/footprint/internal/gctune"
+	"github.com/footprint/footprint/internal/embedder"
+
 	"github.com/footprint/footprint/internal/store/pg"
 )
 
@@ -108,7 +108,7 @@ type bench struct {
 	rng    *mrand.Rand
 	store  *pg.Store
 	pool   *pgxpool.Pool // EXPLAIN, VACUUM, CHECKPOINT and sizes only
-	hash   *embed.Hash
+	hash   *embedder.Hash
 	svc    *core.Service
 	model  string
 	server *benchkit.Server
@@ -164,7 +164,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer pool.Close()
 
-	hash, err := embed.NewHash("hash", dims)
+	hash, err := embedder.NewHash("hash", dims)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func run(ctx context.Context, cfg config) error {
 	_ = pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&vecVersion)
 	// The service runs in this process: pace its collector as cmd/server does on the Postgres
 	// store (every side shares the setting).
-	gc := gctune.ForPostgres(os.Getenv)
+	gc := benchkit.PaceGCAsServer(os.Getenv)
 	fmt.Printf("recall benchmark: %d CPUs, GOMAXPROCS %d, %s, Postgres %s, pgvector %s, database %s\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), gc, pgVersion, vecVersion, benchkit.DBName(dsn))
 	fmt.Printf("embedder %s (%s, %d dims); topK %d, rejectWindow %d → the store ranks LIMIT %d; one client, queries one after another\n\n",

@@ -33,8 +33,8 @@ import (
 
 	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/embed"
-	"github.com/footprint/footprint/internal/gctune"
+	"github.com/footprint/footprint/internal/embedder"
+
 	"github.com/footprint/footprint/internal/store/pg"
 )
 
@@ -125,7 +125,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer pool.Close()
 
-	hash, err := embed.NewHash("hash", dims)
+	hash, err := embedder.NewHash("hash", dims)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func run(ctx context.Context, cfg config) error {
 
 	// The service runs in this process: pace its collector as cmd/server does on the Postgres
 	// store (both sides share the setting).
-	gc := gctune.ForPostgres(os.Getenv)
+	gc := benchkit.PaceGCAsServer(os.Getenv)
 	fmt.Printf("turns benchmark: %d CPUs, GOMAXPROCS %d, %s, %s per cell, %d rep(s), warm-up %s, database %s\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), gc, cfg.duration, cfg.reps, cfg.warmup, benchkit.DBName(dsn))
 	fmt.Printf("each turn: 2 messages (%d + %d chars) → msg-N-0, msg-N-1 (chat, episodic) + snap-N with a %d-d vector (why, causal)\n\n",
@@ -285,7 +285,7 @@ func run(ctx context.Context, cfg config) error {
 
 // setup defines the two memories through the API and precomputes the
 // baseline's entries from what the service would write.
-func (b *bench) setup(ctx context.Context, hash *embed.Hash) error {
+func (b *bench) setup(ctx context.Context, hash *embedder.Hash) error {
 	for _, def := range []string{
 		`{"id":"chat","type":"episodic","strategy":{"kind":"window"}}`,
 		`{"id":"why","type":"causal","strategy":{"kind":"topK"}}`,

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	httpapi "github.com/footprint/footprint/internal/http"
+	"github.com/footprint/footprint/internal/http/server"
 )
 
 // Config is everything the server reads from its environment. Every field
@@ -17,7 +17,7 @@ import (
 type Config struct {
 	Addr             string // FOOTPRINT_ADDR
 	DatabaseURL      string // DATABASE_URL; empty: in-memory store
-	APIKeys          []httpapi.APIKey
+	APIKeys          []server.APIKey
 	CORSOrigins      []string      // FOOTPRINT_CORS_ORIGINS
 	Embedders        string        // FOOTPRINT_EMBEDDERS (see internal/embed)
 	LLMs             string        // FOOTPRINT_LLMS
@@ -107,8 +107,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 
 // parseAPIKeys reads `tenant:key` pairs separated by commas. Keys are never
 // echoed in errors.
-func parseAPIKeys(s string) ([]httpapi.APIKey, error) {
-	var keys []httpapi.APIKey
+func parseAPIKeys(s string) ([]server.APIKey, error) {
+	var keys []server.APIKey
 	seen := map[string]bool{}
 	for i, pair := range splitList(s) {
 		tenant, key, ok := strings.Cut(pair, ":")
@@ -126,7 +126,7 @@ func parseAPIKeys(s string) ([]httpapi.APIKey, error) {
 			return nil, fmt.Errorf("FOOTPRINT_API_KEYS: entry %d (tenant %q) repeats a key already given", i+1, tenant)
 		}
 		seen[key] = true
-		keys = append(keys, httpapi.APIKey{Tenant: tenant, Key: key})
+		keys = append(keys, server.APIKey{Tenant: tenant, Key: key})
 	}
 	return keys, nil
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/embed"
-	"github.com/footprint/footprint/internal/gctune"
-	httpapi "github.com/footprint/footprint/internal/http"
+	"github.com/footprint/footprint/internal/embedder"
+
+	"github.com/footprint/footprint/internal/http/server"
 	"github.com/footprint/footprint/internal/llm"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg"
@@ -44,11 +44,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if rr, ok := store.(interface{ SetRunRetention(time.Duration) }); ok {
 		rr.SetRunRetention(cfg.RunRetention)
 	}
-	specs, err := embed.ParseSpecs(cfg.Embedders)
+	specs, err := embedder.ParseSpecs(cfg.Embedders)
 	if err != nil {
 		return err
 	}
-	embedders, err := embed.Build(specs, getenv)
+	embedders, err := embedder.Build(specs, getenv)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}))
 
 	var draining atomic.Bool
-	handler, err := httpapi.NewServer(httpapi.Deps{
+	handler, err := server.NewServer(server.Deps{
 		Service:        svc,
 		Logger:         logger,
 		APIKeys:        cfg.APIKeys,
@@ -180,7 +180,7 @@ func openStore(ctx context.Context, cfg Config, getenv func(string) string, logg
 	if err != nil {
 		return nil, nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	logger.Info("garbage collector paced for the Postgres store", "gc", gctune.ForPostgres(getenv))
+	logger.Info("garbage collector paced for the Postgres store", "gc", gcForPostgres(getenv))
 	return s, s.Close, nil
 }
 

@@ -15,7 +15,7 @@ import (
 func TestCoreImportsNoTransportOrDriver(t *testing.T) {
 	t.Parallel()
 	forbidden := []string{"net/http", "github.com/jackc/", "github.com/pgvector/", "github.com/go-chi/",
-		"github.com/oapi-codegen/", "github.com/getkin/", "github.com/footprint/footprint/internal/http",
+		"github.com/oapi-codegen/", "github.com/getkin/", "github.com/footprint/footprint/internal/http/server",
 		"github.com/footprint/footprint/internal/store"}
 	files, err := filepath.Glob("*.go")
 	if err != nil || len(files) == 0 {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/provider"
+	"github.com/footprint/footprint/internal/providerclient"
 )
 
 // EnvLLMs is the environment variable ParseSpecs reads.
@@ -54,12 +54,12 @@ type Spec struct {
 // SpecError reports a bad spec: its position, its id if known and the
 // offending key. It never quotes a value that could be secret. Its Var is
 // EnvLLMs.
-type SpecError = provider.SpecError
+type SpecError = providerclient.SpecError
 
 const specKeys = "url, model, key_env, timeout, retries"
 
 // specList is the syntax of FOOTPRINT_LLMS.
-var specList = &provider.SpecList{
+var specList = &providerclient.SpecList{
 	Var:     EnvLLMs,
 	Example: "gpt=openai:model=gpt-4o-mini:key_env=OPENAI_API_KEY",
 	Kind: func(kind string) error {
@@ -85,7 +85,7 @@ var specList = &provider.SpecList{
 func ParseSpecs(s string) ([]Spec, error) {
 	var specs []Spec
 	ids := map[string]int{}
-	for i, item := range provider.Split(s) {
+	for i, item := range providerclient.Split(s) {
 		sp, err := parseSpec(i+1, item)
 		if err != nil {
 			return nil, err

@@ -17,18 +17,18 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/provider"
+	"github.com/footprint/footprint/internal/providerclient"
 )
 
 // Defaults and limits.
 const (
 	DefaultOpenAIBaseURL = "https://api.openai.com"
 	DefaultTimeout       = 60 * time.Second
-	DefaultMaxRetries    = provider.DefaultMaxRetries
-	MaxMaxRetries        = provider.MaxMaxRetries
+	DefaultMaxRetries    = providerclient.DefaultMaxRetries
+	MaxMaxRetries        = providerclient.MaxMaxRetries
 	DefaultBackoffBase   = 500 * time.Millisecond
 	DefaultBackoffMax    = 4 * time.Second
-	DefaultMaxRetryAfter = provider.DefaultMaxRetryAfter
+	DefaultMaxRetryAfter = providerclient.DefaultMaxRetryAfter
 
 	// SchemaName is the json_schema name sent with ChatRequest.JSONSchema.
 	SchemaName = "footprint"
@@ -38,15 +38,15 @@ const (
 
 // Outcomes passed to Config.Counter.
 const (
-	OutcomeOK    = provider.OutcomeOK    // the call succeeded
-	OutcomeRetry = provider.OutcomeRetry // an attempt failed and will be retried
-	OutcomeError = provider.OutcomeError // the call failed
+	OutcomeOK    = providerclient.OutcomeOK    // the call succeeded
+	OutcomeRetry = providerclient.OutcomeRetry // an attempt failed and will be retried
+	OutcomeError = providerclient.OutcomeError // the call failed
 )
 
-// Backoff tunes the delays between retries (see provider.Backoff). A zero
+// Backoff tunes the delays between retries (see providerclient.Backoff). A zero
 // field means its default: Base 500ms (doubling per retry up to Max, with
 // jitter), Max 4s, MaxRetryAfter 10s.
-type Backoff = provider.Backoff
+type Backoff = providerclient.Backoff
 
 // Config configures an OpenAI-compatible chat-completions client.
 type Config struct {
@@ -75,17 +75,17 @@ type Config struct {
 	Counter func(provider, outcome string)
 }
 
-// ProviderError is a failed call (see provider.Error). Its message carries
+// ProviderError is a failed call (see providerclient.Error). Its message carries
 // only the provider id, the HTTP status and fixed text, so it is safe to log
 // and to return; it unwraps to core.ErrUnavailable when retrying later may
 // help.
-type ProviderError = provider.Error
+type ProviderError = providerclient.Error
 
 // Client is an OpenAI-compatible chat-completions client. Safe for
 // concurrent use.
 type Client struct {
 	id, model string
-	http      *provider.Client
+	http      *providerclient.Client
 }
 
 var _ core.LLM = (*Client)(nil)
@@ -93,10 +93,10 @@ var _ core.LLM = (*Client)(nil)
 // NewOpenAI validates cfg and returns a client. It makes no request. Its
 // errors never quote the URL or the key.
 func NewOpenAI(cfg Config) (*Client, error) {
-	if !provider.ValidID(cfg.ID) {
+	if !providerclient.ValidID(cfg.ID) {
 		return nil, fmt.Errorf("llm id %q does not match %s", cfg.ID, core.IDPattern)
 	}
-	hc, err := provider.New(provider.Config{
+	hc, err := providerclient.New(providerclient.Config{
 		Label: "llm", ID: cfg.ID,
 		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultOpenAIBaseURL, Path: "/v1/chat/completions", APIKey: cfg.APIKey,
 		Timeout: cfg.Timeout, DefaultTimeout: DefaultTimeout, MaxRetries: cfg.MaxRetries,
@@ -215,7 +215,7 @@ func (c *Client) call(ctx context.Context, body []byte, model string) (core.Chat
 	}
 	var resp chatResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return malformed(provider.DescribeJSONError(err))
+		return malformed(providerclient.DescribeJSONError(err))
 	}
 	if len(resp.Choices) == 0 {
 		return malformed("no choices")

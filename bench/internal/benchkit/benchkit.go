@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -74,4 +76,19 @@ func StartCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// serverGCPercent is the GOGC cmd/server runs with on the Postgres store (postgresGCPercent in
+// cmd/server/gctune.go, whose comment says why). The benchmarks run the service in their own
+// process, so they pace their collector the same way.
+const serverGCPercent = 400
+
+// PaceGCAsServer sets the collector as cmd/server does on the Postgres store unless GOGC is set,
+// and describes the setting in force.
+func PaceGCAsServer(getenv func(string) string) string {
+	if v := getenv("GOGC"); v != "" {
+		return "GOGC=" + v + " (from the environment)"
+	}
+	debug.SetGCPercent(serverGCPercent)
+	return "GOGC=" + strconv.Itoa(serverGCPercent) + " (as cmd/server on the Postgres store)"
 }

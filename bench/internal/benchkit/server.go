@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
-	httpapi "github.com/footprint/footprint/internal/http"
+	"github.com/footprint/footprint/internal/http/server"
 )
 
 // Server is the real service behind the real HTTP handler, served on a
@@ -33,7 +33,7 @@ func StartServer(store core.Store, embedder core.Embedder, maxIdleConns int) (*S
 	// The real server logs one access line per request at info; format them
 	// but throw them away, so the cost stays and the terminal stays readable.
 	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	handler, err := httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger})
+	handler, err := server.NewServer(server.Deps{Service: svc, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-json-experiment/json/jsontext"
 
-	gen "github.com/footprint/footprint/internal/http/api"
 	"github.com/footprint/footprint/internal/http/eventio"
+	"github.com/footprint/footprint/internal/http/gen"
 )
 
 func schemas(t testing.TB) openapi3.Schemas {

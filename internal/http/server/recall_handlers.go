@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/footprint/footprint/internal/http/gen"
+	"github.com/footprint/footprint/internal/jsonenc"
+)
+
+func (h *handlers) Recall(ctx context.Context, req gen.RecallRequestObject) (gen.RecallResponseObject, error) {
+	id := identity(ctx, req.ConversationID, req.Params.Principal)
+	res, saved, err := h.svc.RecallAsync(ctx, recallParamsIn(id, *req.Body))
+	if err != nil {
+		return nil, err
+	}
+	// The answer is converted and encoded while the receipt is being written;
+	// it is sent only once the receipt is stored, so a recallId a client sees
+	// can always be read back.
+	body, err := recallOut(res)
+	var encoded *jsonenc.Buffer
+	if err == nil {
+		encoded, err = jsonenc.Marshal(body, true) // with a newline, as every other answer (json.Encoder)
+	}
+	if serr := saved(); serr != nil {
+		encoded.Release()
+		return nil, serr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return encodedRecall{encoded}, nil
+}
+
+// encodedRecall is a 200 answer to Recall, already encoded as JSON.
+type encodedRecall struct{ body *jsonenc.Buffer }
+
+func (b encodedRecall) VisitRecallResponse(w http.ResponseWriter) error {
+	defer b.body.Release()
+	w.Header().Set("Content-Type", "application/json")
+	// Its length is known: a client sees the size up front, without chunked framing.
+	w.Header().Set("Content-Length", strconv.Itoa(b.body.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b.body.Bytes())
+	return err
+}
+
+func (h *handlers) GetRecall(ctx context.Context, req gen.GetRecallRequestObject) (gen.GetRecallResponseObject, error) {
+	res, err := h.svc.GetRecall(ctx, tenantFrom(ctx), req.RecallID)
+	if err != nil {
+		return nil, err
+	}
+	body, err := recallOut(res)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetRecall200JSONResponse{Body: body}, nil
+}
+
+func (h *handlers) IndexDocuments(ctx context.Context, req gen.IndexDocumentsRequestObject) (gen.IndexDocumentsResponseObject, error) {
+	indexed, err := h.svc.IndexDocuments(ctx, tenantFrom(ctx), req.MemoryID, documentsIn(*req.Body))
+	if err != nil {
+		return nil, err
+	}
+	body := gen.IndexResult{Indexed: make([]gen.IndexedDocument, 0, len(indexed))}
+	for _, d := range indexed {
+		body.Indexed = append(body.Indexed, gen.IndexedDocument{ID: d.ID, Chunks: d.Chunks})
+		body.Chunks += d.Chunks
+	}
+	return gen.IndexDocuments200JSONResponse{Body: body}, nil
+}
