@@ -47,7 +47,10 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/footprint/footprint/bench/internal/benchkit"
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
+	"github.com/footprint/footprint/internal/core/turns"
 	"github.com/footprint/footprint/internal/embedder"
 
 	"github.com/footprint/footprint/internal/store/pg"
@@ -109,7 +112,7 @@ type bench struct {
 	store  *pg.Store
 	pool   *pgxpool.Pool // EXPLAIN, VACUUM, CHECKPOINT and sizes only
 	hash   *embedder.Hash
-	svc    *core.Service
+	svc    *app.App
 	model  string
 	server *benchkit.Server
 	conn   *benchkit.Conn // the service side's keep-alive connection (one client)
@@ -173,7 +176,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer server.Close()
-	b.store, b.pool, b.hash, b.svc, b.model = store, pool, hash, server.Service, hash.Info().Model
+	b.store, b.pool, b.hash, b.svc, b.model = store, pool, hash, server.App, hash.Info().Model
 	b.server = server
 	if b.conn, err = server.Dial(); err != nil {
 		return err
@@ -399,7 +402,7 @@ func (b *bench) serviceSide(conversation func(q query) string, memory string) si
 func (b *bench) storeSide(namespace func(q query) string, memory string, kind core.EntryKind, sets func(q query) *vectorSet) sideFunc {
 	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
-		res, err := b.store.RankEntries(ctx, core.RankQuery{Tenant: tenant, Namespace: namespace(q), MemoryID: memory,
+		res, err := b.store.RankEntries(ctx, recall.RankQuery{Tenant: tenant, Namespace: namespace(q), MemoryID: memory,
 			Kinds: []core.EntryKind{kind}, Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC().Truncate(time.Millisecond)})
 		elapsed := time.Since(t0)
 		if err != nil {
@@ -521,7 +524,7 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 				Embedding: vecs[j], EmbeddingModel: b.model})
 			c.set.add(id, vecs[j])
 		}
-		_, err = b.store.WriteTurn(ctx, core.TurnWrite{Tenant: tenant, Namespace: c.ns, HostTurn: 1, CountMessageTurns: true,
+		_, err = b.store.WriteTurn(ctx, turns.TurnWrite{Tenant: tenant, Namespace: c.ns, HostTurn: 1, CountMessageTurns: true,
 			MemoryIDs: []string{mem.ID}, Now: now, Fingerprints: []core.Fingerprint{{MemoryID: mem.ID, Model: b.model, Dims: dims}},
 			Build: func(int) ([]core.Entry, error) { return entries, nil }})
 		if err != nil {
@@ -615,7 +618,7 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 			break
 		}
 		dd := doc{id: d.id}
-		for n, text := range core.ChunkText(d.text, maxChunk) {
+		for n, text := range recall.ChunkText(d.text, maxChunk) {
 			if total >= cfg.chunks {
 				break
 			}
@@ -862,7 +865,7 @@ func (b *bench) report(qs []query, setOf func(query) *vectorSet, truth [][]hit, 
 // with copies of internal/store/pg/recall.go's SQL and planner settings.
 func (b *bench) explain(ctx context.Context, convQ, corpusQ []query) error {
 	now := time.Now().UTC()
-	show := func(title string, q core.RankQuery) error {
+	show := func(title string, q recall.RankQuery) error {
 		lines, err := b.store.ExplainRank(ctx, q)
 		if err != nil {
 			return err
@@ -877,7 +880,7 @@ func (b *bench) explain(ctx context.Context, convQ, corpusQ []query) error {
 	if len(convQ) > 0 {
 		q := convQ[0]
 		ns := core.Identity{Tenant: tenant, ConversationID: fmt.Sprintf("bench-%04d", q.conv)}.Namespace()
-		if err := show("per-conversation ranking (exact scan)", core.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: "conv",
+		if err := show("per-conversation ranking (exact scan)", recall.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: "conv",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: q.vec, Model: b.model, Limit: limit, Now: now}); err != nil {
 			return err
 		}
@@ -885,7 +888,7 @@ func (b *bench) explain(ctx context.Context, convQ, corpusQ []query) error {
 	if len(corpusQ) > 0 {
 		q := corpusQ[0]
 		fmt.Printf("(corpus search settings, local to its batch: enable_sort off, jit off, hnsw.iterative_scan off (relaxed_order on a second pass only when the filter leaves the first short), hnsw.ef_search %d)\n", pg.AnnEfSearch(limit))
-		if err := show("corpus ranking (HNSW, one pass)", core.RankQuery{Tenant: tenant, Namespace: core.CorpusNamespace, MemoryID: "docs",
+		if err := show("corpus ranking (HNSW, one pass)", recall.RankQuery{Tenant: tenant, Namespace: core.CorpusNamespace, MemoryID: "docs",
 			Kinds: []core.EntryKind{core.KindDocument}, Vector: q.vec, Model: b.model, Limit: limit, Now: now}); err != nil {
 			return err
 		}
@@ -965,18 +968,18 @@ func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where 
 		}
 		return d, nil
 	}
-	recall := func(ctx context.Context, q query) (core.RecallResult, time.Duration, error) {
+	recallOnce := func(ctx context.Context, q query) (recall.RecallResult, time.Duration, error) {
 		conv, _ := where(q)
 		t0 := time.Now()
-		res, err := b.svc.Recall(ctx, core.RecallParams{Identity: core.Identity{Tenant: tenant, ConversationID: conv}, Query: q.text, Memories: []string{memory}})
+		res, err := b.svc.Recall.Recall(ctx, recall.RecallParams{Identity: core.Identity{Tenant: tenant, ConversationID: conv}, Query: q.text, Memories: []string{memory}})
 		return res, time.Since(t0), err
 	}
 	service := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
-		_, d, err := recall(ctx, q)
+		_, d, err := recallOnce(ctx, q)
 		return d, err
 	}
 	save := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
-		res, _, err := recall(ctx, q) // a receipt of its own to store again, untimed
+		res, _, err := recallOnce(ctx, q) // a receipt of its own to store again, untimed
 		if err != nil {
 			return 0, err
 		}
@@ -995,7 +998,7 @@ func (b *bench) breakdown(ctx context.Context, qs []query, memory string, where 
 	rank := func(ctx context.Context, q query, _ *sideResult) (time.Duration, error) {
 		_, ns := where(q)
 		t0 := time.Now()
-		_, err := b.store.RankEntries(ctx, core.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: memory, Kinds: []core.EntryKind{kind},
+		_, err := b.store.RankEntries(ctx, recall.RankQuery{Tenant: tenant, Namespace: ns, MemoryID: memory, Kinds: []core.EntryKind{kind},
 			Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC().Truncate(time.Millisecond)})
 		return time.Since(t0), err
 	}
@@ -1029,7 +1032,7 @@ func (b *bench) efSweep(ctx context.Context, qs []query, set *vectorSet, truth [
 		for i := range n {
 			q := qs[i]
 			t0 := time.Now()
-			res, err := b.store.SearchCorpus(ctx, core.RankQuery{Tenant: tenant, Namespace: core.CorpusNamespace, MemoryID: "docs",
+			res, err := b.store.SearchCorpus(ctx, recall.RankQuery{Tenant: tenant, Namespace: core.CorpusNamespace, MemoryID: "docs",
 				Kinds: []core.EntryKind{core.KindDocument}, Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC()}, ef)
 			lat = append(lat, time.Since(t0))
 			if err != nil {

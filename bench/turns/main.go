@@ -33,6 +33,7 @@ import (
 
 	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 	"github.com/footprint/footprint/internal/embedder"
 
 	"github.com/footprint/footprint/internal/store/pg"
@@ -337,7 +338,7 @@ func (b *bench) baselineWrite(ctx context.Context, conv string) error {
 		}
 		return e
 	}
-	_, err := b.store.WriteTurn(ctx, core.TurnWrite{
+	_, err := b.store.WriteTurn(ctx, turns.TurnWrite{
 		Tenant:            tenant,
 		Namespace:         namespace,
 		HostTurn:          1,

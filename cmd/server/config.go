@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/server"
 )
 
@@ -80,7 +81,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.IdempotencyTTL = parseDuration(getenv, "FOOTPRINT_IDEMPOTENCY_TTL", 24*time.Hour, &errs)
 	c.SweepInterval = parseDuration(getenv, "FOOTPRINT_SWEEP_INTERVAL", 5*time.Minute, &errs)
 	c.MaxOpenRuns = int(parseInt(getenv, "FOOTPRINT_MAX_OPEN_RUNS", 1000, 1, 1_000_000, &errs))
-	c.RunRetention = parseDuration(getenv, "FOOTPRINT_RUN_RETENTION", 30*24*time.Hour, &errs)
+	c.RunRetention = parseDuration(getenv, "FOOTPRINT_RUN_RETENTION", core.DefaultAuditRetention, &errs)
 	c.RateLimit = parseRate(getenv, "FOOTPRINT_RATE_LIMIT", 200, &errs)
 	c.RateBurst = int(parseInt(getenv, "FOOTPRINT_RATE_BURST", int64(max(1, math.Ceil(2*c.RateLimit))), 1, 1_000_000, &errs))
 	c.MemoryCacheTTL = 2 * time.Second

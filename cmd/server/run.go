@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
 
@@ -41,9 +42,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer closeStore()
 
-	if rr, ok := store.(interface{ SetRunRetention(time.Duration) }); ok {
-		rr.SetRunRetention(cfg.RunRetention)
-	}
 	specs, err := embedder.ParseSpecs(cfg.Embedders)
 	if err != nil {
 		return err
@@ -81,9 +79,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, l := range llms {
 		caps.LLMs = append(caps.LLMs, l.Info())
 	}
-	svc := core.NewService(store, caps, core.WithEmbedders(embedders...), core.WithLLMs(llms...),
-		core.WithIdempotencyTTL(cfg.IdempotencyTTL), core.WithMemoryCacheTTL(cfg.MemoryCacheTTL),
-		core.WithFoldObserver(func(provider, outcome string) {
+	svc := app.New(store, caps, app.WithEmbedders(embedders...), app.WithLLMs(llms...),
+		app.WithIdempotencyTTL(cfg.IdempotencyTTL), app.WithMemoryCacheTTL(cfg.MemoryCacheTTL),
+		app.WithFoldObserver(func(provider, outcome string) {
 			folds.WithLabelValues(provider, outcome).Inc()
 			if outcome == "failed" {
 				logger.Warn("summarize fold failed: recall stayed verbatim", "llm", provider)
@@ -92,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var draining atomic.Bool
 	handler, err := server.NewServer(server.Deps{
-		Service:        svc,
+		App:            svc,
 		Logger:         logger,
 		APIKeys:        cfg.APIKeys,
 		CORSOrigins:    cfg.CORSOrigins,
@@ -140,7 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if sw, ok := store.(core.Sweeper); ok {
-		go sweep(ctx, sw, cfg.SweepInterval, logger)
+		go sweep(ctx, sw, cfg.SweepInterval, cfg.RunRetention, logger)
 	}
 
 	select {
@@ -171,7 +169,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-func openStore(ctx context.Context, cfg Config, getenv func(string) string, logger *slog.Logger) (core.Store, func(), error) {
+func openStore(ctx context.Context, cfg Config, getenv func(string) string, logger *slog.Logger) (app.Store, func(), error) {
 	if cfg.DatabaseURL == "" {
 		logger.Info("no DATABASE_URL: using the in-memory store (data is lost on exit)")
 		return memory.New(), func() {}, nil
@@ -242,9 +240,9 @@ func healthcheck(ctx context.Context, addr string) error {
 	return nil
 }
 
-// sweep reclaims expired rows every interval until ctx ends. Failures are
-// logged and retried at the next tick: reads never depend on the sweep.
-func sweep(ctx context.Context, sw core.Sweeper, every time.Duration, logger *slog.Logger) {
+// sweep reclaims expired rows, and audit records older than retention, every interval until
+// ctx ends. Failures are logged and retried at the next tick: reads never depend on the sweep.
+func sweep(ctx context.Context, sw core.Sweeper, every, retention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -252,7 +250,7 @@ func sweep(ctx context.Context, sw core.Sweeper, every time.Duration, logger *sl
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			n, err := sw.Sweep(ctx, now.UTC())
+			n, err := sw.Sweep(ctx, core.NewSweepPolicy(now, retention))
 			if err != nil {
 				if ctx.Err() == nil {
 					logger.Warn("sweep of expired rows failed", "error", err)

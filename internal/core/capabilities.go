@@ -1,5 +1,9 @@
 package core
 
+import (
+	"time"
+)
+
 // Capabilities is what this deployment can run: its embedders, its LLM
 // providers and its store. The strategy catalogue's offerable flags and the
 // requirements backstop are computed from it, so a picker never offers a
@@ -20,6 +24,16 @@ type EmbedderInfo struct {
 	Default     bool
 	Description string
 }
+
+// StoreInfo describes a store implementation.
+type StoreInfo struct {
+	Kind         string // "memory" or "postgres"
+	RanksVectors bool   // can rank stored vectors by similarity (topK)
+}
+
+// DefaultIdempotencyTTL is how long an Idempotency-Key is remembered unless
+// the deployment says otherwise.
+const DefaultIdempotencyTTL = 24 * time.Hour
 
 // LLMInfo describes one configured chat-completions provider.
 type LLMInfo struct {
@@ -68,7 +82,7 @@ func (c Capabilities) LLM(id string) (LLMInfo, bool) {
 	return LLMInfo{}, false
 }
 
-func (c Capabilities) embedderIDs() []string {
+func (c Capabilities) EmbedderIDs() []string {
 	ids := make([]string, len(c.Embedders))
 	for i, e := range c.Embedders {
 		ids[i] = e.ID
@@ -76,7 +90,7 @@ func (c Capabilities) embedderIDs() []string {
 	return ids
 }
 
-func (c Capabilities) llmIDs() []string {
+func (c Capabilities) LLMIDs() []string {
 	ids := make([]string, len(c.LLMs))
 	for i, l := range c.LLMs {
 		ids[i] = l.ID
@@ -87,7 +101,7 @@ func (c Capabilities) llmIDs() []string {
 // supplies reports whether the deployment itself supplies a requirement.
 // `model` is always the caller's to name (never a deployment fallback: the
 // seed refuses to bill a guessed model), so it is never missing here.
-func (c Capabilities) supplies(r Requirement) bool {
+func (c Capabilities) Supplies(r Requirement) bool {
 	switch r {
 	case ReqEmbedder:
 		return len(c.Embedders) > 0

@@ -1,9 +1,8 @@
 package core
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -55,59 +54,6 @@ type Entry struct {
 	EmbeddingModel string
 }
 
-// TurnWrite is one turn's write side, handed to a store to perform in ONE
-// transaction serialised per (Tenant, Namespace).
-type TurnWrite struct {
-	Tenant    string
-	Namespace string
-	// HostTurn is the caller's turn number, already normalised (≥ 1).
-	HostTurn int
-	// CountMessageTurns makes live msg-{n}-* ids count toward the highest
-	// stored turn, as well as snap-{n} (set when a conversation memory is
-	// written by this turn; see the turns issue).
-	CountMessageTurns bool
-	// CountBeatTurns makes live beat-{n}-* ids count too (set when a
-	// narrative memory is written by this turn: its beats are numbered by
-	// turn, and a later turn must not collide with them).
-	CountBeatTurns bool
-	// MemoryIDs are the memories whose stored turns are scanned.
-	MemoryIDs []string
-	// Now is the transaction's clock for expiry checks and timestamps.
-	Now time.Time
-	// Build returns the entries to write for the resolved turn. It may be
-	// called more than once (a retried transaction), so it must be pure and
-	// must not do I/O: embeddings are computed before WriteTurn.
-	Build func(turn int) ([]Entry, error)
-
-	// Fingerprints are the (model, dims) each memory's vectors in this
-	// turn carry. The store records the first per memory+namespace and
-	// returns a *FingerprintMismatch when a later turn differs.
-	Fingerprints []Fingerprint
-
-	// Idempotency, when set, is claimed in the same transaction as the
-	// write: a committed claim with the same RequestHash replays its stored
-	// response instead of writing (TurnOutcome.Replay); another hash is
-	// ErrKeyReused; a claim in flight is waited for (and taken over if its
-	// write fails). Expired claims are ignored.
-	Idempotency *IdempotencyClaim
-	// LinkRunID and LinkRecallIDs are the turn's explicit links (its run,
-	// the recall receipts it used), recorded in the same transaction.
-	LinkRunID     string
-	LinkRecallIDs []string
-
-	// Respond renders the response stored with the claim, inside the
-	// transaction, from the resolved turn and the written entries.
-	Respond func(turn int, written []Entry) ([]byte, error)
-}
-
-// ErrKeyReused is returned by WriteTurn when the idempotency key was
-// already used with a different request.
-var ErrKeyReused = errors.New("idempotency key reused with a different request")
-
-// CodeEntryExists is the conflict code for a write onto a live entry that
-// may not be overwritten (anything but a fact).
-const CodeEntryExists = "entry-exists"
-
 // Fingerprint identifies the vector space of a memory's embeddings.
 type Fingerprint struct {
 	MemoryID string
@@ -131,21 +77,6 @@ func (e *FingerprintMismatch) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *FingerprintMismatch) Unwrap() error { return ErrInvalid }
 
-// IdempotencyClaim binds a client's Idempotency-Key to one request.
-type IdempotencyClaim struct {
-	Key         string
-	RequestHash []byte
-	ExpiresAt   time.Time
-}
-
-// TurnOutcome is what WriteTurn did: either wrote Entries at Turn, or
-// found a committed idempotency claim and returns its stored response.
-type TurnOutcome struct {
-	Turn    int
-	Entries []Entry
-	Replay  []byte
-}
-
 // EntryQuery selects a namespace's entries, newest first (by turn, then
 // index, then id), for listing.
 type EntryQuery struct {
@@ -162,25 +93,20 @@ type EntryQuery struct {
 	WithEmbedding bool
 }
 
-// EntryStore persists entries. Implementations are safe for concurrent use
-// and translate driver errors as MemoryStore does.
-type EntryStore interface {
-	// WriteTurn resolves turn = max(w.HostTurn, highestLiveStoredTurn + 1)
-	// inside one transaction serialised per namespace, then writes every
-	// entry w.Build(turn) returns (upserting facts by id; never
-	// overwriting a live snapshot). It returns the turn and the entries as
-	// written.
-	WriteTurn(ctx context.Context, w TurnWrite) (TurnOutcome, error)
-	// ListEntries returns up to q.Limit live entries and the position after
-	// the last one ("" when there are no more).
-	ListEntries(ctx context.Context, q EntryQuery) ([]Entry, string, error)
-	// GetEntry returns one live entry and, when touch is set, bumps its
-	// AccessCount and LastAccessedAt. ErrNotFound otherwise.
-	GetEntry(ctx context.Context, tenant, namespace, memoryID, id string, touch bool, now time.Time) (Entry, error)
-	// PutEntries inserts entries outside a turn (e.g. summaries); an entry
-	// whose id is already stored and live is left as it is.
-	PutEntries(ctx context.Context, entries []Entry) error
-	// ForgetNamespace erases every entry of the namespace in every memory,
-	// in one transaction, and returns how many were erased.
-	ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error)
+// CompareNewest orders newest first exactly as stores list entries: turn,
+// index (none = -1), id, all descending. Rankings break ties of score with it.
+func CompareNewest(a, b Entry) int {
+	idx := func(e Entry) int {
+		if e.Turn == 0 && e.Index == 0 {
+			return -1
+		}
+		return e.Index
+	}
+	if c := cmp.Compare(b.Turn, a.Turn); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(idx(b), idx(a)); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
 }

@@ -1,8 +1,10 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error kinds. Every error core returns wraps exactly one of these, and the
@@ -33,6 +35,15 @@ const (
 	CodeUnknownField       = "unknown-field"       // a field this kind does not have
 	CodeMemoryExists       = "memory-exists"
 	CodeNotFound           = "not-found"
+	// CodeEntryExists: a write onto a live entry that may not be overwritten
+	// (anything but a fact).
+	CodeEntryExists          = "entry-exists"
+	CodeInvalidVector        = "invalid-vector"
+	CodeEmbedderMismatch     = "embedder-mismatch"
+	CodeIdempotencyKeyReused = "idempotency-key-reused"
+	CodeRunExists            = "run-exists"
+	CodeRunFinished          = "run-finished"
+	CodeRateLimited          = "rate-limited"
 )
 
 // ValidationError explains a refusal so that a caller can act on it: which
@@ -79,9 +90,109 @@ func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 type ConflictError struct {
 	Code   string
 	Detail string
+	// Path names the field of the request that conflicts, when one does.
+	Path string
 }
 
 func (e *ConflictError) Error() string { return e.Detail }
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// ErrTooManyRuns: the tenant has as many open runs as allowed. It is carried
+// by a *LimitError.
+var ErrTooManyRuns = errors.New("too many open runs")
+
+// LimitError refuses a request because a per-tenant limit is reached (429).
+type LimitError struct{ Detail string }
+
+func (e *LimitError) Error() string { return e.Detail }
+
+// Unwrap makes errors.Is(err, ErrTooManyRuns) true.
+func (e *LimitError) Unwrap() error { return ErrTooManyRuns }
+
+// EmbedError is an embedder's failure for the request at site: a refusal of the text
+// (ErrInvalid) is the client's, at path; anything else is the embedder's, wrapped.
+func EmbedError(err error, site, path, id string) error {
+	if errors.Is(err, ErrInvalid) {
+		return &ValidationError{Code: CodeInvalidField, Site: site, Path: path,
+			Detail: fmt.Sprintf("the embedder %q cannot embed this text: it has no words.", id)}
+	}
+	return fmt.Errorf("embed with %q: %w", id, err)
+}
+
+// SafeReason says in words why a dependency failed, without its text
+// (which may carry provider bodies or internals).
+func SafeReason(err error) string {
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		return "the provider is unavailable or timed out"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the request was cancelled"
+	}
+	return "unexpected provider error"
+}
+
+// EmbedderError is a failed call to a remote embedder (an OpenAI-compatible
+// server or Ollama). Every failure of Embed that is the provider's doing is
+// one; an empty text (ErrInvalid) and the caller's cancellation are not. The
+// adapters in internal/embedder make them; the HTTP layer maps them to
+// embedder-failed (502) or embedder-unavailable (503) without knowing which
+// adapter made them.
+//
+// Its message and Reason are built only from the embedder's id, the HTTP
+// status, numbers and fixed text — never the API key, the URL or the
+// provider's response body — so both are safe to log and Reason is safe to
+// show to API clients.
+//
+// Temporary failures unwrap to ErrUnavailable: the provider could not be
+// reached, timed out, or answered 429 or 5xx, after the bounded retries, or
+// the caller's deadline passed while waiting for it (then the error also
+// unwraps to context.DeadlineExceeded). Retrying later may help. The others
+// unwrap to nothing: the provider refused the request (a 4xx such as a bad
+// key, an unknown model or a text longer than the model takes) or answered
+// with something unusable (Malformed: not JSON, the wrong number of vectors,
+// a vector of the wrong dimension). Retrying will not help until the
+// embedder's configuration or the provider changes.
+type EmbedderError struct {
+	Embedder string // the embedder's id
+	// Endpoint says in words what the embedder's base URL must serve, e.g.
+	// "an Ollama server's /api/embed", for the advice a refusal gives.
+	Endpoint   string
+	StatusCode int           // the provider's HTTP status; 0 if no response arrived
+	Attempts   int           // requests made, including the failed ones
+	RetryAfter time.Duration // the provider's Retry-After, if it sent one
+	Temporary  bool          // whether it unwraps to ErrUnavailable
+	// Malformed reports a 2xx response that could not be used.
+	Malformed bool
+	// Reason is a short phrase saying what went wrong, e.g. "HTTP 401
+	// Unauthorized", "connection refused" or "vector 0 has 3 dimensions,
+	// want 4".
+	Reason string
+	// Message is the error's log-safe text.
+	Message string
+	// CallerDeadline reports that the caller's deadline ended the call: the
+	// error then unwraps to context.DeadlineExceeded too.
+	CallerDeadline bool
+	// Transport is the underlying transport error, if any, for debugging.
+	// Its text is NOT log-safe (net/http's messages can quote the URL and
+	// bytes the server sent), so Error and Unwrap never return it.
+	Transport error
+}
+
+func (e *EmbedderError) Error() string { return e.Message }
+
+// Unwrap returns ErrUnavailable for temporary failures and
+// context.DeadlineExceeded when the caller's deadline ended the call. It
+// never returns the transport error: an attempt's own timeout must not pass
+// for the caller's deadline.
+func (e *EmbedderError) Unwrap() []error {
+	var errs []error
+	if e.Temporary {
+		errs = append(errs, ErrUnavailable)
+	}
+	if e.CallerDeadline {
+		errs = append(errs, context.DeadlineExceeded)
+	}
+	return errs
+}

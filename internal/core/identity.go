@@ -1,9 +1,15 @@
 package core
 
-import "strings"
+import (
+	"strings"
+)
 
 // DefaultTenant is the tenant of a deployment with no API keys configured.
 const DefaultTenant = "default"
+
+// CorpusNamespace is the namespace of a corpus memory's document chunks:
+// tenant-wide, never a conversation's (those always contain '/').
+const CorpusNamespace = ""
 
 // Identity names one conversation: whose data (Tenant, from the API key),
 // which end user (Principal, optional) and which conversation.

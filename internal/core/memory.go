@@ -1,6 +1,8 @@
 package core
 
-import "time"
+import (
+	"time"
+)
 
 // MemoryType says what a memory stores.
 type MemoryType string

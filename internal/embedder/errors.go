@@ -7,83 +7,23 @@ import (
 	"net"
 	"net/http"
 	"syscall"
-	"time"
 
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/providerclient"
 )
 
-// ProviderError is a failed call to a remote embedder (OpenAI or Ollama).
-// Every failure of Embed that is the provider's doing is one; an empty
-// text (core.ErrInvalid) and the caller's cancellation are not.
-//
-// Its message and Reason are built only from the embedder's id, the HTTP
-// status, numbers and fixed text — never the API key, the URL or the
-// provider's response body — so both are safe to log and Reason is safe to
-// show to API clients.
-//
-// Temporary failures unwrap to core.ErrUnavailable: the provider could not
-// be reached, timed out, or answered 429 or 5xx, after the bounded retries,
-// or the caller's deadline passed while waiting for it (then the error also
-// unwraps to context.DeadlineExceeded). Retrying later may help. The others
-// unwrap to nothing: the provider refused the request (a 4xx such as a bad
-// key, an unknown model or a text longer than the model takes) or answered
-// with something unusable (Malformed: not JSON, the wrong number of vectors,
-// a vector of the wrong dimension). Retrying will not help until the
-// embedder's configuration or the provider changes.
-type ProviderError struct {
-	Embedder   string        // the embedder's id
-	Kind       string        // KindOpenAI or KindOllama
-	StatusCode int           // the provider's HTTP status; 0 if no response arrived
-	Attempts   int           // requests made, including the failed ones
-	RetryAfter time.Duration // the provider's Retry-After, if it sent one
-	Temporary  bool          // whether it unwraps to core.ErrUnavailable
-	// Malformed reports a 2xx response that could not be used.
-	Malformed bool
-	// Reason is a short phrase saying what went wrong, e.g. "HTTP 401
-	// Unauthorized", "connection refused" or "vector 0 has 3 dimensions,
-	// want 4".
-	Reason string
-
-	msg    string
-	ctxErr error // the caller's context error, if that is what ended the call
-	cause  error // the transport error, if any; see Cause
-}
-
-func (e *ProviderError) Error() string { return e.msg }
-
-// Unwrap returns core.ErrUnavailable for temporary failures and the
-// caller's context.DeadlineExceeded when that ended the call. It never
-// returns the transport error: an attempt's own timeout must not pass for
-// the caller's deadline.
-func (e *ProviderError) Unwrap() []error {
-	var errs []error
-	if e.Temporary {
-		errs = append(errs, core.ErrUnavailable)
-	}
-	if e.ctxErr != nil {
-		errs = append(errs, e.ctxErr)
-	}
-	return errs
-}
-
-// Cause returns the underlying transport error, if any, for debugging. Its
-// text is NOT log-safe: net/http's messages can quote the URL and bytes the
-// server sent.
-func (e *ProviderError) Cause() error { return e.cause }
-
-// failed turns what providerclient.Client returned into a *ProviderError.
+// failed turns what providerclient.Client returned into a *core.EmbedderError.
 // malformed, when not empty, is the log-safe reason a 2xx body could not be
 // used. The caller's cancellation passes through unchanged: nobody is
 // waiting for an answer, and the error must stay context.Canceled.
 func (r *remote) failed(err error, attempts int, malformed string) error {
 	var perr *providerclient.Error
 	if errors.As(err, &perr) {
-		pe := &ProviderError{
-			Embedder: r.cfg.id, Kind: r.cfg.kind, StatusCode: perr.StatusCode, Attempts: perr.Attempts,
+		pe := &core.EmbedderError{
+			Embedder: r.cfg.id, Endpoint: r.cfg.endpointWords(), StatusCode: perr.StatusCode, Attempts: perr.Attempts,
 			RetryAfter: perr.RetryAfter, Temporary: perr.Temporary,
 			Malformed: perr.StatusCode >= 200 && perr.StatusCode <= 299,
-			msg:       perr.Error(), cause: perr.Cause(),
+			Message:   perr.Error(), Transport: perr.Cause(),
 		}
 		switch {
 		case malformed != "":
@@ -107,9 +47,9 @@ func (r *remote) failed(err error, attempts int, malformed string) error {
 		if attempts > 1 {
 			msg += fmt.Sprintf(" (after %d attempts)", attempts)
 		}
-		return &ProviderError{
-			Embedder: r.cfg.id, Kind: r.cfg.kind, Attempts: attempts, Temporary: true,
-			Reason: "the request's deadline passed first", msg: msg, ctxErr: context.DeadlineExceeded,
+		return &core.EmbedderError{
+			Embedder: r.cfg.id, Endpoint: r.cfg.endpointWords(), Attempts: attempts, Temporary: true,
+			Reason: "the request's deadline passed first", Message: msg, CallerDeadline: true,
 		}
 	}
 	return err
@@ -134,4 +74,12 @@ func transportReason(err error) string {
 	default:
 		return "no usable response"
 	}
+}
+
+// endpointWords says what this embedder's base URL must serve, for the advice a refusal gives.
+func (c remoteConfig) endpointWords() string {
+	if c.kind == KindOllama {
+		return "an Ollama server's /api/embed"
+	}
+	return "an OpenAI-compatible /v1/embeddings endpoint"
 }

@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/embedder"
 )
 
-// TestProviderErrorDescribesTheFailure checks what a *embedder.ProviderError
+// TestProviderErrorDescribesTheFailure checks what a *core.EmbedderError
 // tells its caller (the HTTP layer maps it to 502 or 503 from these
 // fields), through core's wrapping, for each way a provider can fail.
 func TestProviderErrorDescribesTheFailure(t *testing.T) {
@@ -31,21 +30,21 @@ func TestProviderErrorDescribesTheFailure(t *testing.T) {
 		respond   func(w http.ResponseWriter) // nil: nothing listens
 		dims      int
 		timeout   time.Duration
-		want      embedder.ProviderError // the exported fields checked
+		want      core.EmbedderError // the exported fields checked
 		reasonHas string
 	}{
-		{"401", status(401), 0, 0, embedder.ProviderError{StatusCode: 401, Attempts: 1}, "HTTP 401 Unauthorized"},
-		{"404", status(404), 0, 0, embedder.ProviderError{StatusCode: 404, Attempts: 1}, "HTTP 404 Not Found"},
-		{"503", status(503), 0, 0, embedder.ProviderError{StatusCode: 503, Attempts: 3, Temporary: true}, "HTTP 503 Service Unavailable"},
+		{"401", status(401), 0, 0, core.EmbedderError{StatusCode: 401, Attempts: 1}, "HTTP 401 Unauthorized"},
+		{"404", status(404), 0, 0, core.EmbedderError{StatusCode: 404, Attempts: 1}, "HTTP 404 Not Found"},
+		{"503", status(503), 0, 0, core.EmbedderError{StatusCode: 503, Attempts: 3, Temporary: true}, "HTTP 503 Service Unavailable"},
 		{"not JSON", func(w http.ResponseWriter) { _, _ = io.WriteString(w, "{"+bodySecret) }, 0, 0,
-			embedder.ProviderError{StatusCode: 200, Attempts: 1, Malformed: true}, "invalid JSON"},
+			core.EmbedderError{StatusCode: 200, Attempts: 1, Malformed: true}, "invalid JSON"},
 		{"wrong dims", func(w http.ResponseWriter) {
 			_, _ = io.WriteString(w, `{"data":[{"embedding":[1,2,3]}],"embeddings":[[1,2,3]]}`)
 		}, 4, 0,
-			embedder.ProviderError{StatusCode: 200, Attempts: 1, Malformed: true}, "vector 0 has 3 dimensions, want 4"},
-		{"connection refused", nil, 0, 0, embedder.ProviderError{Attempts: 3, Temporary: true}, "connection refused"},
+			core.EmbedderError{StatusCode: 200, Attempts: 1, Malformed: true}, "vector 0 has 3 dimensions, want 4"},
+		{"connection refused", nil, 0, 0, core.EmbedderError{Attempts: 3, Temporary: true}, "connection refused"},
 		{"attempt timeout", func(http.ResponseWriter) { time.Sleep(300 * time.Millisecond) }, 0, 50 * time.Millisecond,
-			embedder.ProviderError{Attempts: 3, Temporary: true}, "timed out"},
+			core.EmbedderError{Attempts: 3, Temporary: true}, "timed out"},
 	}
 	for _, p := range providers {
 		for _, tt := range tests {
@@ -66,8 +65,9 @@ func TestProviderErrorDescribesTheFailure(t *testing.T) {
 				checkSafe(t, err)
 				err = fmt.Errorf("embed with %q: %w", e.Info().ID, err) // as core wraps it
 				pe := providerError(t, err)
-				if pe.Embedder != e.Info().ID || pe.Kind != p.name {
-					t.Errorf("Embedder, Kind = %q, %q; want %q, %q", pe.Embedder, pe.Kind, e.Info().ID, p.name)
+				wantEndpoint := map[string]string{"openai": "/v1/embeddings", "ollama": "/api/embed"}[p.name]
+				if pe.Embedder != e.Info().ID || !strings.Contains(pe.Endpoint, wantEndpoint) {
+					t.Errorf("Embedder, Endpoint = %q, %q; want %q, one naming %s", pe.Embedder, pe.Endpoint, e.Info().ID, wantEndpoint)
 				}
 				if pe.StatusCode != tt.want.StatusCode || pe.Attempts != tt.want.Attempts ||
 					pe.Temporary != tt.want.Temporary || pe.Malformed != tt.want.Malformed {
@@ -133,7 +133,7 @@ func TestCancelIsNotAProviderError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err := e.Embed(ctx, inputs(1))
-	var pe *embedder.ProviderError
+	var pe *core.EmbedderError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &pe) {
 		t.Fatalf("err = %v (%T), want a plain context.Canceled", err, err)
 	}

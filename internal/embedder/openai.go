@@ -67,10 +67,10 @@ func (o *OpenAI) Info() core.EmbedderInfo { return o.r.info() }
 
 // Embed returns one unit vector per text, in order, in batches of at most
 // BatchSize. An empty text is refused with core.ErrInvalid before any
-// request. Provider failures are *ProviderError; temporary ones wrap
+// request. Provider failures are *core.EmbedderError; temporary ones wrap
 // core.ErrUnavailable. If ctx is canceled, the error wraps
 // context.Canceled; if its deadline passes first, the error is a temporary
-// *ProviderError that also wraps context.DeadlineExceeded.
+// *core.EmbedderError that also wraps context.DeadlineExceeded.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return o.r.embed(ctx, texts)
 }

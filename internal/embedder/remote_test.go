@@ -223,11 +223,11 @@ func mustNew(t *testing.T, p provider, url string, o opts) core.Embedder {
 	return e
 }
 
-func providerError(t *testing.T, err error) *embedder.ProviderError {
+func providerError(t *testing.T, err error) *core.EmbedderError {
 	t.Helper()
-	var pe *embedder.ProviderError
+	var pe *core.EmbedderError
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v (%T) is not a *embedder.ProviderError", err, err)
+		t.Fatalf("error %v (%T) is not a *core.EmbedderError", err, err)
 	}
 	return pe
 }

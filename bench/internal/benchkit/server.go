@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/server"
 )
@@ -17,7 +18,7 @@ import (
 // Server is the real service behind the real HTTP handler, served on a
 // loopback listener, with a keep-alive client for it.
 type Server struct {
-	Service *core.Service
+	App     *app.App
 	Handler http.Handler // the real handler the listener serves, for in-process calls
 	BaseURL string       // http://127.0.0.1:<port>
 	Client  *http.Client // no proxy, no compression, 30 s timeout
@@ -27,13 +28,13 @@ type Server struct {
 // StartServer serves a service over store with the one embedder, with the
 // server's own timeouts. maxIdleConns sizes the client's idle pool. Close
 // shuts it down.
-func StartServer(store core.Store, embedder core.Embedder, maxIdleConns int) (*Server, error) {
+func StartServer(store app.Store, embedder core.Embedder, maxIdleConns int) (*Server, error) {
 	caps := core.Capabilities{Embedders: []core.EmbedderInfo{embedder.Info()}}
-	svc := core.NewService(store, caps, core.WithEmbedders(embedder))
+	svc := app.New(store, caps, app.WithEmbedders(embedder))
 	// The real server logs one access line per request at info; format them
 	// but throw them away, so the cost stays and the terminal stays readable.
 	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	handler, err := server.NewServer(server.Deps{Service: svc, Logger: logger})
+	handler, err := server.NewServer(server.Deps{App: svc, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func StartServer(store core.Store, embedder core.Embedder, maxIdleConns int) (*S
 		DisableCompression:  true,
 	}
 	return &Server{
-		Service: svc,
+		App:     svc,
 		Handler: handler,
 		BaseURL: "http://" + ln.Addr().String(),
 		Client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},

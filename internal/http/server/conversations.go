@@ -12,7 +12,7 @@ var replayed = "true"
 
 func (h *handlers) PostTurn(ctx context.Context, req gen.PostTurnRequestObject) (gen.PostTurnResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
-	res, err := h.svc.PostTurn(ctx, turnParamsIn(id, *req.Body, req.Params.IdempotencyKey))
+	res, err := h.svc.Turns.PostTurn(ctx, turnParamsIn(id, *req.Body, req.Params.IdempotencyKey))
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (h *handlers) ListEntries(ctx context.Context, req gen.ListEntriesRequestOb
 		}
 		q.After = after
 	}
-	entries, next, err := h.svc.ListEntries(ctx, q)
+	entries, next, err := h.svc.Turns.ListEntries(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (h *handlers) ListEntries(ctx context.Context, req gen.ListEntriesRequestOb
 
 func (h *handlers) GetEntry(ctx context.Context, req gen.GetEntryRequestObject) (gen.GetEntryResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
-	e, err := h.svc.GetEntry(ctx, id, req.Params.Memory, req.EntryID)
+	e, err := h.svc.Turns.GetEntry(ctx, id, req.Params.Memory, req.EntryID)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (h *handlers) GetEntry(ctx context.Context, req gen.GetEntryRequestObject) 
 }
 
 func (h *handlers) ForgetConversation(ctx context.Context, req gen.ForgetConversationRequestObject) (gen.ForgetConversationResponseObject, error) {
-	n, err := h.svc.ForgetConversation(ctx, identity(ctx, req.ConversationID, req.Params.Principal))
+	n, err := h.svc.Turns.ForgetConversation(ctx, identity(ctx, req.ConversationID, req.Params.Principal))
 	if err != nil {
 		return nil, err
 	}

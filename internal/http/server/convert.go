@@ -6,12 +6,14 @@ import (
 	"fmt"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/strategies"
+	"github.com/footprint/footprint/internal/core/turns"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
 // This file is the one seam between generated API types and core types.
 
-func strategyInfoOut(s core.StrategyInfo) gen.StrategyInfo {
+func strategyInfoOut(s strategies.StrategyInfo) gen.StrategyInfo {
 	reqs := make([]gen.Requirement, len(s.Requirements))
 	for i, r := range s.Requirements {
 		reqs[i] = gen.Requirement(r)
@@ -88,8 +90,8 @@ func memoryOut(m core.Memory) (gen.Memory, error) {
 	return out, nil
 }
 
-func memoryParamsIn(in gen.MemoryInput) core.MemoryParams {
-	return core.MemoryParams{
+func memoryParamsIn(in gen.MemoryInput) strategies.MemoryParams {
+	return strategies.MemoryParams{
 		ID:          in.ID,
 		Type:        string(in.Type),
 		Strategy:    in.Strategy,
@@ -104,8 +106,8 @@ func memoryParamsIn(in gen.MemoryInput) core.MemoryParams {
 	}
 }
 
-func memoryReplaceIn(in gen.MemoryReplace) core.MemoryParams {
-	return core.MemoryParams{
+func memoryReplaceIn(in gen.MemoryReplace) strategies.MemoryParams {
+	return strategies.MemoryParams{
 		ID:          deref(in.ID),
 		Type:        string(in.Type),
 		Strategy:    in.Strategy,
@@ -141,8 +143,8 @@ func identity(ctx context.Context, conversationID string, principal *string) cor
 
 // turnParamsIn maps a turn body to core. JSON "any" values (decision
 // evidence, tool args) are re-encoded as raw JSON.
-func turnParamsIn(id core.Identity, in gen.TurnInput, key *string) core.TurnParams {
-	p := core.TurnParams{
+func turnParamsIn(id core.Identity, in gen.TurnInput, key *string) turns.TurnParams {
+	p := turns.TurnParams{
 		Identity:       id,
 		TurnNumber:     in.TurnNumber,
 		Messages:       make([]core.Message, len(in.Messages)),
@@ -155,7 +157,7 @@ func turnParamsIn(id core.Identity, in gen.TurnInput, key *string) core.TurnPara
 		p.Messages[i] = core.Message{Role: string(m.Role), Content: m.Content}
 	}
 	if e := in.Evidence; e != nil {
-		ev := &core.TurnEvidence{Iterations: deref(e.Iterations), DurationMs: deref(e.DurationMs), Decisions: []core.Decision{}, ToolCalls: []core.ToolCall{}}
+		ev := &turns.TurnEvidence{Iterations: deref(e.Iterations), DurationMs: deref(e.DurationMs), Decisions: []core.Decision{}, ToolCalls: []core.ToolCall{}}
 		if e.TokenUsage != nil {
 			ev.TokenUsage = core.TokenUsage{Input: e.TokenUsage.Input, Output: e.TokenUsage.Output}
 		}
@@ -168,7 +170,7 @@ func turnParamsIn(id core.Identity, in gen.TurnInput, key *string) core.TurnPara
 		p.Evidence = ev
 	}
 	if ce := in.Embeddings; ce != nil {
-		p.Embeddings = &core.ClientEmbeddings{Model: ce.EmbeddingModel, Query: ce.Query, Messages: ce.Messages}
+		p.Embeddings = &turns.ClientEmbeddings{Model: ce.EmbeddingModel, Query: ce.Query, Messages: ce.Messages}
 	}
 	return p
 }
@@ -184,7 +186,7 @@ func rawJSON(v any) json.RawMessage {
 	return b
 }
 
-func turnResultOut(r core.TurnResult) gen.TurnResult {
+func turnResultOut(r turns.TurnResult) gen.TurnResult {
 	out := gen.TurnResult{Written: make([]gen.TurnWritten, 0, len(r.Written)), Skipped: make([]gen.TurnSkipped, 0, len(r.Skipped))}
 	if r.Turn > 0 {
 		t := r.Turn

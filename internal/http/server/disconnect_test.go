@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
 	"github.com/footprint/footprint/internal/http/server"
@@ -61,9 +62,9 @@ func TestClientDisconnectCancelsItsQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := server.NewServer(server.Deps{
-		Service: core.NewService(store, core.Capabilities{
+		App: app.New(store, core.Capabilities{
 			Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Model: "footprint-hash-v1", Dimensions: 384, Default: true}},
-		}, core.WithEmbedders(hash)),
+		}, app.WithEmbedders(hash)),
 		Logger:         logger,
 		RequestTimeout: 60 * time.Second,
 	})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
 	"github.com/footprint/footprint/internal/http/server"
@@ -83,7 +84,7 @@ func embedderEnv(t *testing.T, p fakeProvider, url, extra string, requestTimeout
 	}
 	logs := &lockedBuffer{}
 	h, err := server.NewServer(server.Deps{
-		Service:        core.NewService(memory.New(), caps, core.WithEmbedders(embedders...)),
+		App:            app.New(memory.New(), caps, app.WithEmbedders(embedders...)),
 		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
 		MaxBodyBytes:   4096,
 		CursorSecret:   []byte("test-secret-test-secret"),
@@ -278,7 +279,7 @@ func TestEmbedderRecovers(t *testing.T) {
 }
 
 // downStore is an in-memory store whose backend has gone away.
-type downStore struct{ core.Store }
+type downStore struct{ app.Store }
 
 func (downStore) ListMemories(context.Context, string, string, int) ([]core.Memory, error) {
 	return nil, fmt.Errorf("list memories: connection lost: %w", core.ErrUnavailable)

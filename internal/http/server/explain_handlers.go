@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/explain"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
@@ -14,7 +14,7 @@ func (h *handlers) ExplainTurn(ctx context.Context, req gen.ExplainTurnRequestOb
 	if req.Params.Depth != nil {
 		depth = *req.Params.Depth
 	}
-	ex, err := h.svc.Explain(ctx, id, req.Turn, depth)
+	ex, err := h.svc.Explain.Explain(ctx, id, req.Turn, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (h *handlers) ExplainTurn(ctx context.Context, req gen.ExplainTurnRequestOb
 
 func (h *handlers) ListInfluenceStrategies(_ context.Context, req gen.ListInfluenceStrategiesRequestObject) (gen.ListInfluenceStrategiesResponseObject, error) {
 	list := gen.InfluenceStrategyList{Strategies: []gen.InfluenceStrategyInfo{}}
-	for _, s := range h.svc.InfluenceStrategies() {
+	for _, s := range h.svc.Explain.InfluenceStrategies() {
 		info := gen.InfluenceStrategyInfo{Name: gen.InfluenceStrategy(s.Name), Description: s.Description, Offerable: s.Offerable,
 			Requirements: []gen.InfluenceRequirement{}, Missing: []gen.InfluenceRequirement{}}
 		for _, r := range s.Requirements {
@@ -47,7 +47,7 @@ func (h *handlers) ListInfluenceStrategies(_ context.Context, req gen.ListInflue
 
 func (h *handlers) RecordAblation(ctx context.Context, req gen.RecordAblationRequestObject) (gen.RecordAblationResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
-	a, err := h.svc.RecordAblation(ctx, id, req.Turn, req.Body.Excluded, req.Body.Answer, req.Body.Flipped)
+	a, err := h.svc.Explain.RecordAblation(ctx, id, req.Turn, req.Body.Excluded, req.Body.Answer, req.Body.Flipped)
 	if err != nil {
 		return nil, err
 	}
@@ -55,14 +55,14 @@ func (h *handlers) RecordAblation(ctx context.Context, req gen.RecordAblationReq
 }
 
 func (h *handlers) GetRunContext(ctx context.Context, req gen.GetRunContextRequestObject) (gen.GetRunContextResponseObject, error) {
-	rc, err := h.svc.RunContext(ctx, tenantFrom(ctx), req.RunID)
+	rc, err := h.svc.Explain.RunContext(ctx, tenantFrom(ctx), req.RunID)
 	if err != nil {
 		return nil, err
 	}
 	return gen.GetRunContext200JSONResponse{Body: runContextOut(rc)}, nil
 }
 
-func explanationOut(ex core.Explanation) (gen.Explanation, error) {
+func explanationOut(ex explain.Explanation) (gen.Explanation, error) {
 	out := gen.Explanation{
 		Turn:           ex.Turn,
 		ConversationID: ex.Identity.ConversationID,
@@ -141,7 +141,7 @@ func explanationOut(ex core.Explanation) (gen.Explanation, error) {
 	return out, nil
 }
 
-func runContextOut(rc core.RunContext) gen.RunContext {
+func runContextOut(rc explain.RunContext) gen.RunContext {
 	out := gen.RunContext{RunID: rc.RunID, Complete: rc.Complete, DroppedEvents: rc.DroppedEvents, Calls: []gen.ModelCall{}}
 	for _, c := range rc.Calls {
 		mc := gen.ModelCall{Iteration: c.Iteration, Pieces: []gen.ContextPiece{}}

@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
 	"github.com/footprint/footprint/internal/http/gen"
@@ -57,9 +58,9 @@ func newFuzzRig(tb testing.TB) *fuzzRig {
 		tb.Fatal(err)
 	}
 	h, err := server.NewServer(server.Deps{
-		Service: core.NewService(memory.New(), core.Capabilities{
+		App: app.New(memory.New(), core.Capabilities{
 			Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Model: "footprint-hash-v1", Dimensions: 384, Default: true}},
-		}, core.WithEmbedders(hash)),
+		}, app.WithEmbedders(hash)),
 		APIKeys:      []server.APIKey{{Tenant: "acme", Key: keyAcme}, {Tenant: "globex", Key: keyGlobex}},
 		MaxBodyBytes: 1 << 16,
 		CursorSecret: []byte("fuzz-secret-fuzz-secret"),

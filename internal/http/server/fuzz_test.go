@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/server"
 	"github.com/footprint/footprint/internal/store/memory"
@@ -34,7 +35,7 @@ func FuzzMemoryWrites(f *testing.F) {
 		f.Add(s)
 	}
 	h, err := server.NewServer(server.Deps{
-		Service: core.NewService(memory.New(), core.Capabilities{
+		App: app.New(memory.New(), core.Capabilities{
 			Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Dimensions: 384, Default: true}},
 		}),
 		MaxBodyBytes: 1 << 16,

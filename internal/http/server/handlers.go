@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/strategies"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
@@ -23,7 +25,7 @@ const (
 // Handlers return domain errors; the strict server's error hook renders
 // them as problems through problemFor.
 type handlers struct {
-	svc      *core.Service
+	svc      *app.App
 	logger   *slog.Logger
 	cursors  cursors
 	draining func() bool
@@ -75,7 +77,7 @@ func (h *handlers) GetCapabilities(_ context.Context, req gen.GetCapabilitiesReq
 
 func (h *handlers) ListStrategies(_ context.Context, req gen.ListStrategiesRequestObject) (gen.ListStrategiesResponseObject, error) {
 	list := gen.StrategyList{Strategies: []gen.StrategyInfo{}}
-	for _, s := range core.Catalogue(h.capabilities()) {
+	for _, s := range strategies.Catalogue(h.capabilities()) {
 		if req.Params.Type != nil && !containsType(s.Types, core.MemoryType(*req.Params.Type)) {
 			continue
 		}
@@ -92,7 +94,7 @@ func (h *handlers) ListStrategies(_ context.Context, req gen.ListStrategiesReque
 }
 
 func (h *handlers) GetStrategy(_ context.Context, req gen.GetStrategyRequestObject) (gen.GetStrategyResponseObject, error) {
-	info, err := core.LookupStrategy(req.Kind, h.capabilities())
+	info, err := strategies.LookupStrategy(req.Kind, h.capabilities())
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +108,7 @@ func (h *handlers) GetStrategy(_ context.Context, req gen.GetStrategyRequestObje
 
 func (h *handlers) CreateMemory(ctx context.Context, req gen.CreateMemoryRequestObject) (gen.CreateMemoryResponseObject, error) {
 	dryRun := deref(req.Params.DryRun)
-	m, err := h.svc.DefineMemory(ctx, tenantFrom(ctx), memoryParamsIn(*req.Body), dryRun)
+	m, err := h.svc.Memories.DefineMemory(ctx, tenantFrom(ctx), memoryParamsIn(*req.Body), dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +137,7 @@ func (h *handlers) ListMemories(ctx context.Context, req gen.ListMemoriesRequest
 			return nil, p
 		}
 	}
-	ms, more, err := h.svc.ListMemories(ctx, tenant, after, limit)
+	ms, more, err := h.svc.Memories.ListMemories(ctx, tenant, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +157,7 @@ func (h *handlers) ListMemories(ctx context.Context, req gen.ListMemoriesRequest
 }
 
 func (h *handlers) GetMemory(ctx context.Context, req gen.GetMemoryRequestObject) (gen.GetMemoryResponseObject, error) {
-	m, err := h.svc.GetMemory(ctx, tenantFrom(ctx), req.MemoryID)
+	m, err := h.svc.Memories.GetMemory(ctx, tenantFrom(ctx), req.MemoryID)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +169,7 @@ func (h *handlers) GetMemory(ctx context.Context, req gen.GetMemoryRequestObject
 }
 
 func (h *handlers) ReplaceMemory(ctx context.Context, req gen.ReplaceMemoryRequestObject) (gen.ReplaceMemoryResponseObject, error) {
-	m, err := h.svc.ReplaceMemory(ctx, tenantFrom(ctx), req.MemoryID, memoryReplaceIn(*req.Body), req.Body.Version)
+	m, err := h.svc.Memories.ReplaceMemory(ctx, tenantFrom(ctx), req.MemoryID, memoryReplaceIn(*req.Body), req.Body.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +181,7 @@ func (h *handlers) ReplaceMemory(ctx context.Context, req gen.ReplaceMemoryReque
 }
 
 func (h *handlers) DeleteMemory(ctx context.Context, req gen.DeleteMemoryRequestObject) (gen.DeleteMemoryResponseObject, error) {
-	if err := h.svc.DeleteMemory(ctx, tenantFrom(ctx), req.MemoryID, deref(req.Params.Purge)); err != nil {
+	if err := h.svc.Memories.DeleteMemory(ctx, tenantFrom(ctx), req.MemoryID, deref(req.Params.Purge)); err != nil {
 		return nil, err
 	}
 	return gen.DeleteMemory204Response{}, nil

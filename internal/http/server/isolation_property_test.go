@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
@@ -52,10 +52,10 @@ type isoModel struct {
 func TestTenantIsolationProperty(t *testing.T) {
 	stores := []struct {
 		name string
-		open func(t *testing.T) core.Store
+		open func(t *testing.T) app.Store
 	}{
-		{"memory", func(*testing.T) core.Store { return memory.New() }},
-		{"postgres", func(t *testing.T) core.Store { return pgtest.Open(t) }},
+		{"memory", func(*testing.T) app.Store { return memory.New() }},
+		{"postgres", func(t *testing.T) app.Store { return pgtest.Open(t) }},
 	}
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {

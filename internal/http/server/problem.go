@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/embedder"
 )
 
 // Problem is an RFC 9457 problem-details body. Every 4xx and 5xx this
@@ -101,8 +100,9 @@ func problemFor(err error) *Problem {
 	var ve *core.ValidationError
 	var nf *core.NotFoundError
 	var ce *core.ConflictError
+	var le *core.LimitError
 	var p *Problem
-	var pe *embedder.ProviderError
+	var pe *core.EmbedderError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -127,7 +127,11 @@ func problemFor(err error) *Problem {
 	case errors.Is(err, core.ErrNotFound):
 		return newProblem(http.StatusNotFound, core.CodeNotFound, "The resource does not exist.")
 	case errors.As(err, &ce):
-		return newProblem(http.StatusConflict, ce.Code, ce.Detail)
+		pr := newProblem(http.StatusConflict, ce.Code, ce.Detail)
+		pr.Path = ce.Path
+		return pr
+	case errors.As(err, &le):
+		return newProblem(http.StatusTooManyRequests, core.CodeRateLimited, le.Detail)
 	case errors.Is(err, core.ErrInvalid):
 		return newProblem(http.StatusBadRequest, "invalid-request", "The request is not valid.")
 	case errors.Is(err, core.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
@@ -154,7 +158,7 @@ const (
 // The detail names the embedder and the upstream status, and says what an
 // operator should check; pe.Reason is log-safe by contract (no key, URL or
 // response body), so it may be shown.
-func embedderProblem(pe *embedder.ProviderError) *Problem {
+func embedderProblem(pe *core.EmbedderError) *Problem {
 	id := strconv.Quote(pe.Embedder)
 	var pr *Problem
 	if pe.Temporary {
@@ -176,9 +180,9 @@ func embedderProblem(pe *embedder.ProviderError) *Problem {
 		var detail string
 		switch {
 		case pe.Malformed:
-			endpoint := "an OpenAI-compatible /v1/embeddings endpoint"
-			if pe.Kind == embedder.KindOllama {
-				endpoint = "an Ollama server's /api/embed"
+			endpoint := pe.Endpoint
+			if endpoint == "" {
+				endpoint = "the embedder's API"
 			}
 			detail = "The embedder " + id + " answered with a response this server cannot use (upstream HTTP " + strconv.Itoa(pe.StatusCode) +
 				": " + pe.Reason + "). Check that its base URL points at " + endpoint + " and that its model and dimensions are the ones configured."
@@ -201,7 +205,7 @@ func embedderProblem(pe *embedder.ProviderError) *Problem {
 }
 
 // attemptsSuffix says how often the server tried, when more than once.
-func attemptsSuffix(pe *embedder.ProviderError) string {
+func attemptsSuffix(pe *core.EmbedderError) string {
 	if pe.Attempts > 1 {
 		return " after " + strconv.Itoa(pe.Attempts) + " attempts"
 	}

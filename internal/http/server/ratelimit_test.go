@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/server"
 	"github.com/footprint/footprint/internal/store/memory"
@@ -48,7 +49,7 @@ func TestRateLimitPerTenant(t *testing.T) {
 	t.Parallel()
 	const burst = 5
 	h, err := server.NewServer(server.Deps{
-		Service: core.NewService(memory.New(), core.Capabilities{
+		App: app.New(memory.New(), core.Capabilities{
 			Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Dimensions: 384, Default: true}},
 		}),
 		APIKeys:   []server.APIKey{{Tenant: "acme", Key: keyAcme}, {Tenant: "globex", Key: keyGlobex}},

@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
 // Mapping between the generated recall types and core's.
 
-func recallParamsIn(id core.Identity, in gen.RecallInput) core.RecallParams {
-	p := core.RecallParams{
+func recallParamsIn(id core.Identity, in gen.RecallInput) recall.RecallParams {
+	p := recall.RecallParams{
 		Identity:               id,
 		Query:                  deref(in.Query),
 		Memories:               in.Memories,
@@ -26,7 +27,7 @@ func recallParamsIn(id core.Identity, in gen.RecallInput) core.RecallParams {
 	return p
 }
 
-func recallOut(r core.RecallResult) (gen.RecallResult, error) {
+func recallOut(r recall.RecallResult) (gen.RecallResult, error) {
 	out := gen.RecallResult{
 		RecallID:     r.RecallID,
 		QueryHash:    r.QueryHash,
@@ -76,7 +77,7 @@ func messagesOut(ms []core.Message) []gen.Message {
 	return out
 }
 
-func evidenceOut(e core.Evidence) gen.Evidence {
+func evidenceOut(e recall.Evidence) gen.Evidence {
 	out := gen.Evidence{
 		Strategy:           gen.StrategyKind(e.Strategy),
 		QueryHash:          e.QueryHash,
@@ -141,10 +142,10 @@ func evidenceOut(e core.Evidence) gen.Evidence {
 	return out
 }
 
-func documentsIn(in gen.DocumentBatch) []core.Document {
-	out := make([]core.Document, 0, len(in.Documents))
+func documentsIn(in gen.DocumentBatch) []recall.Document {
+	out := make([]recall.Document, 0, len(in.Documents))
 	for _, d := range in.Documents {
-		doc := core.Document{ID: d.ID, Text: d.Text, DocURI: deref(d.DocURI), Page: deref(d.Page), Heading: deref(d.Heading)}
+		doc := recall.Document{ID: d.ID, Text: d.Text, DocURI: deref(d.DocURI), Page: deref(d.Page), Heading: deref(d.Heading)}
 		if d.Metadata != nil {
 			doc.Metadata, _ = json.Marshal(d.Metadata) // a decoded JSON object always re-encodes
 		}

@@ -11,7 +11,7 @@ import (
 
 func (h *handlers) Recall(ctx context.Context, req gen.RecallRequestObject) (gen.RecallResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
-	res, saved, err := h.svc.RecallAsync(ctx, recallParamsIn(id, *req.Body))
+	res, saved, err := h.svc.Recall.RecallAsync(ctx, recallParamsIn(id, *req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (b encodedRecall) VisitRecallResponse(w http.ResponseWriter) error {
 }
 
 func (h *handlers) GetRecall(ctx context.Context, req gen.GetRecallRequestObject) (gen.GetRecallResponseObject, error) {
-	res, err := h.svc.GetRecall(ctx, tenantFrom(ctx), req.RecallID)
+	res, err := h.svc.Recall.GetRecall(ctx, tenantFrom(ctx), req.RecallID)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (h *handlers) GetRecall(ctx context.Context, req gen.GetRecallRequestObject
 }
 
 func (h *handlers) IndexDocuments(ctx context.Context, req gen.IndexDocumentsRequestObject) (gen.IndexDocumentsResponseObject, error) {
-	indexed, err := h.svc.IndexDocuments(ctx, tenantFrom(ctx), req.MemoryID, documentsIn(*req.Body))
+	indexed, err := h.svc.Recall.IndexDocuments(ctx, tenantFrom(ctx), req.MemoryID, documentsIn(*req.Body))
 	if err != nil {
 		return nil, err
 	}

@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/runs"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
 
 // tailRate measures the in-process tail alone: events/s pushing n plain events.
 func tailRate(n int) float64 {
-	evs := make([]core.Event, 1024)
+	evs := make([]runs.Event, 1024)
 	for i := range evs {
-		evs[i] = core.Event{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"tool":"search"}`, i))}
+		evs[i] = runs.Event{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"tool":"search"}`, i))}
 	}
-	t := core.NewEventTail(0)
+	t := runs.NewEventTail(0)
 	start := time.Now()
 	for i := range n {
 		t.Push(evs[i%len(evs)])

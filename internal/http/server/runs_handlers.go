@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/runs"
 	"github.com/footprint/footprint/internal/http/eventio"
 	"github.com/footprint/footprint/internal/http/gen"
 )
@@ -53,27 +54,17 @@ func isEventStream(r *http.Request) bool {
 
 func (h *handlers) OpenRun(ctx context.Context, req gen.OpenRunRequestObject) (gen.OpenRunResponseObject, error) {
 	b := req.Body
-	p := core.RunParams{
+	p := runs.RunParams{
 		ID: deref(b.RunID), ConversationID: deref(b.ConversationID), Principal: deref(b.Principal),
 		Turn: deref(b.Turn), MaxEvents: b.MaxEvents, RecordEmbeddings: deref(b.RecordEmbeddings),
 		StartedAt: deref(b.StartedAt),
 	}
 	maxOpen := h.maxOpenRuns
 	if maxOpen == 0 {
-		maxOpen = core.DefaultMaxOpenRuns
+		maxOpen = runs.DefaultMaxOpenRuns
 	}
-	r, err := h.svc.OpenRun(ctx, tenantFrom(ctx), p, maxOpen)
+	r, err := h.svc.Runs.OpenRun(ctx, tenantFrom(ctx), p, maxOpen)
 	if err != nil {
-		var le *core.LimitError
-		if errors.As(err, &le) {
-			return nil, newProblem(http.StatusTooManyRequests, core.CodeRateLimited, le.Detail)
-		}
-		var ce *core.ConflictError
-		if errors.As(err, &ce) && ce.Code == core.CodeRunExists {
-			pr := newProblem(http.StatusConflict, ce.Code, ce.Detail)
-			pr.Path = "runId"
-			return nil, pr
-		}
 		return nil, err
 	}
 	return gen.OpenRun201JSONResponse{Body: runOut(r), Headers: gen.OpenRun201ResponseHeaders{Location: "/v1/runs/" + r.ID}}, nil
@@ -86,7 +77,7 @@ func (h *handlers) ListRuns(ctx context.Context, req gen.ListRunsRequestObject) 
 	if p.Limit != nil {
 		limit = min(max(*p.Limit, 1), maxPageSize)
 	}
-	q := core.RunQuery{Tenant: tenant, Limit: limit + 1}
+	q := runs.RunQuery{Tenant: tenant, Limit: limit + 1}
 	if c := deref(p.ConversationID); c != "" {
 		q.Namespace = core.Identity{Tenant: tenant, Principal: deref(p.Principal), ConversationID: c}.Namespace()
 	} else {
@@ -104,7 +95,7 @@ func (h *handlers) ListRuns(ctx context.Context, req gen.ListRunsRequestObject) 
 		}
 		q.AfterCreated, q.AfterID = time.UnixMicro(n).UTC(), id
 	}
-	runs, err := h.svc.ListRuns(ctx, q)
+	runs, err := h.svc.Runs.ListRuns(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +113,11 @@ func (h *handlers) ListRuns(ctx context.Context, req gen.ListRunsRequestObject) 
 }
 
 func (h *handlers) GetRun(ctx context.Context, req gen.GetRunRequestObject) (gen.GetRunResponseObject, error) {
-	r, evs, err := h.svc.RunEvents(ctx, tenantFrom(ctx), req.RunID, -1, 0)
+	r, evs, err := h.svc.Runs.RunEvents(ctx, tenantFrom(ctx), req.RunID, -1, 0)
 	if err != nil {
 		return nil, err
 	}
-	body := gen.Recording{Format: gen.RecordingFormat(core.RecordingFormat), Run: runOut(r), Events: make([]gen.RecordedEvent, len(evs))}
+	body := gen.Recording{Format: gen.RecordingFormat(runs.RecordingFormat), Run: runOut(r), Events: make([]gen.RecordedEvent, len(evs))}
 	for i, e := range evs {
 		body.Events[i] = recordedEventOut(e)
 	}
@@ -150,11 +141,11 @@ func (h *handlers) AppendEvents(ctx context.Context, req gen.AppendEventsRequest
 		return nil, newProblem(http.StatusUnsupportedMediaType, "unsupported-media-type",
 			"Send the events as JSON (`Content-Type: application/json`, {\"events\": [...]}) or as NDJSON (`Content-Type: application/x-ndjson`, one event per line).")
 	}
-	in := make([]core.RunEventInput, len(events))
+	in := make([]runs.RunEventInput, len(events))
 	for i, e := range events {
-		in[i] = core.RunEventInput{Type: e.Type, Payload: e.Payload, Meta: e.Meta}
+		in[i] = runs.RunEventInput{Type: e.Type, Payload: e.Payload, Meta: e.Meta}
 	}
-	res, err := h.svc.AppendEvents(ctx, tenantFrom(ctx), req.RunID, in)
+	res, err := h.svc.Runs.AppendEvents(ctx, tenantFrom(ctx), req.RunID, in)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +154,7 @@ func (h *handlers) AppendEvents(ctx context.Context, req gen.AppendEventsRequest
 }
 
 func (h *handlers) FinishRun(ctx context.Context, req gen.FinishRunRequestObject) (gen.FinishRunResponseObject, error) {
-	r, err := h.svc.FinishRun(ctx, tenantFrom(ctx), req.RunID, req.Body.Complete)
+	r, err := h.svc.Runs.FinishRun(ctx, tenantFrom(ctx), req.RunID, req.Body.Complete)
 	if err != nil {
 		var ce *core.ConflictError
 		if errors.As(err, &ce) && ce.Code == core.CodeRunFinished {
@@ -194,7 +185,7 @@ func (h *handlers) ListRunEvents(ctx context.Context, req gen.ListRunEventsReque
 			}
 			after, resumed = max(n, -1), true
 		}
-		run, evs, err := h.svc.RunEvents(ctx, tenant, req.RunID, after, ssePageSize)
+		run, evs, err := h.svc.Runs.RunEvents(ctx, tenant, req.RunID, after, ssePageSize)
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +195,7 @@ func (h *handlers) ListRunEvents(ctx context.Context, req gen.ListRunEventsReque
 	if p.Limit != nil {
 		limit = min(max(*p.Limit, 1), maxPageSize)
 	}
-	run, evs, err := h.svc.RunEvents(ctx, tenant, req.RunID, after, limit+1)
+	run, evs, err := h.svc.Runs.RunEvents(ctx, tenant, req.RunID, after, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +215,7 @@ func (h *handlers) ListRunEvents(ctx context.Context, req gen.ListRunEventsReque
 }
 
 // gapOf reports the indexes lost between a resume point and the first retained event.
-func gapOf(after int64, resumed bool, r core.Run) *gen.EventGap {
+func gapOf(after int64, resumed bool, r runs.Run) *gen.EventGap {
 	if !resumed || after+1 >= r.Dropped {
 		return nil
 	}
@@ -239,8 +230,8 @@ type sseStream struct {
 	runID   string
 	after   int64
 	resumed bool
-	run     core.Run
-	evs     []core.RunEvent
+	run     runs.Run
+	evs     []runs.RunEvent
 }
 
 func (s *sseStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
@@ -306,7 +297,7 @@ func (s *sseStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
 			}
 		}
 		var err error
-		run, evs, err = s.h.svc.RunEvents(s.ctx, s.tenant, s.runID, last, ssePageSize)
+		run, evs, err = s.h.svc.Runs.RunEvents(s.ctx, s.tenant, s.runID, last, ssePageSize)
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return nil
@@ -320,7 +311,7 @@ func (s *sseStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
 	}
 }
 
-func runOut(r core.Run) gen.Run {
+func runOut(r runs.Run) gen.Run {
 	out := gen.Run{
 		RunID: r.ID, Complete: r.Complete, Finished: r.Finished, DroppedEvents: r.Dropped,
 		FirstRetainedEventIndex: r.Dropped, EventCount: r.EventCount(), TruncatedEvents: r.TruncatedEvents,
@@ -348,7 +339,7 @@ func runOut(r core.Run) gen.Run {
 
 var repeatTrue = true
 
-func recordedEventOut(e core.RunEvent) gen.RecordedEvent {
+func recordedEventOut(e runs.RunEvent) gen.RecordedEvent {
 	out := gen.RecordedEvent{Index: e.Index, Type: e.Type, Payload: json.RawMessage(e.Payload)}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("null")

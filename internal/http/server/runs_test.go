@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/runs"
 	"github.com/footprint/footprint/internal/http/server"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
@@ -22,10 +24,10 @@ import (
 
 // runsEnv serves the real handler over store; gated: responses are checked against the spec
 // (not for streams, which the gate would buffer).
-func runsEnv(t *testing.T, store core.Store, gated bool, maxOpen int) *env {
+func runsEnv(t *testing.T, store app.Store, gated bool, maxOpen int) *env {
 	t.Helper()
 	h, err := server.NewServer(server.Deps{
-		Service:      core.NewService(store, core.Capabilities{}),
+		App:          app.New(store, core.Capabilities{}),
 		MaxBodyBytes: 4 << 20,
 		CursorSecret: []byte("test-secret-test-secret"),
 		MaxOpenRuns:  maxOpen,
@@ -41,14 +43,14 @@ func runsEnv(t *testing.T, store core.Store, gated bool, maxOpen int) *env {
 	return &env{t: t, srv: srv}
 }
 
-func eachRunStore(t *testing.T, test func(t *testing.T, s core.Store)) {
+func eachRunStore(t *testing.T, test func(t *testing.T, s app.Store)) {
 	t.Helper()
 	for _, s := range []struct {
 		name string
-		open func(t *testing.T) core.Store
+		open func(t *testing.T) app.Store
 	}{
-		{"memory", func(*testing.T) core.Store { return memory.New() }},
-		{"postgres", func(t *testing.T) core.Store { return pgtest.Open(t) }},
+		{"memory", func(*testing.T) app.Store { return memory.New() }},
+		{"postgres", func(t *testing.T) app.Store { return pgtest.Open(t) }},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
@@ -79,7 +81,7 @@ func steps(from, n int) []string {
 }
 
 func TestRunEnvelope(t *testing.T) {
-	eachRunStore(t, func(t *testing.T, s core.Store) {
+	eachRunStore(t, func(t *testing.T, s app.Store) {
 		e := runsEnv(t, s, true, 3)
 		r := e.do("POST", "/v1/runs", "", `{"runId":"run-1","conversationId":"support-4821","principal":"user-7c3e","turn":4,"maxEvents":5000}`)
 		if r.status != 201 || r.header.Get("Location") != "/v1/runs/run-1" {
@@ -165,7 +167,7 @@ func TestRunEnvelope(t *testing.T) {
 }
 
 func TestRunEmbeddingsAndTruncation(t *testing.T) {
-	eachRunStore(t, func(t *testing.T, s core.Store) {
+	eachRunStore(t, func(t *testing.T, s app.Store) {
 		e := runsEnv(t, s, true, 0)
 		ev := `{"type":"retrieval.query","payload":{"q":"x","embedding":[3,4],"deep":{"embeddings":[[1,0],[0,2]],"k":1}}}`
 		e.do("POST", "/v1/runs", "", `{"runId":"redact"}`)
@@ -211,14 +213,14 @@ func TestRunEmbeddingsAndTruncation(t *testing.T) {
 			t.Fatalf("truncation: %+v", tr)
 		}
 		var prefix string
-		if err := json.Unmarshal(rec.Events[0].Payload, &prefix); err != nil || !strings.HasPrefix(big, prefix) || len(prefix) > core.MaxEventPayloadBytes || len(prefix) < 60000 {
+		if err := json.Unmarshal(rec.Events[0].Payload, &prefix); err != nil || !strings.HasPrefix(big, prefix) || len(prefix) > runs.MaxEventPayloadBytes || len(prefix) < 60000 {
 			t.Errorf("truncated payload is not a ≤64 KiB string prefix (%d bytes): %v", len(rec.Events[0].Payload), err)
 		}
 	})
 }
 
 func TestRunEventPagesAndGaps(t *testing.T) {
-	eachRunStore(t, func(t *testing.T, s core.Store) {
+	eachRunStore(t, func(t *testing.T, s app.Store) {
 		e := runsEnv(t, s, true, 0)
 		e.do("POST", "/v1/runs", "", `{"runId":"pg","maxEvents":3}`)
 		e.append("pg", steps(0, 10)...)
@@ -314,7 +316,7 @@ func ids(evs []sseEvent) []string {
 }
 
 func TestRunEventStream(t *testing.T) {
-	eachRunStore(t, func(t *testing.T, s core.Store) {
+	eachRunStore(t, func(t *testing.T, s app.Store) {
 		e := runsEnv(t, s, false, 0)
 		url := e.srv.URL + "/v1/runs/live/events"
 		e.do("POST", "/v1/runs", "", `{"runId":"live","maxEvents":4}`)
@@ -371,7 +373,7 @@ func TestRunEventStream(t *testing.T) {
 // TestRunAppendFormats: a batch may be JSON or NDJSON, with the same events and the same
 // field-naming problems either way; nothing is appended from a refused batch.
 func TestRunAppendFormats(t *testing.T) {
-	eachRunStore(t, func(t *testing.T, s core.Store) {
+	eachRunStore(t, func(t *testing.T, s app.Store) {
 		e := runsEnv(t, s, true, 0)
 		e.do("POST", "/v1/runs", "", `{"runId":"fmt"}`)
 		nd := func(body string) response {

@@ -27,13 +27,14 @@ import (
 	"github.com/swaggest/swgui/v5emb"
 
 	"github.com/footprint/footprint/api"
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
 // Deps is everything NewServer wires together.
 type Deps struct {
-	Service        *core.Service
+	App            *app.App
 	Logger         *slog.Logger
 	APIKeys        []APIKey
 	CORSOrigins    []string
@@ -86,7 +87,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handlers{
-		svc:      d.Service,
+		svc:      d.App,
 		logger:   d.Logger,
 		cursors:  cursors{secret: d.CursorSecret},
 		draining: d.Draining,

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
 	"github.com/footprint/footprint/internal/http/server"
@@ -35,8 +36,8 @@ type options struct {
 	keys  []server.APIKey
 	caps  core.Capabilities
 	cors  []string
-	store core.Store
-	svc   []core.ServiceOption
+	store app.Store
+	svc   []app.Option
 	// maxBody is the server's body limit; 0: 4096 bytes.
 	maxBody int64
 }
@@ -58,7 +59,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		t.Fatal(err)
 	}
 	h, err := server.NewServer(server.Deps{
-		Service:      core.NewService(o.store, o.caps, append([]core.ServiceOption{core.WithEmbedders(hash)}, o.svc...)...),
+		App:          app.New(o.store, o.caps, append([]app.Option{app.WithEmbedders(hash)}, o.svc...)...),
 		APIKeys:      o.keys,
 		CORSOrigins:  o.cors,
 		MaxBodyBytes: cmp.Or(o.maxBody, 4096),

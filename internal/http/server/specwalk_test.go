@@ -12,6 +12,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
 	"github.com/footprint/footprint/internal/http/gen"
@@ -37,9 +38,9 @@ func TestSpecIsTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := server.NewServer(server.Deps{
-		Service: core.NewService(memory.New(), core.Capabilities{
+		App: app.New(memory.New(), core.Capabilities{
 			Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Model: "footprint-hash-v1", Dimensions: 384, Default: true}},
-		}, core.WithEmbedders(hash)),
+		}, app.WithEmbedders(hash)),
 		MaxBodyBytes: 1 << 20,
 	})
 	if err != nil {

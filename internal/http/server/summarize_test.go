@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 )
 
@@ -33,7 +34,7 @@ func (f *fakeLLM) Complete(_ context.Context, req core.ChatRequest) (core.ChatRe
 func withLLM(l core.LLM) func(*options) {
 	return func(o *options) {
 		o.caps.LLMs = []core.LLMInfo{l.Info()}
-		o.svc = append(o.svc, core.WithLLMs(l))
+		o.svc = append(o.svc, app.WithLLMs(l))
 	}
 }
 

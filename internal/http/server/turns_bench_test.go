@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
 	"github.com/footprint/footprint/internal/http/server"
@@ -22,7 +23,7 @@ func inProcess(b *testing.B) func(method, path, body string) *httptest.ResponseR
 		b.Fatal(err)
 	}
 	h, err := server.NewServer(server.Deps{
-		Service:      core.NewService(memory.New(), core.Capabilities{}, core.WithEmbedders(hash)),
+		App:          app.New(memory.New(), core.Capabilities{}, app.WithEmbedders(hash)),
 		MaxBodyBytes: 1 << 22,
 		CursorSecret: []byte("bench-secret-bench-secret"),
 	})

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/app"
+	"github.com/footprint/footprint/internal/core/turns"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
@@ -19,10 +20,10 @@ func eachStore(t *testing.T, test func(t *testing.T, e *env), opts ...func(*opti
 	t.Helper()
 	stores := []struct {
 		name string
-		open func(t *testing.T) core.Store
+		open func(t *testing.T) app.Store
 	}{
-		{"memory", func(*testing.T) core.Store { return memory.New() }},
-		{"postgres", func(t *testing.T) core.Store { return pgtest.Open(t) }},
+		{"memory", func(*testing.T) app.Store { return memory.New() }},
+		{"postgres", func(t *testing.T) app.Store { return pgtest.Open(t) }},
 	}
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
@@ -271,8 +272,8 @@ func TestTurnBadInputWritesNothing(t *testing.T) {
 			{"causal without client query", vectors(`"messages":[[1,0],[0,1]]`), 422, "invalid-vector", "embeddings.query"},
 			{"ragged vectors", vectors(`"query":[1,0],"messages":[[1,0,0]]`), 422, "invalid-vector", "embeddings.messages[0]"},
 			// Limits: a message's characters, a turn's messages, the body's bytes.
-			{"content over 100,000 characters", user(strings.Repeat("a", core.MaxContentChars+1)), 400, "invalid-request", "messages[0].content"},
-			{"more than 500 messages", `{` + messagesOf(core.MaxMessages+1) + `}`, 400, "invalid-request", "messages"},
+			{"content over 100,000 characters", user(strings.Repeat("a", turns.MaxContentChars+1)), 400, "invalid-request", "messages[0].content"},
+			{"more than 500 messages", `{` + messagesOf(turns.MaxMessages+1) + `}`, 400, "invalid-request", "messages"},
 			{"body over the limit", user(strings.Repeat("a", turnBodyLimit+1000)), 413, "body-too-large", ""},
 			// Numbers no Go type here can hold, and turns past the highest.
 			{"turnNumber 1e999", `{"turnNumber":1e999,` + qa + `}`, 400, "invalid-request", "turnNumber"},
@@ -329,8 +330,8 @@ func TestTurnBadInputWritesNothing(t *testing.T) {
 			{"turnNumber null", `{"turnNumber":null,` + qa + `}`, 1, ""},
 			{"turnNumber below 1", `{"turnNumber":-1e300,` + qa + `}`, 1, ""},
 			{"the highest host turn", `{"turnNumber":2147483646,` + qa + `}`, math.MaxInt32 - 1, ""},
-			{"content of exactly 100,000 characters", user(strings.Repeat("é", core.MaxContentChars/2) + strings.Repeat("a", core.MaxContentChars/2)), 1, ""},
-			{"exactly 500 messages", `{` + messagesOf(core.MaxMessages) + `}`, 1, ""},
+			{"content of exactly 100,000 characters", user(strings.Repeat("é", turns.MaxContentChars/2) + strings.Repeat("a", turns.MaxContentChars/2)), 1, ""},
+			{"exactly 500 messages", `{` + messagesOf(turns.MaxMessages) + `}`, 1, ""},
 			{"the largest float32", vectors(`"query":[3.4028234e38,-3.4028234e38,1e-50]`), 1, ""},
 			{"a surrogate pair", user(`a\ud83d\ude00b`), 1, "a😀b"},
 			{"an escaped backslash before u", user(`\\ud800 \\\\\ud83d\ude00`), 1, `\ud800 \\😀`},

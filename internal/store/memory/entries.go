@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
-var _ core.EntryStore = (*Store)(nil)
+var _ turns.Store = (*Store)(nil)
 
 // entryStore is the entries half of Store. Locking has two levels, always taken in this
 // order: a per-namespace mutex that serialises turn writes and forgets of one namespace (as
@@ -79,17 +80,17 @@ func live(e core.Entry, now time.Time) bool {
 // upsert (version+1, created_at and access bookkeeping kept); any other entry that would
 // overwrite a live one fails the whole write with a *core.ConflictError; an expired entry is
 // replaced as if absent. Build's error is returned unchanged, with nothing written.
-func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutcome, error) {
+func (s *Store) WriteTurn(ctx context.Context, w turns.TurnWrite) (turns.TurnOutcome, error) {
 	if w.Idempotency == nil {
 		turn, out, _, err := s.writeTurn(ctx, w)
 		if err != nil {
-			return core.TurnOutcome{}, err
+			return turns.TurnOutcome{}, err
 		}
-		return core.TurnOutcome{Turn: turn, Entries: out}, nil
+		return turns.TurnOutcome{Turn: turn, Entries: out}, nil
 	}
 	c, replay, err := s.claimKey(ctx, w.Tenant, *w.Idempotency, normalise(w.Now))
 	if err != nil || replay != nil {
-		return core.TurnOutcome{Replay: replay}, err
+		return turns.TurnOutcome{Replay: replay}, err
 	}
 	turn, out, response, err := s.writeTurn(ctx, w)
 	s.es.keysMu.Lock()
@@ -102,14 +103,14 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 	close(c.done)
 	s.es.keysMu.Unlock()
 	if err != nil {
-		return core.TurnOutcome{}, err
+		return turns.TurnOutcome{}, err
 	}
-	return core.TurnOutcome{Turn: turn, Entries: out}, nil
+	return turns.TurnOutcome{Turn: turn, Entries: out}, nil
 }
 
 // claimKey claims an idempotency key, or waits for the write holding it and
 // returns that write's response (ErrKeyReused for another request).
-func (s *Store) claimKey(ctx context.Context, tenant string, ic core.IdempotencyClaim, now time.Time) (*claim, []byte, error) {
+func (s *Store) claimKey(ctx context.Context, tenant string, ic turns.IdempotencyClaim, now time.Time) (*claim, []byte, error) {
 	k := [2]string{tenant, ic.Key}
 	for {
 		s.es.keysMu.Lock()
@@ -139,12 +140,12 @@ func (s *Store) claimKey(ctx context.Context, tenant string, ic core.Idempotency
 			continue
 		}
 		if !bytes.Equal(c.hash, ic.RequestHash) {
-			return nil, nil, core.ErrKeyReused
+			return nil, nil, turns.ErrKeyReused
 		}
 		if c.response == nil {
 			// Committed without a response (no Respond): nothing to replay, and
 			// writing again would repeat the turn. Refused, as the Postgres store does.
-			return nil, nil, core.ErrKeyReused
+			return nil, nil, turns.ErrKeyReused
 		}
 		return nil, slices.Clone(c.response), nil
 	}
@@ -161,7 +162,7 @@ func isClosed(ch chan struct{}) bool {
 
 // writeTurn is WriteTurn without the idempotency claim; it returns the
 // response rendered by w.Respond (nil without one).
-func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite) (int, []core.Entry, []byte, error) {
+func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.Entry, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, nil, err
 	}

@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/explain"
+	"github.com/footprint/footprint/internal/core/recall"
 )
 
-var _ core.ExplainStore = (*Store)(nil)
+var _ explain.Store = (*Store)(nil)
 
 // explainState holds turn links, ablations and forget tombstones; guarded by
 // the entry store's mu.
 type explainState struct {
 	links     map[turnKey]*turnLink
-	ablations map[turnKey][]core.Ablation
+	ablations map[turnKey][]explain.Ablation
 	forgotten map[nsKey]time.Time
 }
 
@@ -78,17 +80,17 @@ func (s *Store) TurnLinks(ctx context.Context, tenant, namespace string, turn in
 }
 
 // RecallsFor returns the receipts made for a turn of the namespace, or named by id.
-func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn int, ids []string) ([]core.RecallResult, error) {
+func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn int, ids []string) ([]recall.RecallResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.es.mu.RLock()
-	var out []core.RecallResult
+	var out []recall.RecallResult
 	for k, b := range s.es.recalls {
 		if k[0] != tenant {
 			continue
 		}
-		var r core.RecallResult
+		var r recall.RecallResult
 		if err := json.Unmarshal(b, &r); err != nil {
 			s.es.mu.RUnlock()
 			return nil, err
@@ -137,9 +139,9 @@ func (s *Store) TurnEntries(ctx context.Context, tenant, namespace string, turn 
 }
 
 // LookupEntry resolves an entry as it is now, expired ones included.
-func (s *Store) LookupEntry(ctx context.Context, tenant, namespace, memoryID, id string, now time.Time) (core.EntryLookup, error) {
+func (s *Store) LookupEntry(ctx context.Context, tenant, namespace, memoryID, id string, now time.Time) (explain.EntryLookup, error) {
 	if err := ctx.Err(); err != nil {
-		return core.EntryLookup{}, err
+		return explain.EntryLookup{}, err
 	}
 	s.es.mu.RLock()
 	defer s.es.mu.RUnlock()
@@ -147,21 +149,21 @@ func (s *Store) LookupEntry(ctx context.Context, tenant, namespace, memoryID, id
 	if e, ok := s.es.entries[k][entryKey{memoryID, id}]; ok {
 		c := copyEntry(e)
 		c.Embedding = nil
-		return core.EntryLookup{Entry: c, Found: true, Expired: !live(e, normalise(now))}, nil
+		return explain.EntryLookup{Entry: c, Found: true, Expired: !live(e, normalise(now))}, nil
 	}
 	_, forgotten := s.ex.forgotten[k]
-	return core.EntryLookup{Forgotten: forgotten}, nil
+	return explain.EntryLookup{Forgotten: forgotten}, nil
 }
 
 // SaveAblation records a rerun of a turn.
-func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a core.Ablation) error {
+func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a explain.Ablation) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.es.mu.Lock()
 	defer s.es.mu.Unlock()
 	if s.ex.ablations == nil {
-		s.ex.ablations = map[turnKey][]core.Ablation{}
+		s.ex.ablations = map[turnKey][]explain.Ablation{}
 	}
 	a.Excluded = slices.Clone(a.Excluded)
 	a.CreatedAt = normalise(a.CreatedAt)
@@ -171,13 +173,13 @@ func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn
 }
 
 // Ablations lists a turn's recorded reruns, oldest first.
-func (s *Store) Ablations(ctx context.Context, tenant, namespace string, turn int) ([]core.Ablation, error) {
+func (s *Store) Ablations(ctx context.Context, tenant, namespace string, turn int) ([]explain.Ablation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.es.mu.RLock()
 	defer s.es.mu.RUnlock()
-	var out []core.Ablation
+	var out []explain.Ablation
 	for _, a := range s.ex.ablations[turnKey{tenant, namespace, turn}] {
 		a.Excluded = slices.Clone(a.Excluded)
 		out = append(out, a)

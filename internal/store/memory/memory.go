@@ -15,6 +15,11 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/explain"
+	"github.com/footprint/footprint/internal/core/memories"
+	"github.com/footprint/footprint/internal/core/recall"
+	"github.com/footprint/footprint/internal/core/runs"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // Store is the in-memory implementation of core.Store. It is safe for concurrent use.
@@ -32,7 +37,15 @@ type Store struct {
 	rs runStore
 }
 
-var _ core.Store = (*Store)(nil)
+// The Store serves every area of the domain.
+var (
+	_ memories.Store = (*Store)(nil)
+	_ turns.Store    = (*Store)(nil)
+	_ recall.Store   = (*Store)(nil)
+	_ runs.Store     = (*Store)(nil)
+	_ explain.Store  = (*Store)(nil)
+	_ core.Sweeper   = (*Store)(nil)
+)
 
 // record is a memory at rest. The strategy is held as its JSON, exactly as Postgres holds it:
 // a stored memory then round-trips through the same encoding in both stores, and every read

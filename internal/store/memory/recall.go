@@ -9,21 +9,22 @@ import (
 	"strings"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
 )
 
-var _ core.RecallStore = (*Store)(nil)
+var _ recall.Store = (*Store)(nil)
 
 // corpusNamespace is where corpus chunks live (as in the Postgres store).
 const corpusNamespace = ""
 
 // RankEntries scores every live entry of the memory exactly (cosine), best
 // first; entries of another vector space are reported, never scored.
-func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankResult, error) {
+func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.RankResult, error) {
 	if err := ctx.Err(); err != nil {
-		return core.RankResult{}, err
+		return recall.RankResult{}, err
 	}
 	now := normalise(q.Now)
-	res := core.RankResult{Mode: "exact"}
+	res := recall.RankResult{Mode: "exact"}
 	s.es.mu.RLock()
 	fp, hasFP := s.es.fingerprints[nsKey{q.Tenant, q.Namespace}][q.MemoryID]
 	otherSpace := hasFP && (fp.Model != q.Model || fp.Dims != len(q.Vector))
@@ -42,10 +43,10 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 			continue // cannot happen: writes are checked against the fingerprint
 		}
 		res.Total++
-		res.Ranked = append(res.Ranked, core.Scored{Entry: copyEntry(e), Score: cosine(q.Vector, e.Embedding)})
+		res.Ranked = append(res.Ranked, recall.Scored{Entry: copyEntry(e), Score: cosine(q.Vector, e.Embedding)})
 	}
 	s.es.mu.RUnlock()
-	slices.SortStableFunc(res.Ranked, func(a, b core.Scored) int {
+	slices.SortStableFunc(res.Ranked, func(a, b recall.Scored) int {
 		switch {
 		case a.Score > b.Score:
 			return -1
@@ -90,7 +91,7 @@ func cosine(a, b []float32) float64 {
 }
 
 // SaveRecall stores a receipt (as JSON, like Postgres, so reads are fresh copies).
-func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResult) error {
+func (s *Store) SaveRecall(ctx context.Context, tenant string, r recall.RecallResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -108,19 +109,19 @@ func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResu
 }
 
 // GetRecall reads a receipt back, or ErrNotFound.
-func (s *Store) GetRecall(ctx context.Context, tenant, id string) (core.RecallResult, error) {
+func (s *Store) GetRecall(ctx context.Context, tenant, id string) (recall.RecallResult, error) {
 	if err := ctx.Err(); err != nil {
-		return core.RecallResult{}, err
+		return recall.RecallResult{}, err
 	}
 	s.es.mu.RLock()
 	b, ok := s.es.recalls[[2]string{tenant, id}]
 	s.es.mu.RUnlock()
 	if !ok {
-		return core.RecallResult{}, &core.NotFoundError{What: "recall", ID: id}
+		return recall.RecallResult{}, &core.NotFoundError{What: "recall", ID: id}
 	}
-	var r core.RecallResult
+	var r recall.RecallResult
 	if err := json.Unmarshal(b, &r); err != nil {
-		return core.RecallResult{}, fmt.Errorf("decode stored recall %q: %w", id, err)
+		return recall.RecallResult{}, fmt.Errorf("decode stored recall %q: %w", id, err)
 	}
 	return r, nil
 }

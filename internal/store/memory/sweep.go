@@ -8,10 +8,10 @@ import (
 	"github.com/footprint/footprint/internal/core"
 )
 
-var _ core.Sweeper = (*Store)(nil)
-
-// Sweep drops expired entries and finished, expired idempotency claims.
-func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
+// Sweep drops expired entries, finished and expired idempotency claims and, as p says, audit
+// records (finished recordings, recall receipts, ablations).
+func (s *Store) Sweep(ctx context.Context, p core.SweepPolicy) (int64, error) {
+	now := p.Now
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -35,22 +35,15 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 		}
 	}
 	s.es.keysMu.Unlock()
-	runs, err := s.sweepRuns(ctx, now)
+	if p.AuditBefore.IsZero() {
+		return n, nil
+	}
+	runs, err := s.DeleteFinishedRuns(ctx, p.AuditBefore)
 	n += runs
 	if err != nil {
 		return n, err
 	}
-	// Recall receipts and ablations are audit records with the recordings' retention.
-	s.rs.mu.Lock()
-	d := s.rs.retention
-	s.rs.mu.Unlock()
-	if d < 0 {
-		return n, nil
-	}
-	if d == 0 {
-		d = DefaultRunRetention
-	}
-	cutoff := now.Add(-d)
+	cutoff := p.AuditBefore
 	s.es.mu.Lock()
 	defer s.es.mu.Unlock()
 	for k, b := range s.es.recalls {

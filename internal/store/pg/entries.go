@@ -17,9 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
-var _ core.EntryStore = (*Store)(nil)
+var _ turns.Store = (*Store)(nil)
 
 // lockNamespaceSQL takes the transaction-scoped advisory lock of (tenant, namespace): the lock
 // that serialises turn writes and forgets per namespace and nothing else. Its key is a 64-bit
@@ -215,7 +216,7 @@ const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timest
 // New rows get version 1, and zero timestamps are set to w.Now. Facts upsert by id; any
 // other entry that would overwrite a live row fails the whole write with a
 // *core.ConflictError. w.Build's error is returned unchanged, with nothing written.
-func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutcome, error) {
+func (s *Store) WriteTurn(ctx context.Context, w turns.TurnWrite) (turns.TurnOutcome, error) {
 	kinds := []string{string(core.KindSnapshot)}
 	if w.CountMessageTurns {
 		kinds = append(kinds, string(core.KindMessage))
@@ -236,7 +237,7 @@ func (s *Store) WriteTurn(ctx context.Context, w core.TurnWrite) (core.TurnOutco
 
 // writeTurnAlone is one write in a transaction of its own, with this process's other writes to
 // key held back: predicted when it can be and guess is set, the long way otherwise.
-func (s *Store) writeTurnAlone(ctx context.Context, w core.TurnWrite, key string, memoryIDs, kinds []string, guess bool) (core.TurnOutcome, error) {
+func (s *Store) writeTurnAlone(ctx context.Context, w turns.TurnWrite, key string, memoryIDs, kinds []string, guess bool) (turns.TurnOutcome, error) {
 	if p := s.turns.predict(key, w); guess && p != nil {
 		out, res, err := s.writeTurn(ctx, w, memoryIDs, kinds, p)
 		if !errors.Is(err, errStalePrediction) {
@@ -267,20 +268,20 @@ type turnRead struct {
 
 // writeTurn is one write of WriteTurn: predicted (p set: one batch, errStalePrediction when the
 // check fails) or read (two batches).
-func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kinds []string, p *prediction) (core.TurnOutcome, turnRead, error) {
+func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite, memoryIDs, kinds []string, p *prediction) (turns.TurnOutcome, turnRead, error) {
 	fpIDs := make([]string, len(w.Fingerprints))
 	for i, f := range w.Fingerprints {
 		fpIDs[i] = f.MemoryID
 	}
 	var (
-		outcome  core.TurnOutcome
+		outcome  turns.TurnOutcome
 		read     turnRead
 		domain   error // an error of the caller's making, returned as-is
 		conflict *core.ConflictError
 		stale    bool
 	)
 	err := withRetry(ctx, func() error {
-		outcome, read, domain, conflict, stale = core.TurnOutcome{}, turnRead{}, nil, nil, false
+		outcome, read, domain, conflict, stale = turns.TurnOutcome{}, turnRead{}, nil, nil, false
 		return s.pipelinedTx(ctx, func(c *pgx.Conn) error {
 			begin := true // BEGIN still to be sent, at the head of the next batch
 			// The key is claimed before the namespace is locked, in every
@@ -292,7 +293,7 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kind
 				begin = false
 				replay, err := claimKey(ctx, c, w.Tenant, *w.Idempotency, w.Now)
 				if err != nil {
-					if errors.Is(err, core.ErrKeyReused) {
+					if errors.Is(err, turns.ErrKeyReused) {
 						domain = err
 					}
 					return err
@@ -376,13 +377,13 @@ func (s *Store) writeTurn(ctx context.Context, w core.TurnWrite, memoryIDs, kind
 	})
 	switch {
 	case stale && errors.Is(err, errStalePrediction):
-		return core.TurnOutcome{}, read, errStalePrediction
+		return turns.TurnOutcome{}, read, errStalePrediction
 	case domain != nil && errors.Is(err, domain):
-		return core.TurnOutcome{}, read, domain
+		return turns.TurnOutcome{}, read, domain
 	case conflict != nil && errors.Is(err, conflict):
-		return core.TurnOutcome{}, read, conflict
+		return turns.TurnOutcome{}, read, conflict
 	case err != nil:
-		return core.TurnOutcome{}, read, translate(err, "write turn", "", "")
+		return turns.TurnOutcome{}, read, translate(err, "write turn", "", "")
 	}
 	return outcome, read, nil
 }
@@ -396,7 +397,7 @@ func isStale(err error) bool {
 // queuePredicted queues the head of a predicted write's batch: BEGIN (when begin is set), the
 // namespace lock, and the check that its highest live turn is still highest. readPredicted
 // reads it back.
-func queuePredicted(b *pgx.Batch, w core.TurnWrite, memoryIDs, kinds []string, highest int, begin bool) {
+func queuePredicted(b *pgx.Batch, w turns.TurnWrite, memoryIDs, kinds []string, highest int, begin bool) {
 	if begin {
 		b.Queue("BEGIN")
 	}
@@ -431,7 +432,7 @@ type queuedWrites struct {
 
 // queueWrites queues a turn's writes on b: the entries (the new ones in as few INSERTs as
 // possible, each fact in an upsert of its own), the turn's links and the new fingerprints.
-func queueWrites(b *pgx.Batch, w core.TurnWrite, turn int, entries []core.Entry, newFingerprints []core.Fingerprint) queuedWrites {
+func queueWrites(b *pgx.Batch, w turns.TurnWrite, turn int, entries []core.Entry, newFingerprints []core.Fingerprint) queuedWrites {
 	q := queuedWrites{entries: make([]core.Entry, len(entries)), fingerprints: len(newFingerprints)}
 	var fresh []int
 	for i, e := range entries {
@@ -527,7 +528,7 @@ func asStored(e core.Entry) core.Entry {
 
 // lockAndRead begins the transaction when begin is set, takes the namespace's advisory lock,
 // then reads the highest live stored turn and the fingerprints of fpIDs: one pipelined batch.
-func lockAndRead(ctx context.Context, c queryer, w core.TurnWrite, memoryIDs, kinds, fpIDs []string, begin bool) (int, map[string]core.Fingerprint, error) {
+func lockAndRead(ctx context.Context, c queryer, w turns.TurnWrite, memoryIDs, kinds, fpIDs []string, begin bool) (int, map[string]core.Fingerprint, error) {
 	b := &pgx.Batch{}
 	if begin {
 		b.Queue("BEGIN")
@@ -583,7 +584,7 @@ func readLockBatch(br pgx.BatchResults, begun bool) (int, map[string]core.Finger
 // transaction: if it commits, the claim is replayed (or refused as reused);
 // if it rolls back, this one claims the key. An expired claim is erased
 // first. Returns the stored response to replay, or nil when claimed now.
-func claimKey(ctx context.Context, t queryer, tenant string, c core.IdempotencyClaim, now time.Time) ([]byte, error) {
+func claimKey(ctx context.Context, t queryer, tenant string, c turns.IdempotencyClaim, now time.Time) ([]byte, error) {
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND expires_at <= $3`, tenant, c.Key, now)
 	b.Queue(`INSERT INTO idempotency_keys (tenant, key, request_hash, created_at, expires_at)
@@ -609,12 +610,12 @@ func claimKey(ctx context.Context, t queryer, tenant string, c core.IdempotencyC
 		return nil, err
 	}
 	if !bytes.Equal(hash, c.RequestHash) {
-		return nil, core.ErrKeyReused
+		return nil, turns.ErrKeyReused
 	}
 	if response == nil {
 		// Committed without a response: only a claim made by some other
 		// kind of write could do that. Refuse rather than guess.
-		return nil, core.ErrKeyReused
+		return nil, turns.ErrKeyReused
 	}
 	return response, nil
 }

@@ -10,9 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/explain"
+	"github.com/footprint/footprint/internal/core/recall"
 )
 
-var _ core.ExplainStore = (*Store)(nil)
+var _ explain.Store = (*Store)(nil)
 
 // linkTurnSQL adds run ids ($4) and recall ids ($5) to a turn's links (set union).
 const linkTurnSQL = `INSERT INTO turn_links (tenant, namespace, turn, run_ids, recall_ids, updated_at)
@@ -50,7 +52,7 @@ func (s *Store) TurnLinks(ctx context.Context, tenant, namespace string, turn in
 }
 
 // RecallsFor returns the receipts made for a turn of the namespace, or named by id.
-func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn int, ids []string) ([]core.RecallResult, error) {
+func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn int, ids []string) ([]recall.RecallResult, error) {
 	if ids == nil {
 		ids = []string{}
 	}
@@ -61,13 +63,13 @@ func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn i
 		return nil, translate(err, "recalls for turn", "", "")
 	}
 	defer rows.Close()
-	var out []core.RecallResult
+	var out []recall.RecallResult
 	for rows.Next() {
 		var body []byte
 		if err := rows.Scan(&body); err != nil {
 			return nil, translate(err, "recalls for turn", "", "")
 		}
-		var r core.RecallResult
+		var r recall.RecallResult
 		if err := json.Unmarshal(body, &r); err != nil {
 			return nil, fmt.Errorf("decode stored recall: %w", err)
 		}
@@ -99,25 +101,25 @@ func (s *Store) TurnEntries(ctx context.Context, tenant, namespace string, turn 
 
 // LookupEntry resolves an entry as it is now: live, expired (still stored), forgotten (its
 // namespace was forgotten) or missing.
-func (s *Store) LookupEntry(ctx context.Context, tenant, namespace, memoryID, id string, now time.Time) (core.EntryLookup, error) {
+func (s *Store) LookupEntry(ctx context.Context, tenant, namespace, memoryID, id string, now time.Time) (explain.EntryLookup, error) {
 	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+entrySelectColumns(false)+` FROM entries
 		WHERE tenant = $1 AND memory_id = $2 AND namespace = $3 AND id = $4`, tenant, memoryID, namespace, id))
 	switch {
 	case err == nil:
-		return core.EntryLookup{Entry: e, Found: true, Expired: !e.ExpiresAt.IsZero() && !e.ExpiresAt.After(now)}, nil
+		return explain.EntryLookup{Entry: e, Found: true, Expired: !e.ExpiresAt.IsZero() && !e.ExpiresAt.After(now)}, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return core.EntryLookup{}, translate(err, "lookup entry", "", "")
+		return explain.EntryLookup{}, translate(err, "lookup entry", "", "")
 	}
 	var forgotten bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM forgotten_namespaces WHERE tenant = $1 AND namespace = $2)`,
 		tenant, namespace).Scan(&forgotten); err != nil {
-		return core.EntryLookup{}, translate(err, "lookup entry", "", "")
+		return explain.EntryLookup{}, translate(err, "lookup entry", "", "")
 	}
-	return core.EntryLookup{Forgotten: forgotten}, nil
+	return explain.EntryLookup{Forgotten: forgotten}, nil
 }
 
 // SaveAblation records a rerun of a turn.
-func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a core.Ablation) error {
+func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a explain.Ablation) error {
 	excluded := a.Excluded
 	if excluded == nil {
 		excluded = []string{}
@@ -128,16 +130,16 @@ func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn
 }
 
 // Ablations lists a turn's recorded reruns, oldest first.
-func (s *Store) Ablations(ctx context.Context, tenant, namespace string, turn int) ([]core.Ablation, error) {
+func (s *Store) Ablations(ctx context.Context, tenant, namespace string, turn int) ([]explain.Ablation, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, excluded, answer, flipped, created_at FROM ablations
 		WHERE tenant = $1 AND namespace = $2 AND turn = $3 ORDER BY created_at, id`, tenant, namespace, turn)
 	if err != nil {
 		return nil, translate(err, "ablations", "", "")
 	}
 	defer rows.Close()
-	var out []core.Ablation
+	var out []explain.Ablation
 	for rows.Next() {
-		var a core.Ablation
+		var a explain.Ablation
 		if err := rows.Scan(&a.ID, &a.Excluded, &a.Answer, &a.Flipped, &a.CreatedAt); err != nil {
 			return nil, translate(err, "ablations", "", "")
 		}

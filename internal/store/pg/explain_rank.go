@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
 )
 
 // Diagnostics of RankEntries for operators and benchmarks: what Postgres does with the very
@@ -17,7 +17,7 @@ import (
 // ExplainRank runs EXPLAIN (ANALYZE, BUFFERS, SETTINGS) on the ranking statement RankEntries runs for q,
 // under the settings it runs it with (a corpus at an indexed dimension: the HNSW search; any
 // other: the exact scan), and returns the plan's lines. It executes the query.
-func (s *Store) ExplainRank(ctx context.Context, q core.RankQuery) ([]string, error) {
+func (s *Store) ExplainRank(ctx context.Context, q recall.RankQuery) ([]string, error) {
 	kinds := kindNames(q.Kinds)
 	dims := len(q.Vector)
 	var plan []string
@@ -52,10 +52,10 @@ func (s *Store) ExplainRank(ctx context.Context, q core.RankQuery) ([]string, er
 
 // SearchCorpus is the corpus HNSW search alone (searchCorpus), at the given hnsw.ef_search,
 // with no exact fallback: its result may be short. For tuning ef_search against exact answers.
-func (s *Store) SearchCorpus(ctx context.Context, q core.RankQuery, efSearch int) (core.RankResult, error) {
+func (s *Store) SearchCorpus(ctx context.Context, q recall.RankQuery, efSearch int) (recall.RankResult, error) {
 	kinds := kindNames(q.Kinds)
 	if !searchesIndex(q) {
-		return core.RankResult{}, fmt.Errorf("search corpus: no HNSW index for namespace %q at %d dimensions", q.Namespace, len(q.Vector))
+		return recall.RankResult{}, fmt.Errorf("search corpus: no HNSW index for namespace %q at %d dimensions", q.Namespace, len(q.Vector))
 	}
 	res, _, err := s.searchCorpus(ctx, q, kinds, pgvector.NewVector(q.Vector), efSearch)
 	return res, err

@@ -21,6 +21,11 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/explain"
+	"github.com/footprint/footprint/internal/core/memories"
+	"github.com/footprint/footprint/internal/core/recall"
+	"github.com/footprint/footprint/internal/core/runs"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // Defaults for the per-session timeouts Open sets. They bound how long one request can hold a
@@ -40,7 +45,15 @@ type Store struct {
 	commits committer      // shared transactions of predicted turn writes (turncommit.go)
 }
 
-var _ core.Store = (*Store)(nil)
+// The Store serves every area of the domain.
+var (
+	_ memories.Store = (*Store)(nil)
+	_ turns.Store    = (*Store)(nil)
+	_ recall.Store   = (*Store)(nil)
+	_ runs.Store     = (*Store)(nil)
+	_ explain.Store  = (*Store)(nil)
+	_ core.Sweeper   = (*Store)(nil)
+)
 
 // Option configures Open.
 type Option func(*options)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
@@ -21,7 +22,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) core.Store { return pgtest.Open(t) })
+	storetest.Run(t, func(t *testing.T) app.Store { return pgtest.Open(t) })
 }
 
 func TestInfo(t *testing.T) {

@@ -13,10 +13,11 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
 	"github.com/footprint/footprint/internal/jsonenc"
 )
 
-var _ core.RecallStore = (*Store)(nil)
+var _ recall.Store = (*Store)(nil)
 
 // annDims are the dimensions that have an HNSW index for corpora (migration 00003).
 var annDims = map[int]bool{384: true}
@@ -38,7 +39,7 @@ const maxMismatched = 50
 // Entries of another vector space can only exist when the memory's recorded fingerprint
 // (embedding_fingerprints, checked on every write) differs from the query's: then every entry
 // is of another space, and only then are they listed — never by scanning for them.
-func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankResult, error) {
+func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.RankResult, error) {
 	kinds := kindNames(q.Kinds)
 	dims := len(q.Vector)
 	vec := pgvector.NewVector(q.Vector)
@@ -56,9 +57,9 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 			return res, err
 		}
 	}
-	var res core.RankResult
+	var res recall.RankResult
 	err := s.tx(ctx, func(t pgx.Tx) error {
-		res = core.RankResult{Mode: "exact"}
+		res = recall.RankResult{Mode: "exact"}
 		var fpModel string
 		var fpDims int
 		err := t.QueryRow(ctx, `SELECT model, dims FROM embedding_fingerprints
@@ -94,7 +95,7 @@ func (s *Store) RankEntries(ctx context.Context, q core.RankQuery) (core.RankRes
 		return err
 	})
 	if err != nil {
-		return core.RankResult{}, translate(err, "rank entries", "", "")
+		return recall.RankResult{}, translate(err, "rank entries", "", "")
 	}
 	return res, nil
 }
@@ -127,7 +128,7 @@ const (
 
 // searchesIndex reports whether q is searched through an HNSW index: a corpus at an indexed
 // dimension. Everything else is ranked exactly.
-func searchesIndex(q core.RankQuery) bool {
+func searchesIndex(q recall.RankQuery) bool {
 	return q.Namespace == corpusNamespace && annDims[len(q.Vector)]
 }
 
@@ -149,7 +150,7 @@ func kindNames(kinds []core.EntryKind) []string {
 // median and 15–20% at the 99th percentile (bench/recall's corpus, interleaved runs).
 // sameSpace is false when the memory's fingerprint differs from the query's vector space;
 // the result may still be short (a corpus smaller than the limit), for the caller to decide.
-func (s *Store) searchCorpus(ctx context.Context, q core.RankQuery, kinds []string, vec pgvector.Vector, ef int) (core.RankResult, bool, error) {
+func (s *Store) searchCorpus(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector, ef int) (recall.RankResult, bool, error) {
 	res, sameSpace, err := s.rankCorpus(ctx, q, kinds, vec, ef, scanOnce)
 	if err != nil || !sameSpace || res.Mode != "ann" || len(res.Ranked) >= q.Limit {
 		return res, sameSpace, err
@@ -161,7 +162,7 @@ func (s *Store) searchCorpus(ctx context.Context, q core.RankQuery, kinds []stri
 // fingerprint, the settings (scan: scanOnce or scanIterative) and the ANN query, in one implicit
 // transaction. Mode is "exact" with nothing ranked when no vector was ever stored in the
 // memory; sameSpace is false when the stored vectors are of another space than the query's.
-func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string, vec pgvector.Vector, ef int, scan string) (core.RankResult, bool, error) {
+func (s *Store) rankCorpus(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector, ef int, scan string) (recall.RankResult, bool, error) {
 	dims := len(q.Vector)
 	b := &pgx.Batch{}
 	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
@@ -175,19 +176,19 @@ func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string
 	err := br.QueryRow().Scan(&model, &fdims)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return core.RankResult{Mode: "exact"}, true, nil // no vector was ever stored here
+		return recall.RankResult{Mode: "exact"}, true, nil // no vector was ever stored here
 	case err != nil:
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	case model != q.Model || fdims != dims:
-		return core.RankResult{}, false, nil
+		return recall.RankResult{}, false, nil
 	}
 	if _, err := br.Exec(); err != nil {
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	rows, err := br.Query()
 	ranked, _, err := scanScored(q, rows, err, false)
 	if err != nil {
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	// The index orders by half-precision distance and relaxed_order may return neighbours
 	// slightly out of order: order them by the exact score. Counting a large corpus would cost
@@ -200,13 +201,13 @@ func (s *Store) rankCorpus(ctx context.Context, q core.RankQuery, kinds []string
 		}
 		return core.CompareNewest(ranked[i].Entry, ranked[j].Entry) < 0
 	})
-	return core.RankResult{Mode: "ann", Ranked: ranked, Total: -1}, true, nil
+	return recall.RankResult{Mode: "ann", Ranked: ranked, Total: -1}, true, nil
 }
 
 // rankConversation ranks exactly in one round trip. done is false when the memory's
 // fingerprint differs from the query's space (the slow, rare path lists the mismatched
 // entries).
-func (s *Store) rankConversation(ctx context.Context, q core.RankQuery, kinds []string, vec pgvector.Vector) (core.RankResult, bool, error) {
+func (s *Store) rankConversation(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector) (recall.RankResult, bool, error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
 		q.Tenant, q.MemoryID, q.Namespace)
@@ -214,7 +215,7 @@ func (s *Store) rankConversation(ctx context.Context, q core.RankQuery, kinds []
 	b.Queue(exactRankSQL(len(q.Vector)), q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit)
 	br := s.pool.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
-	res := core.RankResult{Mode: "exact"}
+	res := recall.RankResult{Mode: "exact"}
 	var model string
 	var dims int
 	err := br.QueryRow().Scan(&model, &dims)
@@ -222,17 +223,17 @@ func (s *Store) rankConversation(ctx context.Context, q core.RankQuery, kinds []
 	case errors.Is(err, pgx.ErrNoRows):
 		return res, true, nil // no vector was ever stored here: nothing to rank
 	case err != nil:
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	case model != q.Model || dims != len(q.Vector):
-		return core.RankResult{}, false, nil
+		return recall.RankResult{}, false, nil
 	}
 	if _, err := br.Exec(); err != nil {
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	rows, err := br.Query()
 	res.Ranked, res.Total, err = scanScored(q, rows, err, true)
 	if err != nil {
-		return core.RankResult{}, true, translate(err, "rank entries", "", "")
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	return res, true, nil
 }
@@ -291,7 +292,7 @@ func annRankSQL(dims int) string {
 }
 
 // queryScored runs exactRankSQL and scans its rows (scanScored).
-func queryScored(ctx context.Context, t pgx.Tx, q core.RankQuery, sql string, args []any) ([]core.Scored, int, error) {
+func queryScored(ctx context.Context, t pgx.Tx, q recall.RankQuery, sql string, args []any) ([]recall.Scored, int, error) {
 	rows, err := t.Query(ctx, sql, args...)
 	return scanScored(q, rows, err, true)
 }
@@ -305,12 +306,12 @@ const rankedColumns = `id, kind, turn, idx, value, updated_at, source_turn`
 // scanScored reads ranking rows: rankedColumns, the score and, when withTotal (exactRankSQL),
 // the count. The entries carry q's tenant, namespace, memory and model, which the ranking
 // filters on.
-func scanScored(q core.RankQuery, rows pgx.Rows, err error, withTotal bool) ([]core.Scored, int, error) {
+func scanScored(q recall.RankQuery, rows pgx.Rows, err error, withTotal bool) ([]recall.Scored, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
-	out := make([]core.Scored, 0, max(q.Limit, 0))
+	out := make([]recall.Scored, 0, max(q.Limit, 0))
 	var (
 		total                 int64
 		id, kind              string
@@ -328,7 +329,7 @@ func scanScored(q core.RankQuery, rows pgx.Rows, err error, withTotal bool) ([]c
 		if err := rows.Scan(dest...); err != nil {
 			return nil, 0, err
 		}
-		out = append(out, core.Scored{Score: score, Entry: core.Entry{
+		out = append(out, recall.Scored{Score: score, Entry: core.Entry{
 			Tenant: q.Tenant, Namespace: q.Namespace, MemoryID: q.MemoryID, EmbeddingModel: q.Model,
 			ID: id, Kind: core.EntryKind(kind), Turn: deref(turn), Index: deref(idx), SourceTurn: deref(sourceTurn),
 			Value: value, UpdatedAt: updated.UTC(),
@@ -353,7 +354,7 @@ const saveReceiptSQL = `INSERT INTO recalls (tenant, id, namespace, turn, run_id
 
 // SaveRecall stores a recall receipt: committed (visible) before it returns, durable shortly
 // after (saveReceiptSQL).
-func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResult) error {
+func (s *Store) SaveRecall(ctx context.Context, tenant string, r recall.RecallResult) error {
 	body, err := jsonenc.Marshal(r, false)
 	if err != nil {
 		return fmt.Errorf("marshal recall: %w", err)
@@ -369,18 +370,18 @@ func (s *Store) SaveRecall(ctx context.Context, tenant string, r core.RecallResu
 }
 
 // GetRecall reads a receipt back; ErrNotFound for an unknown id or another tenant's.
-func (s *Store) GetRecall(ctx context.Context, tenant, id string) (core.RecallResult, error) {
+func (s *Store) GetRecall(ctx context.Context, tenant, id string) (recall.RecallResult, error) {
 	var body []byte
 	err := s.pool.QueryRow(ctx, `SELECT body FROM recalls WHERE tenant = $1 AND id = $2`, tenant, id).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return core.RecallResult{}, &core.NotFoundError{What: "recall", ID: id}
+		return recall.RecallResult{}, &core.NotFoundError{What: "recall", ID: id}
 	}
 	if err != nil {
-		return core.RecallResult{}, translate(err, "get recall", "recall", id)
+		return recall.RecallResult{}, translate(err, "get recall", "recall", id)
 	}
-	var r core.RecallResult
+	var r recall.RecallResult
 	if err := json.Unmarshal(body, &r); err != nil {
-		return core.RecallResult{}, fmt.Errorf("decode stored recall %q: %w", id, err)
+		return recall.RecallResult{}, fmt.Errorf("decode stored recall %q: %w", id, err)
 	}
 	return r, nil
 }

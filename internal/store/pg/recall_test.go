@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
@@ -30,7 +31,7 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The plan of the very statement RankEntries runs, under its own settings.
-	lines, err := s.ExplainRank(ctx, core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs",
+	lines, err := s.ExplainRank(ctx, recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs",
 		Kinds: []core.EntryKind{core.KindDocument}, Vector: vec(3), Model: "footprint-hash-v1", Limit: 10, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 		t.Errorf("corpus ranking does not use the HNSW index:\n%s", plan)
 	}
 	// A conversation is never searched through it.
-	lines, err = s.ExplainRank(ctx, core.RankQuery{Tenant: "acme", Namespace: "acme/c1", MemoryID: "docs",
+	lines, err = s.ExplainRank(ctx, recall.RankQuery{Tenant: "acme", Namespace: "acme/c1", MemoryID: "docs",
 		Kinds: []core.EntryKind{core.KindDocument}, Vector: vec(3), Model: "footprint-hash-v1", Limit: 10, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 	if plan := strings.Join(lines, "\n"); strings.Contains(plan, "hnsw") {
 		t.Errorf("conversation ranking uses the HNSW index:\n%s", plan)
 	}
-	res, err := s.RankEntries(ctx, core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs",
+	res, err := s.RankEntries(ctx, recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs",
 		Kinds: []core.EntryKind{core.KindDocument}, Vector: vec(3), Model: "footprint-hash-v1", Limit: 5, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -81,12 +82,12 @@ func TestRankingRunsGenericPlans(t *testing.T) {
 	if _, err := pool.Exec(ctx, "ANALYZE entries"); err != nil {
 		t.Fatal(err)
 	}
-	conv := core.RankQuery{Tenant: "acme", Namespace: "acme/c1", MemoryID: "why", Kinds: []core.EntryKind{core.KindSnapshot},
+	conv := recall.RankQuery{Tenant: "acme", Namespace: "acme/c1", MemoryID: "why", Kinds: []core.EntryKind{core.KindSnapshot},
 		Vector: vec(1), Model: "m", Limit: 5, Now: now}
-	corpus := core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs", Kinds: []core.EntryKind{core.KindDocument},
+	corpus := recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs", Kinds: []core.EntryKind{core.KindDocument},
 		Vector: vec(3), Model: "m", Limit: 5, Now: now}
 	for range 8 { // past the five custom plans Postgres tries before it would consider a generic one
-		for _, q := range []core.RankQuery{conv, corpus} {
+		for _, q := range []recall.RankQuery{conv, corpus} {
 			if res, err := s.RankEntries(ctx, q); err != nil || len(res.Ranked) == 0 {
 				t.Fatalf("rank %s: %v, %d results", q.MemoryID, err, len(res.Ranked))
 			}
@@ -203,7 +204,7 @@ func TestFilteredCorpusIsNeverShort(t *testing.T) {
 	if err := s.PutDocuments(ctx, "acme", "small", []string{"s"}, chunks); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.RankEntries(ctx, core.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "small",
+	res, err := s.RankEntries(ctx, recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "small",
 		Kinds: []core.EntryKind{core.KindDocument}, Vector: query, Model: "m", Limit: 20, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)

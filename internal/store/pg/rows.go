@@ -9,6 +9,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/strategies"
 )
 
 // This file is the seam between rows and core values: the only code that knows how a
@@ -49,7 +50,8 @@ func scanMemory(row pgx.Row) (core.Memory, error) {
 	if err != nil {
 		return core.Memory{}, err
 	}
-	if err := json.Unmarshal(strategy, &m.Strategy); err != nil {
+	// jsonb keeps keys in an order of its own; ParseStored puts them back in the catalogue's.
+	if m.Strategy, err = strategies.ParseStored(strategy); err != nil {
 		return core.Memory{}, fmt.Errorf("decode stored strategy of memory %q: %w", m.ID, err)
 	}
 	m.Type = core.MemoryType(typ)

@@ -30,8 +30,7 @@ package pg
 // pages, the SSE follower's polls) never use the cache: they read the committed rows in one
 // REPEATABLE READ snapshot, so a read through any process sees the same tail.
 //
-// Retention: Sweep deletes runs finished longer than the retention ago (SetRunRetention;
-// default DefaultRunRetention), with their events.
+// Retention: Sweep deletes runs finished before its policy's AuditBefore, with their events.
 //
 // Known limit: a truncated payload is the JSON string of its first 64 KiB, and the repeat
 // rule compares recorded payloads, so two announcements identical in their first 64 KiB (and
@@ -48,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/runs"
 )
 
 const (
@@ -55,39 +55,28 @@ const (
 	maxCachedTails = 256
 	// tailIdle evicts a cached tail that saw no append for this long.
 	tailIdle = 5 * time.Minute
-	// DefaultRunRetention is how long a finished recording is kept.
-	DefaultRunRetention = 30 * 24 * time.Hour
 )
 
-// runState is the Store's process-local run state: the tail cache and the retention. Its zero
-// value is ready to use.
+// runState is the Store's process-local run state: the tail cache. Its zero value is ready
+// to use.
 type runState struct {
-	mu        sync.Mutex
-	lru       *list.List // of *tailEntry, most recently used first
-	byKey     map[runKey]*list.Element
-	retention time.Duration // 0: DefaultRunRetention; < 0: keep forever
+	mu    sync.Mutex
+	lru   *list.List // of *tailEntry, most recently used first
+	byKey map[runKey]*list.Element
 }
 
 type runKey struct{ tenant, id string }
 
 type tailEntry struct {
 	key       runKey
-	tail      *core.EventTail
+	tail      *runs.EventTail
 	createdAt time.Time // the run's, so a re-created run never reuses an old tail
 	next      int64     // the next_index the tail reflects
 	used      time.Time
 }
 
-// SetRunRetention sets how long finished recordings are kept before Sweep deletes them
-// (< 0: forever).
-func (s *Store) SetRunRetention(d time.Duration) {
-	s.runs.mu.Lock()
-	s.runs.retention = d
-	s.runs.mu.Unlock()
-}
-
 // takeTail removes and returns the cached tail for k when it reflects (createdAt, next).
-func (rs *runState) takeTail(k runKey, createdAt time.Time, next int64) *core.EventTail {
+func (rs *runState) takeTail(k runKey, createdAt time.Time, next int64) *runs.EventTail {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	el, ok := rs.byKey[k]
@@ -105,7 +94,7 @@ func (rs *runState) takeTail(k runKey, createdAt time.Time, next int64) *core.Ev
 
 // putTail caches t as reflecting (createdAt, next), evicting idle and least recently used
 // entries beyond the bound.
-func (rs *runState) putTail(k runKey, t *core.EventTail, createdAt time.Time, next int64) {
+func (rs *runState) putTail(k runKey, t *runs.EventTail, createdAt time.Time, next int64) {
 	now := time.Now()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -150,9 +139,9 @@ const runColumns = `tenant, id, namespace, conversation_id, principal, turn, max
 	record_embeddings, finished, complete, started_at, last_wall_at, finished_at, next_index,
 	dropped, truncated_events, created_at`
 
-func scanRun(row pgx.Row) (core.Run, error) {
+func scanRun(row pgx.Row) (runs.Run, error) {
 	var (
-		r                        core.Run
+		r                        runs.Run
 		conv, principal          *string
 		turn                     *int
 		started, lastWall, finAt *time.Time
@@ -161,7 +150,7 @@ func scanRun(row pgx.Row) (core.Run, error) {
 		&r.RecordEmbeddings, &r.Finished, &r.Complete, &started, &lastWall, &finAt, &r.NextIndex,
 		&r.Dropped, &r.TruncatedEvents, &r.CreatedAt)
 	if err != nil {
-		return core.Run{}, err
+		return runs.Run{}, err
 	}
 	r.ConversationID, r.Principal, r.Turn = deref(conv), deref(principal), deref(turn)
 	r.StartedAt, r.LastWallClock, r.FinishedAt = utcOpt(started), utcOpt(lastWall), utcOpt(finAt)
@@ -192,11 +181,11 @@ func translateRun(err error, op, id string) error {
 	return translate(err, op, "run", id)
 }
 
-// CreateRun stores a new open run. The tenant's open runs are counted under a per-tenant
-// advisory lock, so concurrent opens (from any process) cannot exceed maxOpen.
-func (s *Store) CreateRun(ctx context.Context, r core.Run, maxOpen int) error {
+// CreateRun stores a new open run. With admit, the tenant's open runs are counted under a
+// per-tenant advisory lock, so concurrent opens (from any process) see each other.
+func (s *Store) CreateRun(ctx context.Context, r runs.Run, admit func(open int) error) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if maxOpen > 0 {
+		if admit != nil {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('footprint.runs/' || $1, 0))`, r.Tenant); err != nil {
 				return err
 			}
@@ -204,8 +193,8 @@ func (s *Store) CreateRun(ctx context.Context, r core.Run, maxOpen int) error {
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE tenant = $1 AND NOT finished`, r.Tenant).Scan(&open); err != nil {
 				return err
 			}
-			if open >= maxOpen {
-				return &core.LimitError{Detail: fmt.Sprintf("This tenant has %d open runs, the most allowed. Finish a run before opening another.", open)}
+			if err := admit(open); err != nil {
+				return err
 			}
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO runs (tenant, id, namespace, conversation_id, principal, turn,
@@ -217,7 +206,7 @@ func (s *Store) CreateRun(ctx context.Context, r core.Run, maxOpen int) error {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return &core.ConflictError{Code: core.CodeRunExists, Detail: fmt.Sprintf("A run %q already exists. Open the new run under another id, or leave `runId` out and let the server pick one.", r.ID)}
+			return runs.ErrRunExists
 		}
 		return nil
 	})
@@ -225,18 +214,18 @@ func (s *Store) CreateRun(ctx context.Context, r core.Run, maxOpen int) error {
 }
 
 // GetRun returns the run's state.
-func (s *Store) GetRun(ctx context.Context, tenant, id string) (core.Run, error) {
+func (s *Store) GetRun(ctx context.Context, tenant, id string) (runs.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = $1 AND id = $2`, tenant, id))
 	if err != nil {
-		return core.Run{}, translateRun(err, "get run", id)
+		return runs.Run{}, translateRun(err, "get run", id)
 	}
 	return r, nil
 }
 
 // ListRuns lists runs newest first, keyset-paged on (created_at, id).
-func (s *Store) ListRuns(ctx context.Context, q core.RunQuery) ([]core.Run, error) {
+func (s *Store) ListRuns(ctx context.Context, q runs.RunQuery) ([]runs.Run, error) {
 	if q.Limit <= 0 {
-		return []core.Run{}, nil
+		return []runs.Run{}, nil
 	}
 	sql := `SELECT ` + runColumns + ` FROM runs WHERE tenant = $1`
 	args := []any{q.Tenant}
@@ -258,7 +247,7 @@ func (s *Store) ListRuns(ctx context.Context, q core.RunQuery) ([]core.Run, erro
 	if err != nil {
 		return nil, translate(err, "list runs", "", "")
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (core.Run, error) { return scanRun(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runs.Run, error) { return scanRun(row) })
 	if err != nil {
 		return nil, translate(err, "list runs", "", "")
 	}
@@ -266,19 +255,15 @@ func (s *Store) ListRuns(ctx context.Context, q core.RunQuery) ([]core.Run, erro
 }
 
 // AppendEvents appends a batch in one transaction (see the package comment of this file).
-func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare func(core.Run) ([]core.RunEvent, error)) (core.Run, error) {
+func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare func(runs.Run) ([]runs.RunEvent, error)) (runs.Run, error) {
 	key := runKey{tenant, id}
-	var out core.Run
-	var tail *core.EventTail
+	var out runs.Run
+	var tail *runs.EventTail
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		tail = nil
 		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = $1 AND id = $2 FOR UPDATE`, tenant, id))
 		if err != nil {
 			return err
-		}
-		if r.Finished {
-			return &core.ConflictError{Code: core.CodeRunFinished,
-				Detail: fmt.Sprintf("The run %q is finished and takes no more events. Open a new run for a new turn.", id)}
 		}
 		batch, err := prepare(r)
 		if err != nil {
@@ -292,7 +277,7 @@ func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare fun
 		}
 		tail = t // from here on, t holds pushes that are not committed yet
 		before := r.Dropped
-		pushed := core.ApplyAppend(&r, t, batch)
+		pushed := runs.ApplyAppend(&r, t, batch)
 		var rows [][]any
 		for _, e := range pushed {
 			if e.Index < r.Dropped {
@@ -333,14 +318,14 @@ func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare fun
 	if err != nil {
 		// Nothing was committed (or we cannot know): the tail taken out holds pushes the
 		// database may not have, so it is not returned to the cache.
-		return core.Run{}, translateRun(err, "append events", id)
+		return runs.Run{}, translateRun(err, "append events", id)
 	}
 	s.runs.putTail(key, tail, out.CreatedAt, out.NextIndex)
 	return normaliseRun(out), nil
 }
 
 // normaliseRun gives a run's times the precision a read returns (microseconds, UTC).
-func normaliseRun(r core.Run) core.Run {
+func normaliseRun(r runs.Run) runs.Run {
 	trunc := func(t time.Time) time.Time {
 		if t.IsZero() {
 			return t
@@ -352,14 +337,14 @@ func normaliseRun(r core.Run) core.Run {
 }
 
 // restoreTail rebuilds a run's tail from its retained rows.
-func (s *Store) restoreTail(ctx context.Context, tx pgx.Tx, r core.Run) (*core.EventTail, error) {
+func (s *Store) restoreTail(ctx context.Context, tx pgx.Tx, r runs.Run) (*runs.EventTail, error) {
 	rows, err := tx.Query(ctx, `SELECT idx, type, payload, meta, slot FROM run_events
 		WHERE tenant = $1 AND run_id = $2 ORDER BY idx`, r.Tenant, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (core.Event, error) {
-		var e core.Event
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runs.Event, error) {
+		var e runs.Event
 		var payload, meta []byte
 		if err := row.Scan(&e.Index, &e.Type, &payload, &meta, &e.Slot); err != nil {
 			return e, err
@@ -373,49 +358,53 @@ func (s *Store) restoreTail(ctx context.Context, tx pgx.Tx, r core.Run) (*core.E
 	if err != nil {
 		return nil, err
 	}
-	t, err := core.RestoreEventTail(float64(r.MaxEvents), events, r.Dropped)
+	t, err := runs.RestoreEventTail(float64(r.MaxEvents), events, r.Dropped)
 	if err != nil {
 		return nil, fmt.Errorf("restore tail of run %q: %w", r.ID, err)
 	}
 	return t, nil
 }
 
-// FinishRun marks the run finished; idempotent for the same complete.
-func (s *Store) FinishRun(ctx context.Context, tenant, id string, complete bool, now time.Time) (core.Run, error) {
-	var out core.Run
+// UpdateRun locks the run, lets change decide, and stores its finish when it changed one.
+func (s *Store) UpdateRun(ctx context.Context, tenant, id string, change func(*runs.Run) (bool, error)) (runs.Run, error) {
+	var out runs.Run
+	var domain error // change's error, returned as it is
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = $1 AND id = $2 FOR UPDATE`, tenant, id))
 		if err != nil {
 			return err
 		}
-		if r.Finished {
-			if r.Complete != complete {
-				return &core.ConflictError{Code: core.CodeRunFinished,
-					Detail: fmt.Sprintf("The run %q already finished with complete=%v; it cannot be finished again with complete=%v.", id, r.Complete, complete)}
-			}
-			out = r
-			return nil
-		}
-		r.Finished, r.Complete, r.FinishedAt = true, complete, now
-		if _, err := tx.Exec(ctx, `UPDATE runs SET finished = true, complete = $3, finished_at = $4
-			WHERE tenant = $1 AND id = $2`, tenant, id, complete, now); err != nil {
+		changed, err := change(&r)
+		if err != nil {
+			domain = err
 			return err
+		}
+		if changed {
+			if _, err := tx.Exec(ctx, `UPDATE runs SET finished = $3, complete = $4, finished_at = $5
+				WHERE tenant = $1 AND id = $2`, tenant, id, r.Finished, r.Complete, nullTime(r.FinishedAt)); err != nil {
+				return err
+			}
 		}
 		out = r
 		return nil
 	})
-	if err != nil {
-		return core.Run{}, translateRun(err, "finish run", id)
+	if domain != nil && errors.Is(err, domain) {
+		return runs.Run{}, domain
 	}
-	s.runs.dropTail(runKey{tenant, id}) // a finished run takes no more appends
+	if err != nil {
+		return runs.Run{}, translateRun(err, "update run", id)
+	}
+	if out.Finished {
+		s.runs.dropTail(runKey{tenant, id}) // a finished run takes no more appends
+	}
 	return normaliseRun(out), nil
 }
 
 // RunEvents reads the run and its retained events with idx > after in one snapshot.
-func (s *Store) RunEvents(ctx context.Context, tenant, id string, after int64, limit int) (core.Run, []core.RunEvent, error) {
+func (s *Store) RunEvents(ctx context.Context, tenant, id string, after int64, limit int) (runs.Run, []runs.RunEvent, error) {
 	var (
-		r   core.Run
-		out []core.RunEvent
+		r   runs.Run
+		out []runs.RunEvent
 	)
 	read := func() (err error) {
 		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -435,8 +424,8 @@ func (s *Store) RunEvents(ctx context.Context, tenant, id string, after int64, l
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (core.RunEvent, error) {
-			var e core.RunEvent
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (runs.RunEvent, error) {
+			var e runs.RunEvent
 			var payload, meta []byte
 			var ob *int64
 			var sha *string
@@ -448,17 +437,17 @@ func (s *Store) RunEvents(ctx context.Context, tenant, id string, after int64, l
 				e.Meta = meta
 			}
 			if ob != nil {
-				e.Truncated = &core.EventTruncation{OriginalBytes: *ob, SHA256: deref(sha)}
+				e.Truncated = &runs.EventTruncation{OriginalBytes: *ob, SHA256: deref(sha)}
 			}
 			return e, nil
 		})
 		return err
 	}
 	if err := read(); err != nil {
-		return core.Run{}, nil, translateRun(err, "read run events", id)
+		return runs.Run{}, nil, translateRun(err, "read run events", id)
 	}
 	if out == nil {
-		out = []core.RunEvent{}
+		out = []runs.RunEvent{}
 	}
 	return r, out, nil
 }
@@ -497,18 +486,4 @@ func (s *Store) DeleteFinishedRuns(ctx context.Context, cutoff time.Time) (int64
 			return total, nil
 		}
 	}
-}
-
-// sweepRuns applies the retention (see SetRunRetention).
-func (s *Store) sweepRuns(ctx context.Context, now time.Time) (int64, error) {
-	s.runs.mu.Lock()
-	d := s.runs.retention
-	s.runs.mu.Unlock()
-	if d < 0 {
-		return 0, nil
-	}
-	if d == 0 {
-		d = DefaultRunRetention
-	}
-	return s.DeleteFinishedRuns(ctx, now.Add(-d))
 }

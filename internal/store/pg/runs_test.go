@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/runs"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 	"github.com/footprint/footprint/internal/store/storetest"
@@ -36,23 +37,23 @@ func openStore(t *testing.T, dsn string) *pg.Store {
 
 func createRun(t *testing.T, s *pg.Store, id string, maxEvents int) {
 	t.Helper()
-	r := core.Run{Tenant: "acme", ID: id, MaxEvents: maxEvents, CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
+	r := runs.Run{Tenant: "acme", ID: id, MaxEvents: maxEvents, CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
 		Namespace: core.Identity{Tenant: "acme"}.Namespace()}
-	if err := s.CreateRun(t.Context(), r, 0); err != nil {
+	if err := s.CreateRun(t.Context(), r, nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // mixed returns a batch of n events: announcements of a few pieces (many of them repeats)
 // and plain events, tagged with tag so each is recognisable.
-func mixed(tag string, n int) []core.RunEventInput {
-	out := make([]core.RunEventInput, n)
+func mixed(tag string, n int) []runs.RunEventInput {
+	out := make([]runs.RunEventInput, n)
 	for i := range out {
 		if i%3 == 0 {
-			out[i] = core.RunEventInput{Type: core.AnnouncementType,
+			out[i] = runs.RunEventInput{Type: runs.AnnouncementType,
 				Payload: json.RawMessage(fmt.Sprintf(`{"slot":"system","contentHash":"h%d","piece":%d}`, i%4, i%4))}
 		} else {
-			out[i] = core.RunEventInput{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"tag":%q,"i":%d}`, tag, i))}
+			out[i] = runs.RunEventInput{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"tag":%q,"i":%d}`, tag, i))}
 		}
 	}
 	return out
@@ -70,14 +71,14 @@ func TestRunsTwoProcesses(t *testing.T) {
 	// Alternately, with eviction and repeats: the result equals one in-process tail fed the
 	// same batches in the same order.
 	createRun(t, a, "alt", 7)
-	ref := core.NewEventTail(7)
-	refRun := core.Run{MaxEvents: 7}
+	ref := runs.NewEventTail(7)
+	refRun := runs.Run{MaxEvents: 7}
 	for i := range 12 {
 		batch := mixed(fmt.Sprintf("alt-%d", i), 5+i%4)
 		if _, err := storetest.AppendInputs(t, stores[i%2], "acme", "alt", batch); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
-		core.ApplyAppend(&refRun, ref, core.PrepareEvents(batch, false))
+		runs.ApplyAppend(&refRun, ref, runs.PrepareEvents(batch, false))
 	}
 	want := ref.Snapshot()
 	for i, s := range stores {
@@ -104,9 +105,9 @@ func TestRunsTwoProcesses(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for k := range batches {
-				in := make([]core.RunEventInput, per)
+				in := make([]runs.RunEventInput, per)
 				for i := range in {
-					in[i] = core.RunEventInput{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d,"i":%d}`, w, k, i))}
+					in[i] = runs.RunEventInput{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d,"i":%d}`, w, k, i))}
 				}
 				if _, err := storetest.AppendInputs(t, stores[(w+k)%2], "acme", "conc", in); err != nil {
 					t.Errorf("writer %d batch %d: %v", w, k, err)

@@ -2,20 +2,19 @@ package pg
 
 import (
 	"context"
-	"time"
 
 	"github.com/footprint/footprint/internal/core"
 )
-
-var _ core.Sweeper = (*Store)(nil)
 
 // sweepBatch bounds one sweep statement, so a large backlog is reclaimed in
 // short transactions that never hold many row locks at once.
 const sweepBatch = 5000
 
-// Sweep deletes expired idempotency keys and expired entries, in batches,
-// and returns how many rows went. Reads never depend on it.
-func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
+// Sweep deletes expired idempotency keys and expired entries and, as p says, audit records
+// (finished recordings, recall receipts, ablations), in batches, and returns how many rows went.
+// Reads never depend on it.
+func (s *Store) Sweep(ctx context.Context, p core.SweepPolicy) (int64, error) {
+	now := p.Now
 	var total int64
 	for _, q := range []string{
 		`DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
@@ -34,27 +33,20 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 			}
 		}
 	}
-	runs, err := s.sweepRuns(ctx, now)
+	if p.AuditBefore.IsZero() {
+		return total, nil
+	}
+	runs, err := s.DeleteFinishedRuns(ctx, p.AuditBefore)
 	total += runs
 	if err != nil {
 		return total, err
-	}
-	// Recall receipts and ablations are audit records with the recordings' retention.
-	s.runs.mu.Lock()
-	d := s.runs.retention
-	s.runs.mu.Unlock()
-	if d < 0 {
-		return total, nil
-	}
-	if d == 0 {
-		d = DefaultRunRetention
 	}
 	for _, q := range []string{
 		`DELETE FROM recalls WHERE ctid = ANY (ARRAY(SELECT ctid FROM recalls WHERE created_at < $1 LIMIT $2))`,
 		`DELETE FROM ablations WHERE ctid = ANY (ARRAY(SELECT ctid FROM ablations WHERE created_at < $1 LIMIT $2))`,
 	} {
 		for {
-			tag, err := s.pool.Exec(ctx, q, now.Add(-d), sweepBatch)
+			tag, err := s.pool.Exec(ctx, q, p.AuditBefore, sweepBatch)
 			if err != nil {
 				return total, translate(err, "sweep", "", "")
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // A turn write must read the namespace's highest live turn under the namespace lock before it
@@ -53,14 +54,14 @@ type turnQueue struct {
 // pendingTurn is a turn write waiting in a queue.
 type pendingTurn struct {
 	ctx     context.Context
-	w       core.TurnWrite
+	w       turns.TurnWrite
 	done    chan pendingResult // buffered: the outcome, or the lead
 	leading bool               // handed the lead (under turnPredictor.mu)
 }
 
 type pendingResult struct {
 	lead bool
-	out  core.TurnOutcome
+	out  turns.TurnOutcome
 	err  error
 }
 
@@ -149,7 +150,7 @@ func (p *turnPredictor) handOff(key string) {
 
 // predict returns what a write of w may assume, or nil when this process does not know it
 // (first write here, a fingerprint not seen yet, nothing stored yet).
-func (p *turnPredictor) predict(key string, w core.TurnWrite) *prediction {
+func (p *turnPredictor) predict(key string, w turns.TurnWrite) *prediction {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h, ok := p.highest[key]
@@ -169,7 +170,7 @@ func (p *turnPredictor) predict(key string, w core.TurnWrite) *prediction {
 
 // remember records what a committed write of w left: the highest live turn (before is the one
 // it started from) and the fingerprints now stored.
-func (p *turnPredictor) remember(key string, w core.TurnWrite, before int, written []core.Entry, fps map[string]core.Fingerprint, memoryIDs, kinds []string) {
+func (p *turnPredictor) remember(key string, w turns.TurnWrite, before int, written []core.Entry, fps map[string]core.Fingerprint, memoryIDs, kinds []string) {
 	highest := highestAfter(before, written, memoryIDs, kinds, w.Now)
 	p.mu.Lock()
 	defer p.mu.Unlock()

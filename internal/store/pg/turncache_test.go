@@ -13,15 +13,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
 
 // snapWrite is a turn write of one causal snapshot with a vector of dims dimensions.
-func snapWrite(ns string, host int, dims int, ttl time.Duration, now time.Time) core.TurnWrite {
+func snapWrite(ns string, host int, dims int, ttl time.Duration, now time.Time) turns.TurnWrite {
 	vec := make([]float32, dims)
 	vec[0] = 1
-	return core.TurnWrite{Tenant: "acme", Namespace: ns, HostTurn: host, MemoryIDs: []string{"why"}, Now: now,
+	return turns.TurnWrite{Tenant: "acme", Namespace: ns, HostTurn: host, MemoryIDs: []string{"why"}, Now: now,
 		Fingerprints: []core.Fingerprint{{MemoryID: "why", Model: "m", Dims: dims}},
 		Build: func(turn int) ([]core.Entry, error) {
 			e := core.Entry{Tenant: "acme", Namespace: ns, MemoryID: "why", ID: fmt.Sprintf("snap-%d", turn),
@@ -43,7 +44,7 @@ func TestTurnPredictionAcrossProcesses(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a, b := openStore(t, dsn), openStore(t, dsn)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	write := func(s *pg.Store, w core.TurnWrite) int {
+	write := func(s *pg.Store, w turns.TurnWrite) int {
 		t.Helper()
 		out, err := s.WriteTurn(ctx, w)
 		if err != nil {
@@ -125,9 +126,9 @@ func TestTurnsTwoProcessesConcurrently(t *testing.T) {
 			dsn := pgtest.DSN(t)
 			stores := []*pg.Store{openStore(t, dsn), openStore(t, dsn)}
 			var (
-				mu    sync.Mutex
-				turns = map[string][]int{}
-				wg    sync.WaitGroup
+				mu     sync.Mutex
+				byConv = map[string][]int{}
+				wg     sync.WaitGroup
 			)
 			now := time.Now().UTC()
 			for i := range 2 * tc.writers {
@@ -142,7 +143,7 @@ func TestTurnsTwoProcessesConcurrently(t *testing.T) {
 							return
 						}
 						mu.Lock()
-						turns[c] = append(turns[c], out.Turn)
+						byConv[c] = append(byConv[c], out.Turn)
 						mu.Unlock()
 					}
 				}()
@@ -152,7 +153,7 @@ func TestTurnsTwoProcessesConcurrently(t *testing.T) {
 				hits, stale := pg.PredictionStats(s)
 				t.Logf("store %d: %d predicted writes, %d stale predictions, %d shared transactions", i, hits, stale, pg.GroupCommits(s))
 			}
-			for c, ts := range turns {
+			for c, ts := range byConv {
 				slices.Sort(ts)
 				for i, n := range ts {
 					if n != i+1 {
@@ -193,7 +194,7 @@ func TestTurnGroupCommit(t *testing.T) {
 		turn int
 		err  error
 	}
-	run := func(writes map[string]func() (context.Context, core.TurnWrite)) map[string]result {
+	run := func(writes map[string]func() (context.Context, turns.TurnWrite)) map[string]result {
 		release := block()
 		results := make(chan result, len(writes))
 		var wg sync.WaitGroup
@@ -217,17 +218,17 @@ func TestTurnGroupCommit(t *testing.T) {
 		}
 		return got
 	}
-	plain := func() (context.Context, core.TurnWrite) { return ctx, snapWrite("g", 1, 4, 0, now) }
+	plain := func() (context.Context, turns.TurnWrite) { return ctx, snapWrite("g", 1, 4, 0, now) }
 	boom := errors.New("boom")
 	cancelled, cancel := context.WithCancel(ctx)
-	got := run(map[string]func() (context.Context, core.TurnWrite){
+	got := run(map[string]func() (context.Context, turns.TurnWrite){
 		"a": plain, "b": plain, "c": plain,
-		"fails": func() (context.Context, core.TurnWrite) {
+		"fails": func() (context.Context, turns.TurnWrite) {
 			w := snapWrite("g", 1, 4, 0, now)
 			w.Build = func(int) ([]core.Entry, error) { return nil, boom }
 			return ctx, w
 		},
-		"conflicts": func() (context.Context, core.TurnWrite) {
+		"conflicts": func() (context.Context, turns.TurnWrite) {
 			w := snapWrite("g", 1, 4, 0, now)
 			build := w.Build
 			w.Build = func(turn int) ([]core.Entry, error) {
@@ -237,11 +238,11 @@ func TestTurnGroupCommit(t *testing.T) {
 			}
 			return ctx, w
 		},
-		"gives-up": func() (context.Context, core.TurnWrite) {
+		"gives-up": func() (context.Context, turns.TurnWrite) {
 			time.AfterFunc(10*time.Millisecond, cancel)
 			return cancelled, snapWrite("g", 1, 4, 0, now)
 		},
-		"ahead": func() (context.Context, core.TurnWrite) { return ctx, snapWrite("g", 50, 4, 0, now) },
+		"ahead": func() (context.Context, turns.TurnWrite) { return ctx, snapWrite("g", 50, 4, 0, now) },
 	})
 	var ce *core.ConflictError
 	if !errors.Is(got["fails"].err, boom) {
@@ -253,39 +254,39 @@ func TestTurnGroupCommit(t *testing.T) {
 	if got["gives-up"].err == nil {
 		t.Errorf("a caller that gave up while queued was written: turn %d", got["gives-up"].turn)
 	}
-	var turns []int
+	var numbers []int
 	for _, name := range []string{"a", "b", "c", "ahead"} {
 		if got[name].err != nil {
 			t.Fatalf("%s: %v", name, got[name].err)
 		}
-		turns = append(turns, got[name].turn)
+		numbers = append(numbers, got[name].turn)
 	}
 	if got["ahead"].turn < 50 {
 		t.Errorf("host turn 50 got turn %d", got["ahead"].turn)
 	}
-	slices.Sort(turns)
-	if len(slices.Compact(slices.Clone(turns))) != len(turns) {
-		t.Errorf("duplicate turns %v", turns)
+	slices.Sort(numbers)
+	if len(slices.Compact(slices.Clone(numbers))) != len(numbers) {
+		t.Errorf("duplicate turns %v", numbers)
 	}
 
 	// A clean group: eight writers queued behind a blocked one, one transaction for them.
 	before := pg.GroupCommits(s)
-	writes := map[string]func() (context.Context, core.TurnWrite){}
+	writes := map[string]func() (context.Context, turns.TurnWrite){}
 	for i := range 9 {
 		writes[fmt.Sprint(i)] = plain
 	}
 	got = run(writes)
-	turns = turns[:0]
+	numbers = numbers[:0]
 	for _, r := range got {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		turns = append(turns, r.turn)
+		numbers = append(numbers, r.turn)
 	}
-	slices.Sort(turns)
-	for i := 1; i < len(turns); i++ {
-		if turns[i] != turns[i-1]+1 {
-			t.Fatalf("group turns are not consecutive: %v", turns)
+	slices.Sort(numbers)
+	for i := 1; i < len(numbers); i++ {
+		if numbers[i] != numbers[i-1]+1 {
+			t.Fatalf("group turns are not consecutive: %v", numbers)
 		}
 	}
 	if pg.GroupCommits(s) == before {

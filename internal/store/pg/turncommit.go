@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // Shared commits: predicted turn writes to DIFFERENT namespaces share transactions.
@@ -56,7 +57,7 @@ const lockNamespacesSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM (
 
 // commitUnit is one namespace's predicted writes, waiting for or in a shared transaction.
 type commitUnit struct {
-	w         core.TurnWrite // the first write's: tenant, namespace and the clock of the check
+	w         turns.TurnWrite // the first write's: tenant, namespace and the clock of the check
 	memoryIDs []string
 	kinds     []string
 	highest   int // the predicted highest live turn before the first write

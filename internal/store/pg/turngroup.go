@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // Group commit of turn writes to one namespace (turncache.go says why and when); the groups
@@ -17,7 +18,7 @@ import (
 
 // writeTurnQueued queues w behind this process's other writes to its namespace and returns
 // its outcome: written alone, or in a group by whichever write leads.
-func (s *Store) writeTurnQueued(ctx context.Context, w core.TurnWrite, memoryIDs, kinds []string) (core.TurnOutcome, error) {
+func (s *Store) writeTurnQueued(ctx context.Context, w turns.TurnWrite, memoryIDs, kinds []string) (turns.TurnOutcome, error) {
 	key := turnKey(w.Tenant, w.Namespace, memoryIDs, kinds)
 	pt := &pendingTurn{ctx: ctx, w: w, done: make(chan pendingResult, 1)}
 	if s.turns.join(key, pt) {
@@ -33,7 +34,7 @@ func (s *Store) writeTurnQueued(ctx context.Context, w core.TurnWrite, memoryIDs
 			return r.out, r.err
 		case <-ctx.Done():
 			if s.turns.leave(key, pt) {
-				return core.TurnOutcome{}, translate(ctx.Err(), "write turn", "", "")
+				return turns.TurnOutcome{}, translate(ctx.Err(), "write turn", "", "")
 			}
 			// Taken into a group, or handed the lead: the outcome is on its way.
 			r := <-pt.done
@@ -195,7 +196,7 @@ func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction
 	var written []core.Entry
 	for _, part := range u.parts {
 		written = append(written, part.stored...)
-		part.pt.done <- pendingResult{out: core.TurnOutcome{Turn: part.turn, Entries: part.stored}}
+		part.pt.done <- pendingResult{out: turns.TurnOutcome{Turn: part.turn, Entries: part.stored}}
 	}
 	s.turns.remember(key, first, p.highest, written, p.fps, memoryIDs, kinds)
 	return nil, true

@@ -11,14 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // testEntries runs the core.EntryStore conformance cases: the turn derivation of
 // writeSnapshot (turn = max(host turn, highest live stored turn + 1)), its serialisation per
 // namespace, listing, point reads and forgetting. Every subtest uses its own tenant, so they
 // share the store and run in parallel.
-func testEntries(t *testing.T, s core.Store) {
+func testEntries(t *testing.T, s app.Store) {
 	runTenantCases(t, s, "tenant", []tenantCase{
 		{"EmptyStoreStartsAtOne", testTurnEmpty},
 		{"HostAheadKeepsGaps", testTurnHostAhead},
@@ -64,14 +66,14 @@ func msgEntry(tenant, ns string, turn, i int) core.Entry {
 }
 
 // snapWrite is a turn write of one snapshot into the causal memory at now.
-func snapWrite(tenant, ns string, host int, now time.Time) core.TurnWrite {
-	return core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: host, MemoryIDs: []string{causalMem}, Now: now,
+func snapWrite(tenant, ns string, host int, now time.Time) turns.TurnWrite {
+	return turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: host, MemoryIDs: []string{causalMem}, Now: now,
 		Build: func(turn int) ([]core.Entry, error) {
 			return []core.Entry{snapEntry(tenant, ns, turn)}, nil
 		}}
 }
 
-func mustWrite(t *testing.T, es core.EntryStore, w core.TurnWrite) (int, []core.Entry) {
+func mustWrite(t *testing.T, es turns.Store, w turns.TurnWrite) (int, []core.Entry) {
 	t.Helper()
 	o, err := es.WriteTurn(t.Context(), w)
 	turn, out := o.Turn, o.Entries
@@ -82,7 +84,7 @@ func mustWrite(t *testing.T, es core.EntryStore, w core.TurnWrite) (int, []core.
 }
 
 // writeSnaps writes one snapshot per host turn and returns the resolved turns.
-func writeSnaps(t *testing.T, es core.EntryStore, tenant, ns string, hosts ...int) []int {
+func writeSnaps(t *testing.T, es turns.Store, tenant, ns string, hosts ...int) []int {
 	t.Helper()
 	var turns []int
 	for _, h := range hosts {
@@ -93,7 +95,7 @@ func writeSnaps(t *testing.T, es core.EntryStore, tenant, ns string, hosts ...in
 }
 
 // listAll pages through q (with q.Limit per page) and returns every entry.
-func listAll(t *testing.T, es core.EntryStore, q core.EntryQuery) []core.Entry {
+func listAll(t *testing.T, es turns.Store, q core.EntryQuery) []core.Entry {
 	t.Helper()
 	var all []core.Entry
 	for page := 0; ; page++ {
@@ -126,7 +128,7 @@ func entryIDs(es []core.Entry) []string {
 	return out
 }
 
-func list(t *testing.T, es core.EntryStore, tenant, ns string) []string {
+func list(t *testing.T, es turns.Store, tenant, ns string) []string {
 	t.Helper()
 	return entryIDs(listAll(t, es, core.EntryQuery{Tenant: tenant, Namespace: ns, Now: t0, Limit: 100}))
 }
@@ -138,7 +140,7 @@ func assertTurns(t *testing.T, got []int, want ...int) {
 	}
 }
 
-func testTurnEmpty(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnEmpty(t *testing.T, es turns.Store, tenant string) {
 	turn, out := mustWrite(t, es, snapWrite(tenant, "conv", 1, t0))
 	if turn != 1 {
 		t.Errorf("turn = %d, want 1", turn)
@@ -157,14 +159,14 @@ func testTurnEmpty(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testTurnHostAhead(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnHostAhead(t *testing.T, es turns.Store, tenant string) {
 	assertTurns(t, writeSnaps(t, es, tenant, "conv", 5, 7), 5, 7)
 	if got := list(t, es, tenant, "conv"); !slices.Equal(got, []string{"snap-7", "snap-5"}) {
 		t.Errorf("stored = %v, want [snap-7 snap-5] (no snap-6)", got)
 	}
 }
 
-func testTurnStaleHost(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnStaleHost(t *testing.T, es turns.Store, tenant string) {
 	assertTurns(t, writeSnaps(t, es, tenant, "conv", 1, 3), 1, 3)
 	before := mustGetEntry(t, es, tenant, "conv", causalMem, "snap-3")
 	w := snapWrite(tenant, "conv", 1, t0.Add(time.Hour))
@@ -175,14 +177,14 @@ func testTurnStaleHost(t *testing.T, es core.EntryStore, tenant string) {
 	assertEntry(t, mustGetEntry(t, es, tenant, "conv", causalMem, "snap-3"), before)
 }
 
-func testTurnSameTwice(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnSameTwice(t *testing.T, es turns.Store, tenant string) {
 	assertTurns(t, writeSnaps(t, es, tenant, "conv", 1, 1), 1, 2)
 }
 
-func testTurnOnlySnapshots(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnOnlySnapshots(t *testing.T, es turns.Store, tenant string) {
 	// 1,005 entries that carry no snapshot turn: facts, beats and messages of high turns, in
 	// the causal memory itself and in another one.
-	mustWrite(t, es, core.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 1,
+	mustWrite(t, es, turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 1,
 		MemoryIDs: []string{causalMem, chatMem}, Now: t0,
 		Build: func(int) ([]core.Entry, error) {
 			var out []core.Entry
@@ -200,14 +202,14 @@ func testTurnOnlySnapshots(t *testing.T, es core.EntryStore, tenant string) {
 	// A snapshot of turn 500 in a memory the write does not scan.
 	other := snapEntry(tenant, "conv", 500)
 	other.MemoryID = "elsewhere"
-	mustWrite(t, es, core.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 500,
+	mustWrite(t, es, turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 500,
 		MemoryIDs: []string{"elsewhere"}, Now: t0,
 		Build: func(int) ([]core.Entry, error) { return []core.Entry{other}, nil }})
 	assertTurns(t, writeSnaps(t, es, tenant, "conv", 42, 1), 42, 43)
 }
 
-func testTurnExpired(t *testing.T, es core.EntryStore, tenant string) {
-	expiring := func(host int, value string) core.TurnWrite {
+func testTurnExpired(t *testing.T, es turns.Store, tenant string) {
+	expiring := func(host int, value string) turns.TurnWrite {
 		w := snapWrite(tenant, "conv", host, t0)
 		w.Build = func(turn int) ([]core.Entry, error) {
 			e := snapEntry(tenant, "conv", turn)
@@ -252,7 +254,7 @@ func testTurnExpired(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testTurnLiveConflict(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnLiveConflict(t *testing.T, es turns.Store, tenant string) {
 	writeSnaps(t, es, tenant, "conv", 1)
 	before := mustGetEntry(t, es, tenant, "conv", causalMem, "snap-1")
 	w := snapWrite(tenant, "conv", 1, t0.Add(time.Minute))
@@ -272,7 +274,7 @@ func testTurnLiveConflict(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testTurnIsolation(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnIsolation(t *testing.T, es turns.Store, tenant string) {
 	other := tenant + "-other"
 	assertTurns(t, writeSnaps(t, es, tenant, "a", 1, 1, 1), 1, 2, 3)
 	assertTurns(t, writeSnaps(t, es, tenant, "b", 1, 1), 1, 2)
@@ -284,15 +286,15 @@ func testTurnIsolation(t *testing.T, es core.EntryStore, tenant string) {
 }
 
 // chatTurn writes msg-{t}-0 and msg-{t}-1 in the chat memory and snap-{t} in the causal one.
-func chatTurn(tenant, ns string, host int, countMessages bool, now time.Time) core.TurnWrite {
-	return core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: host, CountMessageTurns: countMessages,
+func chatTurn(tenant, ns string, host int, countMessages bool, now time.Time) turns.TurnWrite {
+	return turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: host, CountMessageTurns: countMessages,
 		MemoryIDs: []string{chatMem, causalMem}, Now: now,
 		Build: func(turn int) ([]core.Entry, error) {
 			return []core.Entry{msgEntry(tenant, ns, turn, 0), msgEntry(tenant, ns, turn, 1), snapEntry(tenant, ns, turn)}, nil
 		}}
 }
 
-func testTurnShared(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnShared(t *testing.T, es turns.Store, tenant string) {
 	turn, out := mustWrite(t, es, chatTurn(tenant, "conv", 1, false, t0))
 	if turn != 1 || !slices.Equal(entryIDs(out), []string{"msg-1-0", "msg-1-1", "snap-1"}) {
 		t.Fatalf("first turn = %d %v, want 1 [msg-1-0 msg-1-1 snap-1]", turn, entryIDs(out))
@@ -308,9 +310,9 @@ func testTurnShared(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testTurnCountMessages(t *testing.T, es core.EntryStore, tenant string) {
-	msgs := func(host int, count bool) core.TurnWrite {
-		return core.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: host, CountMessageTurns: count,
+func testTurnCountMessages(t *testing.T, es turns.Store, tenant string) {
+	msgs := func(host int, count bool) turns.TurnWrite {
+		return turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: host, CountMessageTurns: count,
 			MemoryIDs: []string{chatMem, causalMem}, Now: t0,
 			Build: func(turn int) ([]core.Entry, error) {
 				return []core.Entry{msgEntry(tenant, "conv", turn, 0), msgEntry(tenant, "conv", turn, 1)}, nil
@@ -330,9 +332,9 @@ func testTurnCountMessages(t *testing.T, es core.EntryStore, tenant string) {
 
 // testTurnCountBeats: a narrative memory's beats are numbered by turn, so a turn that writes
 // beats counts the stored ones; otherwise its second turn would collide with beat-1-0.
-func testTurnCountBeats(t *testing.T, es core.EntryStore, tenant string) {
-	beats := func(host int, count bool) core.TurnWrite {
-		return core.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: host, CountBeatTurns: count,
+func testTurnCountBeats(t *testing.T, es turns.Store, tenant string) {
+	beats := func(host int, count bool) turns.TurnWrite {
+		return turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: host, CountBeatTurns: count,
 			MemoryIDs: []string{chatMem}, Now: t0,
 			Build: func(turn int) ([]core.Entry, error) {
 				return []core.Entry{mkEntry(tenant, "conv", chatMem, core.KindBeat, fmt.Sprintf("beat-%d-0", turn), turn, 0)}, nil
@@ -350,7 +352,7 @@ func testTurnCountBeats(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testTurnBuildError(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnBuildError(t *testing.T, es turns.Store, tenant string) {
 	boom := errors.New("boom")
 	var calledWith []int
 	var mu sync.Mutex
@@ -387,7 +389,7 @@ func fullEntry(tenant, ns string, turn int) core.Entry {
 	return e
 }
 
-func testEntryRoundTrip(t *testing.T, es core.EntryStore, tenant string) {
+func testEntryRoundTrip(t *testing.T, es turns.Store, tenant string) {
 	w := snapWrite(tenant, "conv", 3, t0)
 	w.Build = func(turn int) ([]core.Entry, error) {
 		return []core.Entry{fullEntry(tenant, "conv", turn), mkEntry(tenant, "conv", causalMem, core.KindFact, "fact:x", 0, 0)}, nil
@@ -425,8 +427,8 @@ func testEntryRoundTrip(t *testing.T, es core.EntryStore, tenant string) {
 	assertEntry(t, mustGetEntry(t, es, tenant, "conv", causalMem, "snap-3"), want)
 }
 
-func testFactUpsert(t *testing.T, es core.EntryStore, tenant string) {
-	fact := func(now time.Time, value string) core.TurnWrite {
+func testFactUpsert(t *testing.T, es turns.Store, tenant string) {
+	fact := func(now time.Time, value string) turns.TurnWrite {
 		w := snapWrite(tenant, "conv", 1, now)
 		w.Build = func(int) ([]core.Entry, error) {
 			e := mkEntry(tenant, "conv", causalMem, core.KindFact, "fact:name", 0, 0)
@@ -452,7 +454,7 @@ func testFactUpsert(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testListEntries(t *testing.T, es core.EntryStore, tenant string) {
+func testListEntries(t *testing.T, es turns.Store, tenant string) {
 	for _, host := range []int{2, 9, 10} {
 		w := chatTurn(tenant, "conv", host, true, t0)
 		build := w.Build
@@ -510,7 +512,7 @@ func testListEntries(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testGetEntryTouch(t *testing.T, es core.EntryStore, tenant string) {
+func testGetEntryTouch(t *testing.T, es turns.Store, tenant string) {
 	writeSnaps(t, es, tenant, "conv", 1)
 	if got := mustGetEntry(t, es, tenant, "conv", causalMem, "snap-1"); got.AccessCount != 0 {
 		t.Errorf("access count = %d, want 0", got.AccessCount)
@@ -539,7 +541,7 @@ func testGetEntryTouch(t *testing.T, es core.EntryStore, tenant string) {
 	}
 }
 
-func testForgetNamespace(t *testing.T, es core.EntryStore, tenant string) {
+func testForgetNamespace(t *testing.T, es turns.Store, tenant string) {
 	other := tenant + "-other"
 	mustWrite(t, es, chatTurn(tenant, "a", 1, false, t0))
 	mustWrite(t, es, chatTurn(tenant, "a", 1, false, t0))
@@ -567,17 +569,17 @@ func testForgetNamespace(t *testing.T, es core.EntryStore, tenant string) {
 
 // concurrentTurns runs writers concurrent snapshot writes (host turn 1) to one namespace and
 // checks that they got exactly turns 1..writers.
-func concurrentTurns(t *testing.T, es core.EntryStore, tenant, ns string, writers int, gate <-chan struct{}) {
+func concurrentTurns(t *testing.T, es turns.Store, tenant, ns string, writers int, gate <-chan struct{}) {
 	t.Helper()
-	turns := make([]int, writers)
+	got := make([]int, writers)
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
 		wg.Go(func() {
 			<-gate
-			var o core.TurnOutcome
+			var o turns.TurnOutcome
 			o, errs[i] = es.WriteTurn(t.Context(), snapWrite(tenant, ns, 1, t0))
-			turns[i] = o.Turn
+			got[i] = o.Turn
 		})
 	}
 	wg.Wait()
@@ -586,10 +588,10 @@ func concurrentTurns(t *testing.T, es core.EntryStore, tenant, ns string, writer
 			t.Errorf("%s writer %d: %v", ns, i, err)
 		}
 	}
-	slices.Sort(turns)
-	for i, turn := range turns {
+	slices.Sort(got)
+	for i, turn := range got {
 		if turn != i+1 {
-			t.Errorf("%s: turns = %v, want 1..%d each once", ns, turns, writers)
+			t.Errorf("%s: turns = %v, want 1..%d each once", ns, got, writers)
 			break
 		}
 	}
@@ -598,13 +600,13 @@ func concurrentTurns(t *testing.T, es core.EntryStore, tenant, ns string, writer
 	}
 }
 
-func testTurnConcurrentOne(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnConcurrentOne(t *testing.T, es turns.Store, tenant string) {
 	gate := make(chan struct{})
 	close(gate)
 	concurrentTurns(t, es, tenant, "conv", 64, gate)
 }
 
-func testTurnConcurrentMany(t *testing.T, es core.EntryStore, tenant string) {
+func testTurnConcurrentMany(t *testing.T, es turns.Store, tenant string) {
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
 	for n := range 16 {
@@ -614,7 +616,7 @@ func testTurnConcurrentMany(t *testing.T, es core.EntryStore, tenant string) {
 	wg.Wait()
 }
 
-func mustGetEntry(t *testing.T, es core.EntryStore, tenant, ns, mem, id string) core.Entry {
+func mustGetEntry(t *testing.T, es turns.Store, tenant, ns, mem, id string) core.Entry {
 	t.Helper()
 	e, err := es.GetEntry(t.Context(), tenant, ns, mem, id, false, t0)
 	if err != nil {
@@ -680,7 +682,7 @@ func assertEntry(t *testing.T, got, want core.Entry) {
 
 // testEntriesCanceled pins that a caller's cancellation surfaces as context.Canceled (not an
 // outage or a missing entry) from every EntryStore method, and writes nothing.
-func testEntriesCanceled(t *testing.T, es core.EntryStore, tenant string) {
+func testEntriesCanceled(t *testing.T, es turns.Store, tenant string) {
 	writeSnaps(t, es, tenant, "conv", 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -5,11 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/explain"
+	"github.com/footprint/footprint/internal/core/recall"
 )
 
 // testExplainStore covers the records explanations are assembled from.
-func testExplainStore(t *testing.T, s core.Store) {
+func testExplainStore(t *testing.T, s app.Store) {
 	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	ctx := t.Context()
 
@@ -43,8 +46,8 @@ func testExplainStore(t *testing.T, s core.Store) {
 		id := core.Identity{Tenant: "x3", ConversationID: "c"}
 		other := core.Identity{Tenant: "x3", ConversationID: "d"}
 		save := func(rid string, who core.Identity, turn int, at time.Duration) {
-			r := core.RecallResult{RecallID: rid, Identity: who, Turn: turn, QueryHash: "sha256:0", CreatedAt: t0.Add(at),
-				Memories: []core.MemoryRecall{}, Injections: []core.Injection{}}
+			r := recall.RecallResult{RecallID: rid, Identity: who, Turn: turn, QueryHash: "sha256:0", CreatedAt: t0.Add(at),
+				Memories: []recall.MemoryRecall{}, Injections: []recall.Injection{}}
 			if err := s.SaveRecall(ctx, who.Tenant, r); err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +113,7 @@ func testExplainStore(t *testing.T, s core.Store) {
 
 	t.Run("Ablations", func(t *testing.T) {
 		t.Parallel()
-		for i, a := range []core.Ablation{
+		for i, a := range []explain.Ablation{
 			{ID: "abl_1", Excluded: []string{"memory:why#snap-1"}, Answer: "a", Flipped: true, CreatedAt: t0},
 			{ID: "abl_2", Excluded: []string{}, Answer: "b", Flipped: false, CreatedAt: t0.Add(time.Second)},
 		} {

@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // testRecallStore covers ranking, recall receipts and corpus documents.
-func testRecallStore(t *testing.T, s core.Store) {
+func testRecallStore(t *testing.T, s app.Store) {
 	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	unit := func(x, y float64) []float32 {
 		n := math.Hypot(x, y)
@@ -23,7 +26,7 @@ func testRecallStore(t *testing.T, s core.Store) {
 		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
 		e.Embedding, e.EmbeddingModel, e.ExpiresAt = vec, model, expires
 		e.Value, e.SourceTurn = json.RawMessage(`{"role":"user","content":"text of `+id+`"}`), turn
-		w := core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
+		w := turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
 			Fingerprints: []core.Fingerprint{{MemoryID: mem, Model: model, Dims: len(vec)}},
 			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
 		if _, err := s.WriteTurn(t.Context(), w); err != nil {
@@ -38,7 +41,7 @@ func testRecallStore(t *testing.T, s core.Store) {
 		put("r1", "ns", "sem", "msg-3-0", 3, unit(0, 1), "m", time.Time{})
 		put("r1", "ns", "sem", "msg-4-0", 4, unit(1, 0.1), "m", t0.Add(-time.Second)) // expired
 		put("r1", "other", "sem", "msg-1-0", 1, unit(1, 0), "m", time.Time{})         // other namespace
-		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r1", Namespace: "ns", MemoryID: "sem",
+		res, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "r1", Namespace: "ns", MemoryID: "sem",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: unit(1, 0), Model: "m", Limit: 2, Now: t0})
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +69,7 @@ func testRecallStore(t *testing.T, s core.Store) {
 		}
 		// A query of another vector space compares nothing: every live entry is
 		// reported as mismatched, none is scored.
-		other, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r1", Namespace: "ns", MemoryID: "sem",
+		other, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "r1", Namespace: "ns", MemoryID: "sem",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: []float32{1, 0, 0, 0}, Model: "m", Limit: 5, Now: t0})
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +81,7 @@ func testRecallStore(t *testing.T, s core.Store) {
 		if len(other.Ranked) != 0 || fmt.Sprint(mm) != "[msg-3-0 msg-2-0 msg-1-0]" {
 			t.Errorf("other space: ranked %d, mismatched %v", len(other.Ranked), mm)
 		}
-		isolated, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "r2", Namespace: "ns", MemoryID: "sem",
+		isolated, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "r2", Namespace: "ns", MemoryID: "sem",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: unit(1, 0), Model: "m", Limit: 5, Now: t0})
 		if err != nil || len(isolated.Ranked) != 0 || isolated.Total != 0 {
 			t.Errorf("another tenant ranks r1's entries: %+v %v", isolated, err)
@@ -90,13 +93,13 @@ func testRecallStore(t *testing.T, s core.Store) {
 		score := 0.91
 		pos := 0
 		frag := "fragment"
-		r := core.RecallResult{RecallID: "rcl_abcdefghij", Identity: core.Identity{Tenant: "rr", ConversationID: "c"},
+		r := recall.RecallResult{RecallID: "rcl_abcdefghij", Identity: core.Identity{Tenant: "rr", ConversationID: "c"},
 			QueryHash: "sha256:00", Turn: 4, RunID: "run-1", CreatedAt: t0,
-			Memories: []core.MemoryRecall{{MemoryID: "m", Type: core.Causal, Flavor: "memory",
+			Memories: []recall.MemoryRecall{{MemoryID: "m", Type: core.Causal, Flavor: "memory",
 				Messages: []core.Message{{Role: "system", Content: "x"}},
-				Evidence: core.Evidence{Strategy: core.TopK, QueryHash: "sha256:00", Candidates: []core.Candidate{
+				Evidence: recall.Evidence{Strategy: core.TopK, QueryHash: "sha256:00", Candidates: []recall.Candidate{
 					{ID: "snap-3", MemoryID: "m", Score: &score, Rank: 1, Admitted: true, PromptFragment: &frag, PromptPosition: &pos}}}}},
-			Injections: []core.Injection{{ID: "memory:m#snap-3", Flavor: "memory", SystemPrompt: "x"}}, SystemPrompt: "x"}
+			Injections: []recall.Injection{{ID: "memory:m#snap-3", Flavor: "memory", SystemPrompt: "x"}}, SystemPrompt: "x"}
 		if err := json.Unmarshal([]byte(`{"kind":"topK","topK":1}`), &r.Memories[0].Strategy); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +139,7 @@ func testRecallStore(t *testing.T, s core.Store) {
 		if fmt.Sprint(ids) != "[b#0 a#0]" && fmt.Sprint(ids) != "[a#0 b#0]" {
 			t.Errorf("corpus after re-indexing a = %v, want a#0 and b#0", ids)
 		}
-		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "docs", Namespace: "", MemoryID: "corpus",
+		res, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "docs", Namespace: "", MemoryID: "corpus",
 			Kinds: []core.EntryKind{core.KindDocument}, Vector: unit(5, 1), Model: "m", Limit: 5, Now: t0})
 		if err != nil || len(res.Ranked) != 2 || res.Ranked[0].Entry.ID != "a#0" {
 			t.Errorf("corpus ranking: %+v %v", res, err)
@@ -146,21 +149,21 @@ func testRecallStore(t *testing.T, s core.Store) {
 
 // testRankingEdges covers what both stores must agree on beyond plain cosine order: ties,
 // a model-only fingerprint mismatch, and corpus isolation between tenants.
-func testRankingEdges(t *testing.T, s core.Store) {
+func testRankingEdges(t *testing.T, s app.Store) {
 	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	same := []float32{0.6, 0.8, 0}
 	put := func(tenant, ns, mem, id string, turn int, vec []float32, model string) {
 		t.Helper()
 		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
 		e.Embedding, e.EmbeddingModel = vec, model
-		w := core.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
+		w := turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
 			Fingerprints: []core.Fingerprint{{MemoryID: mem, Model: model, Dims: len(vec)}},
 			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
 		if _, err := s.WriteTurn(t.Context(), w); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rankIDs := func(res core.RankResult) []string {
+	rankIDs := func(res recall.RankResult) []string {
 		var out []string
 		for _, sc := range res.Ranked {
 			out = append(out, sc.Entry.ID)
@@ -174,7 +177,7 @@ func testRankingEdges(t *testing.T, s core.Store) {
 		for turn := 1; turn <= 12; turn++ {
 			put("tie", "ns", "sem", fmt.Sprintf("msg-%d-0", turn), turn, same, "m")
 		}
-		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "tie", Namespace: "ns", MemoryID: "sem",
+		res, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "tie", Namespace: "ns", MemoryID: "sem",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: same, Model: "m", Limit: 3, Now: t0})
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +195,7 @@ func testRankingEdges(t *testing.T, s core.Store) {
 			[]core.Entry{chunk("a", 0), chunk("a", 1), chunk("b", 0), chunk("b", 1)}); err != nil {
 			t.Fatal(err)
 		}
-		docs, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "tie", Namespace: "", MemoryID: "corpus",
+		docs, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "tie", Namespace: "", MemoryID: "corpus",
 			Kinds: []core.EntryKind{core.KindDocument}, Vector: same, Model: "m", Limit: 10, Now: t0})
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +209,7 @@ func testRankingEdges(t *testing.T, s core.Store) {
 		t.Parallel()
 		put("mdl", "ns", "sem", "msg-1-0", 1, same, "model-a")
 		put("mdl", "ns", "sem", "msg-2-0", 2, same, "model-a")
-		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "mdl", Namespace: "ns", MemoryID: "sem",
+		res, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "mdl", Namespace: "ns", MemoryID: "sem",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: same, Model: "model-b", Limit: 5, Now: t0})
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +224,7 @@ func testRankingEdges(t *testing.T, s core.Store) {
 		// A write of the other model is refused by the fingerprint, with what is stored.
 		e := mkEntry("mdl", "ns", "sem", core.KindMessage, "msg-3-0", 3, 0)
 		e.Embedding, e.EmbeddingModel = same, "model-b"
-		_, err = s.WriteTurn(t.Context(), core.TurnWrite{Tenant: "mdl", Namespace: "ns", HostTurn: 3, MemoryIDs: []string{"sem"}, Now: t0,
+		_, err = s.WriteTurn(t.Context(), turns.TurnWrite{Tenant: "mdl", Namespace: "ns", HostTurn: 3, MemoryIDs: []string{"sem"}, Now: t0,
 			Fingerprints: []core.Fingerprint{{MemoryID: "sem", Model: "model-b", Dims: 3}},
 			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }})
 		var fm *core.FingerprintMismatch
@@ -253,7 +256,7 @@ func testRankingEdges(t *testing.T, s core.Store) {
 			t.Fatal(err)
 		}
 		for _, tenant := range []string{"iso-b", "iso-A", "iso-a "} {
-			res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: tenant, Namespace: "", MemoryID: "corpus",
+			res, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: tenant, Namespace: "", MemoryID: "corpus",
 				Kinds: []core.EntryKind{core.KindDocument}, Vector: same, Model: "m", Limit: 10, Now: t0})
 			if err != nil {
 				t.Fatal(err)
@@ -265,7 +268,7 @@ func testRankingEdges(t *testing.T, s core.Store) {
 				t.Errorf("tenant %q lists another tenant's corpus: %v", tenant, got)
 			}
 		}
-		res, err := s.RankEntries(t.Context(), core.RankQuery{Tenant: "iso-a", Namespace: "", MemoryID: "corpus",
+		res, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "iso-a", Namespace: "", MemoryID: "corpus",
 			Kinds: []core.EntryKind{core.KindDocument}, Vector: same, Model: "m", Limit: 10, Now: t0})
 		if err != nil || fmt.Sprint(rankIDs(res)) != "[secret#0]" {
 			t.Errorf("the owner's ranking: %+v %v", res, err)

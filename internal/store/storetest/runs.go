@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/runs"
 )
 
 // testRuns: run recordings behave identically in every store: the seed's tail rules through
 // the store, finish rules, tenant isolation, listing and retention.
-func testRuns(t *testing.T, s core.Store) {
+func testRuns(t *testing.T, s app.Store) {
 	t.Run("OpenGetDuplicate", func(t *testing.T) { runsOpen(t, s) })
 	t.Run("SeedRules", func(t *testing.T) { runsSeed(t, s) })
 	t.Run("Repeats", func(t *testing.T) { runsRepeats(t, s) })
@@ -30,37 +33,53 @@ func testRuns(t *testing.T, s core.Store) {
 
 var rt0 = time.Date(2026, 2, 3, 4, 5, 6, 789000000, time.UTC)
 
-func newRun(tenant, id string, maxEvents int) core.Run {
-	return core.Run{Tenant: tenant, ID: id, MaxEvents: maxEvents, CreatedAt: rt0,
+func newRun(tenant, id string, maxEvents int) runs.Run {
+	return runs.Run{Tenant: tenant, ID: id, MaxEvents: maxEvents, CreatedAt: rt0,
 		Namespace: core.Identity{Tenant: tenant}.Namespace()}
 }
 
-func mustOpenRun(t *testing.T, s core.Store, r core.Run) {
+func mustOpenRun(t *testing.T, s app.Store, r runs.Run) {
 	t.Helper()
-	if err := s.CreateRun(t.Context(), r, 0); err != nil {
+	if err := s.CreateRun(t.Context(), r, nil); err != nil {
 		t.Fatalf("CreateRun(%s/%s): %v", r.Tenant, r.ID, err)
 	}
 }
 
 // plainEvents returns n events of type "step" with payload {"n":i} for i in from..from+n-1.
-func plainEvents(from, n int) []core.RunEventInput {
-	out := make([]core.RunEventInput, n)
+func plainEvents(from, n int) []runs.RunEventInput {
+	out := make([]runs.RunEventInput, n)
 	for i := range out {
-		out[i] = core.RunEventInput{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, from+i)),
+		out[i] = runs.RunEventInput{Type: "step", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, from+i)),
 			Meta: json.RawMessage(fmt.Sprintf(`{"wallClockMs":%d}`, 1796019302000+int64(from+i)))}
 	}
 	return out
 }
 
 // AppendInputs appends raw inputs through s the way the service does.
-func AppendInputs(t *testing.T, s core.RunStore, tenant, id string, in []core.RunEventInput) (core.Run, error) {
+func AppendInputs(t *testing.T, s runs.Store, tenant, id string, in []runs.RunEventInput) (runs.Run, error) {
 	t.Helper()
-	return s.AppendEvents(t.Context(), tenant, id, func(r core.Run) ([]core.RunEvent, error) {
-		return core.PrepareEvents(in, r.RecordEmbeddings), nil
+	return s.AppendEvents(t.Context(), tenant, id, func(r runs.Run) ([]runs.RunEvent, error) {
+		return runs.PrepareEvents(in, r.RecordEmbeddings), nil
 	})
 }
 
-func mustAppend(t *testing.T, s core.Store, tenant, id string, in []core.RunEventInput) core.Run {
+// finishRun finishes a run through the runs service, at the time at: the rules of finishing
+// are the service's; locking and persisting them, the store's.
+func finishRun(ctx context.Context, s runs.Store, tenant, id string, complete bool, at time.Time) (runs.Run, error) {
+	return runs.New(runs.Deps{Store: s, Now: func() time.Time { return at }}).FinishRun(ctx, tenant, id, complete)
+}
+
+// atMost is an admit function for CreateRun that refuses a run once max are open.
+func atMost(max int) func(open int) error {
+	return func(open int) error {
+		if open >= max {
+			return &core.LimitError{Detail: "too many open runs"}
+		}
+		return nil
+	}
+}
+
+func mustAppend(t *testing.T, s app.Store, tenant, id string, in []runs.RunEventInput) runs.Run {
 	t.Helper()
 	r, err := AppendInputs(t, s, tenant, id, in)
 	if err != nil {
@@ -69,7 +88,7 @@ func mustAppend(t *testing.T, s core.Store, tenant, id string, in []core.RunEven
 	return r
 }
 
-func readAll(t *testing.T, s core.Store, tenant, id string) (core.Run, []core.RunEvent) {
+func readAll(t *testing.T, s app.Store, tenant, id string) (runs.Run, []runs.RunEvent) {
 	t.Helper()
 	r, evs, err := s.RunEvents(t.Context(), tenant, id, -1, 0)
 	if err != nil {
@@ -78,7 +97,7 @@ func readAll(t *testing.T, s core.Store, tenant, id string) (core.Run, []core.Ru
 	return r, evs
 }
 
-func indexes(evs []core.RunEvent) []int64 {
+func indexes(evs []runs.RunEvent) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.Index
@@ -94,7 +113,7 @@ func assertCode(t *testing.T, err error, code, call string) {
 	}
 }
 
-func runsOpen(t *testing.T, s core.Store) {
+func runsOpen(t *testing.T, s app.Store) {
 	r := newRun("acme", "open-1", 5)
 	r.ConversationID, r.Principal, r.Turn, r.RecordEmbeddings = "conv", "alice", 4, true
 	r.Namespace = core.Identity{Tenant: "acme", Principal: "alice", ConversationID: "conv"}.Namespace()
@@ -109,7 +128,9 @@ func runsOpen(t *testing.T, s core.Store) {
 		got.NextIndex != 0 || got.Namespace != r.Namespace {
 		t.Errorf("GetRun = %+v, want %+v", got, r)
 	}
-	assertCode(t, s.CreateRun(t.Context(), newRun("acme", "open-1", 3), 0), core.CodeRunExists, "duplicate CreateRun")
+	if err := s.CreateRun(t.Context(), newRun("acme", "open-1", 3), nil); !errors.Is(err, runs.ErrRunExists) {
+		t.Errorf("duplicate CreateRun = %v, want runs.ErrRunExists", err)
+	}
 	_, err = s.GetRun(t.Context(), "acme", "absent")
 	var nf *core.NotFoundError
 	if !errors.As(err, &nf) || nf.What != "run" {
@@ -123,7 +144,7 @@ func runsOpen(t *testing.T, s core.Store) {
 	}
 }
 
-func runsSeed(t *testing.T, s core.Store) {
+func runsSeed(t *testing.T, s app.Store) {
 	// cap 5 push 5 → count 5, dropped 0.
 	mustOpenRun(t, s, newRun("acme", "cap5", 5))
 	r := mustAppend(t, s, "acme", "cap5", plainEvents(0, 5))
@@ -171,18 +192,18 @@ func runsSeed(t *testing.T, s core.Store) {
 	}
 }
 
-func announcement(slot, hash, body string) core.RunEventInput {
-	return core.RunEventInput{Type: core.ContextInjectedType,
+func announcement(slot, hash, body string) runs.RunEventInput {
+	return runs.RunEventInput{Type: runs.ContextInjectedType,
 		Payload: json.RawMessage(fmt.Sprintf(`{"slot":%q,"contentHash":%q,"body":%q}`, slot, hash, body))}
 }
 
-func runsRepeats(t *testing.T, s core.Store) {
+func runsRepeats(t *testing.T, s app.Store) {
 	mustOpenRun(t, s, newRun("acme", "rep", 2))
 	a := announcement("system", "h1", "piece A")
 	b := announcement("system", "h1", "piece B") // same hash, other content: not a repeat
-	reordered := core.RunEventInput{Type: core.ContextInjectedType, Payload: json.RawMessage(`{"contentHash":"h1","slot":"system","body":"piece A"}`)}
-	mustAppend(t, s, "acme", "rep", []core.RunEventInput{a, a})
-	mustAppend(t, s, "acme", "rep", []core.RunEventInput{a, {Type: core.ContextInjectedType, Payload: json.RawMessage(` { "slot" : "system", "contentHash":"h1" ,"body":"piece A"}`)}})
+	reordered := runs.RunEventInput{Type: runs.ContextInjectedType, Payload: json.RawMessage(`{"contentHash":"h1","slot":"system","body":"piece A"}`)}
+	mustAppend(t, s, "acme", "rep", []runs.RunEventInput{a, a})
+	mustAppend(t, s, "acme", "rep", []runs.RunEventInput{a, {Type: runs.ContextInjectedType, Payload: json.RawMessage(` { "slot" : "system", "contentHash":"h1" ,"body":"piece A"}`)}})
 	r, evs := readAll(t, s, "acme", "rep")
 	if r.Dropped != 0 || len(evs) != 4 {
 		t.Fatalf("4 copies of one announcement into cap 2: dropped %d, %d retained", r.Dropped, len(evs))
@@ -194,11 +215,11 @@ func runsRepeats(t *testing.T, s core.Store) {
 	}
 	// b and reordered each take a slot: with cap 2 the original announcement (index 0) is
 	// evicted; its repeats (1..3) hold no slot and stay, the window still one suffix.
-	r = mustAppend(t, s, "acme", "rep", []core.RunEventInput{b})
+	r = mustAppend(t, s, "acme", "rep", []runs.RunEventInput{b})
 	if r.Dropped != 0 {
 		t.Errorf("after b: dropped %d, want 0", r.Dropped)
 	}
-	r = mustAppend(t, s, "acme", "rep", []core.RunEventInput{reordered})
+	r = mustAppend(t, s, "acme", "rep", []runs.RunEventInput{reordered})
 	_, evs = readAll(t, s, "acme", "rep")
 	var slots []bool
 	for _, e := range evs {
@@ -208,39 +229,39 @@ func runsRepeats(t *testing.T, s core.Store) {
 		t.Errorf("after reordered: dropped %d, retained %v slots %v", r.Dropped, indexes(evs), slots)
 	}
 	// Another copy of piece A is a repeat of nothing held now: it takes a slot.
-	mustAppend(t, s, "acme", "rep", []core.RunEventInput{a})
+	mustAppend(t, s, "acme", "rep", []runs.RunEventInput{a})
 	_, evs = readAll(t, s, "acme", "rep")
 	if last := evs[len(evs)-1]; !last.Slot || last.Index != 6 {
 		t.Errorf("piece A after its original was evicted: %+v", last)
 	}
 }
 
-func runsFinish(t *testing.T, s core.Store) {
+func runsFinish(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	mustOpenRun(t, s, newRun("acme", "fin", 10))
 	mustAppend(t, s, "acme", "fin", plainEvents(0, 3))
-	r, err := s.FinishRun(ctx, "acme", "fin", true, rt0.Add(time.Minute))
+	r, err := finishRun(ctx, s, "acme", "fin", true, rt0.Add(time.Minute))
 	if err != nil || !r.Finished || !r.Complete || !r.FinishedAt.Equal(rt0.Add(time.Minute)) {
 		t.Fatalf("FinishRun = %+v, %v", r, err)
 	}
-	again, err := s.FinishRun(ctx, "acme", "fin", true, rt0.Add(2*time.Minute))
+	again, err := finishRun(ctx, s, "acme", "fin", true, rt0.Add(2*time.Minute))
 	if err != nil || !again.FinishedAt.Equal(r.FinishedAt) {
 		t.Errorf("second FinishRun(true) = %+v, %v; want unchanged", again, err)
 	}
-	_, err = s.FinishRun(ctx, "acme", "fin", false, rt0)
+	_, err = finishRun(ctx, s, "acme", "fin", false, rt0)
 	assertCode(t, err, core.CodeRunFinished, "FinishRun(false) after true")
-	_, err = AppendInputs(t, s, "acme", "fin", plainEvents(3, 1))
+	_, err = runs.New(runs.Deps{Store: s}).AppendEvents(ctx, "acme", "fin", plainEvents(3, 1))
 	assertCode(t, err, core.CodeRunFinished, "append to finished")
 	got, evs := readAll(t, s, "acme", "fin")
 	if len(evs) != 3 || !got.Finished || got.EndedAt().IsZero() {
 		t.Errorf("finished run: %+v with %d events", got, len(evs))
 	}
-	if _, err := s.FinishRun(ctx, "acme", "absent", true, rt0); !errors.Is(err, core.ErrNotFound) {
+	if _, err := finishRun(ctx, s, "acme", "absent", true, rt0); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("FinishRun(absent) = %v", err)
 	}
 }
 
-func runsTenants(t *testing.T, s core.Store) {
+func runsTenants(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	mustOpenRun(t, s, newRun("tenant-a", "shared", 10))
 	mustAppend(t, s, "tenant-a", "shared", plainEvents(0, 2))
@@ -250,10 +271,10 @@ func runsTenants(t *testing.T, s core.Store) {
 	if _, err := AppendInputs(t, s, "tenant-b", "shared", plainEvents(0, 1)); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("B append to A's = %v", err)
 	}
-	if _, err := s.FinishRun(ctx, "tenant-b", "shared", true, rt0); !errors.Is(err, core.ErrNotFound) {
+	if _, err := finishRun(ctx, s, "tenant-b", "shared", true, rt0); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("B finish A's = %v", err)
 	}
-	if runs, err := s.ListRuns(ctx, core.RunQuery{Tenant: "tenant-b", Limit: 10}); err != nil || len(runs) != 0 {
+	if runs, err := s.ListRuns(ctx, runs.RunQuery{Tenant: "tenant-b", Limit: 10}); err != nil || len(runs) != 0 {
 		t.Errorf("B ListRuns = %v, %v", runs, err)
 	}
 	mustOpenRun(t, s, newRun("tenant-b", "shared", 10))
@@ -263,7 +284,7 @@ func runsTenants(t *testing.T, s core.Store) {
 	}
 }
 
-func runsList(t *testing.T, s core.Store) {
+func runsList(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	var want []string
 	for i := range 5 {
@@ -277,7 +298,7 @@ func runsList(t *testing.T, s core.Store) {
 	}
 	want = []string{"run-2", "run-4", "run-1", "run-3", "run-0"} // newest first
 	var got []string
-	q := core.RunQuery{Tenant: "lister", Limit: 2}
+	q := runs.RunQuery{Tenant: "lister", Limit: 2}
 	for range 5 {
 		page, err := s.ListRuns(ctx, q)
 		if err != nil {
@@ -295,7 +316,7 @@ func runsList(t *testing.T, s core.Store) {
 	if !slices.Equal(got, want) {
 		t.Errorf("paged ListRuns = %v, want %v", got, want)
 	}
-	page, err := s.ListRuns(ctx, core.RunQuery{Tenant: "lister", Limit: 10,
+	page, err := s.ListRuns(ctx, runs.RunQuery{Tenant: "lister", Limit: 10,
 		Namespace: core.Identity{Tenant: "lister", ConversationID: "conv-1"}.Namespace()})
 	got = nil
 	for _, r := range page {
@@ -306,38 +327,38 @@ func runsList(t *testing.T, s core.Store) {
 	}
 }
 
-func runsLimit(t *testing.T, s core.Store) {
+func runsLimit(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	for i := range 2 {
-		if err := s.CreateRun(ctx, newRun("limited", fmt.Sprintf("r%d", i), 10), 2); err != nil {
+		if err := s.CreateRun(ctx, newRun("limited", fmt.Sprintf("r%d", i), 10), atMost(2)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := s.CreateRun(ctx, newRun("limited", "r2", 10), 2)
+	err := s.CreateRun(ctx, newRun("limited", "r2", 10), atMost(2))
 	if !errors.Is(err, core.ErrTooManyRuns) {
 		t.Fatalf("third open run = %v, want ErrTooManyRuns", err)
 	}
-	if err := s.CreateRun(ctx, newRun("other", "r2", 10), 2); err != nil {
+	if err := s.CreateRun(ctx, newRun("other", "r2", 10), atMost(2)); err != nil {
 		t.Errorf("other tenant: %v", err)
 	}
-	if _, err := s.FinishRun(ctx, "limited", "r0", false, rt0); err != nil {
+	if _, err := finishRun(ctx, s, "limited", "r0", false, rt0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateRun(ctx, newRun("limited", "r2", 10), 2); err != nil {
+	if err := s.CreateRun(ctx, newRun("limited", "r2", 10), atMost(2)); err != nil {
 		t.Errorf("after finishing one: %v", err)
 	}
 }
 
-func runsTruncation(t *testing.T, s core.Store) {
+func runsTruncation(t *testing.T, s app.Store) {
 	mustOpenRun(t, s, newRun("acme", "big", 10))
-	huge := `{"blob":"` + strings.Repeat("x", core.MaxEventPayloadBytes) + `"}`
-	r := mustAppend(t, s, "acme", "big", []core.RunEventInput{{Type: "tool.result", Payload: json.RawMessage(huge)}, plainEvents(1, 1)[0]})
+	huge := `{"blob":"` + strings.Repeat("x", runs.MaxEventPayloadBytes) + `"}`
+	r := mustAppend(t, s, "acme", "big", []runs.RunEventInput{{Type: "tool.result", Payload: json.RawMessage(huge)}, plainEvents(1, 1)[0]})
 	if r.TruncatedEvents != 1 {
 		t.Errorf("truncatedEvents = %d, want 1", r.TruncatedEvents)
 	}
 	_, evs := readAll(t, s, "acme", "big")
 	if len(evs) != 2 || evs[0].Truncated == nil || evs[0].Truncated.OriginalBytes != int64(len(huge)) ||
-		len(evs[0].Payload) > core.MaxEventPayloadBytes || evs[1].Truncated != nil {
+		len(evs[0].Payload) > runs.MaxEventPayloadBytes || evs[1].Truncated != nil {
 		t.Fatalf("events = %d, first truncated %+v", len(evs), evs[0].Truncated)
 	}
 	var prefix string
@@ -348,7 +369,7 @@ func runsTruncation(t *testing.T, s core.Store) {
 
 // runsConcurrent: concurrent appends to one run are serialised: every event gets a distinct
 // index and each batch's events stay contiguous and in order.
-func runsConcurrent(t *testing.T, s core.Store) {
+func runsConcurrent(t *testing.T, s app.Store) {
 	mustOpenRun(t, s, newRun("acme", "conc", 10000))
 	const writers, batches, per = 8, 5, 20
 	var wg sync.WaitGroup
@@ -379,17 +400,17 @@ func runsConcurrent(t *testing.T, s core.Store) {
 	}
 }
 
-func runsRetention(t *testing.T, s core.Store) {
+func runsRetention(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	mustOpenRun(t, s, newRun("ret", "old", 10))
 	mustOpenRun(t, s, newRun("ret", "new", 10))
 	mustOpenRun(t, s, newRun("ret", "open", 10))
 	mustAppend(t, s, "ret", "old", plainEvents(0, 3))
 	old := rt0.Add(-1000 * time.Hour) // older than anything the other subtests finish
-	if _, err := s.FinishRun(ctx, "ret", "old", true, old); err != nil {
+	if _, err := finishRun(ctx, s, "ret", "old", true, old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FinishRun(ctx, "ret", "new", true, old.Add(time.Hour)); err != nil {
+	if _, err := finishRun(ctx, s, "ret", "new", true, old.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.DeleteFinishedRuns(ctx, old.Add(time.Minute))

@@ -22,16 +22,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/strategies"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // Run runs the conformance suite against stores made by newStore. newStore is called once per
 // subtest, must return an empty store, and should register its own cleanup with t.Cleanup.
-func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) app.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		run  func(t *testing.T, s core.Store)
+		run  func(t *testing.T, s app.Store)
 	}{
 		{"CreateThenGet", testCreateThenGet},
 		{"CreateDuplicate", testCreateDuplicate},
@@ -69,9 +72,9 @@ var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
 // strategy returns a stored-form strategy, built the way stores rehydrate one.
 func strategy(t *testing.T, js string) core.Strategy {
 	t.Helper()
-	var s core.Strategy
-	if err := json.Unmarshal([]byte(js), &s); err != nil {
-		t.Fatalf("core.Strategy from %s: %v", js, err)
+	s, err := strategies.ParseStored([]byte(js))
+	if err != nil {
+		t.Fatalf("strategy from %s: %v", js, err)
 	}
 	return s
 }
@@ -148,14 +151,14 @@ func assertMemory(t *testing.T, got, want core.Memory) {
 	}
 }
 
-func mustCreate(t *testing.T, s core.Store, m core.Memory) {
+func mustCreate(t *testing.T, s app.Store, m core.Memory) {
 	t.Helper()
 	if err := s.CreateMemory(t.Context(), m); err != nil {
 		t.Fatalf("CreateMemory(%s/%s): %v", m.Tenant, m.ID, err)
 	}
 }
 
-func mustGet(t *testing.T, s core.Store, tenant, id string) core.Memory {
+func mustGet(t *testing.T, s app.Store, tenant, id string) core.Memory {
 	t.Helper()
 	m, err := s.GetMemory(t.Context(), tenant, id)
 	if err != nil {
@@ -198,7 +201,7 @@ func ids(ms []core.Memory) []string {
 	return out
 }
 
-func testCreateThenGet(t *testing.T, s core.Store) {
+func testCreateThenGet(t *testing.T, s app.Store) {
 	for _, m := range []core.Memory{
 		minimal(t, "acme", "chat"),
 		full(t, "acme", "billing-decisions"),
@@ -215,7 +218,7 @@ func strategyMemory(t *testing.T, tenant, id, js string) core.Memory {
 	return m
 }
 
-func testCreateDuplicate(t *testing.T, s core.Store) {
+func testCreateDuplicate(t *testing.T, s app.Store) {
 	first := full(t, "acme", "chat")
 	mustCreate(t, s, first)
 	second := minimal(t, "acme", "chat")
@@ -224,7 +227,7 @@ func testCreateDuplicate(t *testing.T, s core.Store) {
 	assertMemory(t, mustGet(t, s, "acme", "chat"), first)
 }
 
-func testMissing(t *testing.T, s core.Store) {
+func testMissing(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	mustCreate(t, s, minimal(t, "acme", "present"))
 
@@ -245,7 +248,7 @@ func testMissing(t *testing.T, s core.Store) {
 	mustGet(t, s, "acme", "present")
 }
 
-func testTenantIsolation(t *testing.T, s core.Store) {
+func testTenantIsolation(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	a := full(t, "tenant-a", "shared-id")
 	mustCreate(t, s, a)
@@ -288,7 +291,7 @@ func testTenantIsolation(t *testing.T, s core.Store) {
 	assertMemory(t, mustGet(t, s, "tenant-a", "shared-id"), a)
 }
 
-func testListOrderAndPaging(t *testing.T, s core.Store) {
+func testListOrderAndPaging(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	// Byte order, not a linguistic collation: upper case before lower case, '-' (0x2d) before
 	// digits before '_' (0x5f), multi-byte UTF-8 last. A Postgres column without COLLATE "C"
@@ -356,7 +359,7 @@ func testListOrderAndPaging(t *testing.T, s core.Store) {
 	}
 }
 
-func testUpdateAppliesAndPersists(t *testing.T, s core.Store) {
+func testUpdateAppliesAndPersists(t *testing.T, s app.Store) {
 	start := minimal(t, "acme", "chat")
 	mustCreate(t, s, start)
 
@@ -380,7 +383,7 @@ func testUpdateAppliesAndPersists(t *testing.T, s core.Store) {
 
 // testUpdateKeepsIdentity pins that fn cannot move a memory: Tenant, ID and CreatedAt are the
 // row's identity and survive whatever fn does to them.
-func testUpdateKeepsIdentity(t *testing.T, s core.Store) {
+func testUpdateKeepsIdentity(t *testing.T, s app.Store) {
 	start := minimal(t, "acme", "chat")
 	mustCreate(t, s, start)
 	got, err := s.UpdateMemory(t.Context(), "acme", "chat", func(m *core.Memory) error {
@@ -401,7 +404,7 @@ func testUpdateKeepsIdentity(t *testing.T, s core.Store) {
 	assertNotFound(t, err, "GetMemory(evil tenant)", "chat")
 }
 
-func testUpdateFuncError(t *testing.T, s core.Store) {
+func testUpdateFuncError(t *testing.T, s app.Store) {
 	start := full(t, "acme", "chat")
 	mustCreate(t, s, start)
 	// A domain error, as core's validation would return from fn.
@@ -417,7 +420,7 @@ func testUpdateFuncError(t *testing.T, s core.Store) {
 	assertMemory(t, mustGet(t, s, "acme", "chat"), start)
 }
 
-func testDeleteThenGet(t *testing.T, s core.Store) {
+func testDeleteThenGet(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	for _, purge := range []bool{false, true} {
 		t.Run(fmt.Sprintf("purge=%v", purge), func(t *testing.T) {
@@ -444,7 +447,7 @@ func testDeleteThenGet(t *testing.T, s core.Store) {
 
 const concurrency = 20
 
-func testConcurrentCreate(t *testing.T, s core.Store) {
+func testConcurrentCreate(t *testing.T, s app.Store) {
 	errs := make([]error, concurrency)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -478,7 +481,7 @@ func testConcurrentCreate(t *testing.T, s core.Store) {
 	}
 }
 
-func testConcurrentUpdate(t *testing.T, s core.Store) {
+func testConcurrentUpdate(t *testing.T, s app.Store) {
 	start := minimal(t, "acme", "counter")
 	mustCreate(t, s, start)
 
@@ -519,7 +522,7 @@ func testConcurrentUpdate(t *testing.T, s core.Store) {
 
 // testCanceledContext pins that a caller's cancellation surfaces as context.Canceled, not as
 // an outage (ErrUnavailable) or a missing resource, and changes nothing.
-func testCanceledContext(t *testing.T, s core.Store) {
+func testCanceledContext(t *testing.T, s app.Store) {
 	mustCreate(t, s, minimal(t, "acme", "chat"))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -547,7 +550,7 @@ func testCanceledContext(t *testing.T, s core.Store) {
 	assertNotFound(t, err, "GetMemory(new)", "new")
 }
 
-func testPing(t *testing.T, s core.Store) {
+func testPing(t *testing.T, s app.Store) {
 	if err := s.Ping(t.Context()); err != nil {
 		t.Errorf("Ping: %v", err)
 	}
@@ -560,11 +563,11 @@ func testPing(t *testing.T, s core.Store) {
 // cases can share one store and run in parallel.
 type tenantCase struct {
 	name string
-	run  func(t *testing.T, es core.EntryStore, tenant string)
+	run  func(t *testing.T, es turns.Store, tenant string)
 }
 
 // runTenantCases runs each case as a parallel subtest with tenant "<prefix>-<i>".
-func runTenantCases(t *testing.T, s core.Store, prefix string, cases []tenantCase) {
+func runTenantCases(t *testing.T, s app.Store, prefix string, cases []tenantCase) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // testTurnClaims runs the conformance cases of what WriteTurn does besides writing entries:
@@ -18,7 +20,7 @@ import (
 // replayed as TurnOutcome.Replay) and recording each memory's embedding fingerprint per
 // namespace (TurnWrite.Fingerprints, refused as *core.FingerprintMismatch). Every subtest
 // uses its own tenant, so they share the store and run in parallel.
-func testTurnClaims(t *testing.T, s core.Store) {
+func testTurnClaims(t *testing.T, s app.Store) {
 	runTenantCases(t, s, "claims", []tenantCase{
 		{"ClaimReplays", testClaimReplays},
 		{"ClaimKeyReused", testClaimKeyReused},
@@ -45,7 +47,7 @@ func respondTurn(turn int, written []core.Entry) ([]byte, error) {
 
 // claimWrite is snapWrite with an idempotency claim of key and hash expiring at expires, and
 // respondTurn. builds, when not nil, counts the calls of Build.
-func claimWrite(tenant, ns, key, hash string, now, expires time.Time, builds *atomic.Int32) core.TurnWrite {
+func claimWrite(tenant, ns, key, hash string, now, expires time.Time, builds *atomic.Int32) turns.TurnWrite {
 	w := snapWrite(tenant, ns, 1, now)
 	build := w.Build
 	w.Build = func(turn int) ([]core.Entry, error) {
@@ -54,7 +56,7 @@ func claimWrite(tenant, ns, key, hash string, now, expires time.Time, builds *at
 		}
 		return build(turn)
 	}
-	w.Idempotency = &core.IdempotencyClaim{Key: key, RequestHash: []byte(hash), ExpiresAt: expires}
+	w.Idempotency = &turns.IdempotencyClaim{Key: key, RequestHash: []byte(hash), ExpiresAt: expires}
 	w.Respond = respondTurn
 	return w
 }
@@ -64,7 +66,7 @@ const day = 24 * time.Hour
 
 // mustClaimWrite performs w and checks that it wrote (no replay) at turn want, and that the
 // response it stored is respondTurn's.
-func mustClaimWrite(t *testing.T, es core.EntryStore, w core.TurnWrite, want int) core.TurnOutcome {
+func mustClaimWrite(t *testing.T, es turns.Store, w turns.TurnWrite, want int) turns.TurnOutcome {
 	t.Helper()
 	o, err := es.WriteTurn(t.Context(), w)
 	if err != nil {
@@ -81,7 +83,7 @@ func mustClaimWrite(t *testing.T, es core.EntryStore, w core.TurnWrite, want int
 
 // assertReplay checks that o replays want (byte for byte: Postgres keeps bytea verbatim) and
 // carries nothing of a write.
-func assertReplay(t *testing.T, what string, o core.TurnOutcome, want []byte) {
+func assertReplay(t *testing.T, what string, o turns.TurnOutcome, want []byte) {
 	t.Helper()
 	if !bytes.Equal(o.Replay, want) {
 		t.Errorf("%s: Replay = %q, want %q", what, o.Replay, want)
@@ -91,14 +93,14 @@ func assertReplay(t *testing.T, what string, o core.TurnOutcome, want []byte) {
 	}
 }
 
-func assertStored(t *testing.T, es core.EntryStore, tenant, ns string, want ...string) {
+func assertStored(t *testing.T, es turns.Store, tenant, ns string, want ...string) {
 	t.Helper()
 	if got := list(t, es, tenant, ns); !slices.Equal(got, want) {
 		t.Errorf("%s/%s stores %v, want %v", tenant, ns, got, want)
 	}
 }
 
-func testClaimReplays(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimReplays(t *testing.T, es turns.Store, tenant string) {
 	var builds atomic.Int32
 	w := claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), &builds)
 	first := mustClaimWrite(t, es, w, 1)
@@ -129,13 +131,13 @@ func testClaimReplays(t *testing.T, es core.EntryStore, tenant string) {
 	assertStored(t, es, tenant, "other")
 }
 
-func testClaimKeyReused(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimKeyReused(t *testing.T, es turns.Store, tenant string) {
 	first := mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), nil), 1)
 	response, _ := respondTurn(1, first.Entries)
 	for _, hash := range []string{"h2", "H1", "h1 "} {
 		var builds atomic.Int32
 		o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", hash, t0.Add(time.Minute), t0.Add(day), &builds))
-		if !errors.Is(err, core.ErrKeyReused) {
+		if !errors.Is(err, turns.ErrKeyReused) {
 			t.Errorf("key k1 with hash %q: error = %v, want core.ErrKeyReused", hash, err)
 		}
 		if o.Replay != nil || o.Turn != 0 || len(o.Entries) != 0 {
@@ -154,7 +156,7 @@ func testClaimKeyReused(t *testing.T, es core.EntryStore, tenant string) {
 	assertReplay(t, "original request after refusals", o, response)
 }
 
-func testClaimTenants(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimTenants(t *testing.T, es turns.Store, tenant string) {
 	other := tenant + "-other"
 	a := mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), nil), 1)
 	writeSnaps(t, es, other, "conv", 1, 1)
@@ -162,7 +164,7 @@ func testClaimTenants(t *testing.T, es core.EntryStore, tenant string) {
 	b := mustClaimWrite(t, es, claimWrite(other, "conv", "k1", "h2", t0, t0.Add(day), nil), 3)
 	for _, c := range []struct {
 		tenant, hash string
-		first        core.TurnOutcome
+		first        turns.TurnOutcome
 	}{{tenant, "h1", a}, {other, "h2", b}} {
 		o, err := es.WriteTurn(t.Context(), claimWrite(c.tenant, "conv", "k1", c.hash, t0, t0.Add(day), nil))
 		if err != nil {
@@ -172,14 +174,14 @@ func testClaimTenants(t *testing.T, es core.EntryStore, tenant string) {
 		assertReplay(t, c.tenant+" replay", o, want)
 	}
 	_, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h2", t0, t0.Add(day), nil))
-	if !errors.Is(err, core.ErrKeyReused) {
+	if !errors.Is(err, turns.ErrKeyReused) {
 		t.Errorf("other tenant's hash under %s: error = %v, want core.ErrKeyReused", tenant, err)
 	}
 	assertStored(t, es, tenant, "conv", "snap-1")
 	assertStored(t, es, other, "conv", "snap-3", "snap-2", "snap-1")
 }
 
-func testClaimExpired(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimExpired(t *testing.T, es turns.Store, tenant string) {
 	expires := t0.Add(time.Hour)
 	first := mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h1", t0, expires, nil), 1)
 	response, _ := respondTurn(1, first.Entries)
@@ -200,7 +202,7 @@ func testClaimExpired(t *testing.T, es core.EntryStore, tenant string) {
 	}
 	want, _ := respondTurn(3, third.Entries)
 	assertReplay(t, "renewed claim", o, want)
-	if _, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", later.Add(time.Minute), later.Add(day), nil)); !errors.Is(err, core.ErrKeyReused) {
+	if _, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", later.Add(time.Minute), later.Add(day), nil)); !errors.Is(err, turns.ErrKeyReused) {
 		t.Errorf("expired claim's hash against the renewed claim: error = %v, want core.ErrKeyReused", err)
 	}
 	assertStored(t, es, tenant, "conv", "snap-3", "snap-2", "snap-1")
@@ -209,37 +211,37 @@ func testClaimExpired(t *testing.T, es core.EntryStore, tenant string) {
 // testClaimExpiryPrecision pins that both stores compare claim expiry at Postgres's precision
 // (microseconds, truncated), as they do entry expiry: a claim expiring 700ns into a microsecond
 // is expired for a write 500ns into it.
-func testClaimExpiryPrecision(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimExpiryPrecision(t *testing.T, es turns.Store, tenant string) {
 	base := t0.Truncate(time.Microsecond).Add(time.Hour)
 	mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h1", t0, base.Add(700*time.Nanosecond), nil), 1)
 	mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h1", base.Add(500*time.Nanosecond), base.Add(day), nil), 2)
 }
 
-func testClaimFailedWrite(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimFailedWrite(t *testing.T, es turns.Store, tenant string) {
 	boom := errors.New("boom")
 	writeSnaps(t, es, tenant, "conv", 1) // snap-1 is live: the conflict case below overwrites it
-	mustWrite(t, es, core.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 1, Now: t0,
+	mustWrite(t, es, turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 1, Now: t0,
 		Fingerprints: []core.Fingerprint{{MemoryID: causalMem, Model: "a", Dims: 3}},
 		Build:        func(int) ([]core.Entry, error) { return nil, nil }})
 	failures := []struct {
 		name string
-		edit func(w *core.TurnWrite)
+		edit func(w *turns.TurnWrite)
 		is   func(error) bool
 	}{
-		{"Build", func(w *core.TurnWrite) {
+		{"Build", func(w *turns.TurnWrite) {
 			w.Build = func(turn int) ([]core.Entry, error) { return []core.Entry{snapEntry(tenant, "conv", turn)}, boom }
 		}, func(err error) bool { return errors.Is(err, boom) }},
-		{"Respond", func(w *core.TurnWrite) {
+		{"Respond", func(w *turns.TurnWrite) {
 			w.Respond = func(int, []core.Entry) ([]byte, error) { return nil, boom }
 		}, func(err error) bool { return errors.Is(err, boom) }},
-		{"Conflict", func(w *core.TurnWrite) {
+		{"Conflict", func(w *turns.TurnWrite) {
 			build := w.Build
 			w.Build = func(turn int) ([]core.Entry, error) {
 				out, _ := build(turn)
 				return append(out, snapEntry(tenant, "conv", 1)), nil
 			}
 		}, func(err error) bool { var ce *core.ConflictError; return errors.As(err, &ce) }},
-		{"Fingerprint", func(w *core.TurnWrite) {
+		{"Fingerprint", func(w *turns.TurnWrite) {
 			w.Fingerprints = []core.Fingerprint{{MemoryID: causalMem, Model: "a", Dims: 4}}
 		}, func(err error) bool { var fm *core.FingerprintMismatch; return errors.As(err, &fm) }},
 	}
@@ -275,7 +277,7 @@ func newestFirst(n int) []string {
 
 // inFlight starts a claimed write whose Build blocks until release is closed, and returns once
 // Build has been entered (the claim is held) with the channel its outcome arrives on.
-func inFlight(t *testing.T, es core.EntryStore, w core.TurnWrite, release <-chan struct{}, fail error) <-chan error {
+func inFlight(t *testing.T, es turns.Store, w turns.TurnWrite, release <-chan struct{}, fail error) <-chan error {
 	t.Helper()
 	entered := make(chan struct{})
 	var once sync.Once
@@ -302,13 +304,13 @@ func inFlight(t *testing.T, es core.EntryStore, w core.TurnWrite, release <-chan
 }
 
 type result struct {
-	o   core.TurnOutcome
+	o   turns.TurnOutcome
 	err error
 }
 
 // waiters starts one claimed write per hash, all on key k1, and returns their results in order
 // once they are all done.
-func waiters(t *testing.T, es core.EntryStore, tenant string, hashes ...string) func() []result {
+func waiters(t *testing.T, es turns.Store, tenant string, hashes ...string) func() []result {
 	out := make([]result, len(hashes))
 	var wg sync.WaitGroup
 	for i, h := range hashes {
@@ -319,7 +321,7 @@ func waiters(t *testing.T, es core.EntryStore, tenant string, hashes ...string) 
 	return func() []result { wg.Wait(); return out }
 }
 
-func testClaimInFlightCommits(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimInFlightCommits(t *testing.T, es turns.Store, tenant string) {
 	release := make(chan struct{})
 	done := inFlight(t, es, claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), nil), release, nil)
 	wait := waiters(t, es, tenant, "h1", "h2", "h1")
@@ -331,7 +333,7 @@ func testClaimInFlightCommits(t *testing.T, es core.EntryStore, tenant string) {
 	want, _ := respondTurn(1, make([]core.Entry, 1))
 	for i, r := range wait() {
 		if i == 1 {
-			if !errors.Is(r.err, core.ErrKeyReused) {
+			if !errors.Is(r.err, turns.ErrKeyReused) {
 				t.Errorf("waiter with another hash: error = %v, want core.ErrKeyReused", r.err)
 			}
 			continue
@@ -345,7 +347,7 @@ func testClaimInFlightCommits(t *testing.T, es core.EntryStore, tenant string) {
 	assertStored(t, es, tenant, "conv", "snap-1")
 }
 
-func testClaimInFlightFails(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimInFlightFails(t *testing.T, es turns.Store, tenant string) {
 	boom := errors.New("boom")
 	release := make(chan struct{})
 	done := inFlight(t, es, claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), nil), release, boom)
@@ -363,7 +365,7 @@ func testClaimInFlightFails(t *testing.T, es core.EntryStore, tenant string) {
 	assertStored(t, es, tenant, "conv", "snap-1")
 }
 
-func testClaimConcurrent(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimConcurrent(t *testing.T, es turns.Store, tenant string) {
 	const writers = 50
 	var builds atomic.Int32
 	results := make([]result, writers)
@@ -415,7 +417,7 @@ func testClaimConcurrent(t *testing.T, es core.EntryStore, tenant string) {
 // testClaimWithoutResponse pins what a claim committed with no response (Respond unset)
 // does to a retry: there is nothing to replay, and guessing would write the turn twice, so the
 // retry is refused as a reused key and writes nothing.
-func testClaimWithoutResponse(t *testing.T, es core.EntryStore, tenant string) {
+func testClaimWithoutResponse(t *testing.T, es turns.Store, tenant string) {
 	w := claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), nil)
 	w.Respond = nil
 	o, err := es.WriteTurn(t.Context(), w)
@@ -424,7 +426,7 @@ func testClaimWithoutResponse(t *testing.T, es core.EntryStore, tenant string) {
 	}
 	var builds atomic.Int32
 	o, err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", t0.Add(time.Minute), t0.Add(day), &builds))
-	if !errors.Is(err, core.ErrKeyReused) || o.Replay != nil || o.Turn != 0 || builds.Load() != 0 {
+	if !errors.Is(err, turns.ErrKeyReused) || o.Replay != nil || o.Turn != 0 || builds.Load() != 0 {
 		t.Errorf("retry of a claim without a response: %+v, %v (Build called %d times); want core.ErrKeyReused, nothing built",
 			o, err, builds.Load())
 	}
@@ -432,7 +434,7 @@ func testClaimWithoutResponse(t *testing.T, es core.EntryStore, tenant string) {
 }
 
 // fpWrite is snapWrite carrying fingerprints fs.
-func fpWrite(tenant, ns string, now time.Time, fs ...core.Fingerprint) core.TurnWrite {
+func fpWrite(tenant, ns string, now time.Time, fs ...core.Fingerprint) turns.TurnWrite {
 	w := snapWrite(tenant, ns, 1, now)
 	w.Fingerprints = fs
 	return w
@@ -455,7 +457,7 @@ func fp(mem, model string, dims int) core.Fingerprint {
 	return core.Fingerprint{MemoryID: mem, Model: model, Dims: dims}
 }
 
-func testFingerprintMismatch(t *testing.T, es core.EntryStore, tenant string) {
+func testFingerprintMismatch(t *testing.T, es turns.Store, tenant string) {
 	const m = "vectors"
 	mustWrite(t, es, fpWrite(tenant, "conv", t0, fp(m, "a", 3)))
 	for _, c := range []struct {
@@ -481,7 +483,7 @@ func testFingerprintMismatch(t *testing.T, es core.EntryStore, tenant string) {
 	assertStored(t, es, tenant, "conv", newestFirst(4)...)
 }
 
-func testFingerprintsIndependent(t *testing.T, es core.EntryStore, tenant string) {
+func testFingerprintsIndependent(t *testing.T, es turns.Store, tenant string) {
 	const m = "vectors"
 	other := tenant + "-other"
 	mustWrite(t, es, fpWrite(tenant, "a", t0, fp(m, "a", 3)))
@@ -509,7 +511,7 @@ func testFingerprintsIndependent(t *testing.T, es core.EntryStore, tenant string
 	assertStored(t, es, other, "a", "snap-2", "snap-1")
 }
 
-func testFingerprintFailedWrite(t *testing.T, es core.EntryStore, tenant string) {
+func testFingerprintFailedWrite(t *testing.T, es turns.Store, tenant string) {
 	boom := errors.New("boom")
 	w := fpWrite(tenant, "conv", t0, fp("vectors", "a", 3))
 	w.Build = func(int) ([]core.Entry, error) { return nil, boom }
@@ -523,7 +525,7 @@ func testFingerprintFailedWrite(t *testing.T, es core.EntryStore, tenant string)
 		HaveModel: "b", HaveDims: 4, GotModel: "a", GotDims: 3})
 }
 
-func testFingerprintForget(t *testing.T, es core.EntryStore, tenant string) {
+func testFingerprintForget(t *testing.T, es turns.Store, tenant string) {
 	const m = "vectors"
 	mustWrite(t, es, fpWrite(tenant, "a", t0, fp(m, "a", 3)))
 	mustWrite(t, es, fpWrite(tenant, "b", t0, fp(m, "a", 3)))

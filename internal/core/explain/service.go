@@ -1,0 +1,306 @@
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/runs"
+)
+
+// Deps is what a Service needs.
+type Deps struct {
+	Store Store
+	Caps  core.Capabilities
+	// Embedders by id, for the semantic-alignment influence proxy.
+	Embedders map[string]core.Embedder
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Service explains turns: it walks an answer back to the context the model
+// was shown, the entries that context came from and the turns that wrote
+// them, and records ablation reruns. Safe for concurrent use.
+type Service struct {
+	store     Store
+	caps      core.Capabilities
+	embedders map[string]core.Embedder
+	now       func() time.Time
+}
+
+// New returns a Service.
+func New(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Service{store: d.Store, caps: d.Caps, embedders: d.Embedders, now: d.Now}
+}
+
+// MaxExplainDepth bounds how far back an explanation walks.
+const MaxExplainDepth = 5
+
+// maxLinkedRuns bounds the recordings one explanation reads.
+const maxLinkedRuns = 8
+
+// Explain backtracks one turn of a conversation: its answer, the context
+// the model was shown, the entries that context came from and the turns
+// and runs that wrote them. With depth > 1, each origin entry written by an
+// earlier turn gets that turn's explanation too.
+//
+// The walk always terminates: an origin entry was written by the turn in
+// its SourceTurn, and only origins with SourceTurn strictly less than the
+// turn being explained are followed, so every step moves to a smaller
+// positive turn number, and depth bounds the steps anyway. Turns only point
+// backwards; a cycle would need one to point forwards.
+func (s *Service) Explain(ctx context.Context, id core.Identity, turn, depth int) (Explanation, error) {
+	if turn < 1 {
+		return Explanation{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "explainTurn", Path: "turn", Detail: "`turn` starts at 1.", Fix: 1}
+	}
+	depth = min(max(depth, 1), MaxExplainDepth)
+	ex, err := s.explainOne(ctx, id, turn)
+	if err != nil {
+		return Explanation{}, err
+	}
+	if ex.Answer.Source == "none" && len(ex.Context.Recalls) == 0 && len(ex.Context.Runs) == 0 {
+		return Explanation{}, &core.NotFoundError{What: "turn", ID: fmt.Sprint(turn)}
+	}
+	if depth > 1 {
+		seen := map[int]bool{}
+		for _, o := range ex.Origins {
+			if o.Entry == nil || o.Entry.Turn < 1 || o.Entry.Turn >= turn || seen[o.Entry.Turn] {
+				continue
+			}
+			seen[o.Entry.Turn] = true
+			earlier, err := s.Explain(ctx, id, o.Entry.Turn, depth-1)
+			if errors.Is(err, core.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return Explanation{}, err
+			}
+			ex.Earlier = append(ex.Earlier, earlier)
+		}
+		slices.SortFunc(ex.Earlier, func(a, b Explanation) int { return b.Turn - a.Turn })
+	}
+	return ex, nil
+}
+
+// explainOne gathers one turn's records from the store and assembles them.
+func (s *Service) explainOne(ctx context.Context, id core.Identity, turn int) (Explanation, error) {
+	tenant, ns := id.Tenant, id.Namespace()
+	now := s.now().UTC()
+	r := ExplainRecords{Identity: id, Turn: turn, Entries: map[string]EntryLookup{}}
+
+	entries, err := s.store.TurnEntries(ctx, tenant, ns, turn, now)
+	if err != nil {
+		return Explanation{}, err
+	}
+	var runIDs []string
+	for _, e := range entries {
+		if e.Kind == core.KindSnapshot {
+			r.Snapshots = append(r.Snapshots, e)
+		} else {
+			r.Messages = append(r.Messages, e)
+		}
+		runIDs = appendUnique(runIDs, e.SourceRunID)
+	}
+	linkedRuns, linkedRecalls, err := s.store.TurnLinks(ctx, tenant, ns, turn)
+	if err != nil {
+		return Explanation{}, err
+	}
+	for _, run := range linkedRuns {
+		runIDs = appendUnique(runIDs, run)
+	}
+	if r.Recalls, err = s.store.RecallsFor(ctx, tenant, ns, turn, linkedRecalls); err != nil {
+		return Explanation{}, err
+	}
+	for _, rc := range r.Recalls {
+		runIDs = appendUnique(runIDs, rc.RunID)
+	}
+	// Runs opened for this conversation and turn.
+	opened, err := s.store.ListRuns(ctx, runs.RunQuery{Tenant: tenant, Namespace: ns, Limit: 200})
+	if err != nil {
+		return Explanation{}, err
+	}
+	for _, run := range opened {
+		if run.Turn == turn {
+			runIDs = appendUnique(runIDs, run.ID)
+		}
+	}
+	r.Runs = runIDs
+	for _, runID := range runIDs[:min(len(runIDs), maxLinkedRuns)] {
+		run, events, err := s.store.RunEvents(ctx, tenant, runID, -1, 0)
+		if errors.Is(err, core.ErrNotFound) {
+			continue // linked but never recorded (or another tenant's id): reported as no-recording
+		}
+		if err != nil {
+			return Explanation{}, err
+		}
+		rec := Recording{RunID: run.ID, Complete: run.Complete, Finished: run.Finished, DroppedEvents: run.Dropped}
+		for _, e := range events {
+			rec.Events = append(rec.Events, e.Event)
+		}
+		r.Recordings = append(r.Recordings, rec)
+	}
+
+	// Resolve every admitted candidate's entry as it is now.
+	for _, rc := range r.Recalls {
+		for _, mr := range rc.Memories {
+			lookupNS := ns
+			if mr.Flavor == "rag" {
+				lookupNS = core.CorpusNamespace
+			}
+			for _, c := range mr.Evidence.Candidates {
+				key := mr.MemoryID + "#" + c.ID
+				if !c.Admitted {
+					continue
+				}
+				if _, done := r.Entries[key]; done {
+					continue
+				}
+				lk, err := s.store.LookupEntry(ctx, tenant, lookupNS, mr.MemoryID, c.ID, now)
+				if err != nil {
+					return Explanation{}, err
+				}
+				r.Entries[key] = lk
+			}
+		}
+	}
+	// And every memory piece the recordings show.
+	for _, rec := range r.Recordings {
+		for _, call := range LedgerOf(rec).Calls {
+			for _, piece := range call.Pieces {
+				mem, entry, ok := ParseInjectionID(piece.SourceID)
+				if _, done := r.Entries[mem+"#"+entry]; !ok || done {
+					continue
+				}
+				lk, err := s.store.LookupEntry(ctx, tenant, ns, mem, entry, now)
+				if err != nil {
+					return Explanation{}, err
+				}
+				r.Entries[mem+"#"+entry] = lk
+			}
+		}
+	}
+	if r.Ablations, err = s.store.Ablations(ctx, tenant, ns, turn); err != nil {
+		return Explanation{}, err
+	}
+	r.Influence = s.influenceScorers(ctx)
+	return AssembleExplanation(r), nil
+}
+
+// InfluenceStrategy describes one suspect-ranking proxy.
+type InfluenceStrategy struct {
+	Name         string
+	Description  string
+	Requirements []core.Requirement
+	Offerable    bool
+	Missing      []core.Requirement
+}
+
+// InfluenceStrategies is the catalogue of influence proxies on this
+// deployment, in the same shape as the strategy catalogue.
+func (s *Service) InfluenceStrategies() []InfluenceStrategy {
+	_, hasEmbedder := s.caps.DefaultEmbedder()
+	sem := InfluenceStrategy{Name: "semantic-alignment",
+		Description: "Cosine similarity between each injected piece and the final answer, embedded with the server's default embedder. " +
+			"A correlational proxy for influence, never a cause; with the built-in lexical embedder it measures shared wording.",
+		Requirements: []core.Requirement{core.ReqEmbedder}, Offerable: hasEmbedder, Missing: []core.Requirement{}}
+	if !hasEmbedder {
+		sem.Missing = []core.Requirement{core.ReqEmbedder}
+	}
+	return []InfluenceStrategy{
+		{Name: "lexical-overlap", Description: "The share of the final answer's distinct words (three letters or more) that also occur in the injected piece. " +
+			"Free and always available. A correlational proxy for influence, never a cause.",
+			Requirements: []core.Requirement{}, Offerable: true, Missing: []core.Requirement{}},
+		sem,
+	}
+}
+
+// influenceScorers are the proxies this deployment can run.
+func (s *Service) influenceScorers(ctx context.Context) []InfluenceScorer {
+	out := []InfluenceScorer{{Name: "lexical-overlap", Score: LexicalOverlap}}
+	info, ok := s.caps.DefaultEmbedder()
+	if !ok {
+		return out
+	}
+	emb, ok := s.embedders[info.ID]
+	if !ok {
+		return out
+	}
+	out = append(out, InfluenceScorer{Name: "semantic-alignment", Score: func(piece, answer string) (float64, bool) {
+		if !core.HasWords(piece) || !core.HasWords(answer) {
+			return 0, false
+		}
+		vs, err := emb.Embed(ctx, []string{piece, answer})
+		if err != nil || len(vs) != 2 {
+			return 0, false
+		}
+		return cosineSimilarity(vs[0], vs[1]), true
+	}})
+	return out
+}
+
+func cosineSimilarity(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot, na, nb = dot+x*y, na+x*x, nb+y*y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / (math.Sqrt(na) * math.Sqrt(nb))
+}
+
+// RecordAblation records a rerun of a turn without some injected pieces.
+func (s *Service) RecordAblation(ctx context.Context, id core.Identity, turn int, excluded []string, answer string, flipped bool) (Ablation, error) {
+	if turn < 1 {
+		return Ablation{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "recordAblation", Path: "turn", Detail: "`turn` starts at 1.", Fix: 1}
+	}
+	if reason := core.CheckText(answer); reason != "" {
+		return Ablation{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "recordAblation", Path: "answer", Detail: "`answer` " + reason + "."}
+	}
+	if entries, err := s.store.TurnEntries(ctx, id.Tenant, id.Namespace(), turn, s.now().UTC()); err != nil {
+		return Ablation{}, err
+	} else if len(entries) == 0 {
+		recalls, err := s.store.RecallsFor(ctx, id.Tenant, id.Namespace(), turn, nil)
+		if err != nil {
+			return Ablation{}, err
+		}
+		if len(recalls) == 0 {
+			return Ablation{}, &core.NotFoundError{What: "turn", ID: fmt.Sprint(turn)}
+		}
+	}
+	a := Ablation{ID: core.NewID("abl_", 10), Excluded: excluded, Answer: answer, Flipped: flipped,
+		CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
+	if a.Excluded == nil {
+		a.Excluded = []string{}
+	}
+	return a, s.store.SaveAblation(ctx, id.Tenant, id.Namespace(), turn, a)
+}
+
+// RunContext returns one run's per-model-call context ledger.
+func (s *Service) RunContext(ctx context.Context, tenant, runID string) (RunContext, error) {
+	run, events, err := s.store.RunEvents(ctx, tenant, runID, -1, 0)
+	if err != nil {
+		return RunContext{}, err
+	}
+	rec := Recording{RunID: run.ID, Complete: run.Complete, Finished: run.Finished, DroppedEvents: run.Dropped}
+	for _, e := range events {
+		rec.Events = append(rec.Events, e.Event)
+	}
+	return LedgerOf(rec), nil
+}
+
+// appendUnique appends x to xs unless it is empty or already there.
+func appendUnique(xs []string, x string) []string {
+	if x == "" || slices.Contains(xs, x) {
+		return xs
+	}
+	return append(xs, x)
+}

@@ -1,0 +1,31 @@
+package memories
+
+import (
+	"context"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+// Store persists memory definitions, keyed by (tenant, id).
+// Implementations must be safe for concurrent use and must never return a
+// driver-specific error: they translate to ErrNotFound, ErrConflict and
+// ErrUnavailable (wrapped), everything else is an internal error.
+type Store interface {
+	// CreateMemory stores m. It returns a *ConflictError (ErrConflict) if
+	// the tenant already has a memory with m.ID.
+	CreateMemory(ctx context.Context, m core.Memory) error
+	// GetMemory returns the tenant's memory, or ErrNotFound.
+	GetMemory(ctx context.Context, tenant, id string) (core.Memory, error)
+	// ListMemories returns up to limit of the tenant's memories with
+	// id > after, ordered by id ascending.
+	ListMemories(ctx context.Context, tenant, after string, limit int) ([]core.Memory, error)
+	// UpdateMemory loads the tenant's memory, applies fn to it and stores
+	// the result atomically (the store owns the transaction, the caller owns
+	// the change). It returns ErrNotFound if there is no such memory, and
+	// fn's error unchanged if fn fails (nothing is stored then).
+	UpdateMemory(ctx context.Context, tenant, id string, fn func(*core.Memory) error) (core.Memory, error)
+	// DeleteMemory removes the tenant's memory, or returns ErrNotFound.
+	// With purge it also erases every entry stored under that memory, in
+	// the same transaction.
+	DeleteMemory(ctx context.Context, tenant, id string, purge bool) error
+}

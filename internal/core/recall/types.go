@@ -1,0 +1,196 @@
+package recall
+
+import (
+	"context"
+	"time"
+
+	"github.com/footprint/footprint/internal/core"
+)
+
+// RecallParams is one recall request: the read side of every readable
+// memory of the tenant (or of those named), for one conversation.
+type RecallParams struct {
+	Identity core.Identity
+	// Query is the text recall is for; when empty, the last user message
+	// with content in Messages.
+	Query                  string
+	Messages               []core.Message
+	Memories               []string
+	ContextTokensRemaining *int // for budget strategies; nil: unknown
+	Turn                   int  // the turn this recall is for (0: unknown); recorded, linked by explain
+	RunID                  string
+	// Exclude names injection ids (memory:<id>#<entryId>) to answer as if
+	// those entries did not exist: an ablation rerun.
+	Exclude []string
+}
+
+// RecallResult is what recall answers, and what its receipt stores (minus
+// the query text: only QueryHash is kept).
+type RecallResult struct {
+	RecallID     string         `json:"recallId,omitempty"`
+	Identity     core.Identity  `json:"identity,omitempty"`
+	QueryHash    string         `json:"queryHash,omitempty"` // "sha256:<hex>" of the query text
+	Turn         int            `json:"turn,omitempty"`
+	RunID        string         `json:"runId,omitempty"`
+	CreatedAt    time.Time      `json:"createdAt,omitempty"`
+	Memories     []MemoryRecall `json:"memories"`
+	Injections   []Injection    `json:"injections"`
+	SystemPrompt string         `json:"systemPrompt,omitempty"`
+}
+
+// MemoryRecall is one memory's formatted recall and its evidence.
+type MemoryRecall struct {
+	MemoryID string          `json:"memoryId,omitempty"`
+	Type     core.MemoryType `json:"type,omitempty"`
+	Strategy core.Strategy   `json:"strategy,omitempty"`
+	Flavor   string          `json:"flavor,omitempty"` // "memory" or "rag"
+	// Messages is the formatted recall, in prompt order (every shipped
+	// formatter writes role "system").
+	Messages []core.Message `json:"messages"`
+	Evidence Evidence       `json:"evidence,omitempty"`
+}
+
+// Evidence is the record of one strategy's read: every candidate it
+// considered, its score and rank, admitted or not and why.
+type Evidence struct {
+	Strategy   core.StrategyKind `json:"strategy,omitempty"`
+	QueryHash  string            `json:"queryHash,omitempty"`
+	K          int               `json:"k,omitempty"`         // topK's k; 0 when not a ranking strategy
+	Threshold  *float64          `json:"threshold,omitempty"` // strict: a score must be > threshold
+	EmbedderID string            `json:"embedderId,omitempty"`
+	Dimensions int               `json:"dimensions,omitempty"`
+	// SearchMode is "exact" or "ann" for ranking strategies, "" otherwise.
+	SearchMode         string   `json:"searchMode,omitempty"`
+	ConsideredCount    int      `json:"consideredCount"`
+	AdmittedCount      int      `json:"admittedCount"`
+	RejectedCount      int      `json:"rejectedCount"`
+	NearestMiss        *float64 `json:"nearestMiss,omitempty"` // best score that did not clear the threshold
+	CandidatesComplete bool     `json:"candidatesComplete"`    // false when the candidate list was cut (e.g. rejectWindow)
+	CorpusEmpty        bool     `json:"corpusEmpty"`           // nothing at all to consider
+	// Decision is the budget strategy's branch: pick, skip-empty or
+	// skip-no-budget ("" for other strategies).
+	Decision   string      `json:"decision,omitempty"`
+	Candidates []Candidate `json:"candidates"`
+	// Parts holds a hybrid's parts' evidence, in strategy order.
+	Parts []Evidence `json:"parts,omitempty"`
+	// Fold is what the summarize strategy folded on this recall.
+	Fold *FoldEvidence `json:"fold,omitempty"`
+	// Excluded lists the entry ids this recall was asked to leave out.
+	Excluded []string `json:"excluded,omitempty"`
+	// Note explains anything unusual (e.g. an embedder mismatch).
+	Note string `json:"note,omitempty"`
+}
+
+// Candidate is one entry a read side considered.
+type Candidate struct {
+	ID       string   `json:"id,omitempty"`
+	MemoryID string   `json:"memoryId,omitempty"`
+	Score    *float64 `json:"score,omitempty"` // nil for strategies that do not score
+	Rank     int      `json:"rank"`            // 1-based, by score (or by the strategy's order)
+	Admitted bool     `json:"admitted"`
+	// Reason is set when not admitted: below-threshold, over-max-entries,
+	// over-budget, over-char-budget, decayed, embedder-mismatch.
+	Reason string `json:"reason,omitempty"`
+	// PromptFragment is the exact text this candidate contributed (header
+	// on the first, footer on the last); PromptPosition its 0-based place
+	// in prompt order. Both only when admitted.
+	PromptFragment *string `json:"promptFragment,omitempty"`
+	PromptPosition *int    `json:"promptPosition,omitempty"`
+	// Document provenance, for corpus chunks.
+	DocURI  string `json:"docUri,omitempty"`
+	Page    *int   `json:"page,omitempty"`
+	Heading string `json:"heading,omitempty"`
+	// Turn that wrote the entry (0 when unknown), for explanations.
+	Turn int `json:"turn,omitempty"`
+}
+
+// Injection is one piece to put in the prompt, per admitted chunk when the
+// byte-identity guard holds, else per memory.
+type Injection struct {
+	ID           string         `json:"id,omitempty"`     // memory:<id> or memory:<id>#<entryId>
+	Flavor       string         `json:"flavor,omitempty"` // "memory" or "rag"
+	Description  string         `json:"description,omitempty"`
+	Retrieval    *Retrieval     `json:"retrieval,omitempty"`
+	SystemPrompt string         `json:"systemPrompt,omitempty"`
+	Messages     []core.Message `json:"messages,omitempty"`
+}
+
+// Retrieval is an injected chunk's score, rank and the threshold it cleared.
+type Retrieval struct {
+	Score     float64  `json:"score"`
+	Rank      int      `json:"rank"`
+	Threshold *float64 `json:"threshold,omitempty"`
+}
+
+// Reasons a candidate was not admitted.
+const (
+	ReasonBelowThreshold   = "below-threshold"
+	ReasonOverMaxEntries   = "over-max-entries"
+	ReasonOverBudget       = "over-budget"
+	ReasonOverCharBudget   = "over-char-budget"
+	ReasonDecayed          = "decayed"
+	ReasonEmbedderMismatch = "embedder-mismatch"
+	ReasonExcluded         = "excluded"
+)
+
+// RankQuery asks a store to rank one memory's live entries in a namespace
+// by cosine similarity to Vector.
+type RankQuery struct {
+	Tenant    string
+	Namespace string
+	MemoryID  string
+	Kinds     []core.EntryKind
+	Vector    []float32
+	Model     string
+	// Limit is how many of the best-scoring entries to return.
+	Limit int
+	Now   time.Time
+}
+
+// Scored is an entry and its cosine similarity to the query.
+type Scored struct {
+	Entry core.Entry
+	Score float64
+}
+
+// RankResult is a store's ranking: the best Limit entries, best first, and
+// what could not be compared.
+type RankResult struct {
+	// Ranked are the best entries, best first (equal scores newest first).
+	// Each carries what a recall reads of it: Tenant, Namespace, MemoryID,
+	// ID, Kind, Turn, Index, Value, UpdatedAt, SourceTurn and EmbeddingModel;
+	// a store may leave the other fields (metadata, counters, the other
+	// timestamps, the vector) unset.
+	Ranked []Scored
+	// Total is how many live entries of the memory (with vectors of the
+	// query's space) exist; -1 when not counted (an ANN search over a large
+	// corpus, whose candidate list is never complete).
+	Total int
+	// Mismatched are live entries whose vectors are of another model or
+	// dimensions: never scored, reported in the evidence.
+	Mismatched []core.Entry
+	// Stored is the memory's vector space (model and dimensions) when it is
+	// not the query's: what the Mismatched entries hold.
+	Stored *core.Fingerprint
+	// Mode is "exact" (every candidate scored) or "ann" (an index).
+	Mode string
+}
+
+// Store is what the read side needs from a store.
+type Store interface {
+	// ListEntries returns up to q.Limit live entries, newest first, and the
+	// position after the last one ("" when there are no more).
+	ListEntries(ctx context.Context, q core.EntryQuery) ([]core.Entry, string, error)
+	// PutEntries inserts entries outside a turn (summaries); an entry whose
+	// id is already stored and live is left as it is.
+	PutEntries(ctx context.Context, entries []core.Entry) error
+	// RankEntries ranks by cosine similarity (score = 1 - cosine distance).
+	RankEntries(ctx context.Context, q RankQuery) (RankResult, error)
+	// SaveRecall stores a recall receipt; GetRecall reads it back
+	// (ErrNotFound for another tenant's or an unknown id).
+	SaveRecall(ctx context.Context, tenant string, r RecallResult) error
+	GetRecall(ctx context.Context, tenant, id string) (RecallResult, error)
+	// PutDocuments replaces the chunks of docIDs in a corpus memory with
+	// chunks (ids `<docId>#<n>`), in one transaction.
+	PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error
+}
