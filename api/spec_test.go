@@ -9,12 +9,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -297,6 +299,62 @@ func (w *walker) walk(where string, ref *openapi3.SchemaRef) {
 	}
 }
 
+// TestAnyJSONValueFields: the six fields that take any JSON value, null included, were a bare
+// `nullable: true`, which OpenAPI 3.0.3 gives no effect without a `type` beside it (Redocly
+// refuses it). Spelled now as an anyOf of "any value but null" and "null", each must take and
+// refuse exactly what the bare `nullable: true` did, and refuse alike: the problem the server
+// writes is made from the error (validate.go), so a refusal must keep its field and its cause.
+// The values are what the request validator sees: JSON decoded with json.Number for numbers.
+func TestAnyJSONValueFields(t *testing.T) {
+	t.Parallel()
+	s := load(t).Components.Schemas
+	fields := map[string]*openapi3.SchemaRef{
+		"StrategyInput":         s["StrategyInput"],
+		"Decision.evidence":     s["Decision"].Value.Properties["evidence"],
+		"ToolCall.args":         s["ToolCall"].Value.Properties["args"],
+		"Entry.value":           s["Entry"].Value.Properties["value"],
+		"EventInput.payload":    s["EventInput"].Value.Properties["payload"],
+		"RecordedEvent.payload": s["RecordedEvent"].Value.Properties["payload"],
+	}
+	before := &openapi3.Schema{Nullable: true}
+	values := []struct {
+		json string
+		ok   bool
+	}{
+		{`null`, true}, {`true`, true}, {`false`, true}, {`0`, true}, {`-1.5e300`, true},
+		{`""`, true}, {`"text"`, true}, {`[]`, true}, {`[null,1,"a",{}]`, true}, {`{}`, true},
+		{`{"kind":"window","size":20}`, true},
+		// Past float64 inside the value: the validator does not look there (the handler's
+		// binding refuses it, bindProblem); at the top it refuses it itself.
+		{`{"a":null,"b":[1e999]}`, true},
+		{`1e999`, false}, {`-1e400`, false}, {strings.Repeat("9", 400), false},
+	}
+	for name, ref := range fields {
+		for _, v := range values {
+			dec := json.NewDecoder(strings.NewReader(v.json))
+			dec.UseNumber()
+			var value any
+			if err := dec.Decode(&value); err != nil {
+				t.Fatalf("%s: %v", v.json, err)
+			}
+			got := ref.Value.VisitJSON(value, openapi3.VisitAsRequest())
+			want := before.VisitJSON(value, openapi3.VisitAsRequest())
+			if (got == nil) != v.ok || (want == nil) != v.ok {
+				t.Errorf("%s %s: got %v, before %v; want accepted = %v", name, v.json, got, want, v.ok)
+				continue
+			}
+			if got == nil {
+				continue
+			}
+			var gse, wse *openapi3.SchemaError
+			if !errors.As(got, &gse) || !errors.As(want, &wse) ||
+				gse.SchemaField != wse.SchemaField || !errors.Is(gse.Origin, strconv.ErrRange) || !errors.Is(wse.Origin, strconv.ErrRange) {
+				t.Errorf("%s %s: refused with %v, before with %v", name, v.json, got, want)
+			}
+		}
+	}
+}
+
 // TestValidatorLetsTheServerTeach runs real requests through kin-openapi's
 // request validator (what the server puts in front of the handlers): the
 // strategy must reach the handler whatever its shape, so that the server's
@@ -366,6 +424,11 @@ func TestValidatorConversations(t *testing.T) {
 			`{"turnNumber":0,"messages":[{"role":"user","content":"hi"}],` +
 				`"evidence":{"decisions":[{"stageId":"s","chosen":"c","evidence":[1,"x",null]}],"toolCalls":[{"name":"t","args":null}]},` +
 				`"embeddings":{"embeddingModel":"m","query":[0.1,0.2],"messages":[[0.1,0.2],null]}}`, key, true},
+		{"turn with null and scalar evidence and arguments", "POST", "/v1/conversations/c1/turns",
+			`{"messages":[],"evidence":{"decisions":[{"stageId":"s","chosen":"c","evidence":null},{"stageId":"s","chosen":"c","evidence":"x"}],` +
+				`"toolCalls":[{"name":"t","args":true},{"name":"t","args":{}}]}}`, nil, true},
+		{"tool arguments past float64", "POST", "/v1/conversations/c1/turns",
+			`{"messages":[],"evidence":{"toolCalls":[{"name":"t","args":1e999}]}}`, nil, false},
 		{"turn number below 1 reaches the handler", "POST", "/v1/conversations/c1/turns", `{"turnNumber":-3.5,"messages":[]}`, nil, true},
 		{"empty turn reaches the handler", "POST", "/v1/conversations/c1/turns", `{"messages":[]}`, nil, true},
 		{"turn without messages", "POST", "/v1/conversations/c1/turns", `{"turnNumber":2}`, nil, false},
