@@ -79,6 +79,18 @@ func TestSpecIsValid(t *testing.T) {
 	}
 }
 
+// TestFirstServerIsRelative: clients take the first server by default, and the /docs/ page
+// (Swagger UI, served by the binary) resolves a relative one against the address it was
+// loaded from, so "Try it out" reaches the server that served the page on any host and port.
+// An absolute first server would send it to that one address instead.
+func TestFirstServerIsRelative(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	if len(doc.Servers) == 0 || doc.Servers[0].URL != "/" {
+		t.Fatalf("servers[0] = %v, want the relative URL /", doc.Servers)
+	}
+}
+
 // TestEmbeddedSpecIsCurrent catches a spec edited without regenerating: the
 // spec embedded in gen.go must be this file.
 func TestEmbeddedSpecIsCurrent(t *testing.T) {
