@@ -7,7 +7,7 @@ SHELL := /usr/bin/env bash
 # module proxy; a Go environment that says GOTOOLCHAIN=local would build with the older Go.
 export GOTOOLCHAIN := $(if $(filter-out local,$(GOTOOLCHAIN)),$(GOTOOLCHAIN),auto)
 
-.PHONY: help run test generate verify lint vulncheck bench postgres
+.PHONY: help run test generate verify lint lint-spec vulncheck bench postgres
 
 help: ## Show this help.
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ verify: generate ## Fail if generated code drifted, or gofmt/vet complain.
 
 lint: ## Run golangci-lint (pinned in tools/go.mod).
 	go tool -modfile=tools/go.mod golangci-lint run ./...
+
+lint-spec: ## Lint api/openapi.yaml with Redocly CLI (pinned in package-lock.json; rules in redocly.yaml).
+	scripts/lint-spec.sh
 
 vulncheck: ## Run govulncheck (pinned in tools/go.mod) against reports from the module proxy's golang.org/x/vulndb.
 	scripts/vulncheck.sh

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite, exactly as CI runs it (`make test` calls this).
 #
-# 1. Checks that committed generated code matches api/openapi.yaml (regenerates, then git diff).
+# 1. Checks that committed generated code matches api/openapi.yaml (regenerates, then git diff),
+#    and lints the spec with Redocly CLI: no error, no warning (scripts/lint-spec.sh; needs
+#    Node.js and npm, and installs the CLI from package-lock.json when it is missing or stale).
 # 2. gofmt, go vet and golangci-lint (depguard enforces the one-way layering); govulncheck fails
 #    on a vulnerability the code can reach (scripts/vulncheck.sh).
 # 3. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
@@ -20,6 +22,9 @@ if ! git diff --exit-code --stat -- internal/http/gen api; then
   echo "generated code differs from the committed files: run 'make generate' and commit" >&2
   exit 1
 fi
+
+step "OpenAPI lint (Redocly CLI, pinned in package-lock.json; rules in redocly.yaml)"
+scripts/lint-spec.sh
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
