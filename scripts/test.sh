@@ -6,9 +6,10 @@
 #    Node.js and npm, and installs the CLI from package-lock.json when it is missing or stale).
 # 2. gofmt, go vet and golangci-lint (depguard enforces the one-way layering); govulncheck fails
 #    on a vulnerability the code can reach (scripts/vulncheck.sh).
-# 3. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
+# 3. Installs curl and jq if missing (the README's quickstart, which a test runs, uses them).
+# 4. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
 #    TEST_DATABASE_URL is already set, and REQUIRES it: Postgres-backed tests fail, never skip.
-# 4. go test -race over every package.
+# 5. go test -race over every package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # go.mod's toolchain line names Go 1.27.3; an older local Go fetches it (see Makefile).
@@ -41,6 +42,9 @@ go tool -modfile=tools/go.mod golangci-lint run ./...
 step "govulncheck (pinned in tools/go.mod; reports from golang.org/x/vulndb on the module proxy)"
 scripts/vulncheck.sh
 
+step "test tools (curl and jq, for the README's quickstart)"
+scripts/install-test-tools.sh
+
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   step "postgres (throwaway cluster)"
   TEST_DATABASE_URL=$(scripts/test-postgres.sh start)
@@ -51,7 +55,7 @@ export FOOTPRINT_REQUIRE_PG=1
 step "go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
 
-# 5. Each fuzz target explores for a bounded number of inputs (FUZZTIME, default 10000x) after
+# 6. Each fuzz target explores for a bounded number of inputs (FUZZTIME, default 10000x) after
 #    the normal tests; a crasher fails the run and is left under that package's testdata/fuzz/.
 #    A count, not a duration: with a duration, Go 1.26's fuzz coordinator could report its own
 #    deadline as a failure ("context deadline exceeded", no crasher) when the workers were
