@@ -18,11 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/footprint/footprint/internal/http/eventio"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
 	"github.com/oapi-codegen/runtime"
-
-	"github.com/footprint/footprint/internal/http/eventio"
 )
 
 // Defines values for AnswerSource.
