@@ -279,8 +279,10 @@ func digestEmbedding(v []byte, nested bool) ([]byte, bool) {
 	return append(out, '}'), true
 }
 
-func validEventType(s string) bool {
-	if len(s) < 1 || len(s) > 128 {
+// ValidEventType reports whether s is an event type: a letter, then up to 127 letters, digits
+// and _ . : - (EventTypePattern).
+func ValidEventType(s string) bool {
+	if len(s) < 1 || len(s) > MaxEventTypeLength {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -20,6 +20,10 @@ const (
 	MaxEventPayloadBytes = 64 << 10
 	// DefaultMaxOpenRuns is the default per-tenant cap on unfinished runs.
 	DefaultMaxOpenRuns = 1000
+	// MaxEventTypeLength is the longest event type, in bytes; EventTypePattern
+	// is the pattern every event type matches (ValidEventType implements it).
+	MaxEventTypeLength = 128
+	EventTypePattern   = `^[A-Za-z][A-Za-z0-9_.:-]{0,127}$`
 	// RecordingFormat names the recording envelope.
 	RecordingFormat = "footprint.recording.v1"
 )

@@ -124,7 +124,7 @@ func (s *Service) AppendEvents(ctx context.Context, tenant, id string, in []RunE
 			Detail: fmt.Sprintf("a batch holds at most %d events, this one %d", MaxEventBatch, len(in))}
 	}
 	for i, e := range in {
-		if !validEventType(e.Type) {
+		if !ValidEventType(e.Type) {
 			return AppendResult{}, &core.ValidationError{Code: core.CodeInvalidField, Path: fmt.Sprintf("events[%d].type", i),
 				Detail: "an event type is a letter, then up to 127 letters, digits and _ . : -"}
 		}

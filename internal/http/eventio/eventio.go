@@ -29,17 +29,19 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/footprint/footprint/internal/core/runs"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Limits of one batch, as api/openapi.yaml states them (EventBatch, EventType).
+// Limits of one batch, as api/openapi.yaml states them (EventBatch, EventType): the runs
+// area's own, so that the decoder and the service refuse at the same bounds.
 const (
 	// MaxEvents is the most events one batch may hold.
-	MaxEvents = 1000
+	MaxEvents = runs.MaxEventBatch
 	// MaxTypeLength is the longest event type, in bytes.
-	MaxTypeLength = 128
+	MaxTypeLength = runs.MaxEventTypeLength
 	// TypePattern is the pattern every event type matches; ValidType implements it.
-	TypePattern = `^[A-Za-z][A-Za-z0-9_.:-]{0,127}$`
+	TypePattern = runs.EventTypePattern
 	// ExampleType is the spec's example of an event type, offered as the fix for a bad one.
 	ExampleType = "context.injected"
 )
@@ -182,20 +184,7 @@ func restOfLineBlank(rest []byte) bool {
 }
 
 // ValidType reports whether t matches TypePattern.
-func ValidType(t string) bool {
-	if len(t) == 0 || len(t) > MaxTypeLength || !isLetter(t[0]) {
-		return false
-	}
-	for i := 1; i < len(t); i++ {
-		c := t[i]
-		if !isLetter(c) && (c < '0' || c > '9') && c != '_' && c != '.' && c != ':' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+func ValidType(t string) bool { return runs.ValidEventType(t) }
 
 type parser struct {
 	dec   *jsontext.Decoder
