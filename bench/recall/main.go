@@ -524,9 +524,11 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 				Embedding: vecs[j], EmbeddingModel: b.model})
 			c.set.add(id, vecs[j])
 		}
-		_, err = b.store.WriteTurn(ctx, turns.TurnWrite{Tenant: tenant, Namespace: c.ns, HostTurn: 1, CountMessageTurns: true,
-			MemoryIDs: []string{mem.ID}, Now: now, Fingerprints: []core.Fingerprint{{MemoryID: mem.ID, Model: b.model, Dims: dims}},
-			Build: func(int) ([]core.Entry, error) { return entries, nil }})
+		fps := []core.Fingerprint{{MemoryID: mem.ID, Model: b.model, Dims: dims}}
+		_, err = b.store.WriteTurn(ctx, turns.TurnWrite{Tenant: tenant, Namespace: c.ns, Now: now,
+			Scope:               turns.TurnScope{MemoryIDs: []string{mem.ID}, Kinds: turns.CountedKinds(true, false)},
+			FingerprintMemories: []string{mem.ID},
+			Decide:              turns.Decider(1, fps, func(int) ([]core.Entry, error) { return entries, nil })})
 		if err != nil {
 			return fmt.Errorf("write conversation %s: %w", c.id, err)
 		}

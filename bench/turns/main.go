@@ -338,15 +338,17 @@ func (b *bench) baselineWrite(ctx context.Context, conv string) error {
 		}
 		return e
 	}
+	fpMemories := make([]string, len(b.fingerprints))
+	for i, f := range b.fingerprints {
+		fpMemories[i] = f.MemoryID
+	}
 	_, err := b.store.WriteTurn(ctx, turns.TurnWrite{
-		Tenant:            tenant,
-		Namespace:         namespace,
-		HostTurn:          1,
-		CountMessageTurns: true,
-		MemoryIDs:         b.memoryIDs,
-		Now:               now,
-		Fingerprints:      b.fingerprints,
-		Build: func(turn int) ([]core.Entry, error) {
+		Tenant:              tenant,
+		Namespace:           namespace,
+		Scope:               turns.TurnScope{MemoryIDs: b.memoryIDs, Kinds: turns.CountedKinds(true, false)},
+		FingerprintMemories: fpMemories,
+		Now:                 now,
+		Decide: turns.Decider(1, b.fingerprints, func(turn int) ([]core.Entry, error) {
 			snap := entry(why, "snap-"+strconv.Itoa(turn), core.KindSnapshot, turn, 0, b.snapValue)
 			snap.Embedding, snap.EmbeddingModel = b.vector, b.model
 			return []core.Entry{
@@ -354,7 +356,7 @@ func (b *bench) baselineWrite(ctx context.Context, conv string) error {
 				entry(chat, "msg-"+strconv.Itoa(turn)+"-1", core.KindMessage, turn, 1, b.msgValues[1]),
 				snap,
 			}, nil
-		},
+		}),
 	})
 	return err
 }

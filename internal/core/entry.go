@@ -61,6 +61,16 @@ type Fingerprint struct {
 	Dims     int
 }
 
+// Against returns the refusal of vectors of space got in a memory whose
+// stored vectors are of space f, or nil when they are of one space: vectors
+// of different models or dimensions are never compared.
+func (f Fingerprint) Against(got Fingerprint) *FingerprintMismatch {
+	if f.Model == got.Model && f.Dims == got.Dims {
+		return nil
+	}
+	return &FingerprintMismatch{MemoryID: got.MemoryID, HaveModel: f.Model, HaveDims: f.Dims, GotModel: got.Model, GotDims: got.Dims}
+}
+
 // FingerprintMismatch is returned by a store when a turn's vectors differ
 // in model or dimensions from those a memory already holds in the
 // namespace. Core turns it into an embedder-mismatch problem.

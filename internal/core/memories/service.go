@@ -72,13 +72,16 @@ func (s *Service) DefineMemory(ctx context.Context, tenant string, p strategies.
 	if dryRun {
 		// The same checks as a real create, the id's availability included.
 		if _, err := s.store.GetMemory(ctx, tenant, m.ID); err == nil {
-			return core.Memory{}, &core.ConflictError{Code: core.CodeMemoryExists, Detail: fmt.Sprintf("memory %q already exists; PUT /v1/memories/%s replaces it.", m.ID, m.ID)}
+			return core.Memory{}, memoryExists(m.ID)
 		} else if !errors.Is(err, core.ErrNotFound) {
 			return core.Memory{}, err
 		}
 		return m, nil
 	}
 	if err := s.store.CreateMemory(ctx, m); err != nil {
+		if errors.Is(err, ErrMemoryExists) {
+			return core.Memory{}, memoryExists(m.ID)
+		}
 		return core.Memory{}, err
 	}
 	s.cache.invalidate(tenant)
@@ -161,4 +164,10 @@ func (s *Service) all(ctx context.Context, tenant string) ([]core.Memory, error)
 		}
 		after = page[len(page)-1].ID
 	}
+}
+
+// memoryExists is the refusal of a create whose id the tenant already has.
+func memoryExists(id string) error {
+	return &core.ConflictError{Code: core.CodeMemoryExists, Path: "id",
+		Detail: fmt.Sprintf("memory %q already exists; PUT /v1/memories/%s replaces it.", id, id)}
 }

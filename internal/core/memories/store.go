@@ -2,17 +2,23 @@ package memories
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/footprint/footprint/internal/core"
 )
+
+// ErrMemoryExists is what a Store returns when the tenant already has a
+// memory with the id being created; the service turns it into the refusal a
+// client reads.
+var ErrMemoryExists = fmt.Errorf("memory id taken: %w", core.ErrConflict)
 
 // Store persists memory definitions, keyed by (tenant, id).
 // Implementations must be safe for concurrent use and must never return a
 // driver-specific error: they translate to ErrNotFound, ErrConflict and
 // ErrUnavailable (wrapped), everything else is an internal error.
 type Store interface {
-	// CreateMemory stores m. It returns a *ConflictError (ErrConflict) if
-	// the tenant already has a memory with m.ID.
+	// CreateMemory stores m. It returns ErrMemoryExists if the tenant
+	// already has a memory with m.ID.
 	CreateMemory(ctx context.Context, m core.Memory) error
 	// GetMemory returns the tenant's memory, or ErrNotFound.
 	GetMemory(ctx context.Context, tenant, id string) (core.Memory, error)

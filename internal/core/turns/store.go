@@ -3,39 +3,33 @@ package turns
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
 )
 
 // TurnWrite is one turn's write side, handed to a store to perform in ONE
-// transaction serialised per (Tenant, Namespace).
+// transaction serialised per (Tenant, Namespace). The store locks the
+// namespace, reads the facts Decide needs (the highest live turn in Scope,
+// the vector fingerprints stored for FingerprintMemories), calls Decide and
+// writes what it decided: the store persists, the domain decides.
 type TurnWrite struct {
 	Tenant    string
 	Namespace string
-	// HostTurn is the caller's turn number, already normalised (≥ 1).
-	HostTurn int
-	// CountMessageTurns makes live msg-{n}-* ids count toward the highest
-	// stored turn, as well as snap-{n} (set when a conversation memory is
-	// written by this turn; see the turns issue).
-	CountMessageTurns bool
-	// CountBeatTurns makes live beat-{n}-* ids count too (set when a
-	// narrative memory is written by this turn: its beats are numbered by
-	// turn, and a later turn must not collide with them).
-	CountBeatTurns bool
-	// MemoryIDs are the memories whose stored turns are scanned.
-	MemoryIDs []string
+	// Scope says which stored entries count toward the highest live turn.
+	Scope TurnScope
+	// FingerprintMemories are the memories whose stored vector fingerprints
+	// Decide is given.
+	FingerprintMemories []string
 	// Now is the transaction's clock for expiry checks and timestamps.
 	Now time.Time
-	// Build returns the entries to write for the resolved turn. It may be
-	// called more than once (a retried transaction), so it must be pure and
-	// must not do I/O: embeddings are computed before WriteTurn.
-	Build func(turn int) ([]core.Entry, error)
-
-	// Fingerprints are the (model, dims) each memory's vectors in this
-	// turn carry. The store records the first per memory+namespace and
-	// returns a *FingerprintMismatch when a later turn differs.
-	Fingerprints []core.Fingerprint
+	// Decide returns the turn number and the entries to write from what the
+	// store read under the lock. It may be called more than once (a retried
+	// transaction, a stale prediction), so it must be pure and do no I/O:
+	// vectors and extractions are computed before WriteTurn. Its error is
+	// returned by WriteTurn unchanged, with nothing written.
+	Decide func(TurnFacts) (TurnDecision, error)
 
 	// Idempotency, when set, is claimed in the same transaction as the
 	// write: a committed claim with the same RequestHash replays its stored
@@ -52,6 +46,94 @@ type TurnWrite struct {
 	// transaction, from the resolved turn and the written entries.
 	Respond func(turn int, written []core.Entry) ([]byte, error)
 }
+
+// TurnScope is what counts toward a namespace's highest live turn: the live
+// entries of MemoryIDs whose kind is one of Kinds.
+type TurnScope struct {
+	MemoryIDs []string
+	Kinds     []core.EntryKind
+}
+
+// Counts reports whether e, stored, counts toward the highest live turn at now.
+func (sc TurnScope) Counts(e core.Entry, now time.Time) bool {
+	return e.Turn > 0 && slices.Contains(sc.Kinds, e.Kind) && slices.Contains(sc.MemoryIDs, e.MemoryID) &&
+		(e.ExpiresAt.IsZero() || e.ExpiresAt.After(now))
+}
+
+// HighestAfter is the highest live turn at now once written is stored on top
+// of a namespace whose highest live turn was before.
+func (sc TurnScope) HighestAfter(before int, written []core.Entry, now time.Time) int {
+	highest := before
+	for _, e := range written {
+		if e.Turn > highest && sc.Counts(e, now) {
+			highest = e.Turn
+		}
+	}
+	return highest
+}
+
+// TurnFacts are what a store read under the namespace lock for Decide.
+type TurnFacts struct {
+	// Highest is the highest live stored turn in the write's Scope (0: none).
+	Highest int
+	// Fingerprints are the vector spaces stored for the write's
+	// FingerprintMemories, by memory id (absent: no vector stored yet).
+	Fingerprints map[string]core.Fingerprint
+}
+
+// TurnDecision is what Decide decided: the turn, the entries to write for it
+// and the fingerprints to record (the first vectors of a memory in the
+// namespace).
+type TurnDecision struct {
+	Turn            int
+	Entries         []core.Entry
+	NewFingerprints []core.Fingerprint
+}
+
+// Decider is the turn rule of the seed, as a TurnWrite's Decide:
+//
+//	turn = max(hostTurn, highest live stored turn + 1)
+//
+// then fingerprints are checked against the stored ones (a *core.FingerprintMismatch
+// when a memory already holds vectors of another model or dimensions; the new ones are
+// recorded) and build makes the turn's entries.
+func Decider(hostTurn int, fingerprints []core.Fingerprint, build func(turn int) ([]core.Entry, error)) func(TurnFacts) (TurnDecision, error) {
+	return func(f TurnFacts) (TurnDecision, error) {
+		var fresh []core.Fingerprint
+		for _, fp := range fingerprints {
+			have, ok := f.Fingerprints[fp.MemoryID]
+			if !ok {
+				fresh = append(fresh, fp)
+			} else if mm := have.Against(fp); mm != nil {
+				return TurnDecision{}, mm
+			}
+		}
+		turn := max(hostTurn, f.Highest+1)
+		entries, err := build(turn)
+		if err != nil {
+			return TurnDecision{}, err
+		}
+		return TurnDecision{Turn: turn, Entries: entries, NewFingerprints: fresh}, nil
+	}
+}
+
+// EntryInTheWay is what a store returns when an entry a turn writes would
+// overwrite a live one that may not be overwritten (anything but a fact).
+// MemoryID and EntryID say which, when the store knows. It unwraps to
+// core.ErrConflict.
+type EntryInTheWay struct {
+	MemoryID, EntryID string
+}
+
+func (e *EntryInTheWay) Error() string {
+	if e.EntryID == "" {
+		return "an entry of the turn is already stored and live"
+	}
+	return "entry " + e.EntryID + " of memory " + e.MemoryID + " is already stored and live"
+}
+
+// Unwrap makes errors.Is(err, core.ErrConflict) true.
+func (e *EntryInTheWay) Unwrap() error { return core.ErrConflict }
 
 // ErrKeyReused is returned by WriteTurn when the idempotency key was
 // already used with a different request.
@@ -75,11 +157,10 @@ type TurnOutcome struct {
 // Store persists entries. Implementations are safe for concurrent use
 // and translate driver errors as MemoryStore does.
 type Store interface {
-	// WriteTurn resolves turn = max(w.HostTurn, highestLiveStoredTurn + 1)
-	// inside one transaction serialised per namespace, then writes every
-	// entry w.Build(turn) returns (upserting facts by id; never
-	// overwriting a live snapshot). It returns the turn and the entries as
-	// written.
+	// WriteTurn locks the namespace, reads the facts w.Decide needs and
+	// writes what it decides, in one transaction: facts upsert by id; any
+	// other entry that would overwrite a live one fails the whole write with
+	// an *EntryInTheWay. It returns the turn and the entries as written.
 	WriteTurn(ctx context.Context, w TurnWrite) (TurnOutcome, error)
 	// ListEntries returns up to q.Limit live entries and the position after
 	// the last one ("" when there are no more).

@@ -218,18 +218,19 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		}
 		return out, nil
 	}
+	fpMemories := make([]string, len(fingerprints))
+	for i, f := range fingerprints {
+		fpMemories[i] = f.MemoryID
+	}
 	w := TurnWrite{
-		Tenant:            tenant,
-		Namespace:         p.Identity.Namespace(),
-		HostTurn:          NormalizeHostTurn(p.TurnNumber),
-		CountMessageTurns: countMessages,
-		CountBeatTurns:    countBeats,
-		MemoryIDs:         memoryIDs,
-		Now:               now,
-		Build:             build,
-		Fingerprints:      fingerprints,
-		LinkRunID:         p.RunID,
-		LinkRecallIDs:     p.RecallIDs,
+		Tenant:              tenant,
+		Namespace:           p.Identity.Namespace(),
+		Scope:               TurnScope{MemoryIDs: memoryIDs, Kinds: CountedKinds(countMessages, countBeats)},
+		FingerprintMemories: fpMemories,
+		Now:                 now,
+		Decide:              Decider(NormalizeHostTurn(p.TurnNumber), fingerprints, build),
+		LinkRunID:           p.RunID,
+		LinkRecallIDs:       p.RecallIDs,
 	}
 	if p.IdempotencyKey != "" {
 		w.Idempotency = &IdempotencyClaim{Key: p.IdempotencyKey, RequestHash: requestHash(p), ExpiresAt: now.Add(s.keyTTL)}
@@ -241,6 +242,15 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 	if err != nil {
 		if errors.Is(err, ErrKeyReused) {
 			return TurnResult{}, keyReused()
+		}
+		var way *EntryInTheWay
+		if errors.As(err, &way) {
+			what := "an entry this turn writes"
+			if way.EntryID != "" {
+				what = fmt.Sprintf("entry %q of memory %q", way.EntryID, way.MemoryID)
+			}
+			return TurnResult{}, &core.ConflictError{Code: core.CodeEntryExists,
+				Detail: what + " is already stored and live, and only facts are replaced. Send a later `turnNumber`, or leave it out to write the next turn."}
 		}
 		var fm *core.FingerprintMismatch
 		if errors.As(err, &fm) {
@@ -255,6 +265,21 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		return replayed(out.Replay)
 	}
 	return finish(result, out.Turn, out.Entries, sides), nil
+}
+
+// CountedKinds are the entry kinds that count toward a namespace's highest live turn for a
+// turn that writes messages (writesMessages) and beats (writesBeats): snap-{n} always, as
+// the seed counts; msg-{n}-* and beat-{n}-* when the turn writes them too, so that it can
+// never collide with a live message or beat of an earlier turn.
+func CountedKinds(writesMessages, writesBeats bool) []core.EntryKind {
+	kinds := []core.EntryKind{core.KindSnapshot}
+	if writesMessages {
+		kinds = append(kinds, core.KindMessage)
+	}
+	if writesBeats {
+		kinds = append(kinds, core.KindBeat)
+	}
+	return kinds
 }
 
 // finish groups the written entries per memory, in the order written, and
@@ -292,8 +317,8 @@ func (s *Service) claimNoop(ctx context.Context, p TurnParams, r TurnResult) (Tu
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	out, err := s.store.WriteTurn(ctx, TurnWrite{
-		Tenant: p.Identity.Tenant, Namespace: p.Identity.Namespace(), HostTurn: 1, MemoryIDs: []string{}, Now: now,
-		Build:       func(int) ([]core.Entry, error) { return nil, nil },
+		Tenant: p.Identity.Tenant, Namespace: p.Identity.Namespace(), Scope: TurnScope{MemoryIDs: []string{}}, Now: now,
+		Decide:      func(TurnFacts) (TurnDecision, error) { return TurnDecision{Turn: 1}, nil },
 		Idempotency: &IdempotencyClaim{Key: p.IdempotencyKey, RequestHash: requestHash(p), ExpiresAt: now.Add(s.keyTTL)},
 		Respond:     func(int, []core.Entry) ([]byte, error) { return json.Marshal(r) },
 	})

@@ -74,12 +74,12 @@ func live(e core.Entry, now time.Time) bool {
 	return e.ExpiresAt.IsZero() || e.ExpiresAt.After(now)
 }
 
-// WriteTurn resolves turn = max(w.HostTurn, highest live stored turn + 1) and writes
-// w.Build(turn)'s entries, holding the namespace's mutex throughout, with the same rules as
-// the Postgres store: new entries get version 1 and zero timestamps set to w.Now; facts
-// upsert (version+1, created_at and access bookkeeping kept); any other entry that would
-// overwrite a live one fails the whole write with a *core.ConflictError; an expired entry is
-// replaced as if absent. Build's error is returned unchanged, with nothing written.
+// WriteTurn holds the namespace's mutex throughout, reads the highest live turn of w.Scope and
+// the stored fingerprints, and writes what w.Decide decides, with the same rules as the
+// Postgres store: new entries get version 1 and zero timestamps set to w.Now; facts upsert
+// (version+1, created_at and access bookkeeping kept); any other entry that would overwrite a
+// live one fails the whole write with a *turns.EntryInTheWay; an expired entry is replaced as
+// if absent. Decide's error is returned unchanged, with nothing written.
 func (s *Store) WriteTurn(ctx context.Context, w turns.TurnWrite) (turns.TurnOutcome, error) {
 	if w.Idempotency == nil {
 		turn, out, _, err := s.writeTurn(ctx, w)
@@ -177,26 +177,26 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 	// Compared at Postgres's precision, so both stores agree on what is live at an instant.
 	now := normalise(w.Now)
 	s.es.mu.RLock()
-	highest := 0
-	for ek, e := range s.es.entries[k] {
-		counts := e.Kind == core.KindSnapshot || (w.CountMessageTurns && e.Kind == core.KindMessage) ||
-			(w.CountBeatTurns && e.Kind == core.KindBeat)
-		if counts && slices.Contains(w.MemoryIDs, ek.memoryID) && live(e, now) {
-			highest = max(highest, e.Turn)
+	facts := turns.TurnFacts{Fingerprints: map[string]core.Fingerprint{}}
+	for _, e := range s.es.entries[k] {
+		if w.Scope.Counts(e, now) {
+			facts.Highest = max(facts.Highest, e.Turn)
+		}
+	}
+	for _, id := range w.FingerprintMemories {
+		if f, ok := s.es.fingerprints[k][id]; ok {
+			facts.Fingerprints[id] = f
 		}
 	}
 	s.es.mu.RUnlock()
 
-	if err := s.checkFingerprints(k, w.Fingerprints); err != nil {
-		return 0, nil, nil, err
-	}
-	turn := max(w.HostTurn, highest+1)
-	built, err := w.Build(turn)
+	d, err := w.Decide(facts)
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	toWrite := make([]core.Entry, 0, len(built))
-	for _, e := range built {
+	turn := d.Turn
+	toWrite := make([]core.Entry, 0, len(d.Entries))
+	for _, e := range d.Entries {
 		c, err := copyIn(e, now)
 		if err != nil {
 			return 0, nil, nil, err
@@ -218,8 +218,7 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 		}
 		if exists && live(old, now) {
 			if e.Kind != core.KindFact {
-				return 0, nil, nil, &core.ConflictError{Code: core.CodeEntryExists,
-					Detail: fmt.Sprintf("entry %q of memory %q already exists and is live", e.ID, e.MemoryID)}
+				return 0, nil, nil, &turns.EntryInTheWay{MemoryID: e.MemoryID, EntryID: e.ID}
 			}
 			e.Version = old.Version + 1
 			e.CreatedAt = old.CreatedAt
@@ -245,24 +244,11 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 	for ek, e := range staged {
 		byID[ek] = e
 	}
-	s.recordFingerprints(k, w.Fingerprints)
+	s.recordFingerprints(k, d.NewFingerprints)
 	if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
 		s.linkLocked(w.Tenant, w.Namespace, turn, w.LinkRunID, w.LinkRecallIDs)
 	}
 	return turn, out, response, nil
-}
-
-// checkFingerprints refuses vectors whose (model, dims) differ from those a
-// memory already holds in the namespace. Called under the namespace lock.
-func (s *Store) checkFingerprints(k nsKey, fs []core.Fingerprint) error {
-	s.es.mu.RLock()
-	defer s.es.mu.RUnlock()
-	for _, f := range fs {
-		if have, ok := s.es.fingerprints[k][f.MemoryID]; ok && (have.Model != f.Model || have.Dims != f.Dims) {
-			return &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: have.Model, HaveDims: have.Dims, GotModel: f.Model, GotDims: f.Dims}
-		}
-	}
-	return nil
 }
 
 // recordFingerprints keeps the first fingerprint per memory. Called with

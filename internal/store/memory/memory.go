@@ -60,8 +60,8 @@ func New() *Store {
 	return &Store{memories: make(map[string]map[string]record)}
 }
 
-// CreateMemory stores a copy of m. It returns a *core.ConflictError (core.CodeMemoryExists) if
-// the tenant already has a memory with m.ID.
+// CreateMemory stores a copy of m. It returns memories.ErrMemoryExists if the tenant already
+// has a memory with m.ID.
 func (s *Store) CreateMemory(ctx context.Context, m core.Memory) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -74,7 +74,7 @@ func (s *Store) CreateMemory(ctx context.Context, m core.Memory) error {
 	defer s.mu.Unlock()
 	byID := s.memories[m.Tenant]
 	if _, exists := byID[m.ID]; exists {
-		return &core.ConflictError{Code: core.CodeMemoryExists, Detail: fmt.Sprintf("memory %q already exists", m.ID)}
+		return memories.ErrMemoryExists
 	}
 	if byID == nil {
 		byID = make(map[string]record)

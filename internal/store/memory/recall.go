@@ -14,9 +14,6 @@ import (
 
 var _ recall.Store = (*Store)(nil)
 
-// corpusNamespace is where corpus chunks live (as in the Postgres store).
-const corpusNamespace = ""
-
 // RankEntries scores every live entry of the memory exactly (cosine), best
 // first; entries of another vector space are reported, never scored.
 func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.RankResult, error) {
@@ -131,10 +128,10 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	k := nsKey{tenant, corpusNamespace}
+	k := nsKey{tenant, core.CorpusNamespace}
 	staged := make([]core.Entry, 0, len(chunks))
 	for _, e := range chunks {
-		e.Namespace = corpusNamespace
+		e.Namespace = core.CorpusNamespace
 		c, err := copyIn(e, normalise(e.CreatedAt))
 		if err != nil {
 			return err
@@ -148,8 +145,10 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 			continue
 		}
 		f := core.Fingerprint{MemoryID: memoryID, Model: e.EmbeddingModel, Dims: len(e.Embedding)}
-		if have, ok := s.es.fingerprints[k][memoryID]; ok && (have.Model != f.Model || have.Dims != f.Dims) {
-			return &core.FingerprintMismatch{MemoryID: memoryID, HaveModel: have.Model, HaveDims: have.Dims, GotModel: f.Model, GotDims: f.Dims}
+		if have, ok := s.es.fingerprints[k][memoryID]; ok {
+			if mm := have.Against(f); mm != nil {
+				return mm
+			}
 		}
 		s.recordFingerprints(k, []core.Fingerprint{f})
 		break

@@ -200,9 +200,10 @@ const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timest
 //
 //  1. take the namespace's advisory lock (lockNamespaceSQL), so concurrent turn writes to one
 //     namespace queue here (and writes to other namespaces never wait);
-//  2. read the highest live stored turn (maxLiveTurn) in a fresh READ COMMITTED snapshot,
-//     which therefore includes every turn committed by whoever held the lock before;
-//  3. turn = max(w.HostTurn, highest+1), build, and write the entries.
+//  2. read the highest live stored turn of w.Scope (maxLiveTurn) and the stored fingerprints
+//     in a fresh READ COMMITTED snapshot, which therefore includes every turn committed by
+//     whoever held the lock before;
+//  3. hand them to w.Decide (the domain's turn rule) and write what it decided.
 //
 // Without an idempotency key that is usually ONE round trip: when this process knows the
 // namespace's highest turn (turnPredictor), BEGIN, the lock, a check that the stored highest
@@ -215,16 +216,13 @@ const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timest
 //
 // New rows get version 1, and zero timestamps are set to w.Now. Facts upsert by id; any
 // other entry that would overwrite a live row fails the whole write with a
-// *core.ConflictError. w.Build's error is returned unchanged, with nothing written.
+// *turns.EntryInTheWay. w.Decide's error is returned unchanged, with nothing written.
 func (s *Store) WriteTurn(ctx context.Context, w turns.TurnWrite) (turns.TurnOutcome, error) {
-	kinds := []string{string(core.KindSnapshot)}
-	if w.CountMessageTurns {
-		kinds = append(kinds, string(core.KindMessage))
+	kinds := make([]string, len(w.Scope.Kinds))
+	for i, k := range w.Scope.Kinds {
+		kinds[i] = string(k)
 	}
-	if w.CountBeatTurns {
-		kinds = append(kinds, string(core.KindBeat))
-	}
-	memoryIDs := w.MemoryIDs
+	memoryIDs := w.Scope.MemoryIDs
 	if memoryIDs == nil {
 		memoryIDs = []string{}
 	}
@@ -243,7 +241,7 @@ func (s *Store) writeTurnAlone(ctx context.Context, w turns.TurnWrite, key strin
 		if !errors.Is(err, errStalePrediction) {
 			if err == nil {
 				s.turns.hits.Add(1)
-				s.turns.remember(key, w, res.highest, out.Entries, res.fps, memoryIDs, kinds)
+				s.turns.remember(key, w, res.highest, out.Entries, res.fps)
 			}
 			return out, err
 		}
@@ -251,7 +249,7 @@ func (s *Store) writeTurnAlone(ctx context.Context, w turns.TurnWrite, key strin
 	}
 	out, res, err := s.writeTurn(ctx, w, memoryIDs, kinds, nil)
 	if err == nil {
-		s.turns.remember(key, w, res.highest, out.Entries, res.fps, memoryIDs, kinds)
+		s.turns.remember(key, w, res.highest, out.Entries, res.fps)
 	}
 	return out, err
 }
@@ -269,15 +267,15 @@ type turnRead struct {
 // writeTurn is one write of WriteTurn: predicted (p set: one batch, errStalePrediction when the
 // check fails) or read (two batches).
 func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite, memoryIDs, kinds []string, p *prediction) (turns.TurnOutcome, turnRead, error) {
-	fpIDs := make([]string, len(w.Fingerprints))
-	for i, f := range w.Fingerprints {
-		fpIDs[i] = f.MemoryID
+	fpIDs := w.FingerprintMemories
+	if fpIDs == nil {
+		fpIDs = []string{}
 	}
 	var (
 		outcome  turns.TurnOutcome
 		read     turnRead
 		domain   error // an error of the caller's making, returned as-is
-		conflict *core.ConflictError
+		conflict *turns.EntryInTheWay
 		stale    bool
 	)
 	err := withRetry(ctx, func() error {
@@ -315,24 +313,22 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite, memoryIDs, kin
 				}
 				read.highest, read.fps = highest, have
 			}
-			var newFingerprints []core.Fingerprint
-			for _, f := range w.Fingerprints {
-				h, ok := read.fps[f.MemoryID]
-				switch {
-				case !ok:
-					read.fps[f.MemoryID] = f
-					newFingerprints = append(newFingerprints, f)
-				case h.Model != f.Model || h.Dims != f.Dims:
-					domain = &core.FingerprintMismatch{MemoryID: f.MemoryID, HaveModel: h.Model, HaveDims: h.Dims, GotModel: f.Model, GotDims: f.Dims}
-					return domain
-				}
+			d, err := w.Decide(turns.TurnFacts{Highest: read.highest, Fingerprints: maps.Clone(read.fps)})
+			if err != nil && p != nil {
+				// Refused on predicted facts, which only the stored ones can confirm: redo the
+				// long way, which reads them (a forget elsewhere may have cleared a fingerprint).
+				stale = true
+				return errStalePrediction
 			}
-			outcome.Turn = max(w.HostTurn, read.highest+1)
-			entries, err := w.Build(outcome.Turn)
 			if err != nil {
 				domain = err
 				return err
 			}
+			for _, f := range d.NewFingerprints {
+				read.fps[f.MemoryID] = f
+			}
+			outcome.Turn = d.Turn
+			entries, newFingerprints := d.Entries, d.NewFingerprints
 			// One batch writes everything: the entries, the new fingerprints, the
 			// links, and COMMIT unless the idempotency response is still to be stored.
 			commit := w.Idempotency == nil || w.Respond == nil
@@ -472,7 +468,7 @@ func queueWrites(b *pgx.Batch, w turns.TurnWrite, turn int, entries []core.Entry
 
 // read reads q's results from br, in queue order, and returns the stored entries, in the
 // caller's order. A live entry in the way (the primary-key violation insertEntriesSQL raises)
-// is returned as a *core.ConflictError. It does not close br.
+// is returned as a *turns.EntryInTheWay. It does not close br.
 func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
 	stored := make([]core.Entry, len(q.entries))
 	for s, rows := range q.statements {
@@ -493,8 +489,18 @@ func (q queuedWrites) read(br pgx.BatchResults) ([]core.Entry, error) {
 			}
 		}
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.ConstraintName == "entries_pkey" {
-			return nil, &core.ConflictError{Code: core.CodeEntryExists, Detail: pgErr.Detail}
+		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation {
+			// The only unique key of entries is its primary key. footprint_entry_in_way (the
+			// conflict branch of a multi-row INSERT) names the row in its HINT (migration
+			// 00013); no text of the error reaches a client.
+			way := &turns.EntryInTheWay{}
+			var named struct{ MemoryID, EntryID string }
+			if json.Unmarshal([]byte(pgErr.Hint), &named) == nil {
+				way.MemoryID, way.EntryID = named.MemoryID, named.EntryID
+			} else if len(rows) == 1 {
+				way.MemoryID, way.EntryID = q.entries[rows[0]].MemoryID, q.entries[rows[0]].ID
+			}
+			return nil, way
 		}
 		if err != nil {
 			return nil, err

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
-	"github.com/footprint/footprint/internal/core/turns"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
+	"github.com/footprint/footprint/internal/store/storetest"
 )
 
 // TestMaxLiveTurnUsesIndex pins that the turn derivation is served by entries_newest_idx: an
@@ -26,7 +26,7 @@ func TestMaxLiveTurnUsesIndex(t *testing.T) {
 	s := openStore(t, dsn)
 	now := time.Now()
 	for host := 1; host <= 20; host++ {
-		_, err := s.WriteTurn(ctx, turns.TurnWrite{Tenant: "acme", Namespace: "conv", HostTurn: host,
+		_, err := s.WriteTurn(ctx, storetest.Turn{Tenant: "acme", Namespace: "conv", HostTurn: host,
 			MemoryIDs: []string{"causal"}, Now: now,
 			Build: func(turn int) ([]core.Entry, error) {
 				return []core.Entry{
@@ -35,7 +35,7 @@ func TestMaxLiveTurnUsesIndex(t *testing.T) {
 					{Tenant: "acme", Namespace: "conv", MemoryID: "chat", ID: fmt.Sprintf("msg-%d-0", turn),
 						Kind: core.KindMessage, Turn: turn, Value: json.RawMessage(`{}`)},
 				}, nil
-			}})
+			}}.Write())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,9 +104,9 @@ func TestVectorsStayInline(t *testing.T) {
 			ID: "msg-1-0", Kind: core.KindMessage, Turn: 1, Value: value, Embedding: vec,
 			EmbeddingModel: "m", Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now, LastAccessedAt: now})
 	}
-	if _, err := s.WriteTurn(ctx, turns.TurnWrite{Tenant: "acme", Namespace: "conv", HostTurn: 1,
+	if _, err := s.WriteTurn(ctx, storetest.Turn{Tenant: "acme", Namespace: "conv", HostTurn: 1,
 		MemoryIDs: []string{"sem384", "sem1536"}, Now: now,
-		Build: func(int) ([]core.Entry, error) { return entries, nil }}); err != nil {
+		Build: func(int) ([]core.Entry, error) { return entries, nil }}.Write()); err != nil {
 		t.Fatal(err)
 	}
 

@@ -29,15 +29,10 @@ const (
 	codeReadOnlyTransaction  = "25006" // a write reached a standby during failover
 )
 
-// constraintMemoriesPkey is the primary key of memories (migrations/00001_init.sql): a unique
-// violation on it means the tenant already has a memory with that id.
-const constraintMemoriesPkey = "memories_pkey"
-
 // translate maps an error from pgx or Postgres to core's error kinds. It is the one place that
 // decides what a driver error means; every exported method returns its errors through it.
 //
 //   - no rows: a *core.NotFoundError naming what and id;
-//   - a duplicate memory id: a *core.ConflictError with core.CodeMemoryExists;
 //   - the caller's own cancellation: stays context.Canceled (wrapped with op), so the HTTP layer
 //     can tell a client that went away from a failure;
 //   - anything that may succeed if retried later (connection loss, server shutting down, lock
@@ -59,14 +54,18 @@ func translate(err error, op, what, id string) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.ConstraintName == constraintMemoriesPkey {
-		return &core.ConflictError{Code: core.CodeMemoryExists, Detail: fmt.Sprintf("memory %q already exists", id)}
-	}
 	if unavailable(err) {
 		return fmt.Errorf("%s: %w: %w", op, core.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// isUniqueViolation reports whether err is Postgres refusing a duplicate key. Callers know
+// which key their statement can violate, so the constraint's name is never read: Citus
+// suffixes it per shard, and a rename must not change what an error means.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation
 }
 
 // unavailable reports whether err is transient: the database is unreachable, shutting down, or

@@ -27,7 +27,6 @@ func TestTranslate(t *testing.T) {
 		want error
 	}{
 		{"no rows", pgx.ErrNoRows, core.ErrNotFound},
-		{"duplicate memory", pgErr(codeUniqueViolation, constraintMemoriesPkey), core.ErrConflict},
 		{"other unique violation", pgErr(codeUniqueViolation, "entries_pkey"), nil},
 		{"lock timeout", pgErr(codeLockNotAvailable, ""), core.ErrUnavailable},
 		{"statement timeout", pgErr(codeQueryCanceled, ""), core.ErrUnavailable},
@@ -66,13 +65,6 @@ func TestTranslate(t *testing.T) {
 		var nf *core.NotFoundError
 		if err := translate(pgx.ErrNoRows, "op", "memory", "chat"); !errors.As(err, &nf) || nf.What != "memory" || nf.ID != "chat" {
 			t.Errorf("translate(ErrNoRows) = %#v", err)
-		}
-	})
-	t.Run("conflict carries the code", func(t *testing.T) {
-		var ce *core.ConflictError
-		err := translate(pgErr(codeUniqueViolation, constraintMemoriesPkey), "op", "memory", "chat")
-		if !errors.As(err, &ce) || ce.Code != core.CodeMemoryExists || ce.Detail != `memory "chat" already exists` {
-			t.Errorf("translate(unique violation) = %#v", err)
 		}
 	})
 	if translate(nil, "op", "", "") != nil {

@@ -7,9 +7,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/memories"
 )
 
-// CreateMemory stores m. It returns a *core.ConflictError (core.CodeMemoryExists) if the
+// CreateMemory stores m. It returns memories.ErrMemoryExists if the
 // tenant already has a memory with m.ID: a plain INSERT, so of any number of concurrent
 // creates of one id exactly one wins and the primary key refuses the rest.
 func (s *Store) CreateMemory(ctx context.Context, m core.Memory) error {
@@ -19,6 +20,11 @@ func (s *Store) CreateMemory(ctx context.Context, m core.Memory) error {
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO memories (`+memoryColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, args...)
+	// The one unique key of memories is (tenant, id): a unique violation, whatever the
+	// constraint is called (Citus suffixes it per shard), is the id taken.
+	if isUniqueViolation(err) {
+		return memories.ErrMemoryExists
+	}
 	return translate(err, "create memory", "memory", m.ID)
 }
 

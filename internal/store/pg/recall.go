@@ -22,10 +22,6 @@ var _ recall.Store = (*Store)(nil)
 // annDims are the dimensions that have an HNSW index for corpora (migration 00003).
 var annDims = map[int]bool{384: true}
 
-// corpusNamespace is where a corpus memory's document chunks live: tenant-wide, and never a
-// conversation's namespace (those always contain '/').
-const corpusNamespace = ""
-
 // maxMismatched bounds how many entries of another vector space are reported per ranking.
 const maxMismatched = 50
 
@@ -129,7 +125,7 @@ const (
 // searchesIndex reports whether q is searched through an HNSW index: a corpus at an indexed
 // dimension. Everything else is ranked exactly.
 func searchesIndex(q recall.RankQuery) bool {
-	return q.Namespace == corpusNamespace && annDims[len(q.Vector)]
+	return q.Namespace == core.CorpusNamespace && annDims[len(q.Vector)]
 }
 
 // kindNames is kinds as the text[] the ranking queries take.
@@ -400,17 +396,16 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 			continue
 		}
 		if _, err := s.pool.Exec(ctx, `INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
-			VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT DO NOTHING`, tenant, memoryID, corpusNamespace, e.EmbeddingModel, len(e.Embedding)); err != nil {
+			VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT DO NOTHING`, tenant, memoryID, core.CorpusNamespace, e.EmbeddingModel, len(e.Embedding)); err != nil {
 			return translate(err, "put documents", "", "")
 		}
-		var model string
-		var dims int
+		have := core.Fingerprint{MemoryID: memoryID}
 		if err := s.pool.QueryRow(ctx, `SELECT model, dims FROM embedding_fingerprints
-			WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`, tenant, memoryID, corpusNamespace).Scan(&model, &dims); err != nil {
+			WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`, tenant, memoryID, core.CorpusNamespace).Scan(&have.Model, &have.Dims); err != nil {
 			return translate(err, "put documents", "", "")
 		}
-		if model != e.EmbeddingModel || dims != len(e.Embedding) {
-			return &core.FingerprintMismatch{MemoryID: memoryID, HaveModel: model, HaveDims: dims, GotModel: e.EmbeddingModel, GotDims: len(e.Embedding)}
+		if mm := have.Against(core.Fingerprint{MemoryID: memoryID, Model: e.EmbeddingModel, Dims: len(e.Embedding)}); mm != nil {
+			return mm
 		}
 		break // one chunk's vector speaks for the batch: they share one embedder
 	}
@@ -418,11 +413,11 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 		b := &pgx.Batch{}
 		for _, id := range docIDs {
 			b.Queue(`DELETE FROM entries WHERE tenant = $1 AND memory_id = $2 AND namespace = $3
-				AND kind = 'doc' AND starts_with(id, $4)`, tenant, memoryID, corpusNamespace, id+"#")
+				AND kind = 'doc' AND starts_with(id, $4)`, tenant, memoryID, core.CorpusNamespace, id+"#")
 		}
 		now := time.Now().UTC()
 		for _, e := range chunks {
-			e.Namespace = corpusNamespace
+			e.Namespace = core.CorpusNamespace
 			e = stamp(e, now)
 			b.Queue(`INSERT INTO entries (`+entryInsertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
 				$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`, entryArgs(e)...)

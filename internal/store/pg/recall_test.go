@@ -74,7 +74,7 @@ func TestRankingRunsGenericPlans(t *testing.T) {
 	putCorpus(t, s, 2000, "m")
 	now := time.Now().UTC()
 	for i := range 3 {
-		if _, err := s.WriteTurn(ctx, snapWrite("acme/c1", i+1, 384, 0, now)); err != nil {
+		if _, err := s.WriteTurn(ctx, snapWrite("acme/c1", i+1, 384, 0, now).Write()); err != nil {
 			t.Fatal(err)
 		}
 	}

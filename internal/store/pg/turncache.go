@@ -157,21 +157,21 @@ func (p *turnPredictor) predict(key string, w turns.TurnWrite) *prediction {
 	if !ok || h < 1 {
 		return nil
 	}
-	pr := &prediction{highest: h, fps: make(map[string]core.Fingerprint, len(w.Fingerprints))}
-	for _, f := range w.Fingerprints {
-		have, ok := p.fps[fpKey(w.Tenant, w.Namespace, f.MemoryID)]
-		if !ok || have != f {
-			return nil // unknown, or a mismatch: let the long way report it from the store
+	pr := &prediction{highest: h, fps: make(map[string]core.Fingerprint, len(w.FingerprintMemories))}
+	for _, id := range w.FingerprintMemories {
+		have, ok := p.fps[fpKey(w.Tenant, w.Namespace, id)]
+		if !ok {
+			return nil // unknown: the long way reads it from the store
 		}
-		pr.fps[f.MemoryID] = have
+		pr.fps[id] = have
 	}
 	return pr
 }
 
 // remember records what a committed write of w left: the highest live turn (before is the one
 // it started from) and the fingerprints now stored.
-func (p *turnPredictor) remember(key string, w turns.TurnWrite, before int, written []core.Entry, fps map[string]core.Fingerprint, memoryIDs, kinds []string) {
-	highest := highestAfter(before, written, memoryIDs, kinds, w.Now)
+func (p *turnPredictor) remember(key string, w turns.TurnWrite, before int, written []core.Entry, fps map[string]core.Fingerprint) {
+	highest := highestAfter(w, before, written)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.highest) >= maxRemembered {
@@ -195,24 +195,8 @@ func (p *turnPredictor) forget() {
 }
 
 // highestAfter is the namespace's highest live turn after written was stored on top of before,
-// as maxLiveTurn will count it: only entries of the kinds and memories scanned, and not one
-// about to expire (counting it or not would both be risky; leaving it out only costs a redo).
-func highestAfter(before int, written []core.Entry, memoryIDs, kinds []string, now time.Time) int {
-	highest := before
-	for _, e := range written {
-		if e.Turn > highest && contains(memoryIDs, e.MemoryID) && contains(kinds, string(e.Kind)) &&
-			(e.ExpiresAt.IsZero() || e.ExpiresAt.After(now.Add(time.Second))) {
-			highest = e.Turn
-		}
-	}
-	return highest
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
+// as the domain counts it (w.Scope) but a second later than the write: an entry about to expire
+// is left out (counting it or not would both be risky; leaving it out only costs a redo).
+func highestAfter(w turns.TurnWrite, before int, written []core.Entry) int {
+	return w.Scope.HighestAfter(before, written, w.Now.Add(time.Second))
 }

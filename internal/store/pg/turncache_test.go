@@ -16,13 +16,14 @@ import (
 	"github.com/footprint/footprint/internal/core/turns"
 	"github.com/footprint/footprint/internal/store/pg"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
+	"github.com/footprint/footprint/internal/store/storetest"
 )
 
 // snapWrite is a turn write of one causal snapshot with a vector of dims dimensions.
-func snapWrite(ns string, host int, dims int, ttl time.Duration, now time.Time) turns.TurnWrite {
+func snapWrite(ns string, host int, dims int, ttl time.Duration, now time.Time) storetest.Turn {
 	vec := make([]float32, dims)
 	vec[0] = 1
-	return turns.TurnWrite{Tenant: "acme", Namespace: ns, HostTurn: host, MemoryIDs: []string{"why"}, Now: now,
+	return storetest.Turn{Tenant: "acme", Namespace: ns, HostTurn: host, MemoryIDs: []string{"why"}, Now: now,
 		Fingerprints: []core.Fingerprint{{MemoryID: "why", Model: "m", Dims: dims}},
 		Build: func(turn int) ([]core.Entry, error) {
 			e := core.Entry{Tenant: "acme", Namespace: ns, MemoryID: "why", ID: fmt.Sprintf("snap-%d", turn),
@@ -44,9 +45,9 @@ func TestTurnPredictionAcrossProcesses(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a, b := openStore(t, dsn), openStore(t, dsn)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	write := func(s *pg.Store, w turns.TurnWrite) int {
+	write := func(s *pg.Store, w storetest.Turn) int {
 		t.Helper()
-		out, err := s.WriteTurn(ctx, w)
+		out, err := s.WriteTurn(ctx, w.Write())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,10 +100,10 @@ func TestTurnPredictionAcrossProcesses(t *testing.T) {
 	}
 	// And a mismatch is still refused from the stored truth, on either store.
 	var mm *core.FingerprintMismatch
-	if _, err := b.WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now)); !errors.As(err, &mm) {
+	if _, err := b.WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now).Write()); !errors.As(err, &mm) {
 		t.Errorf("dims 4 after 8: %v, want a fingerprint mismatch", err)
 	}
-	if _, err := a.WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now)); !errors.As(err, &mm) {
+	if _, err := a.WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now).Write()); !errors.As(err, &mm) {
 		t.Errorf("dims 4 after 8 (the writer): %v, want a fingerprint mismatch", err)
 	}
 }
@@ -137,7 +138,7 @@ func TestTurnsTwoProcessesConcurrently(t *testing.T) {
 					defer wg.Done()
 					for j := range tc.perWriter {
 						c := fmt.Sprintf("m%d", (i+j)%tc.convs)
-						out, err := stores[i%2].WriteTurn(context.WithoutCancel(ctx), snapWrite(c, 1, 4, 0, now))
+						out, err := stores[i%2].WriteTurn(context.WithoutCancel(ctx), snapWrite(c, 1, 4, 0, now).Write())
 						if err != nil {
 							t.Error(err)
 							return
@@ -174,7 +175,7 @@ func TestTurnGroupCommit(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	s := openStore(t, dsn)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := s.WriteTurn(ctx, snapWrite("g", 1, 4, 0, now)); err != nil { // turn 1: now predicted
+	if _, err := s.WriteTurn(ctx, snapWrite("g", 1, 4, 0, now).Write()); err != nil { // turn 1: now predicted
 		t.Fatal(err)
 	}
 	holder := connect(t, dsn)
@@ -194,7 +195,7 @@ func TestTurnGroupCommit(t *testing.T) {
 		turn int
 		err  error
 	}
-	run := func(writes map[string]func() (context.Context, turns.TurnWrite)) map[string]result {
+	run := func(writes map[string]func() (context.Context, storetest.Turn)) map[string]result {
 		release := block()
 		results := make(chan result, len(writes))
 		var wg sync.WaitGroup
@@ -203,7 +204,7 @@ func TestTurnGroupCommit(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				wctx, w := mk()
-				out, err := s.WriteTurn(wctx, w)
+				out, err := s.WriteTurn(wctx, w.Write())
 				results <- result{name, out.Turn, err}
 			}()
 			time.Sleep(20 * time.Millisecond) // queue in a known order: the first blocks in Postgres
@@ -218,17 +219,17 @@ func TestTurnGroupCommit(t *testing.T) {
 		}
 		return got
 	}
-	plain := func() (context.Context, turns.TurnWrite) { return ctx, snapWrite("g", 1, 4, 0, now) }
+	plain := func() (context.Context, storetest.Turn) { return ctx, snapWrite("g", 1, 4, 0, now) }
 	boom := errors.New("boom")
 	cancelled, cancel := context.WithCancel(ctx)
-	got := run(map[string]func() (context.Context, turns.TurnWrite){
+	got := run(map[string]func() (context.Context, storetest.Turn){
 		"a": plain, "b": plain, "c": plain,
-		"fails": func() (context.Context, turns.TurnWrite) {
+		"fails": func() (context.Context, storetest.Turn) {
 			w := snapWrite("g", 1, 4, 0, now)
 			w.Build = func(int) ([]core.Entry, error) { return nil, boom }
 			return ctx, w
 		},
-		"conflicts": func() (context.Context, turns.TurnWrite) {
+		"conflicts": func() (context.Context, storetest.Turn) {
 			w := snapWrite("g", 1, 4, 0, now)
 			build := w.Build
 			w.Build = func(turn int) ([]core.Entry, error) {
@@ -238,13 +239,13 @@ func TestTurnGroupCommit(t *testing.T) {
 			}
 			return ctx, w
 		},
-		"gives-up": func() (context.Context, turns.TurnWrite) {
+		"gives-up": func() (context.Context, storetest.Turn) {
 			time.AfterFunc(10*time.Millisecond, cancel)
 			return cancelled, snapWrite("g", 1, 4, 0, now)
 		},
-		"ahead": func() (context.Context, turns.TurnWrite) { return ctx, snapWrite("g", 50, 4, 0, now) },
+		"ahead": func() (context.Context, storetest.Turn) { return ctx, snapWrite("g", 50, 4, 0, now) },
 	})
-	var ce *core.ConflictError
+	var ce *turns.EntryInTheWay
 	if !errors.Is(got["fails"].err, boom) {
 		t.Errorf("failing build: %v", got["fails"].err)
 	}
@@ -271,7 +272,7 @@ func TestTurnGroupCommit(t *testing.T) {
 
 	// A clean group: eight writers queued behind a blocked one, one transaction for them.
 	before := pg.GroupCommits(s)
-	writes := map[string]func() (context.Context, turns.TurnWrite){}
+	writes := map[string]func() (context.Context, storetest.Turn){}
 	for i := range 9 {
 		writes[fmt.Sprint(i)] = plain
 	}
@@ -318,7 +319,7 @@ func blockedWrites(t *testing.T, s *pg.Store, dsn string, blockers, queued []str
 	t.Helper()
 	ctx := t.Context()
 	for _, c := range append(slices.Clone(blockers), queued...) {
-		if _, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now)); err != nil {
+		if _, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now).Write()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -343,7 +344,7 @@ func blockedWrites(t *testing.T, s *pg.Store, dsn string, blockers, queued []str
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now))
+				out, err := s.WriteTurn(ctx, snapWrite(c, 1, 4, 0, now).Write())
 				mu.Lock()
 				got[c] = turnResult{out.Turn, err}
 				mu.Unlock()
@@ -404,13 +405,13 @@ func TestSharedCommitAcrossConversations(t *testing.T) {
 			t.Fatal(err)
 		}
 		// c1: another process wrote its turn 2, so this one's guess is stale.
-		if out, err := openStore(t, dsn).WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now)); err != nil || out.Turn != 2 {
+		if out, err := openStore(t, dsn).WriteTurn(ctx, snapWrite("c1", 1, 4, 0, now).Write()); err != nil || out.Turn != 2 {
 			t.Fatalf("other process: turn %d, %v", out.Turn, err)
 		}
 		groups = pg.GroupCommits(s)
 		_, stale = pg.PredictionStats(s)
 	}, func(*pgx.Conn) {})
-	var ce *core.ConflictError
+	var ce *turns.EntryInTheWay
 	if r := got["c0"]; !errors.As(r.err, &ce) {
 		t.Errorf("c0, a live entry in the way: turn %d, %v; want a conflict", r.turn, r.err)
 	}
@@ -487,7 +488,7 @@ func TestTurnDerivationManyMemories(t *testing.T) {
 	for want := 1; want <= 3; want++ { // the first the long way, then predicted
 		w := snapWrite("wide", 1, 4, 0, now)
 		w.MemoryIDs = many
-		out, err := s.WriteTurn(ctx, w)
+		out, err := s.WriteTurn(ctx, w.Write())
 		if err != nil || out.Turn != want {
 			t.Fatalf("write %d: turn %d, %v", want, out.Turn, err)
 		}

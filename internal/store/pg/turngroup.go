@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -102,7 +103,7 @@ func (s *Store) lead(key string, memoryIDs, kinds []string) {
 func redoable(err error) bool {
 	var (
 		pgErr    *pgconn.PgError
-		conflict *core.ConflictError // a live entry in the way: an ERROR, already translated
+		conflict *turns.EntryInTheWay // a live entry in the way: an ERROR, already translated
 	)
 	if errors.As(err, &conflict) {
 		return true
@@ -159,17 +160,18 @@ func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction
 	u := &commitUnit{w: first, memoryIDs: memoryIDs, kinds: kinds, highest: p.highest}
 	highest := p.highest
 	for _, pt := range members {
-		turn := max(pt.w.HostTurn, highest+1)
-		entries, err := pt.w.Build(turn)
-		if err != nil {
-			pt.done <- pendingResult{err: err} // the caller's own error, as alone
+		d, err := pt.w.Decide(turns.TurnFacts{Highest: highest, Fingerprints: maps.Clone(p.fps)})
+		if err != nil || len(d.NewFingerprints) > 0 {
+			// A refusal on predicted facts is confirmed by a write alone, which reads the
+			// stored ones; a memory's first vectors are recorded by one.
+			rest = append(rest, pt)
 			continue
 		}
-		u.parts = append(u.parts, unitPart{pt: pt, turn: turn, entries: entries})
-		highest = highestAfter(highest, entries, memoryIDs, kinds, pt.w.Now)
+		u.parts = append(u.parts, unitPart{pt: pt, turn: d.Turn, entries: d.Entries})
+		highest = highestAfter(pt.w, highest, d.Entries)
 	}
 	if len(u.parts) == 0 {
-		return nil, true
+		return rest, true
 	}
 	// Not at fault for a failed shared transaction: again (see maxSharedAttempts), then alone.
 	r := s.commit(u)
@@ -184,7 +186,7 @@ func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction
 		for _, part := range u.parts {
 			part.pt.done <- pendingResult{err: err}
 		}
-		return nil, true
+		return rest, true
 	}
 	if r.err != nil {
 		for _, part := range u.parts {
@@ -198,6 +200,6 @@ func (s *Store) writePredicted(key string, members []*pendingTurn, p *prediction
 		written = append(written, part.stored...)
 		part.pt.done <- pendingResult{out: turns.TurnOutcome{Turn: part.turn, Entries: part.stored}}
 	}
-	s.turns.remember(key, first, p.highest, written, p.fps, memoryIDs, kinds)
-	return nil, true
+	s.turns.remember(key, first, p.highest, written, p.fps)
+	return rest, true
 }

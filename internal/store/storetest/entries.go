@@ -66,16 +66,16 @@ func msgEntry(tenant, ns string, turn, i int) core.Entry {
 }
 
 // snapWrite is a turn write of one snapshot into the causal memory at now.
-func snapWrite(tenant, ns string, host int, now time.Time) turns.TurnWrite {
-	return turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: host, MemoryIDs: []string{causalMem}, Now: now,
+func snapWrite(tenant, ns string, host int, now time.Time) Turn {
+	return Turn{Tenant: tenant, Namespace: ns, HostTurn: host, MemoryIDs: []string{causalMem}, Now: now,
 		Build: func(turn int) ([]core.Entry, error) {
 			return []core.Entry{snapEntry(tenant, ns, turn)}, nil
 		}}
 }
 
-func mustWrite(t *testing.T, es turns.Store, w turns.TurnWrite) (int, []core.Entry) {
+func mustWrite(t *testing.T, es turns.Store, w Turn) (int, []core.Entry) {
 	t.Helper()
-	o, err := es.WriteTurn(t.Context(), w)
+	o, err := es.WriteTurn(t.Context(), w.Write())
 	turn, out := o.Turn, o.Entries
 	if err != nil {
 		t.Fatalf("WriteTurn(%s/%s, host %d): %v", w.Tenant, w.Namespace, w.HostTurn, err)
@@ -184,7 +184,7 @@ func testTurnSameTwice(t *testing.T, es turns.Store, tenant string) {
 func testTurnOnlySnapshots(t *testing.T, es turns.Store, tenant string) {
 	// 1,005 entries that carry no snapshot turn: facts, beats and messages of high turns, in
 	// the causal memory itself and in another one.
-	mustWrite(t, es, turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 1,
+	mustWrite(t, es, Turn{Tenant: tenant, Namespace: "conv", HostTurn: 1,
 		MemoryIDs: []string{causalMem, chatMem}, Now: t0,
 		Build: func(int) ([]core.Entry, error) {
 			var out []core.Entry
@@ -202,14 +202,14 @@ func testTurnOnlySnapshots(t *testing.T, es turns.Store, tenant string) {
 	// A snapshot of turn 500 in a memory the write does not scan.
 	other := snapEntry(tenant, "conv", 500)
 	other.MemoryID = "elsewhere"
-	mustWrite(t, es, turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 500,
+	mustWrite(t, es, Turn{Tenant: tenant, Namespace: "conv", HostTurn: 500,
 		MemoryIDs: []string{"elsewhere"}, Now: t0,
 		Build: func(int) ([]core.Entry, error) { return []core.Entry{other}, nil }})
 	assertTurns(t, writeSnaps(t, es, tenant, "conv", 42, 1), 42, 43)
 }
 
 func testTurnExpired(t *testing.T, es turns.Store, tenant string) {
-	expiring := func(host int, value string) turns.TurnWrite {
+	expiring := func(host int, value string) Turn {
 		w := snapWrite(tenant, "conv", host, t0)
 		w.Build = func(turn int) ([]core.Entry, error) {
 			e := snapEntry(tenant, "conv", turn)
@@ -263,10 +263,10 @@ func testTurnLiveConflict(t *testing.T, es turns.Store, tenant string) {
 		stale.Value = json.RawMessage(`{"overwritten":true}`)
 		return []core.Entry{snapEntry(tenant, "conv", turn), msgEntry(tenant, "conv", turn, 0), stale}, nil
 	}
-	_, err := es.WriteTurn(t.Context(), w)
-	var ce *core.ConflictError
-	if !errors.Is(err, core.ErrConflict) || !errors.As(err, &ce) {
-		t.Fatalf("overwriting live snap-1: error = %v, want a *core.ConflictError", err)
+	_, err := es.WriteTurn(t.Context(), w.Write())
+	var way *turns.EntryInTheWay
+	if !errors.Is(err, core.ErrConflict) || !errors.As(err, &way) || way.EntryID != "snap-1" || way.MemoryID != causalMem {
+		t.Fatalf("overwriting live snap-1: error = %#v, want a *turns.EntryInTheWay naming it", err)
 	}
 	assertEntry(t, mustGetEntry(t, es, tenant, "conv", causalMem, "snap-1"), before)
 	if got := list(t, es, tenant, "conv"); !slices.Equal(got, []string{"snap-1"}) {
@@ -286,8 +286,8 @@ func testTurnIsolation(t *testing.T, es turns.Store, tenant string) {
 }
 
 // chatTurn writes msg-{t}-0 and msg-{t}-1 in the chat memory and snap-{t} in the causal one.
-func chatTurn(tenant, ns string, host int, countMessages bool, now time.Time) turns.TurnWrite {
-	return turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: host, CountMessageTurns: countMessages,
+func chatTurn(tenant, ns string, host int, countMessages bool, now time.Time) Turn {
+	return Turn{Tenant: tenant, Namespace: ns, HostTurn: host, CountMessageTurns: countMessages,
 		MemoryIDs: []string{chatMem, causalMem}, Now: now,
 		Build: func(turn int) ([]core.Entry, error) {
 			return []core.Entry{msgEntry(tenant, ns, turn, 0), msgEntry(tenant, ns, turn, 1), snapEntry(tenant, ns, turn)}, nil
@@ -311,8 +311,8 @@ func testTurnShared(t *testing.T, es turns.Store, tenant string) {
 }
 
 func testTurnCountMessages(t *testing.T, es turns.Store, tenant string) {
-	msgs := func(host int, count bool) turns.TurnWrite {
-		return turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: host, CountMessageTurns: count,
+	msgs := func(host int, count bool) Turn {
+		return Turn{Tenant: tenant, Namespace: "conv", HostTurn: host, CountMessageTurns: count,
 			MemoryIDs: []string{chatMem, causalMem}, Now: t0,
 			Build: func(turn int) ([]core.Entry, error) {
 				return []core.Entry{msgEntry(tenant, "conv", turn, 0), msgEntry(tenant, "conv", turn, 1)}, nil
@@ -333,8 +333,8 @@ func testTurnCountMessages(t *testing.T, es turns.Store, tenant string) {
 // testTurnCountBeats: a narrative memory's beats are numbered by turn, so a turn that writes
 // beats counts the stored ones; otherwise its second turn would collide with beat-1-0.
 func testTurnCountBeats(t *testing.T, es turns.Store, tenant string) {
-	beats := func(host int, count bool) turns.TurnWrite {
-		return turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: host, CountBeatTurns: count,
+	beats := func(host int, count bool) Turn {
+		return Turn{Tenant: tenant, Namespace: "conv", HostTurn: host, CountBeatTurns: count,
 			MemoryIDs: []string{chatMem}, Now: t0,
 			Build: func(turn int) ([]core.Entry, error) {
 				return []core.Entry{mkEntry(tenant, "conv", chatMem, core.KindBeat, fmt.Sprintf("beat-%d-0", turn), turn, 0)}, nil
@@ -347,7 +347,7 @@ func testTurnCountBeats(t *testing.T, es turns.Store, tenant string) {
 		t.Errorf("second beat turn = %d %v, want 2 [beat-2-0]", turn, entryIDs(out))
 	}
 	// Without the flag the beats are not scanned: the write collides with beat-1-0 and is refused.
-	if _, err := es.WriteTurn(t.Context(), beats(1, false)); !errors.Is(err, core.ErrConflict) {
+	if _, err := es.WriteTurn(t.Context(), beats(1, false).Write()); !errors.Is(err, core.ErrConflict) {
 		t.Errorf("uncounted beat write over beat-1-0: %v, want a conflict", err)
 	}
 }
@@ -363,7 +363,7 @@ func testTurnBuildError(t *testing.T, es turns.Store, tenant string) {
 		mu.Unlock()
 		return []core.Entry{snapEntry(tenant, "conv", turn)}, boom
 	}
-	if _, err := es.WriteTurn(t.Context(), w); !errors.Is(err, boom) {
+	if _, err := es.WriteTurn(t.Context(), w.Write()); !errors.Is(err, boom) {
 		t.Errorf("WriteTurn with a failing Build: error = %v, want %v", err, boom)
 	}
 	if len(calledWith) == 0 || calledWith[0] != 1 {
@@ -428,7 +428,7 @@ func testEntryRoundTrip(t *testing.T, es turns.Store, tenant string) {
 }
 
 func testFactUpsert(t *testing.T, es turns.Store, tenant string) {
-	fact := func(now time.Time, value string) turns.TurnWrite {
+	fact := func(now time.Time, value string) Turn {
 		w := snapWrite(tenant, "conv", 1, now)
 		w.Build = func(int) ([]core.Entry, error) {
 			e := mkEntry(tenant, "conv", causalMem, core.KindFact, "fact:name", 0, 0)
@@ -578,7 +578,7 @@ func concurrentTurns(t *testing.T, es turns.Store, tenant, ns string, writers in
 		wg.Go(func() {
 			<-gate
 			var o turns.TurnOutcome
-			o, errs[i] = es.WriteTurn(t.Context(), snapWrite(tenant, ns, 1, t0))
+			o, errs[i] = es.WriteTurn(t.Context(), snapWrite(tenant, ns, 1, t0).Write())
 			got[i] = o.Turn
 		})
 	}
@@ -690,7 +690,7 @@ func testEntriesCanceled(t *testing.T, es turns.Store, tenant string) {
 		name string
 		call func() error
 	}{
-		{"WriteTurn", func() error { _, err := es.WriteTurn(ctx, snapWrite(tenant, "conv", 1, t0)); return err }},
+		{"WriteTurn", func() error { _, err := es.WriteTurn(ctx, snapWrite(tenant, "conv", 1, t0).Write()); return err }},
 		{"ListEntries", func() error {
 			_, _, err := es.ListEntries(ctx, core.EntryQuery{Tenant: tenant, Namespace: "conv", Now: t0, Limit: 5})
 			return err

@@ -11,7 +11,6 @@ import (
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/recall"
-	"github.com/footprint/footprint/internal/core/turns"
 )
 
 // testRecallStore covers ranking, recall receipts and corpus documents.
@@ -26,10 +25,10 @@ func testRecallStore(t *testing.T, s app.Store) {
 		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
 		e.Embedding, e.EmbeddingModel, e.ExpiresAt = vec, model, expires
 		e.Value, e.SourceTurn = json.RawMessage(`{"role":"user","content":"text of `+id+`"}`), turn
-		w := turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
+		w := Turn{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
 			Fingerprints: []core.Fingerprint{{MemoryID: mem, Model: model, Dims: len(vec)}},
 			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
-		if _, err := s.WriteTurn(t.Context(), w); err != nil {
+		if _, err := s.WriteTurn(t.Context(), w.Write()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,10 +155,10 @@ func testRankingEdges(t *testing.T, s app.Store) {
 		t.Helper()
 		e := mkEntry(tenant, ns, mem, core.KindMessage, id, turn, 0)
 		e.Embedding, e.EmbeddingModel = vec, model
-		w := turns.TurnWrite{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
+		w := Turn{Tenant: tenant, Namespace: ns, HostTurn: turn, MemoryIDs: []string{mem}, Now: t0,
 			Fingerprints: []core.Fingerprint{{MemoryID: mem, Model: model, Dims: len(vec)}},
 			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}
-		if _, err := s.WriteTurn(t.Context(), w); err != nil {
+		if _, err := s.WriteTurn(t.Context(), w.Write()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -224,9 +223,9 @@ func testRankingEdges(t *testing.T, s app.Store) {
 		// A write of the other model is refused by the fingerprint, with what is stored.
 		e := mkEntry("mdl", "ns", "sem", core.KindMessage, "msg-3-0", 3, 0)
 		e.Embedding, e.EmbeddingModel = same, "model-b"
-		_, err = s.WriteTurn(t.Context(), turns.TurnWrite{Tenant: "mdl", Namespace: "ns", HostTurn: 3, MemoryIDs: []string{"sem"}, Now: t0,
+		_, err = s.WriteTurn(t.Context(), Turn{Tenant: "mdl", Namespace: "ns", HostTurn: 3, MemoryIDs: []string{"sem"}, Now: t0,
 			Fingerprints: []core.Fingerprint{{MemoryID: "sem", Model: "model-b", Dims: 3}},
-			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }})
+			Build:        func(int) ([]core.Entry, error) { return []core.Entry{e}, nil }}.Write())
 		var fm *core.FingerprintMismatch
 		if !errors.As(err, &fm) || fm.HaveModel != "model-a" || fm.GotModel != "model-b" {
 			t.Errorf("write of another model: %v", err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/memories"
 	"github.com/footprint/footprint/internal/core/strategies"
 	"github.com/footprint/footprint/internal/core/turns"
 )
@@ -180,16 +181,15 @@ func assertNotFound(t *testing.T, err error, call, id string) {
 	}
 }
 
-// assertExists fails t unless err is ErrConflict carried by a *core.ConflictError with the
-// memory-exists code.
+// assertExists fails t unless err is memories.ErrMemoryExists (a core.ErrConflict), what a
+// store answers for a taken id.
 func assertExists(t *testing.T, err error, call string) {
 	t.Helper()
-	var ce *core.ConflictError
 	switch {
 	case !errors.Is(err, core.ErrConflict):
 		t.Errorf("%s: error = %v, want core.ErrConflict", call, err)
-	case !errors.As(err, &ce) || ce.Code != core.CodeMemoryExists:
-		t.Errorf("%s: error = %#v, want *core.ConflictError with code %q", call, err, core.CodeMemoryExists)
+	case !errors.Is(err, memories.ErrMemoryExists):
+		t.Errorf("%s: error = %#v, want memories.ErrMemoryExists", call, err)
 	}
 }
 

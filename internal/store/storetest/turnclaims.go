@@ -47,7 +47,7 @@ func respondTurn(turn int, written []core.Entry) ([]byte, error) {
 
 // claimWrite is snapWrite with an idempotency claim of key and hash expiring at expires, and
 // respondTurn. builds, when not nil, counts the calls of Build.
-func claimWrite(tenant, ns, key, hash string, now, expires time.Time, builds *atomic.Int32) turns.TurnWrite {
+func claimWrite(tenant, ns, key, hash string, now, expires time.Time, builds *atomic.Int32) Turn {
 	w := snapWrite(tenant, ns, 1, now)
 	build := w.Build
 	w.Build = func(turn int) ([]core.Entry, error) {
@@ -66,9 +66,9 @@ const day = 24 * time.Hour
 
 // mustClaimWrite performs w and checks that it wrote (no replay) at turn want, and that the
 // response it stored is respondTurn's.
-func mustClaimWrite(t *testing.T, es turns.Store, w turns.TurnWrite, want int) turns.TurnOutcome {
+func mustClaimWrite(t *testing.T, es turns.Store, w Turn, want int) turns.TurnOutcome {
 	t.Helper()
-	o, err := es.WriteTurn(t.Context(), w)
+	o, err := es.WriteTurn(t.Context(), w.Write())
 	if err != nil {
 		t.Fatalf("WriteTurn(%s/%s, key %q): %v", w.Tenant, w.Namespace, w.Idempotency.Key, err)
 	}
@@ -108,7 +108,7 @@ func testClaimReplays(t *testing.T, es turns.Store, tenant string) {
 	for i := range 3 {
 		builds.Store(0)
 		again := claimWrite(tenant, "conv", "k1", "h1", t0.Add(time.Duration(i+1)*time.Minute), t0.Add(day), &builds)
-		o, err := es.WriteTurn(t.Context(), again)
+		o, err := es.WriteTurn(t.Context(), again.Write())
 		if err != nil {
 			t.Fatalf("replay %d: %v", i, err)
 		}
@@ -123,7 +123,7 @@ func testClaimReplays(t *testing.T, es turns.Store, tenant string) {
 		t.Errorf("write after the replays got turn %d, want 2", turn)
 	}
 	// A key is a tenant's, not a namespace's: the same claim on another namespace replays too.
-	o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "other", "k1", "h1", t0, t0.Add(day), nil))
+	o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "other", "k1", "h1", t0, t0.Add(day), nil).Write())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func testClaimKeyReused(t *testing.T, es turns.Store, tenant string) {
 	response, _ := respondTurn(1, first.Entries)
 	for _, hash := range []string{"h2", "H1", "h1 "} {
 		var builds atomic.Int32
-		o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", hash, t0.Add(time.Minute), t0.Add(day), &builds))
+		o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", hash, t0.Add(time.Minute), t0.Add(day), &builds).Write())
 		if !errors.Is(err, turns.ErrKeyReused) {
 			t.Errorf("key k1 with hash %q: error = %v, want core.ErrKeyReused", hash, err)
 		}
@@ -149,7 +149,7 @@ func testClaimKeyReused(t *testing.T, es turns.Store, tenant string) {
 	}
 	assertStored(t, es, tenant, "conv", "snap-1")
 	// The refused requests did not disturb the claim.
-	o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", t0.Add(time.Hour), t0.Add(day), nil))
+	o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", t0.Add(time.Hour), t0.Add(day), nil).Write())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,14 +166,14 @@ func testClaimTenants(t *testing.T, es turns.Store, tenant string) {
 		tenant, hash string
 		first        turns.TurnOutcome
 	}{{tenant, "h1", a}, {other, "h2", b}} {
-		o, err := es.WriteTurn(t.Context(), claimWrite(c.tenant, "conv", "k1", c.hash, t0, t0.Add(day), nil))
+		o, err := es.WriteTurn(t.Context(), claimWrite(c.tenant, "conv", "k1", c.hash, t0, t0.Add(day), nil).Write())
 		if err != nil {
 			t.Fatalf("%s replay: %v", c.tenant, err)
 		}
 		want, _ := respondTurn(c.first.Turn, c.first.Entries)
 		assertReplay(t, c.tenant+" replay", o, want)
 	}
-	_, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h2", t0, t0.Add(day), nil))
+	_, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h2", t0, t0.Add(day), nil).Write())
 	if !errors.Is(err, turns.ErrKeyReused) {
 		t.Errorf("other tenant's hash under %s: error = %v, want core.ErrKeyReused", tenant, err)
 	}
@@ -186,7 +186,7 @@ func testClaimExpired(t *testing.T, es turns.Store, tenant string) {
 	first := mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h1", t0, expires, nil), 1)
 	response, _ := respondTurn(1, first.Entries)
 	// Just before its expiry the claim still replays.
-	o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", expires.Add(-time.Millisecond), t0.Add(day), nil))
+	o, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", expires.Add(-time.Millisecond), t0.Add(day), nil).Write())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +196,13 @@ func testClaimExpired(t *testing.T, es turns.Store, tenant string) {
 	mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h1", expires, later, nil), 2)
 	third := mustClaimWrite(t, es, claimWrite(tenant, "conv", "k1", "h2", later, later.Add(day), nil), 3)
 	// ... and the new claim is the one replayed (or refused).
-	o, err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h2", later.Add(time.Minute), later.Add(day), nil))
+	o, err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h2", later.Add(time.Minute), later.Add(day), nil).Write())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := respondTurn(3, third.Entries)
 	assertReplay(t, "renewed claim", o, want)
-	if _, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", later.Add(time.Minute), later.Add(day), nil)); !errors.Is(err, turns.ErrKeyReused) {
+	if _, err := es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", later.Add(time.Minute), later.Add(day), nil).Write()); !errors.Is(err, turns.ErrKeyReused) {
 		t.Errorf("expired claim's hash against the renewed claim: error = %v, want core.ErrKeyReused", err)
 	}
 	assertStored(t, es, tenant, "conv", "snap-3", "snap-2", "snap-1")
@@ -220,28 +220,28 @@ func testClaimExpiryPrecision(t *testing.T, es turns.Store, tenant string) {
 func testClaimFailedWrite(t *testing.T, es turns.Store, tenant string) {
 	boom := errors.New("boom")
 	writeSnaps(t, es, tenant, "conv", 1) // snap-1 is live: the conflict case below overwrites it
-	mustWrite(t, es, turns.TurnWrite{Tenant: tenant, Namespace: "conv", HostTurn: 1, Now: t0,
+	mustWrite(t, es, Turn{Tenant: tenant, Namespace: "conv", HostTurn: 1, Now: t0,
 		Fingerprints: []core.Fingerprint{{MemoryID: causalMem, Model: "a", Dims: 3}},
 		Build:        func(int) ([]core.Entry, error) { return nil, nil }})
 	failures := []struct {
 		name string
-		edit func(w *turns.TurnWrite)
+		edit func(w *Turn)
 		is   func(error) bool
 	}{
-		{"Build", func(w *turns.TurnWrite) {
+		{"Build", func(w *Turn) {
 			w.Build = func(turn int) ([]core.Entry, error) { return []core.Entry{snapEntry(tenant, "conv", turn)}, boom }
 		}, func(err error) bool { return errors.Is(err, boom) }},
-		{"Respond", func(w *turns.TurnWrite) {
+		{"Respond", func(w *Turn) {
 			w.Respond = func(int, []core.Entry) ([]byte, error) { return nil, boom }
 		}, func(err error) bool { return errors.Is(err, boom) }},
-		{"Conflict", func(w *turns.TurnWrite) {
+		{"Conflict", func(w *Turn) {
 			build := w.Build
 			w.Build = func(turn int) ([]core.Entry, error) {
 				out, _ := build(turn)
 				return append(out, snapEntry(tenant, "conv", 1)), nil
 			}
-		}, func(err error) bool { var ce *core.ConflictError; return errors.As(err, &ce) }},
-		{"Fingerprint", func(w *turns.TurnWrite) {
+		}, func(err error) bool { var way *turns.EntryInTheWay; return errors.As(err, &way) }},
+		{"Fingerprint", func(w *Turn) {
 			w.Fingerprints = []core.Fingerprint{{MemoryID: causalMem, Model: "a", Dims: 4}}
 		}, func(err error) bool { var fm *core.FingerprintMismatch; return errors.As(err, &fm) }},
 	}
@@ -249,7 +249,7 @@ func testClaimFailedWrite(t *testing.T, es turns.Store, tenant string) {
 		key := "k-" + f.name
 		w := claimWrite(tenant, "conv", key, "h1", t0, t0.Add(day), nil)
 		f.edit(&w)
-		o, err := es.WriteTurn(t.Context(), w)
+		o, err := es.WriteTurn(t.Context(), w.Write())
 		if !f.is(err) || o.Replay != nil {
 			t.Errorf("failing %s: %+v, %v; want its error", f.name, o, err)
 		}
@@ -258,7 +258,7 @@ func testClaimFailedWrite(t *testing.T, es turns.Store, tenant string) {
 		hash := []string{"h1", "h2"}[i%2]
 		retry := mustClaimWrite(t, es, claimWrite(tenant, "conv", key, hash, t0.Add(time.Minute), t0.Add(day), nil), 2+i)
 		want, _ := respondTurn(2+i, retry.Entries)
-		o, err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", key, hash, t0.Add(time.Hour), t0.Add(day), nil))
+		o, err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", key, hash, t0.Add(time.Hour), t0.Add(day), nil).Write())
 		if err != nil {
 			t.Fatalf("replaying the retry of %s: %v", f.name, err)
 		}
@@ -277,7 +277,7 @@ func newestFirst(n int) []string {
 
 // inFlight starts a claimed write whose Build blocks until release is closed, and returns once
 // Build has been entered (the claim is held) with the channel its outcome arrives on.
-func inFlight(t *testing.T, es turns.Store, w turns.TurnWrite, release <-chan struct{}, fail error) <-chan error {
+func inFlight(t *testing.T, es turns.Store, w Turn, release <-chan struct{}, fail error) <-chan error {
 	t.Helper()
 	entered := make(chan struct{})
 	var once sync.Once
@@ -292,7 +292,7 @@ func inFlight(t *testing.T, es turns.Store, w turns.TurnWrite, release <-chan st
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := es.WriteTurn(t.Context(), w)
+		_, err := es.WriteTurn(t.Context(), w.Write())
 		done <- err
 	}()
 	select {
@@ -315,7 +315,7 @@ func waiters(t *testing.T, es turns.Store, tenant string, hashes ...string) func
 	var wg sync.WaitGroup
 	for i, h := range hashes {
 		wg.Go(func() {
-			out[i].o, out[i].err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", h, t0.Add(time.Second), t0.Add(day), nil))
+			out[i].o, out[i].err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", h, t0.Add(time.Second), t0.Add(day), nil).Write())
 		})
 	}
 	return func() []result { wg.Wait(); return out }
@@ -374,7 +374,7 @@ func testClaimConcurrent(t *testing.T, es turns.Store, tenant string) {
 	for i := range writers {
 		wg.Go(func() {
 			<-gate
-			results[i].o, results[i].err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), &builds))
+			results[i].o, results[i].err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), &builds).Write())
 		})
 	}
 	close(gate)
@@ -420,12 +420,12 @@ func testClaimConcurrent(t *testing.T, es turns.Store, tenant string) {
 func testClaimWithoutResponse(t *testing.T, es turns.Store, tenant string) {
 	w := claimWrite(tenant, "conv", "k1", "h1", t0, t0.Add(day), nil)
 	w.Respond = nil
-	o, err := es.WriteTurn(t.Context(), w)
+	o, err := es.WriteTurn(t.Context(), w.Write())
 	if err != nil || o.Replay != nil || o.Turn != 1 {
 		t.Fatalf("claimed write without Respond: %+v, %v; want a write at turn 1", o, err)
 	}
 	var builds atomic.Int32
-	o, err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", t0.Add(time.Minute), t0.Add(day), &builds))
+	o, err = es.WriteTurn(t.Context(), claimWrite(tenant, "conv", "k1", "h1", t0.Add(time.Minute), t0.Add(day), &builds).Write())
 	if !errors.Is(err, turns.ErrKeyReused) || o.Replay != nil || o.Turn != 0 || builds.Load() != 0 {
 		t.Errorf("retry of a claim without a response: %+v, %v (Build called %d times); want core.ErrKeyReused, nothing built",
 			o, err, builds.Load())
@@ -434,7 +434,7 @@ func testClaimWithoutResponse(t *testing.T, es turns.Store, tenant string) {
 }
 
 // fpWrite is snapWrite carrying fingerprints fs.
-func fpWrite(tenant, ns string, now time.Time, fs ...core.Fingerprint) turns.TurnWrite {
+func fpWrite(tenant, ns string, now time.Time, fs ...core.Fingerprint) Turn {
 	w := snapWrite(tenant, ns, 1, now)
 	w.Fingerprints = fs
 	return w
@@ -464,13 +464,13 @@ func testFingerprintMismatch(t *testing.T, es turns.Store, tenant string) {
 		name string
 		got  core.Fingerprint
 	}{{"dims", fp(m, "a", 4)}, {"model", fp(m, "b", 3)}, {"both", fp(m, "b", 4)}} {
-		_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, c.got))
+		_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, c.got).Write())
 		assertMismatch(t, c.name, err, core.FingerprintMismatch{MemoryID: m,
 			HaveModel: "a", HaveDims: 3, GotModel: c.got.Model, GotDims: c.got.Dims})
 		assertStored(t, es, tenant, "conv", "snap-1")
 	}
 	// One bad fingerprint among good ones fails the whole write.
-	_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, fp("fresh", "x", 2), fp(m, "a", 3), fp(m+"2", "y", 8), fp(m, "b", 3)))
+	_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, fp("fresh", "x", 2), fp(m, "a", 3), fp(m+"2", "y", 8), fp(m, "b", 3)).Write())
 	assertMismatch(t, "mixed", err, core.FingerprintMismatch{MemoryID: m, HaveModel: "a", HaveDims: 3, GotModel: "b", GotDims: 3})
 	assertStored(t, es, tenant, "conv", "snap-1")
 	// The first fingerprint stays the memory's: the same again, or none, is accepted.
@@ -478,7 +478,7 @@ func testFingerprintMismatch(t *testing.T, es turns.Store, tenant string) {
 	mustWrite(t, es, fpWrite(tenant, "conv", t0))
 	// ... and the failed write recorded none of its others.
 	mustWrite(t, es, fpWrite(tenant, "conv", t0, fp("fresh", "z", 5), fp(m+"2", "z", 5)))
-	_, err = es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, fp("fresh", "x", 2)))
+	_, err = es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, fp("fresh", "x", 2)).Write())
 	assertMismatch(t, "fresh after it was recorded", err, core.FingerprintMismatch{MemoryID: "fresh", HaveModel: "z", HaveDims: 5, GotModel: "x", GotDims: 2})
 	assertStored(t, es, tenant, "conv", newestFirst(4)...)
 }
@@ -502,7 +502,7 @@ func testFingerprintsIndependent(t *testing.T, es turns.Store, tenant string) {
 	} {
 		mustWrite(t, es, fpWrite(c.tenant, c.ns, t0, c.have))
 		got := fp(c.mem, "d", 6)
-		_, err := es.WriteTurn(t.Context(), fpWrite(c.tenant, c.ns, t0, got))
+		_, err := es.WriteTurn(t.Context(), fpWrite(c.tenant, c.ns, t0, got).Write())
 		assertMismatch(t, c.tenant+"/"+c.ns+"/"+c.mem, err, core.FingerprintMismatch{MemoryID: c.mem,
 			HaveModel: c.have.Model, HaveDims: c.have.Dims, GotModel: "d", GotDims: 6})
 	}
@@ -515,12 +515,12 @@ func testFingerprintFailedWrite(t *testing.T, es turns.Store, tenant string) {
 	boom := errors.New("boom")
 	w := fpWrite(tenant, "conv", t0, fp("vectors", "a", 3))
 	w.Build = func(int) ([]core.Entry, error) { return nil, boom }
-	if _, err := es.WriteTurn(t.Context(), w); !errors.Is(err, boom) {
+	if _, err := es.WriteTurn(t.Context(), w.Write()); !errors.Is(err, boom) {
 		t.Fatalf("failing Build: error = %v, want %v", err, boom)
 	}
 	// Nothing was recorded: another fingerprint is the first.
 	mustWrite(t, es, fpWrite(tenant, "conv", t0, fp("vectors", "b", 4)))
-	_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, fp("vectors", "a", 3)))
+	_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "conv", t0, fp("vectors", "a", 3)).Write())
 	assertMismatch(t, "after a failed write", err, core.FingerprintMismatch{MemoryID: "vectors",
 		HaveModel: "b", HaveDims: 4, GotModel: "a", GotDims: 3})
 }
@@ -533,11 +533,11 @@ func testFingerprintForget(t *testing.T, es turns.Store, tenant string) {
 		t.Fatal(err)
 	}
 	mustWrite(t, es, fpWrite(tenant, "a", t0, fp(m, "b", 4)))
-	_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "a", t0, fp(m, "a", 3)))
+	_, err := es.WriteTurn(t.Context(), fpWrite(tenant, "a", t0, fp(m, "a", 3)).Write())
 	assertMismatch(t, "forgotten namespace", err, core.FingerprintMismatch{MemoryID: m,
 		HaveModel: "b", HaveDims: 4, GotModel: "a", GotDims: 3})
 	// The namespace not forgotten keeps its fingerprint.
-	_, err = es.WriteTurn(t.Context(), fpWrite(tenant, "b", t0, fp(m, "b", 4)))
+	_, err = es.WriteTurn(t.Context(), fpWrite(tenant, "b", t0, fp(m, "b", 4)).Write())
 	assertMismatch(t, "namespace not forgotten", err, core.FingerprintMismatch{MemoryID: m,
 		HaveModel: "a", HaveDims: 3, GotModel: "b", GotDims: 4})
 	assertStored(t, es, tenant, "a", "snap-1")
