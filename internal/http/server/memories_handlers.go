@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/http/gen"
+)
+
+func (h *handlers) CreateMemory(ctx context.Context, req gen.CreateMemoryRequestObject) (gen.CreateMemoryResponseObject, error) {
+	dryRun := deref(req.Params.DryRun)
+	m, err := h.svc.Memories.DefineMemory(ctx, tenantFrom(ctx), memoryParamsIn(*req.Body), dryRun)
+	if err != nil {
+		return nil, err
+	}
+	out, err := memoryOut(m)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun {
+		return gen.CreateMemory200JSONResponse{Body: out}, nil
+	}
+	return gen.CreateMemory201JSONResponse{Body: out, Headers: gen.CreateMemory201ResponseHeaders{Location: "/v1/memories/" + m.ID}}, nil
+}
+
+func (h *handlers) ListMemories(ctx context.Context, req gen.ListMemoriesRequestObject) (gen.ListMemoriesResponseObject, error) {
+	tenant := tenantFrom(ctx)
+	limit := defaultPageSize
+	if req.Params.Limit != nil {
+		limit = min(max(*req.Params.Limit, 1), maxPageSize)
+	}
+	after := ""
+	if c := deref(req.Params.Cursor); c != "" {
+		var err error
+		if after, err = h.cursors.open(c, tenant, "memories"); err != nil {
+			p := newProblem(http.StatusBadRequest, "invalid-cursor", "The cursor is not one this server issued for this query; start again without `cursor`.")
+			p.Path = "cursor"
+			return nil, p
+		}
+	}
+	ms, more, err := h.svc.Memories.ListMemories(ctx, tenant, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	body := gen.MemoryList{Memories: make([]gen.Memory, 0, len(ms))}
+	for _, m := range ms {
+		out, err := memoryOut(m)
+		if err != nil {
+			return nil, err
+		}
+		body.Memories = append(body.Memories, out)
+	}
+	if more && len(ms) > 0 {
+		next := h.cursors.sign(tenant, "memories", ms[len(ms)-1].ID)
+		body.NextCursor = &next
+	}
+	return gen.ListMemories200JSONResponse{Body: body}, nil
+}
+
+func (h *handlers) GetMemory(ctx context.Context, req gen.GetMemoryRequestObject) (gen.GetMemoryResponseObject, error) {
+	m, err := h.svc.Memories.GetMemory(ctx, tenantFrom(ctx), req.MemoryID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := memoryOut(m)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetMemory200JSONResponse{Body: out}, nil
+}
+
+func (h *handlers) ReplaceMemory(ctx context.Context, req gen.ReplaceMemoryRequestObject) (gen.ReplaceMemoryResponseObject, error) {
+	m, err := h.svc.Memories.ReplaceMemory(ctx, tenantFrom(ctx), req.MemoryID, memoryReplaceIn(*req.Body), req.Body.Version)
+	if err != nil {
+		return nil, err
+	}
+	out, err := memoryOut(m)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ReplaceMemory200JSONResponse{Body: out}, nil
+}
+
+func (h *handlers) DeleteMemory(ctx context.Context, req gen.DeleteMemoryRequestObject) (gen.DeleteMemoryResponseObject, error) {
+	if err := h.svc.Memories.DeleteMemory(ctx, tenantFrom(ctx), req.MemoryID, deref(req.Params.Purge)); err != nil {
+		return nil, err
+	}
+	return gen.DeleteMemory204Response{}, nil
+}
+
+func containsType(ts []core.MemoryType, t core.MemoryType) bool {
+	for _, x := range ts {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// etagOf is a strong validator over the response's JSON bytes: the body is
+// a pure function of the deployment and the query, so equal bytes mean an
+// equal representation.
+func etagOf(v any) string {
+	b, _ := json.Marshal(v) // generated response types always marshal
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+// matches implements If-None-Match: `*`, or a comma-separated list of
+// entity tags compared weakly (RFC 9110 §13.1.2).
+func matches(ifNoneMatch *string, tag string) bool {
+	if ifNoneMatch == nil {
+		return false
+	}
+	for _, t := range strings.Split(*ifNoneMatch, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == tag {
+			return true
+		}
+	}
+	return false
+}
