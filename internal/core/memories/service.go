@@ -59,7 +59,8 @@ func New(d Deps) *Service {
 // what a later read returns.
 func (s *Service) stamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
-// DefineMemory validates p and, unless dryRun, stores it for tenant.
+// DefineMemory validates p and, unless dryRun, stores it for tenant. A dry run returns the
+// normalised definition with no Version and zero times: nothing was stored.
 // Returns a *ValidationError (ErrInvalid) when p is refused, and a
 // *ConflictError (ErrConflict) when the tenant already has that id.
 func (s *Service) DefineMemory(ctx context.Context, tenant string, p strategies.MemoryParams, dryRun bool) (core.Memory, error) {
@@ -67,10 +68,10 @@ func (s *Service) DefineMemory(ctx context.Context, tenant string, p strategies.
 	if err != nil {
 		return core.Memory{}, err
 	}
-	now := s.stamp()
-	m.Tenant, m.Version, m.CreatedAt, m.UpdatedAt = tenant, 1, now, now
+	m.Tenant = tenant
 	if dryRun {
-		// The same checks as a real create, the id's availability included.
+		// The same checks as a real create, the id's availability included. Nothing is
+		// stored, so the definition gets no version and no times.
 		if _, err := s.store.GetMemory(ctx, tenant, m.ID); err == nil {
 			return core.Memory{}, memoryExists(m.ID)
 		} else if !errors.Is(err, core.ErrNotFound) {
@@ -78,6 +79,8 @@ func (s *Service) DefineMemory(ctx context.Context, tenant string, p strategies.
 		}
 		return m, nil
 	}
+	now := s.stamp()
+	m.Version, m.CreatedAt, m.UpdatedAt = 1, now, now
 	if err := s.store.CreateMemory(ctx, m); err != nil {
 		if errors.Is(err, ErrMemoryExists) {
 			return core.Memory{}, memoryExists(m.ID)

@@ -300,6 +300,16 @@ func TestMemoryLifecycle(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("dry run: %d %s", r.status, r.body)
 	}
+	// Nothing was stored, so nothing claims a version or a time.
+	draft := r.json(t)
+	for _, k := range []string{"version", "createdAt", "updatedAt"} {
+		if v, ok := draft[k]; ok {
+			t.Errorf("dry run answered %s %v for a memory it did not store", k, v)
+		}
+	}
+	if draft["id"] != "chat" || draft["flavor"] != "memory" {
+		t.Errorf("dry run = %v, want the normalised definition", draft)
+	}
 	if r := e.do("GET", "/v1/memories/chat", "", ""); r.status != 404 {
 		t.Fatalf("dry run stored the memory")
 	}
