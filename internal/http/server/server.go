@@ -9,12 +9,18 @@
 // validation → handler.
 // Health, readiness, metrics, the spec and the docs sit outside /v1 and
 // skip auth and validation.
+//
+// /mcp (package mcp) is the same API as Model Context Protocol tools: it
+// sits behind the same body limit, authentication and per-tenant rate limit
+// as /v1, and serves each tool call through the /v1 operation it stands for,
+// past those (validation → handler), so both speak with one implementation.
 package server
 
 import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -30,6 +36,7 @@ import (
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/gen"
+	"github.com/footprint/footprint/internal/http/mcp"
 )
 
 // Deps is everything NewServer wires together.
@@ -105,8 +112,8 @@ func NewServer(d Deps) (http.Handler, error) {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins:   d.CORSOrigins,
 			AllowedMethods:   []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions},
-			AllowedHeaders:   []string{"Authorization", "Content-Type", "If-None-Match", "If-Match", "Idempotency-Key", "X-Request-Id", "Last-Event-ID"},
-			ExposedHeaders:   []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Idempotent-Replayed", "RateLimit", "RateLimit-Policy"},
+			AllowedHeaders:   []string{"Authorization", "Content-Type", "If-None-Match", "If-Match", "Idempotency-Key", "X-Request-Id", "Last-Event-ID", "Mcp-Protocol-Version", "Mcp-Session-Id"},
+			ExposedHeaders:   []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Idempotent-Replayed", "RateLimit", "RateLimit-Policy", "Mcp-Session-Id"},
 			AllowCredentials: false,
 			MaxAge:           600,
 		}))
@@ -151,6 +158,12 @@ func NewServer(d Deps) (http.Handler, error) {
 		},
 	})
 
+	mcpHandler, err := newMCP(d, strict, validate)
+	if err != nil {
+		return nil, err
+	}
+	r.With(limitBody(d.MaxBodyBytes), keys.authenticate, limiter.middleware).Handle("/mcp", mcpHandler)
+
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		w.Header().Set("Cache-Control", "public, max-age=300")
@@ -161,6 +174,39 @@ func NewServer(d Deps) (http.Handler, error) {
 	r.Handle("/docs/*", docs)
 	r.Handle("/metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
 	return r, nil
+}
+
+// newMCP returns the /mcp endpoint. Its tools are served by a router of the
+// /v1 operations behind only what comes after authentication and rate
+// limiting on /v1 (panic recovery, the body checks, request validation):
+// the /mcp request already went through those, and its context carries the
+// tenant and the request id into every call.
+func newMCP(d Deps, strict gen.ServerInterface, validate func(http.Handler) http.Handler) (http.Handler, error) {
+	ops := chi.NewRouter()
+	ops.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, newProblem(http.StatusNotFound, "not-found", "No such operation."))
+	})
+	gen.HandlerWithOptions(strict, gen.ChiServerOptions{
+		BaseRouter: ops,
+		Middlewares: []gen.MiddlewareFunc{func(next http.Handler) http.Handler {
+			return recoverer(d.Logger)(limitBody(d.MaxBodyBytes)(validate(next)))
+		}},
+		ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeProblem(w, r, paramProblem(err))
+		},
+	})
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The call's context holds the /mcp route's; chi would take it for a mount point.
+		ops.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, (*chi.Context)(nil))))
+	})
+	spec, err := gen.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	return mcp.New(mcp.Options{
+		Spec: spec, Backend: backend, RequestID: requestIDFrom, Logger: d.Logger,
+		Timeout: d.RequestTimeout, MaxBodyBytes: d.MaxBodyBytes, Registerer: d.Registerer,
+	})
 }
 
 // withDeadline bounds every /v1 request, so a stuck dependency cannot hold a
