@@ -55,10 +55,10 @@ func (d *dispatcher) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 func (d *dispatcher) serve(ctx context.Context, raw json.RawMessage) (int, http.Header, []byte) {
 	r, p := d.tool.request(ctx, raw)
 	if p != nil {
-		p["requestId"] = d.requestID(ctx)
+		p.RequestID = d.requestID(ctx)
 		b, _ := json.Marshal(p)
 		h := http.Header{"Content-Type": {"application/problem+json"}}
-		return p["status"].(int), h, b
+		return p.Status, h, b
 	}
 	w := &recorder{header: http.Header{}}
 	d.backend.ServeHTTP(w, r)
@@ -71,7 +71,7 @@ func (d *dispatcher) serve(ctx context.Context, raw json.RawMessage) (int, http.
 // request turns a call's arguments into the REST request of the tool's operation: each
 // parameter's argument into the path, the query or a header, every other argument into the
 // JSON body, as sent (each argument's JSON text is kept byte for byte).
-func (t *tool) request(ctx context.Context, raw json.RawMessage) (*http.Request, map[string]any) {
+func (t *tool) request(ctx context.Context, raw json.RawMessage) (*http.Request, *problem) {
 	args := map[string]json.RawMessage{}
 	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
 		if trimmed[0] != '{' || json.Unmarshal(trimmed, &args) != nil {
@@ -182,41 +182,49 @@ func (d *dispatcher) result(status int, header http.Header, body []byte) (*sdk.C
 		}
 		return res, "ok"
 	}
-	var p map[string]any
-	if !isJSON(header.Get("Content-Type")) || json.Unmarshal(body, &p) != nil || p["code"] == nil {
+	var p struct {
+		Code string `json:"code"`
+	}
+	text := bytes.TrimSpace(body)
+	if !isJSON(header.Get("Content-Type")) || json.Unmarshal(text, &p) != nil || p.Code == "" {
 		// Not a problem the REST layer wrote: never pass on what it is.
-		p = refusal(http.StatusInternalServerError, "internal", "", "")
-		delete(p, "path")
-		delete(p, "detail")
+		text, _ = json.Marshal(refusal(http.StatusInternalServerError, "internal", "", ""))
+		p.Code = "internal"
 	}
-	// Retry-After is a header in HTTP; a tool result has none, so the seconds travel with the problem.
-	if s, err := strconv.Atoi(header.Get("Retry-After")); err == nil && s > 0 {
-		p["retryAfter"] = s
+	// The problem's JSON as the REST API sent it, members in its order. Retry-After is a
+	// header in HTTP; a tool result has none, so its seconds travel as a last member.
+	if s, err := strconv.Atoi(header.Get("Retry-After")); err == nil && s > 0 && text[len(text)-1] == '}' {
+		text = append(text[:len(text)-1:len(text)-1], []byte(`,"retryAfter":`+strconv.Itoa(s)+`}`)...)
 	}
-	text, _ := json.Marshal(p)
-	code, _ := p["code"].(string)
 	// No structured content: MCP clients check it against the tool's output schema, which
 	// describes the success answer.
-	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}, code
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}, p.Code
 }
 
 // metaHeaders is the _meta member that holds a success's response headers.
 const metaHeaders = "footprint/headers"
 
+// problem is an RFC 9457 problem, its members in the REST API's order.
+type problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Detail    string `json:"detail,omitempty"`
+	Path      string `json:"path,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+}
+
 // refusal is a problem for a call that could not become a REST request, in the shape and
 // words the REST API uses for the same mistake.
-func refusal(status int, code, path, detail string) map[string]any {
+func refusal(status int, code, path, detail string) *problem {
 	titles := map[string]string{
 		"invalid-request":   "Invalid request",
 		"invalid-parameter": "Invalid parameter",
 		"unknown-field":     "Unknown field",
 		"internal":          "Internal server error",
 	}
-	p := map[string]any{"type": "/problems/" + code, "title": titles[code], "status": status, "code": code, "detail": detail}
-	if path != "" {
-		p["path"] = path
-	}
-	return p
+	return &problem{Type: "/problems/" + code, Title: titles[code], Status: status, Code: code, Detail: detail, Path: path}
 }
 
 // paramText is a parameter's value as the text of a URL: a string's characters, any other
