@@ -18,11 +18,12 @@ run: ## Run the server (no config: in-memory store, built-in embedder, open sing
 test: ## Run the whole test suite (starts a throwaway Postgres + pgvector; what CI runs).
 	scripts/test.sh
 
-generate: ## Regenerate the HTTP layer from api/openapi.yaml.
+generate: ## Regenerate everything made from api/openapi.yaml: the HTTP layer, the Go client, the TypeScript client's types.
 	go generate ./...
+	scripts/generate-ts.sh
 
 verify: generate ## Fail if generated code drifted, or gofmt/vet complain.
-	git diff --exit-code -- internal/http/gen api
+	git diff --exit-code -- internal/http/gen api client clients/typescript/src
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 

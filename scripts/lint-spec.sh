@@ -3,8 +3,9 @@
 # redocly.yaml); `make lint-spec` and scripts/test.sh call it. Fails on any error, warning or
 # problem silenced by an ignore file: an exception belongs in redocly.yaml, with its reason.
 #
-# Idempotent: installs the lock file's packages (npm ci) only when node_modules is missing or
-# older than package.json or package-lock.json, then lints. Needs Node.js and npm.
+# Idempotent: installs the lock file's packages (scripts/npm-install.sh: npm ci, only when
+# node_modules is missing or older than a package.json or package-lock.json), then lints.
+# Needs Node.js and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,17 +13,7 @@ spec=api/openapi.yaml
 # No usage reports, no "new version" notices: a lint run talks to no one.
 export REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_NOTIFICATIONS=true REDOCLY_SUPPRESS_UPDATE_NOTICE=true
 
-for tool in node npm npx; do
-  command -v "$tool" >/dev/null || { echo "lint-spec: $tool not found; install Node.js (20.19+ or 22.12+) and npm" >&2; exit 1; }
-done
-
-# npm writes node_modules/.package-lock.json on every install: its age is the install's.
-installed=node_modules/.package-lock.json
-if [ ! -f "$installed" ] || [ package-lock.json -nt "$installed" ] || [ package.json -nt "$installed" ]; then
-  echo "lint-spec: installing the packages in package-lock.json (npm ci)"
-  npm ci --no-audit --no-fund
-  touch "$installed"
-fi
+scripts/npm-install.sh
 
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite, exactly as CI runs it (`make test` calls this).
 #
-# 1. Checks that committed generated code matches api/openapi.yaml (regenerates, then git diff),
+# 1. Checks that committed generated code matches api/openapi.yaml (regenerates, then git diff:
+#    the server's internal/http/gen, the Go client's client/client.gen.go and the TypeScript
+#    client's clients/typescript/src/schema.d.ts, which scripts/generate-ts.sh makes),
 #    and lints the spec with Redocly CLI: no error, no warning (scripts/lint-spec.sh; needs
 #    Node.js and npm, and installs the CLI from package-lock.json when it is missing or stale).
 # 2. gofmt, go vet and golangci-lint (depguard enforces the one-way layering); govulncheck fails
@@ -9,7 +11,9 @@
 # 3. Installs curl and jq if missing (the README's quickstart, which a test runs, uses them).
 # 4. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
 #    TEST_DATABASE_URL is already set, and REQUIRES it: Postgres-backed tests fail, never skip.
-# 5. go test -race over every package.
+# 5. go test -race over every package, the Node tests included (cmd/server TestNodeClients: the
+#    TypeScript client, the TypeScript agent example and the official TypeScript MCP SDK against
+#    the real program on both stores; scripts/node-setup.sh installs and builds what they need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # go.mod's toolchain line names Go 1.27.3; an older local Go fetches it (see Makefile).
@@ -19,7 +23,8 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "generated code is up to date"
 go generate ./...
-if ! git diff --exit-code --stat -- internal/http/gen api; then
+scripts/generate-ts.sh
+if ! git diff --exit-code --stat -- internal/http/gen api client clients/typescript/src; then
   echo "generated code differs from the committed files: run 'make generate' and commit" >&2
   exit 1
 fi
@@ -51,6 +56,8 @@ if [ -z "${TEST_DATABASE_URL:-}" ]; then
   export TEST_DATABASE_URL
 fi
 export FOOTPRINT_REQUIRE_PG=1
+# The TypeScript client and MCP tests (cmd/server TestNodeClients) fail, never skip, without Node.
+export FOOTPRINT_REQUIRE_NODE=1
 
 step "go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
