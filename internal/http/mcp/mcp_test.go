@@ -54,6 +54,7 @@ type testServer struct {
 }
 
 type serverOptions struct {
+	open      bool // no API keys: a single open tenant
 	store     app.Store
 	rateLimit float64
 	rateBurst int
@@ -71,10 +72,14 @@ func serve(t *testing.T, o serverOptions) *testServer {
 	}
 	caps := core.Capabilities{Embedders: []core.EmbedderInfo{{ID: "hash", Kind: "hash", Model: "footprint-hash-v1", Dimensions: 384, Default: true, Description: "lexical"}}}
 	log := &syncBuffer{}
+	keys := []server.APIKey{{Tenant: "acme", Key: keyAcme}, {Tenant: "globex", Key: keyGlobex}}
+	if o.open {
+		keys = nil
+	}
 	h, err := server.NewServer(server.Deps{
 		App:          app.New(o.store, caps, app.WithEmbedders(hash)),
 		Logger:       slog.New(slog.NewJSONHandler(log, nil)),
-		APIKeys:      []server.APIKey{{Tenant: "acme", Key: keyAcme}, {Tenant: "globex", Key: keyGlobex}},
+		APIKeys:      keys,
 		CursorSecret: []byte("test-secret-test-secret"),
 		RateLimit:    o.rateLimit,
 		RateBurst:    o.rateBurst,
@@ -597,4 +602,33 @@ func TestRequestIDsInLogs(t *testing.T) {
 	if !toolLine || !accessLine {
 		t.Errorf("the log lacks the tool call (%v) or the access line (%v) under the request id:\n%s", toolLine, accessLine, ts.log.String())
 	}
+}
+
+// TestHostCheck: an open server (no keys) refuses a request that reached its loopback address
+// under another host name, as a DNS-rebinding web page would send it; with keys such a page
+// cannot authenticate, so a reverse proxy on the same host may forward its own name.
+func TestHostCheck(t *testing.T) {
+	list := func(ts *testServer, key string) int {
+		req, _ := http.NewRequest("POST", ts.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Host = "memory.example.com"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := list(serve(t, serverOptions{open: true}), ""); code != http.StatusForbidden {
+		t.Errorf("open server, foreign Host: %d, want 403", code)
+	}
+	if code := list(serve(t, serverOptions{}), keyAcme); code != http.StatusOK {
+		t.Errorf("server with keys, foreign Host, a valid key: %d, want 200", code)
+	}
+	// The open server still serves its own name.
+	ok(t, connect(t, serve(t, serverOptions{open: true}), ""), "list_strategies", nil)
 }

@@ -47,6 +47,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Version is the server version announced to clients.
 	Version string
+	// KeysRequired says every request must carry an API key. Without keys the SDK's
+	// DNS-rebinding protection stays on: a request reaching a loopback address under another
+	// host name (a web page that rebound its name to 127.0.0.1) is refused. With keys such a
+	// page cannot authenticate, and a reverse proxy on the same host may forward its own name.
+	KeysRequired bool
 }
 
 // instructions are what an MCP client may show its model about this server as a whole.
@@ -99,10 +104,11 @@ func New(o Options) (http.Handler, error) {
 	// server keeps no session state; footprint never calls back into the client. JSON
 	// answers, not a stream: a tool call is one request and one answer.
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, &sdk.StreamableHTTPOptions{
-		Stateless:           true,
-		JSONResponse:        true,
-		Logger:              sdkLogger,
-		MaxRequestBodyBytes: o.MaxBodyBytes,
+		Stateless:                  true,
+		JSONResponse:               true,
+		Logger:                     sdkLogger,
+		MaxRequestBodyBytes:        o.MaxBodyBytes,
+		DisableLocalhostProtection: o.KeysRequired,
 	}), nil
 }
 

@@ -206,6 +206,7 @@ func newMCP(d Deps, strict gen.ServerInterface, validate func(http.Handler) http
 	return mcp.New(mcp.Options{
 		Spec: spec, Backend: backend, RequestID: requestIDFrom, Logger: d.Logger,
 		Timeout: d.RequestTimeout, MaxBodyBytes: d.MaxBodyBytes, Registerer: d.Registerer,
+		KeysRequired: len(d.APIKeys) > 0,
 	})
 }
 
