@@ -47,6 +47,14 @@ type Entry struct {
 
 	SourceTurn  int
 	SourceRunID string
+	// SourceConversation is the conversation whose turn wrote the entry, for
+	// entries of a principal-scoped memory ("" in a conversation's own
+	// namespace, where it is the namespace's conversation).
+	SourceConversation string
+	// Supersedes is what a fact replaced when it was last restated: the
+	// statement and where it came from (nil for a fact stated once, and for
+	// every other kind). The store records it as it upserts.
+	Supersedes *Superseded
 
 	// Embedding is nil when the entry has none; EmbeddingModel names the
 	// model that produced it.
@@ -54,11 +62,22 @@ type Entry struct {
 	EmbeddingModel string
 }
 
+// Superseded is the statement a fact replaced: its value and the turn (and,
+// in a principal-scoped memory, the conversation) that wrote it.
+type Superseded struct {
+	Value        json.RawMessage
+	Conversation string
+	Turn         int
+}
+
 // Fingerprint identifies the vector space of a memory's embeddings.
 type Fingerprint struct {
 	MemoryID string
-	Model    string
-	Dims     int
+	// Namespace is where the memory's vectors live when it is not the
+	// write's own namespace (a principal-scoped memory); "" otherwise.
+	Namespace string
+	Model     string
+	Dims      int
 }
 
 // Against returns the refusal of vectors of space got in a memory whose

@@ -27,6 +27,45 @@ func (id Identity) Namespace() string {
 	return encodeSegment(id.Tenant) + "/" + encodeSegment(id.Principal) + "/" + encodeSegment(id.ConversationID)
 }
 
+// PrincipalNamespace returns the namespace of the identity's principal:
+// enc(tenant)/enc(principal)/_, the seed's encoding of an identity without a
+// conversation. Principal-scoped memories keep their entries there. It is
+// never a conversation's namespace: a conversation id "_" encodes as %5F.
+func (id Identity) PrincipalNamespace() string {
+	return encodeSegment(id.Tenant) + "/" + encodeSegment(id.Principal) + "/_"
+}
+
+// NamespaceFor returns where memory m keeps this identity's entries: the
+// principal's namespace for a principal-scoped memory, the corpus namespace
+// for a corpus, the conversation's otherwise.
+func (id Identity) NamespaceFor(m Memory) string {
+	switch {
+	case m.Corpus:
+		return CorpusNamespace
+	case m.PrincipalScoped():
+		return id.PrincipalNamespace()
+	}
+	return id.Namespace()
+}
+
+// ConversationsPrefix returns the prefix every conversation namespace of the
+// identity's principal starts with, enc(tenant)/enc(principal)/. The
+// principal's own namespace starts with it too (it ends in "_").
+func (id Identity) ConversationsPrefix() string {
+	return encodeSegment(id.Tenant) + "/" + encodeSegment(id.Principal) + "/"
+}
+
+// IsPrincipalNamespace reports whether ns is a principal's namespace
+// (tenant/principal/_) rather than a conversation's or a corpus's.
+func IsPrincipalNamespace(ns string) bool { return strings.HasSuffix(ns, "/_") }
+
+// ScopedEntryID returns the id of an entry written from conversation into a
+// principal-scoped memory: the conversation's id (msg-3-0) followed by "~"
+// and the conversation, so that turns of two conversations never collide.
+// Facts keep their id (fact:{key}): one statement per key across
+// conversations, the newest winning. "~" appears in no conversation id.
+func ScopedEntryID(id, conversation string) string { return id + "~" + conversation }
+
 // encodeSegment maps missing/empty to "_", a literal "_" to "%5F", and
 // otherwise escapes '%' (first, so escapes stay unambiguous) and '/'.
 func encodeSegment(s string) string {

@@ -18,6 +18,24 @@ const (
 // MemoryTypes lists every type in documentation order.
 var MemoryTypes = []MemoryType{Episodic, Semantic, Narrative, Causal}
 
+// MemoryScope says whose entries a memory keeps: one conversation's, or one
+// end user's (the principal's) across all of their conversations.
+type MemoryScope string
+
+// The two scopes.
+const (
+	// ScopeConversation keeps entries in the conversation's namespace
+	// (tenant/principal/conversation): the default.
+	ScopeConversation MemoryScope = "conversation"
+	// ScopePrincipal keeps entries in the principal's namespace
+	// (tenant/principal/_), written by turns of every conversation of that
+	// principal and read by recall in any of them.
+	ScopePrincipal MemoryScope = "principal"
+)
+
+// MemoryScopes lists the scopes in documentation order.
+var MemoryScopes = []MemoryScope{ScopeConversation, ScopePrincipal}
+
 // Memory is a validated memory definition owned by a tenant. Values of this
 // type come from DefineMemory (validated) or from a store (trusted rows).
 type Memory struct {
@@ -33,7 +51,12 @@ type Memory struct {
 	Projection  string // causal only: decisions, narrative, commits, full
 	Corpus      bool   // a document corpus for RAG recall; never written by turns
 	Flavor      string // "memory" or "rag"
-	Version     int64  // 1 on create, +1 on every replace
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Scope is where the memory's entries live; "" means ScopeConversation.
+	Scope     MemoryScope
+	Version   int64 // 1 on create, +1 on every replace
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
+
+// PrincipalScoped reports whether m keeps its entries per principal.
+func (m Memory) PrincipalScoped() bool { return m.Scope == ScopePrincipal }

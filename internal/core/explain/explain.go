@@ -86,13 +86,17 @@ type Origin struct {
 
 // OriginEntry is what an origin's entry says, enough to follow it back.
 type OriginEntry struct {
-	Turn         int
-	RunID        string
-	Kind         core.EntryKind
-	Query        string
-	FinalContent string
-	Text         string
-	UpdatedAt    time.Time
+	Turn int
+	// ConversationID is the conversation whose turn wrote the entry, when it
+	// is another one (an entry of a principal-scoped memory); "" when it is
+	// the explained conversation.
+	ConversationID string
+	RunID          string
+	Kind           core.EntryKind
+	Query          string
+	FinalContent   string
+	Text           string
+	UpdatedAt      time.Time
 }
 
 // HonestyFlag says what the explanation does not know, instead of silence.
@@ -352,7 +356,7 @@ func originStatus(lk EntryLookup, recalledAt time.Time) (string, *OriginEntry) {
 		return "missing", nil
 	}
 	e := lk.Entry
-	oe := &OriginEntry{Turn: e.SourceTurn, RunID: e.SourceRunID, Kind: e.Kind, UpdatedAt: e.UpdatedAt}
+	oe := &OriginEntry{Turn: e.SourceTurn, ConversationID: e.SourceConversation, RunID: e.SourceRunID, Kind: e.Kind, UpdatedAt: e.UpdatedAt}
 	switch e.Kind {
 	case core.KindSnapshot:
 		var snap core.Snapshot
@@ -555,7 +559,10 @@ type Store interface {
 	RecallsFor(ctx context.Context, tenant, namespace string, turn int, ids []string) ([]recall.RecallResult, error)
 	// TurnEntries returns the live snap-{turn} and msg-{turn}-* entries of
 	// every memory in the namespace.
-	TurnEntries(ctx context.Context, tenant, namespace string, turn int, now time.Time) ([]core.Entry, error)
+	//
+	// With conversation set (a principal's namespace, which holds every
+	// conversation's), only the entries that conversation wrote.
+	TurnEntries(ctx context.Context, tenant, namespace, conversation string, turn int, now time.Time) ([]core.Entry, error)
 	// LookupEntry resolves an entry as it is now, expired ones included.
 	LookupEntry(ctx context.Context, tenant, namespace, memoryID, id string, now time.Time) (EntryLookup, error)
 	// SaveAblation records a rerun; Ablations lists a turn's, oldest first.

@@ -51,11 +51,11 @@ const maxLinkedRuns = 8
 // and runs that wrote them. With depth > 1, each origin entry written by an
 // earlier turn gets that turn's explanation too.
 //
-// The walk always terminates: an origin entry was written by the turn in
-// its SourceTurn, and only origins with SourceTurn strictly less than the
-// turn being explained are followed, so every step moves to a smaller
-// positive turn number, and depth bounds the steps anyway. Turns only point
-// backwards; a cycle would need one to point forwards.
+// The walk always terminates: depth bounds its steps. Within a conversation
+// only origins with SourceTurn strictly less than the turn being explained
+// are followed, so a step there moves to a smaller positive turn; an origin
+// of a principal-scoped memory written by another conversation of the same
+// principal is followed into that conversation's turn.
 func (s *Service) Explain(ctx context.Context, id core.Identity, turn, depth int) (Explanation, error) {
 	if turn < 1 {
 		return Explanation{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "explainTurn", Path: "turn", Detail: "`turn` starts at 1.", Fix: 1}
@@ -69,13 +69,29 @@ func (s *Service) Explain(ctx context.Context, id core.Identity, turn, depth int
 		return Explanation{}, &core.NotFoundError{What: "turn", ID: fmt.Sprint(turn)}
 	}
 	if depth > 1 {
-		seen := map[int]bool{}
+		type at struct {
+			conversation string
+			turn         int
+		}
+		seen := map[at]bool{}
 		for _, o := range ex.Origins {
-			if o.Entry == nil || o.Entry.Turn < 1 || o.Entry.Turn >= turn || seen[o.Entry.Turn] {
+			if o.Entry == nil || o.Entry.Turn < 1 {
 				continue
 			}
-			seen[o.Entry.Turn] = true
-			earlier, err := s.Explain(ctx, id, o.Entry.Turn, depth-1)
+			// An entry of a principal-scoped memory may come from another conversation of the
+			// same principal: its explanation is that conversation's turn.
+			from := id
+			if c := o.Entry.ConversationID; c != "" && c != id.ConversationID {
+				from.ConversationID = c
+			} else if o.Entry.Turn >= turn {
+				continue
+			}
+			k := at{from.ConversationID, o.Entry.Turn}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			earlier, err := s.Explain(ctx, from, o.Entry.Turn, depth-1)
 			if errors.Is(err, core.ErrNotFound) {
 				continue
 			}
@@ -95,7 +111,7 @@ func (s *Service) explainOne(ctx context.Context, id core.Identity, turn int) (E
 	now := s.now().UTC()
 	r := ExplainRecords{Identity: id, Turn: turn, Entries: map[string]EntryLookup{}}
 
-	entries, err := s.store.TurnEntries(ctx, tenant, ns, turn, now)
+	entries, err := s.turnEntries(ctx, id, turn, now)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -151,8 +167,11 @@ func (s *Service) explainOne(ctx context.Context, id core.Identity, turn int) (E
 	for _, rc := range r.Recalls {
 		for _, mr := range rc.Memories {
 			lookupNS := ns
-			if mr.Flavor == "rag" {
+			switch {
+			case mr.Flavor == "rag":
 				lookupNS = core.CorpusNamespace
+			case mr.Scope == core.ScopePrincipal:
+				lookupNS = id.PrincipalNamespace()
 			}
 			for _, c := range mr.Evidence.Candidates {
 				key := mr.MemoryID + "#" + c.ID
@@ -265,7 +284,7 @@ func (s *Service) RecordAblation(ctx context.Context, id core.Identity, turn int
 	if reason := core.CheckText(answer); reason != "" {
 		return Ablation{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "recordAblation", Path: "answer", Detail: "`answer` " + reason + "."}
 	}
-	if entries, err := s.store.TurnEntries(ctx, id.Tenant, id.Namespace(), turn, s.now().UTC()); err != nil {
+	if entries, err := s.turnEntries(ctx, id, turn, s.now().UTC()); err != nil {
 		return Ablation{}, err
 	} else if len(entries) == 0 {
 		recalls, err := s.store.RecallsFor(ctx, id.Tenant, id.Namespace(), turn, nil)
@@ -303,4 +322,15 @@ func appendUnique(xs []string, x string) []string {
 		return xs
 	}
 	return append(xs, x)
+}
+
+// turnEntries are the snapshots and messages a turn wrote: in the conversation's namespace,
+// and, for a conversation of a principal, those its principal-scoped memories keep.
+func (s *Service) turnEntries(ctx context.Context, id core.Identity, turn int, now time.Time) ([]core.Entry, error) {
+	entries, err := s.store.TurnEntries(ctx, id.Tenant, id.Namespace(), "", turn, now)
+	if err != nil || id.Principal == "" {
+		return entries, err
+	}
+	shared, err := s.store.TurnEntries(ctx, id.Tenant, id.PrincipalNamespace(), id.ConversationID, turn, now)
+	return append(entries, shared...), err
 }

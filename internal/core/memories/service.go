@@ -130,6 +130,10 @@ func (s *Service) ReplaceMemory(ctx context.Context, tenant, id string, p strate
 		if expectVersion != nil && *expectVersion != m.Version {
 			return &core.ConflictError{Code: "version-conflict", Detail: fmt.Sprintf("memory %q is at version %d, not %d; GET it again and re-apply your change.", id, m.Version, *expectVersion)}
 		}
+		if next.Scope != m.Scope {
+			return &core.ValidationError{Code: core.CodeInvalidField, Site: fmt.Sprintf("replaceMemory[%s]", id), Path: "scope",
+				Detail: fmt.Sprintf("a memory's scope cannot change (it is %s; its entries live in that scope's namespaces). Define a new memory instead.", scopeName(m.Scope)), Fix: scopeName(m.Scope)}
+		}
 		if next.Type != m.Type {
 			return &core.ValidationError{Code: core.CodeInvalidField, Site: fmt.Sprintf("replaceMemory[%s]", id), Path: "type",
 				Detail: fmt.Sprintf("a memory's type cannot change (it is %s; the entries stored under it have that shape). Define a new memory instead.", m.Type), Fix: string(m.Type)}
@@ -173,4 +177,12 @@ func (s *Service) all(ctx context.Context, tenant string) ([]core.Memory, error)
 func memoryExists(id string) error {
 	return &core.ConflictError{Code: core.CodeMemoryExists, Path: "id",
 		Detail: fmt.Sprintf("memory %q already exists; PUT /v1/memories/%s replaces it.", id, id)}
+}
+
+// scopeName is a stored scope as the API names it ("" is a conversation scope).
+func scopeName(s core.MemoryScope) string {
+	if s == "" {
+		return string(core.ScopeConversation)
+	}
+	return string(s)
 }

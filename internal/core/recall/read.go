@@ -90,6 +90,7 @@ func ReadMemory(in ReadInput) MemoryRecall {
 		Strategy: in.Memory.Strategy,
 		Flavor:   flavor,
 		Messages: []core.Message{},
+		Scope:    principalOnly(in.Memory.Scope),
 		Evidence: res.ev,
 	}
 	if res.content != "" {
@@ -602,7 +603,7 @@ func (r reader) finish(ev Evidence, choices []choice, prompt []int, maxRejects i
 			listed++
 		}
 		cand := Candidate{ID: c.e.ID, MemoryID: r.m.ID, Score: c.score, Rank: i + 1, Admitted: c.admit, Reason: c.reason,
-			Turn: cmp.Or(c.e.SourceTurn, c.e.Turn)}
+			Turn: cmp.Or(c.e.SourceTurn, c.e.Turn), ConversationID: c.e.SourceConversation}
 		if c.admit {
 			frag, pos := frags[i], positions[i]
 			cand.PromptFragment, cand.PromptPosition = &frag, &pos
@@ -698,4 +699,13 @@ func (r reader) summarize(s core.Strategy, skip map[string]bool) readResult {
 	ev := r.evidence(core.Summarize)
 	ev.CorpusEmpty = len(choices) == 0
 	return r.finish(ev, choices, prompt, listedRejects)
+}
+
+// principalOnly is the scope a recall records: principal, or "" for a conversation's memory
+// (what every receipt said before scopes existed).
+func principalOnly(s core.MemoryScope) core.MemoryScope {
+	if s == core.ScopePrincipal {
+		return s
+	}
+	return ""
 }

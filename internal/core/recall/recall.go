@@ -109,12 +109,25 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 		RecallID: newRecallID(), Identity: p.Identity, QueryHash: qhash, Turn: p.Turn, RunID: p.RunID,
 		CreatedAt: now, Memories: []MemoryRecall{}, Injections: []Injection{},
 	}
+	named := map[string]bool{}
+	for _, id := range p.Memories {
+		named[id] = true
+	}
 	for _, m := range chosen {
 		in := ReadInput{Memory: m, QueryHash: qhash, ContextTokensRemaining: p.ContextTokensRemaining, Now: now}
-		namespace := p.Identity.Namespace()
-		if m.Corpus {
-			namespace = core.CorpusNamespace
+		if m.PrincipalScoped() && p.Identity.Principal == "" {
+			// A principal-scoped memory knows users; a recall that names none reads nothing
+			// from it, and says so.
+			detail := fmt.Sprintf("memory %q is principal-scoped (it keeps entries per end user, across their conversations) and this recall names no principal, so there is nobody's memory to read. Send the recall with ?principal=<user id>.", m.ID)
+			if named[m.ID] {
+				return RecallResult{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "recall", Path: "principal", Detail: detail, Fix: "user-42"}
+			}
+			rec := ReadMemory(in)
+			rec.Evidence.Note = detail
+			result.Memories = append(result.Memories, rec)
+			continue
 		}
+		namespace := p.Identity.NamespaceFor(m)
 		kinds := strategyKinds(m.Strategy)
 		if kinds.others {
 			entries, next, err := s.store.ListEntries(ctx, core.EntryQuery{Tenant: p.Identity.Tenant, Namespace: namespace,

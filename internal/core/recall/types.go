@@ -44,6 +44,9 @@ type MemoryRecall struct {
 	Type     core.MemoryType `json:"type,omitempty"`
 	Strategy core.Strategy   `json:"strategy,omitempty"`
 	Flavor   string          `json:"flavor,omitempty"` // "memory" or "rag"
+	// Scope is "principal" for a principal-scoped memory ("" for a
+	// conversation's), so that explain looks for its entries there.
+	Scope core.MemoryScope `json:"scope,omitempty"`
 	// Messages is the formatted recall, in prompt order (every shipped
 	// formatter writes role "system").
 	Messages []core.Message `json:"messages"`
@@ -102,6 +105,9 @@ type Candidate struct {
 	Heading string `json:"heading,omitempty"`
 	// Turn that wrote the entry (0 when unknown), for explanations.
 	Turn int `json:"turn,omitempty"`
+	// ConversationID is the conversation whose turn wrote the entry, for an
+	// entry of a principal-scoped memory ("" for the conversation's own).
+	ConversationID string `json:"conversationId,omitempty"`
 }
 
 // Injection is one piece to put in the prompt, per admitted chunk when the

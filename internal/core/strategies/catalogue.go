@@ -117,6 +117,8 @@ type StrategyInfo struct {
 	Description  string
 	Requirements []core.Requirement
 	Types        []core.MemoryType
+	// Scopes are the memory scopes the strategy can run in (ScopesOf).
+	Scopes []core.MemoryScope
 	// Example is one working strategy for this kind on this deployment
 	// (it names configured embedders and LLMs where it can).
 	Example json.RawMessage
@@ -161,6 +163,7 @@ func (d *descriptor) info(caps core.Capabilities) StrategyInfo {
 		Description:  d.description,
 		Requirements: slices.Clone(nonNil(d.requirements)),
 		Types:        slices.Clone(d.types),
+		Scopes:       scopesOf(d.types),
 		Example:      example(d.kind, caps),
 		Params:       d.paramsSchema(),
 		Offerable:    len(missing) == 0,
@@ -306,4 +309,45 @@ func EmbedderFor(s core.Strategy, m core.Memory, caps core.Capabilities) string 
 		return e.ID
 	}
 	return ""
+}
+
+// ScopeInfo describes one memory scope for the capabilities: what it keeps and which memory
+// types accept it (validScope in define.go is the rule).
+type ScopeInfo struct {
+	Scope       core.MemoryScope
+	Description string
+	Types       []core.MemoryType
+}
+
+// Scopes describes the two memory scopes.
+func Scopes() []ScopeInfo {
+	return []ScopeInfo{
+		{Scope: core.ScopeConversation, Types: slices.Clone(core.MemoryTypes),
+			Description: "The default: a memory keeps each conversation's entries apart, in the conversation's namespace (tenant/principal/conversation)."},
+		{Scope: core.ScopePrincipal, Types: principalTypes(),
+			Description: "A memory keeps what every conversation of an end user (the principal) teaches it, in the principal's namespace (tenant/principal/_): written by turns of any of their conversations and recalled in any of them. Facts are upserted by key across conversations, the newest statement winning. Not for episodic memories (one conversation's messages in order) or corpora (shared by every principal already); turns and recalls must name a principal."},
+	}
+}
+
+// principalTypes are the memory types that may be principal-scoped: every type but episodic.
+func principalTypes() []core.MemoryType {
+	var out []core.MemoryType
+	for _, t := range core.MemoryTypes {
+		if t != core.Episodic {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// scopesOf are the scopes a strategy accepted by types can run in: principal when one of
+// them may be principal-scoped.
+func scopesOf(types []core.MemoryType) []core.MemoryScope {
+	out := []core.MemoryScope{core.ScopeConversation}
+	for _, t := range types {
+		if slices.Contains(principalTypes(), t) {
+			return append(out, core.ScopePrincipal)
+		}
+	}
+	return out
 }

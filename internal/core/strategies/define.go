@@ -22,12 +22,14 @@ type MemoryParams struct {
 	Projection  string
 	Corpus      bool
 	Flavor      string
+	Scope       string
 }
 
 var (
 	tiers       = []string{"hot", "warm", "cold"}
 	projections = []string{"decisions", "narrative", "commits", "full"}
 	flavors     = []string{"memory", "rag"}
+	scopes      = []string{string(core.ScopeConversation), string(core.ScopePrincipal)}
 )
 
 const (
@@ -120,6 +122,9 @@ func ValidateMemory(p MemoryParams, caps core.Capabilities) (core.Memory, error)
 			m.Flavor = "rag"
 		}
 	}
+	if err := validScope(&m, p.Scope, memFix); err != nil {
+		return core.Memory{}, err
+	}
 	if m.Embedder != "" {
 		if _, ok := caps.Embedder(m.Embedder); !ok {
 			return core.Memory{}, &core.ValidationError{Code: core.CodeMissingRequirement, Site: v.site, Path: "embedder",
@@ -136,6 +141,33 @@ func ValidateMemory(p MemoryParams, caps core.Capabilities) (core.Memory, error)
 func defaultEmbedderID(caps core.Capabilities) any {
 	if e, ok := caps.DefaultEmbedder(); ok {
 		return e.ID
+	}
+	return nil
+}
+
+// validScope checks the memory's scope and sets it (absent: conversation). A principal scope
+// shares entries across the principal's conversations, so it is refused where that means
+// nothing: an episodic memory is one conversation's messages in their order, and a corpus is
+// the tenant's documents, shared by every principal already.
+func validScope(m *core.Memory, scope string, refuse func(path, detail string, fix any) *core.ValidationError) error {
+	if scope == "" {
+		scope = string(core.ScopeConversation)
+	}
+	if !slices.Contains(scopes, scope) {
+		return refuse("scope", fmt.Sprintf("`scope` must be one of %s; got %s. `conversation` keeps entries per conversation; `principal` keeps them per end user, across their conversations.",
+			core.QuoteList(scopes), core.DescribeJSON(scope)), string(core.ScopeConversation))
+	}
+	if scope != string(core.ScopePrincipal) {
+		return nil // the default, kept as the zero value (Memory.Scope "")
+	}
+	m.Scope = core.ScopePrincipal
+	switch {
+	case m.Corpus:
+		return refuse("scope", "a corpus is the tenant's documents, searched by every conversation of every principal already; it has no principal scope. Remove `scope`, or keep it `conversation`.", string(core.ScopeConversation))
+	case m.Type == core.Episodic:
+		return refuse("scope", "an episodic memory is one conversation's messages in their order, and the turns of two conversations have no order between them, so it cannot be kept per principal. "+
+			"To remember what a user said across conversations, use a semantic memory: {\"type\":\"semantic\",\"strategy\":{\"kind\":\"extract\"},\"scope\":\"principal\"} keeps facts, {\"type\":\"semantic\",\"strategy\":{\"kind\":\"topK\"},\"scope\":\"principal\"} searches everything they said.",
+			string(core.ScopeConversation))
 	}
 	return nil
 }

@@ -20,8 +20,16 @@ type TurnWrite struct {
 	// Scope says which stored entries count toward the highest live turn.
 	Scope TurnScope
 	// FingerprintMemories are the memories whose stored vector fingerprints
-	// Decide is given.
+	// (in Namespace) Decide is given.
 	FingerprintMemories []string
+	// PrincipalNamespace, when set, is the principal's namespace, where the
+	// turn's principal-scoped memories write (their entries carry it). The
+	// store locks it after Namespace — every writer takes the two in that
+	// order — so writes to a principal's memories serialise as a
+	// conversation's do. PrincipalFingerprintMemories are the memories whose
+	// fingerprints Decide is given from there.
+	PrincipalNamespace           string
+	PrincipalFingerprintMemories []string
 	// Now is the transaction's clock for expiry checks and timestamps.
 	Now time.Time
 	// Decide returns the turn number and the entries to write from what the
@@ -171,7 +179,32 @@ type Store interface {
 	// PutEntries inserts entries outside a turn (e.g. summaries); an entry
 	// whose id is already stored and live is left as it is.
 	PutEntries(ctx context.Context, entries []core.Entry) error
+	// ForgetPrincipal erases, in one transaction, every entry of the
+	// principal's namespace (principalNS) and of every conversation
+	// namespace starting with prefix (the principal's conversations), their
+	// fingerprints, and the audit records kept of them — recall receipts,
+	// run recordings, turn links, ablations and the tombstones of earlier
+	// forgets — and says how much went.
+	ForgetPrincipal(ctx context.Context, tenant, principal, principalNS, prefix string) (ForgetReport, error)
+	// CountWrittenFrom returns how many live entries of namespace were
+	// written from conversation (SourceConversation).
+	CountWrittenFrom(ctx context.Context, tenant, namespace, conversation string, now time.Time) (int64, error)
 	// ForgetNamespace erases every entry of the namespace in every memory,
 	// in one transaction, and returns how many were erased.
 	ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error)
+}
+
+// ForgetReport is what forgetting a principal erased.
+type ForgetReport struct {
+	// Conversations is how many of the principal's conversations had
+	// entries; ConversationEntries how many entries they held.
+	Conversations       int64
+	ConversationEntries int64
+	// PrincipalEntries is how many entries the principal-scoped memories
+	// held for the principal.
+	PrincipalEntries int64
+	// Recalls, Runs and Ablations are the audit records erased with them
+	// (receipts of recalls made for the principal, recordings of their
+	// runs, ablation reruns of their turns).
+	Recalls, Runs, Ablations int64
 }

@@ -131,8 +131,22 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 			result.Skipped = append(result.Skipped, SkippedWrite{MemoryID: m.ID, Reason: reason})
 			continue
 		}
-		countMessages = countMessages || side.messages
-		countBeats = countBeats || side.beats
+		if m.PrincipalScoped() && p.Identity.Principal == "" {
+			// A principal-scoped memory keeps what it learns about an end user: a turn that
+			// names none has nobody to remember it for.
+			detail := fmt.Sprintf("memory %q is principal-scoped (it keeps entries per end user, across their conversations) and this turn names no principal, so it has nobody to write for. Send the turn with ?principal=<user id>.", m.ID)
+			if named[m.ID] {
+				return TurnResult{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "postTurn", Path: "principal", Detail: detail, Fix: "user-42"}
+			}
+			result.Skipped = append(result.Skipped, SkippedWrite{MemoryID: m.ID, Reason: "no-principal", Detail: detail})
+			continue
+		}
+		if !m.PrincipalScoped() {
+			// Only the conversation's own entries number its turns; a principal's live in
+			// another namespace, and turn numbers stay per conversation.
+			countMessages = countMessages || side.messages
+			countBeats = countBeats || side.beats
+		}
 		sides = append(sides, side)
 	}
 	// A snapshot is found by its query's vector: a first user message without words (an emoji,
@@ -176,7 +190,11 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 				}
 			}
 			if dims > 0 {
-				fingerprints = append(fingerprints, core.Fingerprint{MemoryID: side.mem.ID, Model: v.model, Dims: dims})
+				fp := core.Fingerprint{MemoryID: side.mem.ID, Model: v.model, Dims: dims}
+				if side.mem.PrincipalScoped() {
+					fp.Namespace = p.Identity.PrincipalNamespace()
+				}
+				fingerprints = append(fingerprints, fp)
 			}
 		}
 	}
@@ -218,19 +236,31 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		}
 		return out, nil
 	}
-	fpMemories := make([]string, len(fingerprints))
-	for i, f := range fingerprints {
-		fpMemories[i] = f.MemoryID
+	var fpMemories, principalFPs []string
+	principal := ""
+	for _, side := range sides {
+		if side.mem.PrincipalScoped() {
+			principal = p.Identity.PrincipalNamespace()
+		}
+	}
+	for _, f := range fingerprints {
+		if f.Namespace != "" {
+			principalFPs = append(principalFPs, f.MemoryID)
+		} else {
+			fpMemories = append(fpMemories, f.MemoryID)
+		}
 	}
 	w := TurnWrite{
-		Tenant:              tenant,
-		Namespace:           p.Identity.Namespace(),
-		Scope:               TurnScope{MemoryIDs: memoryIDs, Kinds: CountedKinds(countMessages, countBeats)},
-		FingerprintMemories: fpMemories,
-		Now:                 now,
-		Decide:              Decider(NormalizeHostTurn(p.TurnNumber), fingerprints, build),
-		LinkRunID:           p.RunID,
-		LinkRecallIDs:       p.RecallIDs,
+		Tenant:                       tenant,
+		Namespace:                    p.Identity.Namespace(),
+		Scope:                        TurnScope{MemoryIDs: memoryIDs, Kinds: CountedKinds(countMessages, countBeats)},
+		FingerprintMemories:          fpMemories,
+		PrincipalNamespace:           principal,
+		PrincipalFingerprintMemories: principalFPs,
+		Now:                          now,
+		Decide:                       Decider(NormalizeHostTurn(p.TurnNumber), fingerprints, build),
+		LinkRunID:                    p.RunID,
+		LinkRecallIDs:                p.RecallIDs,
 	}
 	if p.IdempotencyKey != "" {
 		w.Idempotency = &IdempotencyClaim{Key: p.IdempotencyKey, RequestHash: requestHash(p), ExpiresAt: now.Add(s.keyTTL)}
@@ -254,9 +284,15 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		}
 		var fm *core.FingerprintMismatch
 		if errors.As(err, &fm) {
+			where := "in this conversation"
+			for _, side := range sides {
+				if side.mem.ID == fm.MemoryID && side.mem.PrincipalScoped() {
+					where = "for this principal"
+				}
+			}
 			return TurnResult{}, &core.ValidationError{Code: core.CodeEmbedderMismatch, Site: "postTurn", Path: "embeddings",
-				Detail: fmt.Sprintf("memory %q already holds %s vectors of %d dimensions in this conversation; this turn brings %s vectors of %d. Vectors of different models or dimensions are never compared: use the same embedder, or a new memory.",
-					fm.MemoryID, fm.HaveModel, fm.HaveDims, fm.GotModel, fm.GotDims),
+				Detail: fmt.Sprintf("memory %q already holds %s vectors of %d dimensions %s; this turn brings %s vectors of %d. Vectors of different models or dimensions are never compared: use the same embedder, or a new memory.",
+					fm.MemoryID, fm.HaveModel, fm.HaveDims, where, fm.GotModel, fm.GotDims),
 				Extra: map[string]any{"memoryId": fm.MemoryID, "have": fmt.Sprintf("%s@%d", fm.HaveModel, fm.HaveDims), "got": fmt.Sprintf("%s@%d", fm.GotModel, fm.GotDims)}}
 		}
 		return TurnResult{}, err
@@ -429,13 +465,22 @@ func (s *Service) turnVectors(ctx context.Context, p TurnParams, sides []writeSi
 // entriesFor builds one memory's entries for the resolved turn.
 func (s *Service) entriesFor(side writeSide, p TurnParams, turn int, now time.Time, query string, vec *vectorSet, facts []core.Fact, beats []core.Beat) []core.Entry {
 	m := side.mem
+	namespace := p.Identity.NamespaceFor(m)
 	base := func(id string, kind core.EntryKind, t, idx int, value any) core.Entry {
 		v, _ := json.Marshal(value) // plain data: always marshals
 		e := core.Entry{
-			Tenant: p.Identity.Tenant, MemoryID: m.ID, Namespace: p.Identity.Namespace(),
+			Tenant: p.Identity.Tenant, MemoryID: m.ID, Namespace: namespace,
 			ID: id, Kind: kind, Turn: t, Index: idx, Value: v, Metadata: json.RawMessage(`{}`),
 			Version: 1, CreatedAt: now, UpdatedAt: now, LastAccessedAt: now,
 			Tier: m.Tier, SourceTurn: turn, SourceRunID: p.RunID,
+		}
+		if m.PrincipalScoped() {
+			// The principal's namespace holds every conversation's entries: an entry says which
+			// wrote it, and a turn's own ids carry the conversation so that two never collide.
+			e.SourceConversation = p.Identity.ConversationID
+			if kind != core.KindFact {
+				e.ID = core.ScopedEntryID(id, p.Identity.ConversationID)
+			}
 		}
 		if m.TTLMs > 0 {
 			e.ExpiresAt = now.Add(time.Duration(m.TTLMs) * time.Millisecond)
@@ -506,8 +551,39 @@ func (s *Service) GetEntry(ctx context.Context, id core.Identity, memoryID, entr
 	return s.store.GetEntry(ctx, id.Tenant, id.Namespace(), memoryID, entryID, true, s.now().UTC().Truncate(time.Microsecond))
 }
 
-// ForgetConversation erases the conversation's namespace in every memory,
-// in one transaction, and returns how many entries went.
-func (s *Service) ForgetConversation(ctx context.Context, id core.Identity) (int64, error) {
-	return s.store.ForgetNamespace(ctx, id.Tenant, id.Namespace())
+// ForgetConversation erases the conversation's namespace in every memory, in one
+// transaction, and returns how many entries went and, when the conversation belongs to a
+// principal, how many entries of principal-scoped memories written from it were kept: they are
+// the principal's, not the conversation's (ForgetPrincipal erases them).
+func (s *Service) ForgetConversation(ctx context.Context, id core.Identity) (erased, kept int64, err error) {
+	if erased, err = s.store.ForgetNamespace(ctx, id.Tenant, id.Namespace()); err != nil {
+		return 0, 0, err
+	}
+	if id.Principal != "" {
+		if kept, err = s.store.CountWrittenFrom(ctx, id.Tenant, id.PrincipalNamespace(), id.ConversationID, s.now().UTC()); err != nil {
+			return 0, 0, err
+		}
+	}
+	return erased, kept, nil
+}
+
+// ListPrincipalEntries returns a page of what the principal-scoped memories know about the
+// identity's principal, newest first, and the position of the next page ("" when none).
+// q.Namespace is ignored: it is the principal's.
+func (s *Service) ListPrincipalEntries(ctx context.Context, id core.Identity, q core.EntryQuery) ([]core.Entry, string, error) {
+	if id.Principal == "" {
+		return nil, "", &core.ValidationError{Code: core.CodeInvalidField, Site: "listPrincipalEntries", Path: "principal", Detail: "a principal id is needed.", Fix: "user-42"}
+	}
+	q.Tenant, q.Namespace, q.Now = id.Tenant, id.PrincipalNamespace(), s.now().UTC()
+	return s.store.ListEntries(ctx, q)
+}
+
+// ForgetPrincipal forgets the identity's principal everywhere in the tenant: every
+// conversation of theirs and every principal-scoped memory's entries about them, with the audit
+// records kept of them (a right-to-erasure request), in one transaction.
+func (s *Service) ForgetPrincipal(ctx context.Context, id core.Identity) (ForgetReport, error) {
+	if id.Principal == "" {
+		return ForgetReport{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "forgetPrincipal", Path: "principal", Detail: "a principal id is needed.", Fix: "user-42"}
+	}
+	return s.store.ForgetPrincipal(ctx, id.Tenant, id.Principal, id.PrincipalNamespace(), id.ConversationsPrefix())
 }

@@ -309,6 +309,24 @@ func (e InfluenceStrategy) Valid() bool {
 	}
 }
 
+// Defines values for MemoryScope.
+const (
+	MemoryScopeConversation MemoryScope = "conversation"
+	MemoryScopePrincipal    MemoryScope = "principal"
+)
+
+// Valid indicates whether the value is a known member of the MemoryScope enum.
+func (e MemoryScope) Valid() bool {
+	switch e {
+	case MemoryScopeConversation:
+		return true
+	case MemoryScopePrincipal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemoryType.
 const (
 	MemoryTypeCausal    MemoryType = "causal"
@@ -600,6 +618,7 @@ func (e SearchMode) Valid() bool {
 // Defines values for SkipReason.
 const (
 	SkipReasonCorpus            SkipReason = "corpus"
+	SkipReasonNoPrincipal       SkipReason = "no-principal"
 	SkipReasonNotNamed          SkipReason = "not-named"
 	SkipReasonNothingToWrite    SkipReason = "nothing-to-write"
 	SkipReasonQueryWithoutWords SkipReason = "query-without-words"
@@ -610,6 +629,8 @@ const (
 func (e SkipReason) Valid() bool {
 	switch e {
 	case SkipReasonCorpus:
+		return true
+	case SkipReasonNoPrincipal:
 		return true
 	case SkipReasonNotNamed:
 		return true
@@ -792,13 +813,21 @@ type Candidate struct {
 	// Admitted Whether it went into the prompt.
 	Admitted bool `json:"admitted"`
 
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
 	// DocURI Document chunks only, the document it came from.
 	DocURI *string `json:"docUri,omitempty"`
 
 	// Heading Document chunks only, the heading it sits under.
 	Heading *string `json:"heading,omitempty"`
 
-	// ID The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`), or a document chunk's (`returns-policy#0`).
+	// ID The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`; in a principal-scoped memory `msg-3-0~support-4821`, the conversation after `~`), or a document chunk's (`returns-policy#0`).
 	ID string `json:"id"`
 
 	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
@@ -872,8 +901,11 @@ type Capabilities struct {
 	Limits    Limits         `json:"limits"`
 
 	// LLMs Configured chat-completions providers; empty when none is.
-	LLMs  []LLMInfo `json:"llms"`
-	Store StoreInfo `json:"store"`
+	LLMs []LLMInfo `json:"llms"`
+
+	// Scopes The memory scopes, what each keeps and which memory types accept it.
+	Scopes []ScopeInfo `json:"scopes"`
+	Store  StoreInfo   `json:"store"`
 }
 
 // ClientEmbeddings Vectors the agent computed itself. They replace the server's embedder
@@ -1040,6 +1072,14 @@ type Entry struct {
 	// AccessCount How many times `getEntry` has read it.
 	AccessCount int64 `json:"accessCount"`
 
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
 	// CreatedAt When the entry was first written.
 	CreatedAt time.Time `json:"createdAt"`
 
@@ -1058,7 +1098,9 @@ type Entry struct {
 	// ID An entry's id, unique within its memory and conversation. Its shape
 	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
-	// their own.
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
 	//
 	//
 	// Example: msg-3-0
@@ -1092,6 +1134,11 @@ type Entry struct {
 	// Source Where an entry came from.
 	Source EntrySource `json:"source"`
 
+	// Supersedes What a fact replaced when it was last restated (facts are upserted by
+	// key): the earlier statement and where it came from. Present only on a
+	// fact that was stated more than once.
+	Supersedes *Superseded `json:"supersedes,omitempty"`
+
 	// Tier A storage tier label applied to the entries this memory writes.
 	//
 	// Example: hot
@@ -1124,7 +1171,9 @@ type Entry struct {
 // EntryID An entry's id, unique within its memory and conversation. Its shape
 // tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 // `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
-// their own.
+// their own. In a principal-scoped memory a turn's ids end in `~` and
+// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+// `fact:{key}`.
 //
 // Example: msg-3-0
 type EntryID = string
@@ -1383,7 +1432,9 @@ type ExplanationAnswer struct {
 	// EntryID An entry's id, unique within its memory and conversation. Its shape
 	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
-	// their own.
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
 	//
 	//
 	// Example: msg-3-0
@@ -1498,6 +1549,15 @@ type FoldEvidenceStatus string
 type ForgetResult struct {
 	// Erased How many entries were erased, expired ones included.
 	Erased int64 `json:"erased"`
+
+	// Note Says what was kept and how to forget it, when something was.
+	Note *string `json:"note,omitempty"`
+
+	// PrincipalEntriesKept How many live entries of principal-scoped memories written from
+	// this conversation were kept: they are the principal's, not the
+	// conversation's. Present when the conversation belongs to a
+	// principal. `DELETE /v1/principals/{principal}` forgets them.
+	PrincipalEntriesKept *int64 `json:"principalEntriesKept,omitempty"`
 }
 
 // Health Example: {"status":"ok"}
@@ -1757,6 +1817,27 @@ type Memory struct {
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly bool `json:"readOnly"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy A strategy as stored: its `kind` and every field of that kind, with
 	// defaults filled in (a hybrid's `strategies` likewise). The fields of
 	// each kind are described by the `params` JSON Schema in its catalogue
@@ -1830,6 +1911,27 @@ type MemoryDraft struct {
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly bool `json:"readOnly"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy A strategy as stored: its `kind` and every field of that kind, with
 	// defaults filled in (a hybrid's `strategies` likewise). The fields of
 	// each kind are described by the `params` JSON Schema in its catalogue
@@ -1896,6 +1998,27 @@ type MemoryInput struct {
 
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly *bool `json:"readOnly,omitempty"`
+
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
 
 	// Strategy The strategy: an object whose `kind` names one of the seven
 	// strategies, plus that kind's fields. Deliberately left unconstrained
@@ -1968,6 +2091,27 @@ type MemoryRecall struct {
 	// Messages The formatted recall, in prompt order (the shipped formatters write `system` messages).
 	Messages []Message `json:"messages"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy A strategy as stored: its `kind` and every field of that kind, with
 	// defaults filled in (a hybrid's `strategies` likewise). The fields of
 	// each kind are described by the `params` JSON Schema in its catalogue
@@ -2032,6 +2176,27 @@ type MemoryReplace struct {
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly *bool `json:"readOnly,omitempty"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy The strategy: an object whose `kind` names one of the seven
 	// strategies, plus that kind's fields. Deliberately left unconstrained
 	// here (any JSON value, even `null`, passes schema validation) so that
@@ -2078,6 +2243,26 @@ type MemoryReplace struct {
 	// writer wins.
 	Version *int64 `json:"version,omitempty"`
 }
+
+// MemoryScope Where the memory's entries live. `conversation` (the default): in
+// each conversation's own namespace, as a conversation's memory.
+// `principal`: in the end user's namespace (`tenant/principal/_`),
+// written by turns of every conversation of that principal and read
+// by recall in any of them — what the user said in March is known in a
+// new conversation in May. Facts (`extract`) are upserted by key across
+// conversations, the newest statement winning; the ids of messages,
+// snapshots and beats carry the conversation that wrote them
+// (`msg-3-0~support-4821`), so two conversations never collide; turn
+// numbers stay per conversation. A turn or recall that names no
+// `principal` reads and writes nothing of a principal-scoped memory
+// (`skipped` and the evidence say so; a 422 when the request names
+// the memory in `memories`). Refused for an `episodic` memory (a
+// conversation's messages in order; use `semantic`) and for a corpus
+// (shared by every principal already). A memory's scope cannot
+// change once defined.
+//
+// Example: principal
+type MemoryScope string
 
 // MemoryType What a memory stores. `episodic`: messages. `semantic`: messages with
 // embeddings, or extracted facts. `narrative`: story beats. `causal`:
@@ -2181,6 +2366,14 @@ type Origin struct {
 // OriginEntry The stored entry an origin came from, as stored now (for a
 // `replaced` one, not what was injected).
 type OriginEntry struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
 	// FinalContent Snapshots only, that turn's final answer.
 	FinalContent *string `json:"finalContent,omitempty"`
 
@@ -2230,6 +2423,29 @@ type OriginStatus string
 //
 // Example: user-7c3e
 type Principal = string
+
+// PrincipalForgetResult What forgetting a principal erased, in one transaction.
+//
+// Example: {"ablations":0,"conversationEntries":14,"conversations":2,"principalEntries":3,"recalls":4,"runs":1}
+type PrincipalForgetResult struct {
+	// Ablations Ablation reruns of the principal's turns erased with them.
+	Ablations int64 `json:"ablations"`
+
+	// ConversationEntries How many entries those conversations held, expired ones included.
+	ConversationEntries int64 `json:"conversationEntries"`
+
+	// Conversations How many of the principal's conversations held entries.
+	Conversations int64 `json:"conversations"`
+
+	// PrincipalEntries How many entries the principal-scoped memories held for the principal.
+	PrincipalEntries int64 `json:"principalEntries"`
+
+	// Recalls Recall receipts of the principal's conversations erased with them.
+	Recalls int64 `json:"recalls"`
+
+	// Runs Run recordings of the principal erased with them (their events included).
+	Runs int64 `json:"runs"`
+}
 
 // Problem An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -2630,6 +2846,36 @@ type RunList struct {
 	Runs []Run `json:"runs"`
 }
 
+// ScopeInfo defines model for ScopeInfo.
+type ScopeInfo struct {
+	// Description What the scope keeps and for whom.
+	Description string `json:"description"`
+
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope MemoryScope `json:"scope"`
+
+	// Types The memory types that accept this scope.
+	Types []MemoryType `json:"types"`
+}
+
 // SearchMode How a ranking strategy searched. `exact`: every candidate was
 // scored. `ann`: an approximate index (HNSW) chose them, so a closer
 // entry may exist that was never considered.
@@ -2643,7 +2889,8 @@ type SearchMode string
 // nothing in this turn (e.g. no fact to extract). `query-without-words`:
 // a causal memory writes no snapshot when the turn's first user message
 // has no words to embed (an emoji, "?"): a snapshot is recalled by its
-// question's vector.
+// question's vector. `no-principal`: the memory is principal-scoped and
+// the turn names no `principal`, so there is nobody to write for.
 //
 // Example: corpus
 type SkipReason string
@@ -2706,6 +2953,11 @@ type StrategyInfo struct {
 	// Requirements What the strategy needs before it can run; empty means it runs anywhere, at no cost.
 	Requirements []Requirement `json:"requirements"`
 
+	// Scopes The memory scopes this strategy can run in: `conversation`
+	// always; `principal` when a memory type that accepts it may be
+	// principal-scoped (every type but episodic).
+	Scopes []MemoryScope `json:"scopes"`
+
 	// Types The memory types that accept this strategy.
 	Types []MemoryType `json:"types"`
 }
@@ -2739,6 +2991,25 @@ type StrategyKind string
 type StrategyList struct {
 	// Strategies Catalogue entries in catalogue order (cheapest first).
 	Strategies []StrategyInfo `json:"strategies"`
+}
+
+// Superseded What a fact replaced when it was last restated (facts are upserted by
+// key): the earlier statement and where it came from. Present only on a
+// fact that was stated more than once.
+type Superseded struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
+	// Turn The turn that wrote the earlier statement.
+	Turn *int `json:"turn,omitempty"`
+
+	// Value The fact as it was before, `{"key", "value", "text", "confidence"}`.
+	Value map[string]interface{} `json:"value"`
 }
 
 // Suspect An origin scored by one influence strategy against the final
@@ -2972,7 +3243,8 @@ type TurnSkipped struct {
 	// nothing in this turn (e.g. no fact to extract). `query-without-words`:
 	// a causal memory writes no snapshot when the turn's first user message
 	// has no words to embed (an emoji, "?"): a snapshot is recalled by its
-	// question's vector.
+	// question's vector. `no-principal`: the memory is principal-scoped and
+	// the turn names no `principal`, so there is nobody to write for.
 	//
 	//
 	// Example: corpus
@@ -3027,6 +3299,12 @@ type Limit = int
 //
 // Example: chat
 type MemoryID = ResourceID
+
+// PrincipalPath An end-user id chosen by the agent: 1 to 256 letters, digits and
+// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+//
+// Example: user-7c3e
+type PrincipalPath = Principal
 
 // Turn defines model for Turn.
 type Turn = int
@@ -3402,6 +3680,29 @@ type DeleteMemoryParams struct {
 	Purge *bool `form:"purge,omitempty" json:"purge,omitempty"`
 }
 
+// ListPrincipalEntriesParams defines parameters for ListPrincipalEntries.
+type ListPrincipalEntriesParams struct {
+	// Memory Only the entries of this memory.
+	Memory *ResourceID `form:"memory,omitempty" json:"memory,omitempty"`
+
+	// Kind Only entries of this kind.
+	Kind *EntryKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Tier Only entries with this storage tier.
+	Tier *Tier `form:"tier,omitempty" json:"tier,omitempty"`
+
+	// Include `embedding`: also return each entry's vector (left out by default: vectors are large).
+	Include *Include `form:"include,omitempty" json:"include,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// ConversationID Only the runs recorded for this conversation.
@@ -3747,6 +4048,12 @@ type ServerInterface interface {
 	// IndexDocuments Index documents into a corpus
 	// (POST /v1/memories/{memoryId}/documents)
 	IndexDocuments(w http.ResponseWriter, r *http.Request, memoryID MemoryID)
+	// ForgetPrincipal Forget a user everywhere
+	// (DELETE /v1/principals/{principal})
+	ForgetPrincipal(w http.ResponseWriter, r *http.Request, principal PrincipalPath)
+	// ListPrincipalEntries List what is known about a user
+	// (GET /v1/principals/{principal}/entries)
+	ListPrincipalEntries(w http.ResponseWriter, r *http.Request, principal PrincipalPath, params ListPrincipalEntriesParams)
 	// GetRecall Read a recall receipt
 	// (GET /v1/recalls/{recallId})
 	GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID)
@@ -3882,6 +4189,18 @@ func (_ Unimplemented) ReplaceMemory(w http.ResponseWriter, r *http.Request, mem
 // IndexDocuments Index documents into a corpus
 // (POST /v1/memories/{memoryId}/documents)
 func (_ Unimplemented) IndexDocuments(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ForgetPrincipal Forget a user everywhere
+// (DELETE /v1/principals/{principal})
+func (_ Unimplemented) ForgetPrincipal(w http.ResponseWriter, r *http.Request, principal PrincipalPath) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListPrincipalEntries List what is known about a user
+// (GET /v1/principals/{principal}/entries)
+func (_ Unimplemented) ListPrincipalEntries(w http.ResponseWriter, r *http.Request, principal PrincipalPath, params ListPrincipalEntriesParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -4722,6 +5041,139 @@ func (siw *ServerInterfaceWrapper) IndexDocuments(w http.ResponseWriter, r *http
 	handler.ServeHTTP(w, r)
 }
 
+// ForgetPrincipal operation middleware
+func (siw *ServerInterfaceWrapper) ForgetPrincipal(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "principal" -------------
+	var principal PrincipalPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "principal", chi.URLParam(r, "principal"), &principal, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ForgetPrincipal(w, r, principal)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListPrincipalEntries operation middleware
+func (siw *ServerInterfaceWrapper) ListPrincipalEntries(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "principal" -------------
+	var principal PrincipalPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "principal", chi.URLParam(r, "principal"), &principal, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPrincipalEntriesParams
+
+	// ------------- Optional query parameter "memory" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "memory", r.URL.Query(), &params.Memory, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "memory"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", r.URL.Query(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "kind"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "kind", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "tier" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tier", r.URL.Query(), &params.Tier, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "tier"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "tier", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "include" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include", r.URL.Query(), &params.Include, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "include"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "include", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListPrincipalEntries(w, r, principal, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRecall operation middleware
 func (siw *ServerInterfaceWrapper) GetRecall(w http.ResponseWriter, r *http.Request) {
 
@@ -5285,6 +5737,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/conversations/{conversationId}", wrapper.ForgetConversation)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/principals/{principal}/entries", wrapper.ListPrincipalEntries)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/principals/{principal}", wrapper.ForgetPrincipal)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/memories/{memoryId}/documents", wrapper.IndexDocuments)
@@ -8350,6 +8808,279 @@ func (response IndexDocuments503ApplicationProblemPlusJSONResponse) VisitIndexDo
 	return err
 }
 
+type ForgetPrincipalRequestObject struct {
+	Principal PrincipalPath `json:"principal"`
+}
+
+type ForgetPrincipalResponseObject interface {
+	VisitForgetPrincipalResponse(w http.ResponseWriter) error
+}
+
+type ForgetPrincipal200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ForgetPrincipal200JSONResponse struct {
+	Body    PrincipalForgetResult
+	Headers ForgetPrincipal200ResponseHeaders
+}
+
+func (response ForgetPrincipal200JSONResponse) VisitForgetPrincipalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetPrincipal400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetPrincipal400ApplicationProblemPlusJSONResponse) VisitForgetPrincipalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetPrincipal401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetPrincipal401ApplicationProblemPlusJSONResponse) VisitForgetPrincipalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetPrincipal429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetPrincipal429ApplicationProblemPlusJSONResponse) VisitForgetPrincipalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetPrincipal500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetPrincipal500ApplicationProblemPlusJSONResponse) VisitForgetPrincipalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetPrincipal503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetPrincipal503ApplicationProblemPlusJSONResponse) VisitForgetPrincipalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrincipalEntriesRequestObject struct {
+	Principal PrincipalPath `json:"principal"`
+	Params    ListPrincipalEntriesParams
+}
+
+type ListPrincipalEntriesResponseObject interface {
+	VisitListPrincipalEntriesResponse(w http.ResponseWriter) error
+}
+
+type ListPrincipalEntries200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListPrincipalEntries200JSONResponse struct {
+	Body    EntryList
+	Headers ListPrincipalEntries200ResponseHeaders
+}
+
+func (response ListPrincipalEntries200JSONResponse) VisitListPrincipalEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrincipalEntries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrincipalEntries400ApplicationProblemPlusJSONResponse) VisitListPrincipalEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrincipalEntries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrincipalEntries401ApplicationProblemPlusJSONResponse) VisitListPrincipalEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrincipalEntries429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrincipalEntries429ApplicationProblemPlusJSONResponse) VisitListPrincipalEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrincipalEntries500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrincipalEntries500ApplicationProblemPlusJSONResponse) VisitListPrincipalEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrincipalEntries503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrincipalEntries503ApplicationProblemPlusJSONResponse) VisitListPrincipalEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRecallRequestObject struct {
 	RecallID RecallID `json:"recallId"`
 }
@@ -10100,6 +10831,12 @@ type StrictServerInterface interface {
 	// IndexDocuments Index documents into a corpus
 	// (POST /v1/memories/{memoryId}/documents)
 	IndexDocuments(ctx context.Context, request IndexDocumentsRequestObject) (IndexDocumentsResponseObject, error)
+	// ForgetPrincipal Forget a user everywhere
+	// (DELETE /v1/principals/{principal})
+	ForgetPrincipal(ctx context.Context, request ForgetPrincipalRequestObject) (ForgetPrincipalResponseObject, error)
+	// ListPrincipalEntries List what is known about a user
+	// (GET /v1/principals/{principal}/entries)
+	ListPrincipalEntries(ctx context.Context, request ListPrincipalEntriesRequestObject) (ListPrincipalEntriesResponseObject, error)
 	// GetRecall Read a recall receipt
 	// (GET /v1/recalls/{recallId})
 	GetRecall(ctx context.Context, request GetRecallRequestObject) (GetRecallResponseObject, error)
@@ -10662,6 +11399,59 @@ func (sh *strictHandler) IndexDocuments(w http.ResponseWriter, r *http.Request, 
 	}
 }
 
+// ForgetPrincipal operation middleware
+func (sh *strictHandler) ForgetPrincipal(w http.ResponseWriter, r *http.Request, principal PrincipalPath) {
+	var request ForgetPrincipalRequestObject
+
+	request.Principal = principal
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ForgetPrincipal(ctx, request.(ForgetPrincipalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ForgetPrincipal")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ForgetPrincipalResponseObject); ok {
+		if err := validResponse.VisitForgetPrincipalResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListPrincipalEntries operation middleware
+func (sh *strictHandler) ListPrincipalEntries(w http.ResponseWriter, r *http.Request, principal PrincipalPath, params ListPrincipalEntriesParams) {
+	var request ListPrincipalEntriesRequestObject
+
+	request.Principal = principal
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPrincipalEntries(ctx, request.(ListPrincipalEntriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPrincipalEntries")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListPrincipalEntriesResponseObject); ok {
+		if err := validResponse.VisitListPrincipalEntriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetRecall operation middleware
 func (sh *strictHandler) GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID) {
 	var request GetRecallRequestObject
@@ -10954,858 +11744,901 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rchvJuTYK3koG/EWIXKsA4cQTGB3+2Gr1aroltSyx3bYbGleiKkGUVciCKwukYAUnvl87Yv7u+CL2",
-	"Fcz8n1uYfSfrSibeQ2ZlFQoHUpTdbWuFV4sA6pDHN9/j83xsRdl8kWmlC9MafWypD3K+SBX+fTFJZZFk",
-	"+o2KZJrCN7EyUZ4s4MvWqHU1UyKUfFEocvW3pTLFSIS3sxV8hLuMkEYkUxEaLRftXijiJBY6K8ZafUhM",
-	"0eEf+qFIjMilfq9iMU1yUwipYzFPjFFGFDMlilmuzCxL43P3rLFOjEgTU6hY3CbFTORKmkyLUH2I0mWs",
-	"4jAQS22iLFcxPo6fn0pTBPDFWMOT1U0SKx0poeVcGZEUIvGf0RGvMlEscy2yXORLjQ1VUZbHKh7rTGPr",
-	"chWpZFGMhBS54ot0VtB9gydGRJku1IeiM9atoGWW87nMVzyEdEM25YuxK9myENTLETxnluhrEaVK5rXB",
-	"CNyviRGJ/quKChW3gtaNTJcKZizKlSxUfFG0Rq1+t3/c7vXb/eOr7ulo0Bt1+52z3tGfW0GLbk0ybVqj",
-	"n98FrbmaZ3kCy+Dnjy07QPA8Gc+TolDxs2ypi9aoG7QiqeMklgVfbC9ojaYyNSpoJXFr1KJJbvGDV5fw",
-	"3e1s1QpaMCetUS9o0eS1Rq2JSrPbtusijBdMYWvU7fRPghaMUmvUvwu2vqu3+V197112llv2ub27d36X",
-	"nmWwGwrVGhX5UgWtKNMmiVXuBqAP3+WLpXk+XxQr15A4mSttaDwHp8OgpeYTFccqx9bMpJm1gvLlo59t",
-	"o98FLRoNrWSuTPEyMcZ2/G9Lla++g1tHLTOT/aPjURypyfFwMIz6x1E87PYHg6Pe8DiKjo+PZU+encX9",
-	"4/7R0cmwe6rOBt2zQff09FgNumf9eHDWlUrBmChaNGV/jJJ5NHuZxQoHSEYFTEGRy0Jdw5otssX3MF5u",
-	"gkbdzsld0Jqm8ibLWyMe96YJmCtj5LXiRVY+82PrfaLj8tnUqJ8SHWe3rVGvW39bQBeOendBq1gtoKGR",
-	"XBqZtu7efb6BAnmGncmj9C/d3u++efN17/vjbwbfnn7X/R2M0coUav46z+YL2G6tu7ug9QybdaHjZzNZ",
-	"bBOkUaZvVG5QlqIwmCmRFTOVCyuSAyEL/NoUMi+cwBh2xNVMjbVaJCaLk0iE0UwWobjF0RO4R0CqGWGS",
-	"D8LOgDjQ6laZgoXtZDXWsDsCkaVx+XVC0m2BXTo8xw800ILmVoSxihJc6OFYH8CsiF5QyifR7Zwcotwt",
-	"BZdCyWZmWWEC2zwS6YNwrFFOo3g15dkg6W7eFHgsdMSlFpOsmAkrq+CSsbYyQUxzeT2HYy0Qf80Sbc8I",
-	"KSap1O9FmmiFgp469zozCR5jYw2SPQ+EzBW+lDr6xPCBJkCMi8mqUGKa5fTHAVw3UzJW+VgXubxRqaG3",
-	"wQ80lLY5h4EwmVA3Kl+JaLbU71FyF0Zkt3qsnRw+F5lOV4IPL7zQiEjmMOS5KvJE3cg0hOPTW3RwiNKZ",
-	"VtxmfnvNxiFYO5BwScE5Vp1nnieaJliI3c5ZDw9RWhQzWfCK23769NqD7lX3eNQ7gtNn2DtZO33qm4O6",
-	"oWLxZG6u271294k4gAUljg9bTUInid2nETTrN3ybew80rLZVX1Inp3k2F0rmaaJyWvuJqW7MAx6OcQse",
-	"PW4djsZ6vOx2BxH/kGep+mrcWhqVj1u4Qb8at3rjllgu4ECJvxrXBqJ7NDrqdfrd4Z/HLXyS+i4JRJyJ",
-	"VbYUZpYsRJGJZ1LLWP6W3vSUXkUXg5DZNWI9O2JH9xqx3rYRa+q0NCYxhdTFQ3v+J2U64m0hdSzzGDu/",
-	"ANXGDYAo5HtlxBF8cyImS5NoZYyI5cp0HjQ2/XI1De8xNv3tq2n3guhvG5bTUe+kczzoumF5JrW4hC2m",
-	"r0kkxSpNUIDIOM5hBDItpBbZQoGSGqv8tw8cDbdSBvcajcdYKfcbkj/BcbjURZKKpMCVYkbU/x+g/yYQ",
-	"iyR6T4cofIGCKpplmVHieZwUduQetmwG5bLp32OgBp+6bAZbxqjXHw17naNB343RyxX3/aLd6w4HQuZ5",
-	"clOeAVEuI7CGTJQrpTuCVtm1KtCGWaQyUnBe/faBI+SWUu9eI/QYS+l+w3T5ZC5MBgernIDZVcxk0RGX",
-	"T24ULigV+6Mh3ry8aB8d9Xt4+PvDey6kWORqIRO4AVoiUjlRKRzvmcYT/lauQHKtsmUu1Fwm6f6rDw98",
-	"GFw6gN3YBqQh4Gm8e5ydrvYbesy2sX5urWI8FBfSkDFrSDetnYujsX4NV9gXiAOyZSvNG4lx67HWZGus",
-	"2yJXJkuX+H77qzjIl6kaiW/kXF6rGAUjvEKmKAFYcIIPAMRmMZNaDLp4gAh5naFqZp+US9S+8ZpcTZc6",
-	"7hw6X8FIfBy3sCeX8bg1GreoP+NWMG7B094mOlLfsJgeg1kF30Ob8OpqP8etO+hOkWWpII3pL15nDza/",
-	"icxY/JYeHrcz3eYOj1t3h+K//4//E1qazyXfbdcv3w/T9AKWKf6Ii1LF2J4LbW5VPhL/zO3RugtaTtmF",
-	"NeqcBc4jcNZbs0Tv7uG/ON7ivyCLn/aPk02eSQtSqxW0yH74ltX7fxcpFbSqdlNrdOT5csiXMrgLto5n",
-	"9+Hj+Qs9F9dHZeh5nfYZlf4jr7JfkFq1PjgDOziDDW69tcF5tCXzT9HA10egb0dguN8I9B55efxz7bP1",
-	"8ejZ8TgqHbLbx2PPFfErtvDXR6lrR+n4oW7r42a3dYPnNJpOjgbxcTyIT6ey11NH0WnUOzvqx0d9dRQN",
-	"1XQyOTo7iQdDNY2i/pmcxkfTQdzv9Ye9qHsy6a67mLsVbzI7jXb5j3lePQcyRK508Wuf3bEe61/DXh3r",
-	"fQbqnyFV7zGCv5zDcL/h/KXoNfcY4l+7Vgs9a43YGMZoUkOUyjm6TfJ31Rr1u2UYykZhWnfBVsOjt5/h",
-	"4ex0TxQ6K77pnPtitn8x2//pZvsWjWXNdm+yiXZlDvg7YD2mvyV/4Hj4wPyB9TcO9nvj4PShKtrgEzIL",
-	"GnMIjof/IAXvc+UQ+JOwQRH8Iv6+iL9fgPjbS4v4XLkuj7Kh13Jdfn/2bPjy5M/f9386vYIrlpp+Xuo2",
-	"/9z/45v1JJgvltkXy+yLZfbFMvtEywz6+eVs/3K2/wLOdtLmh5jcOZMFHXAYQHdJdBdauGxM3pe8nDgp",
-	"02kDfq4cKvtOz9+cOtc9Gg3OOr3+AFLn1hNJcxVBv/3NEIgblU9kkcw7m3ME2MOaKxn/oNPS4Hig/yNo",
-	"sbDZ1QNoJfn+q0P6TS6nRW1cRQwibqmfGCF5NdDpNE00WpriRqZoX1HCv87yuUwTo7xEeVNkuYq3jPwv",
-	"dkhxfNhsfIMpsom+bsgmxhROSFhd6o54fgNN74tctaXW2VJHXFDhki5Bfiq8qiumiUrjsYa9gn+i/EkK",
-	"2BMSEk8XShbhSLxXC0wO5lRZ0FVhaHUmTJpBkQOWhpBlmujrUCw1bDx6S++JEQu5SjMZi1tZFlMIacY6",
-	"/BgncxPgzN2FlFmbLzVeqLPC7nDcTiHd+dy+xoSH9XTWCxHxgAlbZIEZyNgSE4hMK/pSzUmgK147NFLo",
-	"VPNWCt2GNmeiY/UBHRtzVUj48Vam6bM0i96/NK1R7+TsuNs7G3T7wx4Yttzh1shZq1WlfTDpTbvRUdxX",
-	"J/JschoN42PVm3ZlfzKIhvGROp6edE97Z305mAyjo/hYnUxPu2c99/vuTJ/dOj3MnWe1lOYG1664+pK7",
-	"wPW/t7v//aNq/92ygA8w2+zIgCknM6fR5i/b41JCOmj9+M3p72rO8Kzb/7VOBy1P6zDaODnvgtYU5B7c",
-	"PM2yYpEnuujkVmB0bnpkv1Hn17xQTsRh28xyscjyoj087cNtcZ4tFip+zvugG7SUjjcmeA87Z90+yHjc",
-	"N6VfC6S1mZWubsyQf6MKmWh+9mW5u+QH+7ajbrcLrsVER8lCpq0RKuXtk2igtlqkhcz3SEIv8qWOYPd7",
-	"nXNn/V3QIjGj4ue6yFcNUnemhFFzqQsowZjKqDChPfzVh0WSK0rzV7rAYgU5LVRuVb2xPgiLIn1pwsNA",
-	"zFDJDfmmiyLEAg9xo6Iiy0Uk56wBg2iU10oXT7h4YJ7FKhUHp6L0EQaiyMR7pRZ4NVeSCDPL8mJNVoa/",
-	"peZ+hY0Hvbt/nGgsUfqqFOUjIW0RSVniEKWJ0kUbFkuaqNi2NSlQbtOJi1f7wlRGkTLGi4c0lKp1+1e9",
-	"4ag7GPW6nf5xF9dSKT5+7nZ6/aDd7Qx6QbfTPQ26neEQPnePAqyZanc7vbOg2zkZvPNu/AZlzqn3DTgq",
-	"YT3JaK7adsnjr+1TLNTiqaCWnbS7vXa3t9ayWlZCeULwGT83162glUpTXGDXm/t6NDo66pz0cN94ghAn",
-	"pUXiLZYo4u6ClsmWOcWXXLaE/atJAWscUE8Psm7Un2ZKi9sEqkdmqqJOg7H929LDBRsQRFNVicMt8i1s",
-	"6tfyWlV1OLfK0M2DiyxN5knxVT8ccZEP1iVBBYt18ga00uZZrmA9R9lcVU5l2lIURfMXVXebGl3avK21",
-	"LL/ycNtn6hqf2JS70Dxza4LrtHtxctXyYiP2r206deXlDVP6y/CIOr9EbdEEjzFz9990v4qZeyQPxdZN",
-	"+y5oafWheLbMDdoxavW7bvzH3y0v/5r9/cWz3y0m8zepenZ5/PK7buf387ObP3zo52iPfCujwp2Ivt4N",
-	"8krEiSkSrAqYrITEquoil1HhTsYDJw4WeTZNUhUenuOtRszkjQKLwpZe08xuOj8G91sw8IoRjupfkrjl",
-	"FsuUAlU7Vku/NxqedM66R7XVwl34tAXzgHUytVkG3c5Z0HqvYAK8voF6yAoKzDxoC/CjSGLYtLSoOuUj",
-	"2Z2zLtVhqk2ju6NUfHhaXTHIZCVMMk9SmSfFKkDxEKupXKaFEVNaGYl+mBfkZNTrd7rdYakTqLyMgG6w",
-	"yO0puo9Jvl985sjGZ3C3gw7XGvWPzvpd/D+nptsR2u4X8ftUG/wsv86KQunnHxap1JK0zroSGv7X8yvx",
-	"9Kb31NfjzVOr0ZycDHpP0Wf6dPBUwYMS/VunT3/ltGkow0X1NPzm+YvnV893PLLxEewE4LM5sAgJBv0y",
-	"FjTCVfrKXAmVS6NiKjLOl3qsncnCaArojIBfUSSgZGE3EJQzZ4UYdoeHriZ1rGeZVqZYiWkqr40wciVu",
-	"ZxJ9GdcZFv+aQskY7P9UyRt8TyGyZcEF1amKr1XO7zGz7NaIkO2529nqNwxC4XlIbItElifXiQ7GWme3",
-	"IpzaqQvPSWbrjJuNtbkVCAeq921CiTByzh2nqSnqNeOgabtXjah8GOTM4Il1sfA7UjWtODWoLfCXFVQt",
-	"nWkFAoCNS/iNtjRX7udLLtW1331sJYXKpUviXSQqqgbna/X4k66Ku9PedDA5PeoPesfd6fHRtK8Gw148",
-	"PD09OTo5G/Tj4bAfH4MZHg/UaXxypiZnw7PJMJ5ELWsNk51WNZVLiduCOc6XXFtsv68YtmhBtW+GlQF/",
-	"Sz+SeSX8h4ibIfobNvRqeCT7sjc8O+seT4/7qj84jXqn/bNh72ygzibHE3U6jYc9FU273bPT6EhN1Ynq",
-	"Sjk4OZtOp6eNcBiuoF1OshtVhf+oD4PNOjk93jImTiJ6o7G2rivDUa8/6zXUn51iOXYtoePdXVBZGf0v",
-	"K+OfsDJ6v8iV8S5Y8z6te5d8hWnQgvW02UUFR1EraHGWAQkqPgIYVqCQCVj5ryqRADgYDJ0MDMBDAhGO",
-	"It9hc6vcGSVuwT7eLoE5LHCN0rRNj2zdBZVmWIgGPhtdILNQWmo8UtIEEYuKzLbtoDxHveawHybJKw06",
-	"rLaBXtamR1absjbJAR54Gl88U4I8S4mmAyWg8/i27CyN1NpgUPOgFTCIq43riduIF7XniTHg3YEFQgcp",
-	"V/G5R7j7XAhj45PXEGhMIQvQL1uu7fiiTU5FszQLFRV87Fkt/S7gvJYNPo4LxvxYOCfZJtdFpU7xSwTw",
-	"LrjPKPwbWQAN9vnsz/pNGiWXx5fzP8/+NHjz90vd7bwf/C4+k7//0CrX6AvZtERhnYCZKw6yHHXFQ1yt",
-	"X9bm5rX5jsYUXZKNLg/rFmf0pjog05rLA78+DMRfl6YQ0LP7ecc/nzus3x11B51e7/Tf1R12F7TeyOtN",
-	"cF0X9ty+nWVGsVGYKBMygiCaXrACwpnU8STL3oeC9o8ghKyjYKydCBHdztEhhXjA5+2UOsJ8erIRx2qs",
-	"twNZCQ/HCjOwuVEWz2qsuRdkhJpMKBnNPDQq4YFRlQBX9D4GuRrrDShXHXFRFHkyWRZK4ByyvmIiueDc",
-	"DCmiNIOTfqwLeQ2qdBIrIanfTww2C1oTq+kSEzhMZjU2/EmrG5WLSa7kezPW4NLOptj0CQR91xMB3lz8",
-	"F8/CCAeaxrccb2iTDaJiXsBkBf9QjgBm+K9p2HvgXA16o+Gw0z3r7oFz5VRpcqyb9iJLk2j1m+4TCvjN",
-	"imJhRk+fchivE2Xzp3aFPeV7Oot42qCCV/F8cnldC1Dbx/ym/uptECFvXItJBhiXskufRQKZhvUnjlsi",
-	"zqKvxq19uzNu4dHEWaKwChN9/dW4ZTPqkkLNzbhFnf1q3ILuujRG+A1jHSwnBKeliUhqMVEcw+BNlZS5",
-	"d9m0zHmFGIgU01xVQ2H07TJNbTIe5y1S5y2ay04Ei9NBXZ/YjgBTG8/ewxZHv1wcJ8cPXBx7YPVsWQi9",
-	"f8BCODm2C+GNQrMds8XwcnteLGZZkYmJmsJglMnYM4WPExMZvT8Xt4oiWZuCX7x4UFJ4+dr3WBF9b0Wc",
-	"HK+viHtgmvR3lhbGWfRjnrRGe498K2jxcLdG1eG2S6VBbniKg31mK2ihlomOoHrp4hdxsluc7FlZd9oI",
-	"MvL5p733gGn/Iig2CIot6BhVadFYyrjfZNt+rM32pS5UTmEmmbru2mm3n59GWLGyZbvfq1hy+A+ukTxa",
-	"q5Ec9hpLqvq9wbSrTuTptBsd93uT3vGxHHTVca97Opn0ohPVHfbifvf0aBh1B6rXPzqZ9AbHw9P+cDIZ",
-	"RoNovUayV6uRlFrvrpA8uls7p5tHfUN15BcJu1PClgU1XyRSg0R6xMJG5zY7ulv3kd29+3z7cD3v9qL3",
-	"7el3g1fHr7u/X69g/LJpvmyaT9L374LWWwY8b3AbXpWQ6hYW3eOCKJ2FJc764QhfbL8gBwWVaoG7apMP",
-	"cf+UulqirHeCeqmyfIpWUUpYAMDnhyfdVcv8H+5qxCBg61bm89YnOB7L1uBZCh4/Mshxi7SCiiVGS601",
-	"qpXTtYL1EjxU4riKrpJ0BeWCnrr9uPWCFAG7ptBuWa2I8jZeUpge6yVOh13M05fps19KCqnLIzA4dlT7",
-	"8Zj+4CJ7r/SPhmMliV4sQVEb9GCilgV+Oj2GlZVl6TOX+CLza2TLWZtLT+ddr4WEmVZ5jqVoVm3Vck5r",
-	"p15wiY8yy7R4naubRN22Rq2HlFBS/Lzq5raSqSlRG3bzV7CXOTO7JqYMVWdhFAnk9OEj52R/EUNfxNAX",
-	"MfRvIIYwsPqW7YhnspBpdm1XfT1+jJpoZK/BylMjIIploMZMwM43ItHeJTgg55hYM9asctp0TgoVh+Ig",
-	"m05VLiepElKvbmcqV4e4zkOSh8nfVYgppmNdXglXjUTI+Soh5RFROfIizVa4+mZYtipevHi5Vm51dZu5",
-	"3CKOGGMfAtxrwqgc4ls2YfTFi5cCU72vl7XqZTbArLCtDtn3Si2oUSimQ4M9sa/97//1v0tCIEL0qNWt",
-	"B5yMn+ViomSBVzlmItMRF2KxzJUgiANqZgD/OjltyvTWIit7ICZLUs71cj5ROYU/8+R6Vtj8cNyvWKjW",
-	"LrL2XMXJco40M6aDFVk4jzui/vWfeKoomcdNpPUuLWQu57iH/oeJZmouPefZX02m2/RtJ8uvn8a5nBZP",
-	"+91+t93rP+XLg5aM44RcZq/zbKHyAmeF99XC+8o2G70zpvAbub7mrYmNqxtB0amPH1s8VtDd+o3fZbdi",
-	"LvXKri0uq7JTz2WBMJZz+SGZL6H0lvJV5onmz84uT3ShrhVVfADNX5ITaxl24p27LJtgMKi8aM7l0nwJ",
-	"/OnnYHgpMVrmIFVvVOvdevQL/IC5QipAzNObgtQTHPItZsolkIhCJumIU9ZMYbNNQvq3XPimkCuRy1vc",
-	"48jFREs0S7EwAtL40pjKF3549VxQmJxS4UA6QnBeyQWlxdHa5X0N997mSVEojaYkHoRSmIVESkA8bPAg",
-	"0rWDEb9YwKdlrkteJUqAkymFz6HsviOeZaYwQtLbsW0jbJUI03QeigM41jLQBnJPYtDGTQzLFZZu+IgQ",
-	"6lPTJEqKdNW8t5wQBG0qnbdGrfmqDX8ErTnrYdeLoj3M2rB2yMmCZ/XxXdD0jHIf4uOqm9Huln/qbvRb",
-	"u8+GxFGpL9tLrC2QGoX37jkRB0YpKrWQCzlJ0gRad8hb9IXS18WsNQIUv4UsCgWKZOv/8fNF+8+y/fdu",
-	"++xd+WfnL+13H7vB8eDuf7RK31qRY1qlm7Om4xV/EgktPh4EQ1uCK3rgQOqIV7BprKhWca2N/W634bV2",
-	"UXhi67hpdGuSChZ9JUPsPvLKF5X+e76FxBvcc7IQqYKzEWcCJaZ9M2y5NJOxijviYmKULgJR3CZQnM0C",
-	"ZWtz+o3NqTgX11aMn08OcqI6DeeoF2iTgPphz8nEiKXLSZbYzNp0nHYb5uOBkrzlb/tGsf6O9Tm7g6xi",
-	"d6mn2brry220clPdT/35clJ8OSm+nBRfToovJ8Wv8KTAcwKrd94s9bOy2HBDVSuUHT7FEpSnXJnI2CiV",
-	"OiwrEa3LzCa6qphxU8DV06N6Hgv0RLKW6GSdsDTnTIA71kZFmY5ZvMNIp1nh3ey/jiY+sAdDoosMaMKV",
-	"wMo3h1yFtVkj0QvrfoE30D97XN1mOXiNWNBS4qrXwMCSj1P3XBMSosatpKh+qdT8Uqn5pVLzS6XmP6ZS",
-	"8y5oUebHdvW/hocJYKnalD7YzYr+F8fmF8fmr86xCZsiz/T1G4yC/SOQPAhgK1aLYvZVH1SNsb5A0aPa",
-	"BYJo0PNqpbugomTaBXztjglvZ6uNLP8B2C0WUTT0slUQgjRfkdqVSz3W0gjJkBQqRlzOgxDEBoBp4B99",
-	"+8cgDKgqyYf9RIWs0mAs3SkMvoLsVfjLiD7+PaBHlEpgkptirMtKatcU0s3gXkQSHeteRyCaao88BQyf",
-	"M1MyXmBlOVRPxioXX7f7/e7JIQf9zktovrEWwmGUYIIWRUDJZJBRpBbF1rSsDj7hsjAu7C5CRh6haih+",
-	"rB1w9jHAL4j7IVN8AOVgoehRqYqKPNNJZMAi6A0ZWV73ubP9EchLC/ROIPBU4E1DWJZMsQDsjPWA7x0E",
-	"ok8PZJgS24+Rp6nSA0zZEUnjBAeQOKBv+6EAoaaMkIUALL8S2IXHk9FaDa0HIcSg247likX2uHWreKxr",
-	"oztudQTuQpxhGK1oJhM9EiE9NxQH2IJBQNXuBFnNxf5YeYaK0Vg3gMFYxRtm0GKveOo6wDzyQzpw0P3c",
-	"fdfBH0J6Cflw3LgEAkU5eZd4tY51aNMW35y87P/+7I/fD6+Ov4Yx9I7xQNijvbZHpY7HmnBqwE+mdIEv",
-	"do6olbWOqNZf8L4UByGW33dwbwRjzR/x0OfGhwy88HP3XRjwYwiZUqhS0o1gIY01T2FCR7g3c4QRhW91",
-	"401BXltVOdYW9NLX6QLGe3almdIHT0hK7CB4yVhbOOGqZWj1jpEbBXAjqlwhkiUM1m1l4YCMZIQAuLSc",
-	"N5wJnDZcDYmepktE9SyDtVABmhg/VoyTbWADUw6mlY8KdSL1AZE4QdDRRrgFs5Khi6dpAuqYvzvYCdkb",
-	"uqElsYQ5i9IoKOMEyxhmOU5wL+NjOuI7wh9FlSafqzgkeVBCNkEKAGo/bBtDZwGjcZZEM5RrUZbnKrXF",
-	"A4s8+5BwWexaEJzSHKHQITEqFtKtBdy6527KarinztJtMu2bwY02ZtDAi9YSaNbTZIZ+ngwJfC9P5s39",
-	"xLo4gOaQf4BbfVjNiiGJvZYR0+/3ukEdC2PQWkuS+ZMyI7FJBPotIb9zAd+D6EZuFJQPf1vKNJmuOLOG",
-	"QXRtpsyb9mBw1vVyamhAGvJj1hA4bMIMbCC6yz9QTYGGBfi/wfvUEd+4TCN3sFxnI0xsvuSW2iwa6Olv",
-	"W3VTxLOa7BG6MclmeHpaJtkc9/ZIsuGF4Nl6vKD2SKyBkdyQU4O/2bQaHGuXONOIyfWxET23f3TV6466",
-	"/dHwqHN6cq8S5B024gaUhiYTdGOF6GPweVQbBsf+D95yFAflyjp0GVlFBqnaAuyINNPXIs7EJaFNFpld",
-	"34ll9KBtOOLV1SZjpk1Cylhuj3tu/m2sHdRwzKCK4KTIkKxj3PK0tgoZxp+yJe4F127O499v38Nux54T",
-	"mc6gJ75RkULDdZ/K5eNP4t6/DwVmI5bPZyG//LKiPtuK2rd49XgD9/cuWkhaFfcihOyflISQ9ys97D82",
-	"PWP/hM/Gmj8yUpPj4WAY9Y+jeNjtDwZHveFxFB0fH8uePDuL+8f9o6OTYfdUnQ26Z4Pu6emxGnTP+vHg",
-	"rCuV2l16+Fj0jDT8n5GY8cvW/Ixb859KWfgoi3ytrs83kJvUwi/qyK9qhdqaii/4s1+iml+iml+imr94",
-	"/Nm9vU81OV5zRlnB2xr5Yrf1mO6ovVxPvd7puuup1+B6+oxngO9c6m1xLj3asVvTG3r3cSeddb2SrcFp",
-	"zZv07gu++iYp9oDN2Xs8cOg6KvM6DHNvJDCjq8Je6AUPRc/FqvB6ygTWmQitlmrCjvhpJgsLCmoDPQT/",
-	"jIm9CSSEUrYxAi4v9Xud3eqtmM4VyOR7whr37ipD0oS+DOv0H7jZq2W8/4itvZ06q3fVPRshRVdn0Ov+",
-	"GV28jwJK7R2tu4yY6kFqwaw5ltdwzO21Bj62IPJD/vrdzddZoZhasx7mWVFYSGLmgBqJU5ukQQfhEwo3",
-	"J6ZIdFRAciPE9aJoWXLCo2DriOcY7WJKjoboVqJFH549qMfJyiixDXKJhhhXdcxJ2g68wT06qbhDUvUh",
-	"iWTazm5UnuJivFF5nEQF8S9SmAyVr880jlFmoCfdzmlPTFRxq5Q/XPXA+IH1OQnwN9nA3FxJs8yVEWYm",
-	"kY6PGEEO/+mDfdqrDLbNnWnLNLnWloG1abx9RPY7Ai9TOcZnnl/J6ybcXgPK07UlCc5yzpxOQIzzHpIE",
-	"eGsU5pRgaQai615O268yrdovZRHNwkqqVmvcOol68dGkq87kYDqMoQS65ScU0Qlmk68++inXvf5pU8b1",
-	"ZazmiwyE7BsowF6peL0/r6nFNAshvCMMKEzO/ASJEWWgnevMMW8q05wjwly/hSWYCd17o1X7e7UKRy7L",
-	"DQ47myeAjy6SuaJ4bjkS0IiW31OlIeHqZ/rhXSXZfNjU7xdZtCEjCuKFP755IRaS8iugzRz0Qt510Dyq",
-	"0wLpUzYY8dQBiO8xJ/2j46a2vZGFepHMk6K5cRiIzjHrZi4TDWP2t2VWSHFw+fzqW4GZde1EFdM2JN/J",
-	"RdKGNY/kh21eu4ejsQ7HLeJ/GLfO868IUQharUxB3D34lTov+DdKTTd8hOJmXEbvFWYaJZB0gpeH9Zmq",
-	"vGVw1j8vvuq3No1Ht7t1PF6TwdA4KjQE1m/ld+5v3IHJMje2U7e1ThUZd0Mkxe6O/O2rYbd7fnv/jqgi",
-	"X11MC5Wv9+Ft2ZJbCQKBkKNyuAUC1H5bejvWF2Ufnh4PK9mI3cZsxJ9++uliWcwUiEJZbEBDkOUV4ITE",
-	"l6GWszS1vfC1kjnmTMl0/tW45AUetz5xU/zxDa3Ny7i5ibx0IV0ntjAyvE/CP7b55vZlHJLQYspYlNDB",
-	"WGM67m1iKG8F7uYKqGulFWwfKLhJTQYiGqvz4PicpGouJlm8Ikbx3DYwZIxvvpKflGbXiGleX1eI53Ly",
-	"58HL4R9Pv+//4ezN0dXxn3o/dS++bm0T5Y0VV52/jNrvPvaCXv+0qdDq7o6TdFXBB9iGxQjUB8xdboFF",
-	"TJErOSd2RHGN8pALBUFIn4t2D2F6xppTag8plcOUuTSE3J4z/TI9vjYYgMKSQANICXepDJjjVxkOl7jb",
-	"7nk01Ikujod+Ru5Zt3vSOzvrHw1Pht2zs563HdrN2bnPPMvu2yTdPDxMH+dZZu6Q963D6vao0Vw39bVm",
-	"Wvqd/h+5mrZGrd88BZs10zA9nDptnj6r3lbvyqZt478N86+yhfzbUokkFuQ8wlw9m2YKpZxGGYxEZDmR",
-	"C8hYJHEgjFwddsQlmrHQE7OQkYqpgBTlJm4KZyTYPLmxRn0giZm6HwqP3EX8JPzSKFi5RbXFpr6ZmsYX",
-	"DvItw7tZKN13uJk0pWmYw5JVJbRKxQIycbKlQVCrQCw1pcDGHfEDzQEMmEmuNTBEybGO8HZKwwXZJWFx",
-	"qjgQ9kuIP+trPEIkSTSBa0tkdg6CsUYNbdjtijDRKP3a9Ny1824n9cuG5UujsEF0HQG60DzR9nNvq04a",
-	"rb5XDcf9S/lekZ5ZgHiVU9URP5EDAMb1vVo9AVfKVIHmKA76QzHLlrmBlWyF01g7VfS9WpUE4/gNinRS",
-	"YilvlOkgSMcNxFxCsdxYl0ps0bba80iwfgyPzJYFqrIW+ZFoFa9los/d28baNUCKOEH/jC6oDWgvTJeO",
-	"emvY7491mHiq83u1aucKrgg7ogcz3z86wg1UIHbQxdtnl5cimslcRiDzwd4ba9ybBmo3f/zx8htS2q+z",
-	"DLd8Eq2dUINpNzqbnKn2sTwatIfyVLXP4qOjdn/am5xEXQWGiF0NpGCWy6Gm529UmI6O6uvCP+DG4w/9",
-	"Xns8/nDyHI63/tFR4/EWtC6nYDyh7dRgl2kRgsUW2ixcwW46Z9CiSynK5nPZtvImFmlibFn/HFSFXIT/",
-	"AeUGP7EeQcmBc3in4kpJ3xqaZHGC4GWD7nBdp2w06JpH0jcMN6oG3X6juXNJ/PoN9R8Vxv3UOMcV1jKg",
-	"2+mJsTz7B2AWIMpBuZVG/CMXJ8v8Wh1Wzzz3hg0Sg7n/9z7pENzUdghtOWkKdNc2HXJvUftqv4VN9Zw0",
-	"GjBdSUUMk9iJY6zvQqWEPLI3yAWDtRVMKo23v0UDsNQi4fTXWkWFsSURqCflyizh6MKSLEtzmxRQ3yAK",
-	"lF8LeAtlAoC/R4R4zZoY7vW7m1YE9LuNjWpffrPZFNmysdq//Rnq9EFjPNuwozYYooDjKKCKqjLXRxv0",
-	"NzQ+m/W3o66nrvX3KJ966byajXABzDokkri6Ctkub9AInJv0obrAG+XiEdDA16UjtKmFSsdY4LPO61ie",
-	"36hIWQlkRCwLaV3ccqzpLB+VjJHsLSENCkvAbRNwUxKDkVH2krFm9cADEdjcFqE9jWxEFMRjzc69yYqN",
-	"HDZ+SBFhrc2ep2tFX9mywFL1+lr33cZNy8g1Y29ZUc4F2d/W7b2RaouDMbiAAmEryKRjgMbCiOrKcvDe",
-	"Z8+GL0/+/H3/p9Or5pXm3O4PX2n8AOzNcqNWny91wxZw6KFnz/p/fLOhictP0YqpSdC4K3SYNrUNTpcn",
-	"hutWcYjDRWaKKwxoeYMsDmyFnN+JQWOrXYb7TqdIvzc8GZ4OjocnOwQNpiWbRaYNlZtecF3Kj3qRZ5Ey",
-	"hipfvdzDjy25ANQavOwp+wf+86+GnIxewW1E+ZBW/54mCvMYXGjQFYjNl6ZA/za8QyZavPrxhafMYaYr",
-	"jMPIJgAELeeE2OlZSApeklke2855xKXDfj9oFUmBK+eSmipsU3m0bCfN02pf7vbfnng/DXeTT4cWcrYs",
-	"ogysRGDHTdM22PsqFr97+8MrrIOOpIZRmpTVTOfAie78ySMRVhrIp7cbZ0b3rA4vCSfP2e97kTZ1jC9/",
-	"6nmrsG9fy5i/uf+SMRTqx/aXNmYN2R2/981CqjhvNgirhIeVxejMN7cavccTPT67yEqUoMSYpe/+wHd0",
-	"xNtCYuhdJk7qi9Aam+XSdW/cf+naJdrtri9R97iNa5SvgGnhr37HA14dU2uCQZdhqW0ZNZyx2pjZE9F/",
-	"DDUR1+3BUqsPC2IBBJUASAUhnUOAIb8qlBhSpdbjjAq3f+OYYAe8EXltvYR17lGcW+GciNAxRj3LwXmx",
-	"ZYzcPRVRh5ohS7qJElILFsFko5FJ2+2ei+usEEfdLqYlJB9YVeQlZNXLxxkrv6EbB6y8yBu1H4vpaX3A",
-	"SJVmgJ/KYvjx6tv26T0WVWhT3n/uveuwCAmrKwsfKQ7sEjo5OqfFhuWtdozxIjpV8zzLTTUv5aHPgw2d",
-	"wdzlKBNtW5/2nlppd/fOTVhDTz55+l7K1DsX9lrsnOryLR5azft/hiognhqk0OLJJeJM0TjBAxrmkJ/c",
-	"cLZzBNpNnH14NhXSZunEappoLF3piG+SGNNX5gpMUL57Ff52w/QxRsZKjG2se9yirB52jaq4NlN8mT89",
-	"9qtPnZIfaRQ2qw3VYcKT8pEUB5K9iJ/Gy2K0tgFJDq8t6LHGFX1Ovhv2zfHa4R1ROubI0SdCGDnk5WVf",
-	"31jPMb+IDCJSMJIisLYYORTxVh9EvtTtAIZgrDfKWTjdLXQXphrA0AZuMZVpXOimh0VcvbSEcsMBZR/y",
-	"poN+rCsn/aNqRs8yPU2T6KF6Ee2Y5x8SU5jqFn6WK4meVzhTYpqHBNSjXMmY95iKG/YuPbKt6Jne3r2w",
-	"+3OM3oRxq+F5HfH6RwJUqWQE2Fk2bD3yRkvih+2xM0/sUZNca9f2WLU7dyUkvj/yHiwcNhQVZxv4k6kS",
-	"fE/DcPEv7cg+rqYHNY1ZYZ8nBpSB1O+INxhJsgqj1LHIFayCFfEiUHDEG7uyRZ82gH/glnjtXxvDtT4+",
-	"nqgC541yL+dw6y0vVpITIxFWJpHNl4gX+FhXVzi4F7U4oMhcgVs7fP3jVUhJDrgMRVIcBiKsdysca3xy",
-	"Xl8D9srQvURnmPOochAZGLGgF1rRB1O+PpMFoaBo8BE/phD5JouWCJX0idY5NiRe0nXqsqYU/KCViPlN",
-	"OOCIvGk1O3bLb9Lm1jUB+yjz8+BdBxzRiRF1NrNxKxBp8l4J7+ouXt0Rz8FD77dnLldCLhZK5iV4LzbL",
-	"2zW1lz7AY4AZAG7Af7aEau8ey3dwhxmLF8+w6LU6AZfwatKmi6xUl8o1iamMdOM9ZmKDlKLHuQGm52Lc",
-	"2g2i53nAYWEcTnb0G+ehRe8FGjQVXygx0Ilv8OgAUcspiQKRr7hJpF84RnmILnJ+CWRi4OuQmcYaRh+5",
-	"Xtg6wZoIt33iVCVjyGewl2+uxtzColga83bw919Vqp5Ct3GpwdQ83jJ7LAG+ZTGc+0mNnUYnFAWieao3",
-	"Lzrw7YBkBo0siXmXG5JAY+2LoEeVq885wfdb5NT5JG+nzRVuT+lZtf1nfxbjlozluMU1DxT8nqxwNznA",
-	"6oPlgsNs311dvRbDbk/8qCFHLQOA7PiwI57NVPQeB+Xi9SWG+D2Qa9B9LboRiA5OGkD5uTQK30VA6q2y",
-	"rh7r0ORDtI2jrrdM7YgKNwxrC3V9pGx33zr9pfcYqzesvQkiwCJX86zw5qPwzCmtFCVl07QkgG4nxfDD",
-	"B2GW0YyiJRMZ2zEPhNTODsEBDYjmE60tUh/GmnPILNI3VZGZQ7zSRgNQBppsrmg3LfUSD3imSgILLvAM",
-	"HAotgH3EoelASP6zajQ5EAXQRt5wpqW4hXA+7MOZShdeuqsdkifGLSYS42Q7jbVbn6TiGEryCGmdh15U",
-	"zA2uTWu3EzzWtGjwB+R5Qk2wyEQEC7ojXq0nST/uhofY+qus+DZb6k/b7zor2tOMIK/8nZ4rVh8xt0CM",
-	"W3Nz3T5rd+HM1WvH8MaUugfo/MNyF76CmgFu3Nr+K1v+GJvsVSagEIm7y4lGEvU1FNtlbVZjX8UB7DLy",
-	"GqD2r+IAcO4Sm/kFK2Ga5dcZrIVD/EpntB/puY+6PpiuPX2e51n+Sesj4Sc9TKJW3Lb0IEGZHoKa1qgA",
-	"8Bsf6+RnpwgJT8r+QIcRblx78s+zXAkn46gH5xbsvZIYXMtC8/OJrQMnV6Z41Pn8x2z12q7+te1f3Ey2",
-	"9KPcppSG0REXHFqjz09MeSkDsnrJhrdy9djz9zKLk2nSVLcDo2R/5XynanWRV6BUSWKDcwaX8jlkJ6qF",
-	"WBp2a4pIRjNivvTKmNa6ZOuitnUFr7kLPqn7r+UqzWR8lWUvZH79aeF46G+7yLI25rBtjeapD5FSsRG9",
-	"7vD06OQYgyPmYau6NyhX9dfw7CLLhG3B2tKutfGxBFmlUxSSM525/AAN+hr6FhITTFingqHkjEday67M",
-	"5xMtjVwWqp3ygyrT6DYtutPRoV0YAdcLvB60w363K1wZ1ALzpqAw55yzjRMtevzVwya877ker7KMIMbt",
-	"C5vmvNKdx5pxHgbYwXRCuS7jUVUbFpmm2S2iCn/7ww9Xr99cvrr6y5uLq+d/eXH58vIq9IYpEFhlhRXY",
-	"9Yu//vHN26vQqdoM3BzihzYWooT8FLMmUColcdsWVXmhv6LaZeXYXjfz5bZkq+3KZLbeXVZ3faJYozQv",
-	"8ux/vhM6tA4Xa5qM4TplwOdIpbzOH+HQA6onn8WOtw/CVGnUVOaey9H++nPv3ac7hv7J2sCVAxeHurL6",
-	"ADZ6JDkwBHrDWFeGzzfmHL5wCS+NoBC30kYBHlVvoBX2j9H+qGti3Jgo+evTBmuoHRWLrqYbgvEmqrbb",
-	"WFcMNro9KapGX7AheYueevgZVsJjxE109nuCzvBd9q9Ugk2XnDmk0QGE+c+cBEJDUGaB7O22p5ajU8rY",
-	"54+ooD7EDyHFvvg9GDbLDCf6V1oA5hU3gMw4ewsdkAhrr7PNrXa+9xZircRJLG4JOzxWjjxe1bjZBXqO",
-	"Sib335YS0ybpPSCZU6bpz34R3C/PX877Z1MuJzGZO8Ibvnqa5VCyXnOgy8LOtEUisFLHrTr7O667sQ5h",
-	"DsPmSXzUXbXUZU7CwzXZpW5MQ8iXWoxr6dzjlktFoFugjFBpS12D91CBgJUmCTmQUiVvFBIwgKcB1ioc",
-	"Qakq/DLoRRK9F5CxXy5SP1P84dH3N0u9JXfBG4DHWH40chWJXR0zJoihD+EhD2FS7DlynUddQN8mOjGz",
-	"hxhDhq9TuhbBvsDveGtBshC9AYalQfLCUNhL1uzh5iXonigLQXhGvfage9U9HvWORt1h56zb/zN5vbEG",
-	"SmdkfVCpOQ+3dOuVIJ7gE0RKO4+y2LwONS439zvMAn24gDyG6kDS3MBASmEBxLDJ0gg5kTrOmnOLHjCk",
-	"doW6oWWhRS/9qsiXyJrjRR/LSXC51+X1iB/tp1/zD//owX2042SJPMauz7SD7cfwcFRW3FVXG5PUMBBE",
-	"dXQdQ5sI7figs2ypHvuU+Aep4I1L61enedeF9x6u2KW2XlhRccI+3iRa4sHPaKgX2eK9lzBcpbOrZQhD",
-	"lkb4W/F9YmE5I2lUGzl6i+RGWbw7ZJJzlHmTZXytCgedSCzTnPahPhS55LS+SIJaOltN8gRp6x5gzJfM",
-	"RL8Q574dTHRuyIIHFUEb4E8D2iLGk51zQxiQIHQ1qgqPuJqusuyl1Ks3iF72mZ2goGoDZSGy3gkCWnNE",
-	"9ejzg7AWHXVCwgUWlQhuoNRaqiP99XtCYSwks23jcBwstT0TDgWxhRpfIy59on6zQGfkAUMCrObheswz",
-	"BOomv3gKf5meQi51vbefkJPum/yEnyPpA5bQ51s8tvUunZl6uMy1OHH4en7Gw7gCpvurU1MaewvzjF1u",
-	"Inmw0Ec46V6pvUuSSZAQsFCB0Gv+R598kDRauoZQN6msCCS3f12DouS3x9Im1lSmx15yj+FztJlULxMz",
-	"t6AvXglImihdOIASRn2hnlO2mZeYgZOVadWUOmxf057b92xKH0a253GLK34qbx4jLc+4JQ4Gp8My98wc",
-	"OlDaqg+YGJ4Zp/lJ+bAymXjcktFcte12wVa2T4F49A/+i0tUIey0n6gKUyUhuCDeKh03t9f3dZS01Btd",
-	"RXiJJ9TLWzruT2AESh/g4LRAAfu5OF2upTdrm7Mt3UVY0FmBoHqDCEvrFYK4NWoIR81QTk1+7UYYp/rC",
-	"qj99vBcaE+fPUpamLuFtHBRWYyOhBmdplJCYDUs8qBnHveERhGYIfeZ5Y/hactHAPZ/isHnIDHujg+93",
-	"Y7g2zRtG2yvebagCrckP1HBSBGQr3QSOh+o+pR/eniijE6iO88tw84fV3/polazQqMME8zY3hoMembZZ",
-	"hosyThGIUC/TNGR+WVmJeeiMX+cCGD//3O30+kG72xn0gm6nexp0O8MhfO4eBcgd1u52emdBt3MyeBfA",
-	"k981bXRvUD7zArh/cQl/QxKyXq0d+TNeTRZOCUFp8zTTTbvm+efeO5rOE85TNjTX3qUcsoCLTi2redki",
-	"SYoEnAIsqGHiOXlax3hbUhhuL4E2e8zGWFms7Lub5bTX1n/YDLrR2ziFfMXjuQ5xHHdjirDKXS3mGOtn",
-	"WawAWWTtAAkRCJWX0hNjr7DHnnPkUKkcqyG109877mtZwo6f+DDwAmJ0cQj4nNUlnBih5otiFTiQE52R",
-	"e7RQY21BeLJcVGuEafFAjeAGtEEGe13D8S7PncYj5pBU1Fog71FVS78S5JOsmaX/IG9Xo6YktassAQSj",
-	"C76ScVQZBZkwpt+rlYWUfpgl0/Mr6ittaiio935/tPRA6g1yz2BJfWIwH7QsFJd+ec17VXev/vTTT+06",
-	"yPS2Ka1jUn9iOtWPWt7IJH0EM6N+XNSLZXwgIkyU3WZLLL1m7aqGskQHFqiSMQeJmZyqcSidbihkUcCO",
-	"N4c2ZdHMsrxIgWCbbc+Fyk1iChNQVQl7IQqD7AqIfZ8wcKErUHGlLQn61NmbRW1CtopMxqT1P0a91KBB",
-	"h6+O1mY13r8OT4oC6R/WVHf4eq/5qr7403oDJQpJpMSP2ztT7cPjRL5jtVA6Rk15rdc82Tq7tWumITdz",
-	"rG1ypgi9Boaj0n5efzIXfKVZ9B5h7ce6SOCYhWC5d3RWn7dehBZly5QWG8BzuGe7ZwWVarFh/ww+H334",
-	"wP0ordMnZqwn4OxRSDGPrsiDSpUWclzYF5PDDqrl1zNS/xmJoRWXyXNdJMXqgRJtInP1faKbjFobECH0",
-	"WpkrDIngSCBvZ0KUnVTLEYxx+eI3apGYLE4i/NY+Bn+hQBNQy29Wn+0NTWg5qwpCVDYByhuHTQCtCwkg",
-	"ilYiAi6VL+2Ii1o31kNptIjdBVxts0xVST1DbwU0OvQfoeZSVgIqkXhu7jLIJWgfTpSBiAFHjuA9ZhMA",
-	"046ONqP3EIse139z2baL7gFMKwBm3dUBflatRwjhkdJP3msKROxXqO21YaPKX/Zuq51+US5ah3+zJyrZ",
-	"RoCmVQeGzVt3kD2YWsPJQyeDCBrjk/noZGtjjc/71AF/6k3qA8f9HqYyK3pvCFZzziKmKi5itUizFfwm",
-	"Uhm9J8BUd/1IuIgyLWOdiRcvXnrqYsPc8Gvb3nPqClLoHhuWc8+ZoFqEaToPeeOWMIXs8YDXl5W6rh3i",
-	"v//X/y4tPDxvCJoFZQp1uSOe2etFphWeOkujQCjCnquIOhCByd9BMB7f2SjZe6UWxmbkKVM4fIgblU9k",
-	"kcyxzVFmCpcD6cE6NG/r4/Vd3UnT+cMWml/b85A19pItg+rMra20pglm3I9vs/wKL6+vM3hICbtGVeJO",
-	"aI8E5iaITPsoGo7m1S0wuk3F369lQKwlO5RJDnRToq+hYXiXPeha7wK7Zu3YtymclLex05WszVq7GjsT",
-	"Yj/KNQ1+ef8uWCx8OTU9QKyQQHDDyduDTT93D0tMyc06WQnbelzxsHxxaN23hI7QaT3gOOngpZ/nTMHA",
-	"ysaF99bJgIyYIXn415Ze8zw9IhqIg+7bw7NkZ4XSTbiNY12gfgu+JRgIHzgAIn+BBZsjTh2VxoEIp8kH",
-	"mmfKUkNUhYLFmPcizpBGHdcoFQpUJRCQix5fyDS7XirPvVU/iqEUcCYXCnxDFr7P/QYuqcYRDsUB4dhU",
-	"diBr29UNFlYcW+Qg8t7lvmgQIo/tSHKQiS9VnEgrlz7BoeQe2J7DE9eEBLqWHEwhOJaYAbUNLx8J/33w",
-	"Hqv2qg/F00UqkwfmyPaOfA+Ta6TARm7cShu686hFqayoYxkGDMfaADxa6pVrdgXtewNSvEdOCQ1g0M2E",
-	"TCsmC7xoYE34yaMes4/ptDwCq1gWql0kc9WqUBger5N6wFmFFBgbIOAdL6hIYjZnoLnC3nVOfmEO2Vle",
-	"Tea+nptdk3fp0Y7eYVsv6baeR30n81xiFSWTfTYOCOUhlKQp7DCOS+Iw4geWCMfDT55kWaqkbt0RoNX2",
-	"ttrJZGj6EiX+5xYioLmBLBsaeLP4zr2V7DF4qffIJpoZyT/zJDObQJVQi7TSKkK/nDAZ79f9q5Ofhn88",
-	"+37wsroShsMqncewwucB95dscO8+9rrBsNtE7OH1gDjEP7ZkHCdEDfvaW86YLt60PS0mO7N80uJy4an1",
-	"XeFT1NefRb95i/Q6KzrVfqOV1X30XQAVesar6OTvw8Pm7VFu+X/OJpFFdZd47HqcJGL3Ctkn0njcbX+F",
-	"JF9LX1HfR7V94W0JRy1g29e4H/Cit0zX3tAB1DqE+oCnlOPS8qKYHRFanvtw5PcIqIllOtb2V3GAF7Yp",
-	"uAIXcXTlsONFzDF7im61+jan+GDcqkDqc9DGYP7tXRhap8s6ItSZVh4vLd8O4C4Ak8kqE1F6Wc/jATCm",
-	"wyCHOmvTtyG7Di1BrUfm70XJ4V2td74o8K/ztsFx01bGqp43yiChzmY+EFAyPI9oCQ1ZPb6ypW54DLCc",
-	"Y3Ys00Ji5+GBROgI5/RtIJjMXzCnU/Vwuw87YwNZqaPm39I4jthnaawsm5MhSvaJUlrwA4TJxFTmj9s4",
-	"pLd8w+yWiFTZPBcVIs1qe2vcmI/avCJf6ghONCLB2j3B3DQsulDgPUUb1T7lMwxhTQTROiwnvXGE1/vV",
-	"JJ2+xvKGb1SUmI2UzyHVQJSm9xMjJrnU0awjQih/DLGSCP6C4Dbs/2kCRaOheZ8s2nhakODKFep3XhEr",
-	"3OSEHFytsza/bkTgQCWVM1oXH0hFhBLwWxHyoF1B/BVsJtjByDeLKgR/jcCkPoc2tbQqfOA7UPxdi+0H",
-	"16CqEOLrdwmgZ1LHSdzIHvyDS0ry6laiTJskVihmn1OlbijjeVIUKg4Zwsy6vbGjElV9ccHXYJqmiGTO",
-	"iWnqg4zICoKPK7FYFpQ2gUb1fAE4hSH99W0ur9FUPLSO/SQXjImsiXWILnydGVSHrPyuaTPcks2HNWj5",
-	"ShcWoNW2pFmHjbPoxzxZf9g3Dgd0ttTvKYOHajRK3N+iTAmp6Uz9Zo0J7B/48x5v41vgZQYOTExYrr3t",
-	"qPFlSbyJBa1gmjZ7ng/QqDfX7UG7C3+Cw2eEBfJ/SeLwkCOJcaWNT7Bit4KY/JtueFhr2aC7jQOvwp78",
-	"P//zq6e/QQrlQXeD4jz3+Of2ZYWDF16rfUccRhiu77SC+xNXBa3qQm+wT8pdZHkQvQ2UENtUnkyWiDVY",
-	"eKR6Y022szveRaY9ameJeTGgM2eFyu1vkHhKW6i2NJtXZ3X37Wh9ILpt0M1jRlKobHpxwP/ib4Qzn0v9",
-	"/nD3uDaeoHDvent6CLmOWTKmCMC4M1GWE0wc3EGqo3VuBkKlRjkTsDxqiKoBwW05NkBjSvYH+V4PH7gg",
-	"SH7uZDS2QvwNXY4OEc6dqHb5WWYSrYRJ5kkq86TANOECOfhVvjoXEkkFsellz8l6iTPy5+AQTVbeM6pu",
-	"kGxJqRGutxuYuykaB20tthLO0duxiEIUVvwEhBqBfsUHDW2TM8Fnk4QFE5RnRZNqUh/1hvMEjs7IXmZV",
-	"C2Gf2hEhqgntYpYrA0l+qKgYHuNboKbH6yfZDfXdXdgRIeTutOfyQ5sjUXgv3RqLWXI9E0pny+vZWGOS",
-	"KhaXiqcinMsPz/kO0g5tlTqSD9gHWx0HnhknMTVkmrDlhOlkdIm9AfhP6ncJvmms4a3PZjI3YYdjG8p2",
-	"Fj/ZnafS1FOd3sKX4BluyNSkmzlV0h2jrkbEA0GWjNSNS/wJwcCzI88taFC2Qh6IttNnRiLRQnJQJvBZ",
-	"hxfIj8YDhzpLIRJ+D4kuLOxPqFqOdG74TUHsUkcKMrtuDed0wbOMvBVJEdBkJSUmvhWZRFiQYT6NLixA",
-	"gCnKR4CMZ/w/5wyJ2R5f95JgZIK4GmF8rNfr8Hx9aCiPgtoE+8IlrBF9KI73WJfL3GQOmzthbmFsg4Rj",
-	"EpU8Cm6gbTeT8VhbirmkqOq8td3RClr1RW+/clXQ9bVoa5/RCmmqBapPuu9UrCjU643x9ZR+o27thWRH",
-	"H2t6qG2MaZLSLrTtriJE6skySYt2okUIBT4hgcpDfsqtXCEvMYrvpUbW6jjBZKN4b6eXzdi71NOs6vU6",
-	"Hq47vWix7XrmC7oKrk/n2/sK8ek2gzYkmS5R44116aHQ19TpvXv14sXL/Trk8g23Pe0tXETPqzve3IRy",
-	"X+0T3VA1niKY8/3cZfDf059rq8VKXyG0GfQ/kI8qnXLliWWP8fPp3OIa6xKOYZnrc97ZLFwxjaasXFvL",
-	"iafKhRs11mXtQpPhVb1vAwc059SrsmTOWUjCkTgRGFglyx7qLyuFmetHAj2bcm5xwObigGj510+Xwya1",
-	"t26JNNgX7BVs7JttL3tn7MVBtSKISUPK+qEDqgJCfp+GMiAN4VxLteDyFPi4t4kHGBS2Sxkl8qDfniSF",
-	"mKaZRDwVHEZG3KK+u73l/nA6Ht7VatDkyv112jvrBy1oOeVuE0NJfceV1x+tudWD1of2ddbm735+9/M7",
-	"fO2g7//SRhdItqDd0nbpdfC6u4DR2LbMhp0Mdljj9RRYIB3ex40rx3msffc0jK/YNrwjBhRYZVBA8f/7",
-	"/w46w27/tD84UgOfj04cDLvdMmrPsWDHTJcUgVCd61IbKguOfu6+syv2EyarOjmNws1t3kZJRu6v14mK",
-	"NniTFvATDLn1lEnelFgWDU6hRMUB71p7UdsFgqC4WWdLzYx7pZfziSnLpm3VFWUTourLnu0Q2c8pXOk9",
-	"ZkFA1E+MBQvh52K1JKacAoDyWIfXqniz1NxL8GrY4xaLsyyKnX0ed8egPpUUMwsgiskAKOAg24NWizSu",
-	"STEZu5jdr+ImMco5DN9JM2te2aAZQCcYmhIuDiqv6DRItjVZ1mwyw/Mp+fpGpqjSWX3RPR172+hc3mbe",
-	"rltO/Fzrr9jVhcY+0MRvcZgnMVWqwLnQ9peFIdtoCu792HoCE8NL2FV9w7o96NLkrw1EpiN1+LihgA1m",
-	"fXVa8KI95sWZ6muiwaTZhnAU+2XgAucnLTKSTCI0K1OoebjXAjMbI46M5ANrmC6qeErtu0gXAHdjok2R",
-	"L1FEgDM9LLIsvU8bNlHx06/Exi++zXI2ozC7Bt5NHjY/Tg3OavptRDFO61LAT+o39CV6MOx34aFNMZ0j",
-	"0hlCQXAseE0JGTb3wmZbNg4lGm4BLNnbLKfc9d07pzRzGkfG/fwJq6x2wNi9uuFkcYpdY9pGFZMjiWv5",
-	"GqgYj5iR+uhYpKooVG4CESfXICWpsLEDa+cv8J8R/Od/wn/+E/7zFfynHQLGofzbUlmXGanR55Tjt5CR",
-	"isd64YA54KHCIYLQTHohYq++tjYhR8f38Hijv7t/dNzs7/bDZvewKZAskW8tx08UWfZexMvc8klQIJ5J",
-	"L1eVbJiPLZoABLZFwwN+Zd8Hzp9cmbeJjtQ3Kk1uUEnrBy30osIEtwhXF2X4EgfsGzmX1+S1hnMVxBwM",
-	"cEy3q1igxYuYIIOugMcLeZ2hr4dbIHJpUzGo8o5oAEwhr1ECtHJlsnSJY3C3duhydzbtMPx9v63lD4PU",
-	"qx+mXENSWdB6RUmnqCSgFgOqdKd1F6wxhcD3iL4JRa2DTtcmy8MNllsYUjWtLh4ypKKaTlXEystEGcQ7",
-	"FiHcgLJzg+puN+W7oGkkipm3cjAMSh5+DV4mv0uHHV+Lt5xCUxmpj3f30O9pcTSnTaToLiMNgxxSKYHo",
-	"EJNplkR7TphbIc0pAWphNUbeJvAqApCO7VlVLq3Gc2mrWVmTk7Y1gV2TTQLTBqe+tsA699j99l6EL/eY",
-	"KqVjNASlBwO9DCpc2SmOU7F5vNzP50zuXGM+3durY5tJSXC7UrRqg1g2ctvoNR819t7GzECq4LdHTbf7",
-	"oKPmqT1vLkGDp/CizJUISX1IqtqEzaGqHzHV2OrOVbctrEqnzKaoanUmHnDU8P1uvdWOEhthb82KYmFG",
-	"T5/yb50omz+1dKhPubudRTxteYFyd3DQomIS1bWxoRgvGMHqQwEVV3A1Z+3BcaNEzM+JpKYiWXgC6ztJ",
-	"eehkU3sm2QTEaa5UhSmevl2mqTuF7ho2UWNSAWXjVZII4F0Q05hBGDLRFmMMMq7jLPoq/MTEgisvhQDe",
-	"i2Z7mUjQ/GK+Ye3l2/IM9trrlIupChnLQm5eanRiVTvyba4U1nMIe3+Fyp88nrjZOq0GmdCcBIAWkbxW",
-	"5dAkho2UpnGBS92g3DcUTCtzm0yFPEH1oTiHcJC8zuVixmmRCr7gEqJJCkZ7mmhlGvN0u7sOIAyVYmOa",
-	"ZGclhLAW84jVVDZmOtrUG1cphVsPvS86K4N5WPIEhjcfPQ3pOP5j97GHzonzD5NbrRsHfcAMBZiqD+Qf",
-	"8LRH62ZtGMCG9V3Cxa23iG61CoTzaBdgZ8fLyM0Rr4vjLgvuLeskuWd6y/tE77zDziqWncMW3OzBtzGb",
-	"J0zEK5K4klZQiWLZid3DWG9ahVyz5g1w4JZYdSlsW6q2lr7aFwqwjartzaZT2Dnlgjzg5RGIWBUqh5kx",
-	"RRKBMzbMFkrLBEARNOnnlxjckkUySZmQzcfkswMHAfU0lXMJCYZwK36wNQeV+Cg0sRW06EXwB15aDVvy",
-	"NbvyAJE9ttlry2KSUgG5ZsCyXhOtdZ3htZZwF0XKmGc7cpOLZK6MACcrNoUwtHIlbdb74/nQdhX5uCQT",
-	"RpfPTeGwWx9c8GMnentKHQmAc/YoYyCI/Z9fuSeEZM+VTueEIJCzWgnQpwYAvEZ/k8w3qPOpk19lNobb",
-	"7n7rrLFwP1m2f8iwKRlkV0O2+waJqdfssUz4Soob2YQ7ERZF+tLm/Fo/Ga+jw464wKYFxDH14HW1W9g/",
-	"J2cjXrw5s33BSXtWnS3K5CuF/jQOZhxwmmcPS1Z7hxXRnsRG2FQOO8pbd+JeRw+03547kJB4geJk7/0L",
-	"t5Acmax88XKQ5XY2ApFMaR7wwsMHz8bD8ks/iz7rBuFchB/v1kiWqvpTeSaWTvmdc8IVQ6CZJirfdctV",
-	"smeuX+Nyw6xiTjXeuuYCR2ePReed1i4Js1zEsrjfYvrUs6CENPjX8f65Q4yzTgIh/S5QwgYWnzOaFZxX",
-	"DIszGuuxbmMCeTgS4cdxK89SNW4FYmyDnePWHfg32rQI+CoMfdNl00TL9Jm9Fr5JCkUU/4Y+W68kfBxr",
-	"IcYtiBI9k2lqL1jS9S/5M+Y4/ghxf3g5Ai7UEwXgOQeNeQKUQKDRSY3FchaJyOX/LTJTQMBAWBpB6h6s",
-	"Wu4eYA9iSwgWAP8Es8sNzJQeVY7NREl7s72w0+ncgcKAsgFmWhZikS6NcFVwjD4BDJdCyDg2PM4UU7IQ",
-	"YfSJTFzbF7NAulmMkfJdcRYhCFg11Z+U1k/39oKO2WjX9Ui8OXFOqKq5EkpGM9QsOX0RsgP5KnGAEgIN",
-	"5OXCqJzt4/dq9fCY7f0TjdmEIZngnQVlb32F1ZdXa6dhUNG0nSxvNH1YKWgqgC7LOwKx1AkEvFgpKNUb",
-	"BrvxtH70VeIGH+tCpSkB2RLACwrxj7Bz7tofkzsny+kr+AjrsnLFWFMRycf3anVnq0t4FbY/gnJ31/5Y",
-	"ZHfheW2t2doiOBeyKaZ7JDmk6Nfdo3ywfEq5yfZiExpj0t4bDCte5Ji6a7D6moeegbuhEtvLtQsDT8Xt",
-	"eDagu6Jq9pVf72n7NVvBP1HdspXtpmPFtEtD6ziZLG3Rriv3hV6NNYFvcYdYwEkRJ8hbr2I8qYP6Huw4",
-	"cSbHWoNJUiQ3yhNjHV9GSSehwD5N41IYO5V7rEH/K7GnOpukFbaaYx1Vc3tuYDShdyAfCGsImtIqQ/BY",
-	"D1adibmpzcHppil4kZiiIU+YM53X5uaVV2yC1Stc0IzSWXPopq7PH+iscD6thItvDvfPEIZ2Vm3HflNB",
-	"vFYfimfL3GQNsAGv19KmbIYmulKJwRGcmAY9YRMZvUfvaYTPW/Mp9/q7fEV2BDdKwt3F73BVtVivOknE",
-	"qLlL7V8ymsD+BS9JcS66qOhyJ4TO6CL6/aAm/Q53GV21ocGWNI7LzQPDh89vbOyQWCzR04qrbH3UlKtn",
-	"3m/x3WyM9+0K+KkNFcZVtQSvSrLO11wb4H5rJ/NFltPmJNys66SYLScYgoKauUWe6ML7CxUXLdOnELN6",
-	"ys/FVmEn/ksu1uf/rVddbj3gmIRmS9+ZkgpLKCKLDwUWK5Rc5tk8hFEPiyykpDnDnHHVMYcLm9ceabL4",
-	"epFm5rGL2LPmt6bys720tgaw59iQjQv+oSFMnOByzdcCmHNFxv2tTNNngKf7Ehbtydlxt3c26PaHgwEG",
-	"mDBtlK63aeQD52pvXS+K9jBrQ39bd679aTrvcKLwehTRvvdTnAo2g8FrO4PkY7YDgHzAt4GYJ2maMMyw",
-	"MInmWgO1yKLZ4bqvobrxAA+q80bevqSe38Mm8IbtX82cvqHxpVmops+Quo1ULzlDeyPGA2YXzFFjNRh3",
-	"qGQ6J4TwuVCyqLiPjctZnknOkMbk5/dqZWxdLn5BL3P+JfwO2wP8vzcqH+vjofg++RpUKGxsUrimObCH",
-	"wLnaMOt93Th8+GIoGOZt5yFyRciBtbNwhWBpdkVtFBJX1JNGS7TUbWD0SSyQ88MO8a0kM5QKrJM5UX/h",
-	"19VxWhfdFiDo61WhdvrjffQtL8cdpwXMeDyXJ/CkR85Qnsn+0fGG1mW3Ko+kUWKmPoi33120IRtzj8Z2",
-	"1t1qnpV2XEXS+rnbPpPt6buPx8Mmy6w269VBde3fPPu8xtbtZt6vlOEvOfMnIGV8uUC84f5JU0IQpgLZ",
-	"rKCRTf4Juf6hQwnGKg45eQgFr1M1Og2X5WpX8YTBogauDUWBQAlzWmDY8s1Sg581vJaLkCpUMPwY20Ix",
-	"e+IRIE7dtK63qGaC9k9329jvSlv7L51R+93HbtDrn2wwtP280oa0eCgMsXFLr2wfFKeRuLUJnA7XhLYj",
-	"fT3WcWITRMCV5IpcaXr4DnS4hOKrEgmFv/lPREChQaCvoIiNyomh/I4bzvwuJIjzwjzBWiz8E9ZFoj2m",
-	"W1Skt6Ca7AqzbgI2eQCoghuMDbKo/D2AM5EQHEjL3NveLOFp1jT+JrOzfOUzy42+MdUkLC8OmdOUk4Ds",
-	"9xWwm29B98MiPMbGSAyF9KIl1FDbiruSaVhWEG9gUckCSINMIXhR/ITQEKErZFLGkhWs57XUVtuWGS67",
-	"RdaD14kHzjO6Qp4j5tD6ROfo3nfBJR8+SSIVMQg+2wZwP1hLlokfuLKXXnK4KamnzGPftlpqYFE7cm/e",
-	"rEF8eLA51YOUoQM899tD4tiU236f0OBmhESLAekjwejCOT4pS8qnqvVhAKCEsIIDEFCiGtoRFnPllvcJ",
-	"Qzr5oCdj7VXwG0WTP4dK48xQ4VHtZ+K9G+vKnkOxyvnZJWCBOLAIB3RDXcrieVkVqnBSaSVh/wCKeUgK",
-	"JtQDO541bF+1QHK723c9trsDATJLd87tt1kau8MKwt/3WJMzu71zxApE3GeUJQckeKoAM73uHovSG7Jm",
-	"AY5Cm4rJKKmdET2iVMm8ikdSTbXACv15Yoxay955ADyMzopGjWtFUmapl2Yp0zKjTxygyXo7c7iRJf1q",
-	"yUXj+FMP98uQxeO4QeziYc6ThDoCYXG4wx3bVTu/9/a2eovFW3/H68sPBZQtCd32yN+7C1EP9rbRliOF",
-	"J/6B54dRMo9mL7N4N7ZCeSXcx4O28y6+ziaJbKld2yryYa6jolzTQvLin0msG5koQuL5tPW8Vs7hqFTK",
-	"OVw/7oOaglefu0bVp3p0+5c0mzeA8Ko3GLbg5UK/s8OBJQAeim8Hlgrc4pAhiiGlsJL+HLBfocwldFm+",
-	"9javwvOWvveZo5Qp5CRFUn+erqVZqAjBC3RsMepjtQB8fZwn0TvECxmzh5BjTRVOCs4rp4/g9nX9a2DQ",
-	"3gSLvHUPl6NKSLuszdl07j3v5bJzvrlWDblVg65eDUoFjUeDZtwwhAEnCbiGgHJBA0WPKUMWY02j6spX",
-	"nxjSSQKs7BELvjiwFCp4J9kDY42L1LIZoFM4VTcqpYKKRTGjRaGs54TeYJ6AKgPv6MDD6sgVe45tg22x",
-	"LmFnGSzBTUW2lZPFW6o14BpHMM8MCHufBN/R279N5fXu2EfATg2zDVhbxVTLbjeh3Xy1LRpYByD5/gi+",
-	"CSvjYd6oymHvXvyAzdpruF3l7G4qAnshVkKTTGjuOI+KxUibrGghZwDHDd5ZkehpuiR4LhbLwVhf59ly",
-	"QZfbb2FMHOGG1ZcnJfIfB13h6Yi8kueKtHXwbuXZBxxX8oJCyFyZe6zbt9TFvQZxR5zRibrHQNDDd60J",
-	"Jw+D3Mq8cnWWm8qbuVI+7TijLrag0nOWlk2+Mg4Z/FuCFrEZCnSG4cEbUMLWWNNNQemdgeMFoOPpZhuc",
-	"qQCd2y8DAQ50L0G+BC6fBx5qLT6OZ5JrdGhNMqobpL94KW0ErOu9TxqTmELqwr656XxyKW8NoUaXoVGi",
-	"0tqrCQewGrbdryLTs7t3pAeUyXY72waGT5p5JedYh17Dx88VkZlsUM3W1dPSulBlKtSeadT+zGxdfn4G",
-	"YOBVz22e932ZE8rsxr3GD5X4EmnH7D2WVYOyYlI2qvoPTYDeBJvlwWCVK5VHl7eWD6N1zwVrA0w7gKi2",
-	"40jthRy177zeL41kv2TtCr/DXeAltu7M2S6vvAvKfNm9xAlcTfg4Kn7A1Fzxy3bKkro5tSXncV2Zbtbl",
-	"fLmOewaMGSrnPAjzpTYMQG5DB/BzxsQ3AGmNW4wcMrUkIfpp/bXPQQ2hX+EflSwKkSaItFlkrj04jFA3",
-	"HFjSgfv50t/gC5hrYrdHC3q6wbHPBluq4mvCy0I9Kl/qxlY/rLFL3+S5T20/tjtwg928FDDnOcn0K/Yt",
-	"edkaLiGa0iugwXqxLHAzwBocdn05h3mA8L5sWXhXDU7XsjG85350KYX0Ahv/erc7V3Mq0xQy4krM4d0F",
-	"qJX2f2yI9X4GmV4djnu+tDajXrp0OYhN8/ptKm+yvNmRxdsrcSipiL9Mj4YsUCNyRQBwqpbaDEE8eU3X",
-	"REmh4rWUY+t8wKr9MKBC7zBwhfB1IhnHbpnLWtqu+2VHvmjFlbxZjDVyrcYJg78nlj4J8nKzlOCCf3j1",
-	"nMQegBymqSWBNcpL+sdssys0uDthkeFf4iBncu5sWdzKHISAn/trDsvCAc7V5datLuPQL46jjM+DIiEf",
-	"fhofBhY+Gd8OUyiBDTcjyJBziAcsDbbeMv1QoxWCgjqXQRrjA84dP9BU3dqS7pApg502UXKAQNAbPNzh",
-	"VCapg1Qu1SlB32P3eJWZQq5UXHLDHiBzkQ2wOPZQuPEQmz9dGvdkOzwOhXmW5YVDsnanDnocGFcicKDL",
-	"OELw+hozrcWTNu8hio/qZkfQ9rQQhIVXve20QC9yUmFFhO3BOdHtHqXR4189/uvEfXfS7sEat0sGbcmK",
-	"RDqFDF4QhKOykrkp660uVM6OSx7EFq3fMhMbZbNfNNBrn2DyH7XhZB3hibv0cXOEaHtMqCko5Pr8cVfR",
-	"/ieJaBy8j7vLE20R7c7a10+S3j6s4+7Dyc5geSa6qaRdbSm2ghbtM/wB98s+56W3HNYGyEs78VcK5A+9",
-	"+0/+pzHjpMj2mdV14CboaOO5leUALupYwHxtJJfQ01HvbF2h4J82s0Gxlx39dXR1wMXKnJXwObi+at3m",
-	"VjZ1+zsl02JW67Db0dn79YzWcrHUgoGEfx5m70O/NiZ733q34yjdf5J8F2xzeGRmQXJ8d3npGXZu4UAY",
-	"OL8SbQolMTUpVdMCzs0GOC3ml22GMnGO5NIgwVNgrqQ2Dm7Da859cSA59XwT8VjoYHfbLm8xrDsePNY5",
-	"MBH4kY+bdbinF6fG6jjludzT8/6MA5P3sdLrOejwRscavGOZPctitaUka/siQxbEtpsfYlXMl3qs3XdE",
-	"T1E32LAynjKc8CeYsyRmJmv7DJthQliXpKC5ktK61ZwYwRTQqEs3LBnMlyxfx0sEnbMVPkDAV60syfCQ",
-	"6Tys28X3cslcuUBL5cWJZpYBVX9zYgSWpQnQRARABIBDV06kjjOtYjeoMk3bdBsPbNV4rw4P4k6vDzSU",
-	"98GybXMbCSmmGjpDuDGdjTW4QFVuCz4Qr508D+hyIrEFrQ9ZviMNV5ZfZ0WhdCigvNfSbiPbZkly2UiT",
-	"KSosmdYpXuek8xcYmdz1ma18Ww57K+B7y3FsBa3KaNAl9N6qjdRw5y4mDmQc3MSyiRuKoKah8qYh8ZrM",
-	"vG05d3gBHbTWikk0ZL89MGeCm9KQYK5yZ36uZ23dg94Wn2+B1e7rY7HNC+zQNEmy+jsaD01+kuvTwwcf",
-	"SgUVhjEPqGLO5RZSujuBLOdqnt0wJb9950NZxe4HXNdUCL519DgW+aYkyW/wvGZzxcmWuiF8KbRSsbGF",
-	"Y4iirSn45DgvkH3SPqTg4kJK49BFZlOn1iuO67vSfbtbJ3dde+tl+KxPrrSREihGL7tmubFKohPG5/+v",
-	"51cCQLXcte0yzQdlHpe9tsHSS7Fk2cwkIqaAQkQ0RMyJVwZuoM6Y4d6IogMpKEciWmNSg3LzEtBLND+t",
-	"Ij9rDWoFrfVXVUd5/Y7doq822BaZr2kvroW/yS+QGBGrRZqtmHcB6auTRm11D/S9uZJmmSsTeMn3xubx",
-	"FPwV1ipFa5Hz1X5qqz1DNlQEuA213jnnmzHLxSJdVfI3QpcpEN5D0DZs44q0Ha7xnhDqAv/MpU2gfu39",
-	"LrevwJS3bd5GTl4dA+x6omw+vDdezenZ/oBunvYNosiOMJksSQHfGSH1CuluAiELpAPP7hE7eJwxr8lr",
-	"nIBqnV6t5/5Yl0twq2y3E9Vc+V+Kr02JPLX9mijTkJoiDqKZkgsXgzm8/0BWZMeOZNTmBMdN9ffOItvB",
-	"GMMKdpGtMwQTvc5C5WXJBZ6rDyFjYDz70JFphIclsws+FVLOpkzQakSuABsyrlCturbCIQoVdqiNwB8B",
-	"keXdJlBJYhtNt4mtbW1mMt4b6xTev1DZIlXWSU0auSnxybG7KhZPCGXriTjAap1ewAdut3PWOwz3Azyd",
-	"ujDM1mx4umoD0fDW0RBZLu49tZ3WeqBl5LJefkP9bqDb8OoCTqs+Q3pEWan2zgeIwZq148HdwW+2sBQf",
-	"/rbRv0gZens7M2wuCu48Xrd73/zG3dGoofJc1gUft3Drjt6YIkPhKdrJKOU74i0Sx7RziBbx9rmGk7jI",
-	"LKnMa9zrCH7Jif9IxwsXuCSRdYVkc2oJJ3/gK2RcEgPUoEwfnkiyISfP702DWAeZYf12dGm1SG8XC/Pd",
-	"thnZgPjkM9iUwMuGCyZL8NcR+BDuLVClERIEXRvFZ/myoKT4GmuU8wCaaWPIYVA6Q6h4zloD2DgmLo0F",
-	"hMRqbhQBTjZ4FrcEdH9cctMsTYl11aavhr8pScFs+VSA3+KzgdzJ9tgCzf+mgbO8Di1Fd9zOViRVagwv",
-	"g5N+tdqo+wCx8pvONuypht3d5EmoT4lfDWFJ2kn847EBB4KN4VYYgLAgqMlx0kwidlkQkaxj3H4gIvoG",
-	"MqzLwjRYZz7P9ScTVt+DHYnHJijVCGece6i9j1dPEhHjKI58k3i2bKhr2uZ9ccP3wwBnOG7yy/IgMGlt",
-	"5JhfHwT/3dg5R0nbiDv/Wl6rt8nfN1SKh4jGEBLJo880K66TG1WjGd9dXjeXH77O4tUGsIYXMr/Gmmh2",
-	"302yeCVkFKlFAVUDk+QaU6s0MwRaikjUToe9wfboSa97MjgZ9k77wz0auX1QUm6nHRzbxPuNRm32KkMT",
-	"rM1OtVlN8/wSZWTDYVZmhcIFsPoSnTTDklNt1A6rGN0QZboP3oLn85uL/2o2hvdBF7c0tg5eHNup4gdD",
-	"ym61BADUh4yR0g44Rx8HzE++yFWxtgU3aPbOyXcvSfEwe2D/5y/yzDMitxeLuCspTSH+QaerTTOVL1VA",
-	"uUtcrAGufaZ/c9XVlucdTs6SINCixK2vj/tWNd4bYBlQxxtSTF3FnWs5dcdwRgD/gpniPpQTwZdj3Y8s",
-	"oxvb8MvXxNGgdzQ47q5lkDcKpH0gfGj3E4bPfgjOpRyg0rJoJvX1J+y3XUi0LAQ8JNpMO28aZmx9bohZ",
-	"vCbwy0vdardlob51twtsdrMQ/iaX06JJEq+JYLIEYhiDpRZIciyJp3wkNAxFilmGB3wcgGzEvZToQ0K+",
-	"QbcsyneKNzPsNzGnYPtJPUUmCQeH7jVgJk0zo+5nOQm+COUvQvnfUyh/skDaLG4egtDYJIuKjIX0dsWQ",
-	"6ao2PHaDOBhZyTVZUXwbvFX2Wlf5CTTyRFknYBTwZlky+NvlYKOIjC9kx28TTtAXofPpQmfbpP+ChJBD",
-	"wv0iiT5JEm0WNs1hOctRtzduMT3s14aa7bq5eXyooqw5clePhoFmBimhljAcWTVjIYsmWOiysGVfeJz7",
-	"SpbHrlRFAGVc4oWyZSCYn8WE+RyJRf/fLMHsRnt5blh8WPp8V4Vy+HkiEA9Rdj5t33kVXOt6gDNC3Oh6",
-	"JNnbFh8aUvfWBXwq1nU3kXiLQBiJSkG4gfBmPSEg3hSIN1j8WRGy2RGK66XMoUTIWU8MVOYsKELltN4z",
-	"smeSa00Jl1y7IwXkMIXkC2SeWdzzuJmX2lqtO0yYX53OssVlduENmODx+uIl+6IbfdGNPrPr7FE33kZ3",
-	"2ZXnusFBJBEHK2MiDVYpQexWaQrBlBWk6NoZa56NBOEQrT7EDwwsujFIeyy15JzMYfdsrK3obkMUKk2i",
-	"AhgBF0UyR/5WEWU6Wua50tHK42q00FSAdJXA3N4mmj1Kn8mXt7+u2oxLTcUiFTQa4PBRi8RkcQL0N/bQ",
-	"9fJcvW9xxPy0VkSi4Sps5u6BWx1DD9fgEkcP/EKcQEDyBjkAmF1s0XdMUG79yao5WGu4BNvPP+bGe+my",
-	"raDlWoBAd/DOWn5yedeu/GSrTN2fB4KHjSiEsMajXjfLKTGtlxa6/6Ld6w4HTh/GFSpFlMsIykVMlCsQ",
-	"Gc+kFpfiWhVC2iUNB/NvWwGS5bVGraUhKVDXC7bA1NjWNiCsb0YoyVK1pzL6Bi6tL2i8P3Dtal7P5e0N",
-	"Czrj6rkCU0sSDTKjaHNlCSYxXLy+rCSs49AELQea1LJZOC1CNakuFL565yKBgPazzeZPWR6OiyFfltLL",
-	"4mcw/lpSMN8lAaVUKBs2EOc4/J9NyNuA8isoRcCngMqXOsBTVvQ4tVtV3meAa2uuYuYdukbO84bLyiyh",
-	"GLNzMVOGsvChkNVhd9jcmAcUV9Dg7G1j8wtfw137YIXXHQNuQN2bm5bmqyxblMgbtYxFnbVdJlqJDobo",
-	"oTrz5azO2rDI7NVYgaUVY03PKSzMoMUIIwTFazprw5kDZVQOswKfCn/zrbbcjJUTqkBj0i9KZOA4Mwnx",
-	"G6Sw5F9Ay2tT9o8lPwtcWSpS51p/AIGRmffOiOVzlnCc+ftwrOHENofn5Ve2sIzMBgbHq1aTeRZgbZDo",
-	"m+oQrJWF1W7YVRrBcIQbaiF8kMQ6RqKs5MXBMWay9MaW9wEUJv4AZ2qU5QgFAgk5bBS6/CAyCguHmi2N",
-	"S2Eea1kE5TKwJYpcX4jNsZhDkArHsEOQ7HbuNE4oXPRBmetPiZPY1iAiy4N/NQJW+CWIolaBeOCVFwI/",
-	"o6stbLBOlSWX3w0O6Qjm1CaKSp8vHauobckzp1FTyp3ljGTu4IakvZ3MjxvScvdCXa0VGj/M29ScPQf9",
-	"h1/qK4ZdaQ/Io7NrZz8AKWrbhtw7aBz+tKF1n5J1Vxb/715Gb+naX3aunr+eKqSwdu0H2/AI/P3SPA+e",
-	"iPKSaT2YZQeMKXR2Kw7Qm4OF0qhgYiW/QiQcqtSiGlmSi437fDsyokWJK7NMZdEElbivKnpv9vgNKH7r",
-	"7eI0UXesrpEyfh48v2ZMupcOkgiNrYAsq6DEOMJDpQZJFTDQKJW+RkvMt+8H3W4X1GU03vI9ISDuR1bp",
-	"UbPfh7Hy/kJrV9oPy59HYGyv7VpmbN6eG1ORQs1WORcrZ9Nyb7qqf+LPS6pbDtRAxi4LR+w/4+3r4AA6",
-	"oty9I/sAj/V6rOnRBxJXk2PdDfzklly1uSzbA3ZICqIpgjScWwsntSYWOiUAwcjji35ixNXVCzi2EOVk",
-	"rD3lga7z6y5IA7YXdErlwvZaZ8VY267ruAQwsArmQVKw8xHjYqzxlu0hWIdYpaqwNndS0OAnyrBss3op",
-	"j3kraNmhhR+pl7SiqKHVor9SMS3v32VTvvZBrxuIuWPUcEHriUBn1Ej6a4FbR6KHm/zouIljzNKL/cVx",
-	"jP1P+M9/wn++IsoxKKgQai6TVMg4zpUBsVyYtfIG1LJPokFt5/SPju/Lnd0/Om6uX3idZ5NUze9HXnmh",
-	"xZtvn4mz4dGJWNADOuJrJGM0Nu12onKoQU2xvJwvEnO5ItbwsUbPViCiLFZts1BRMk0ie58tlgMBYEkw",
-	"jQK3ZMmLg78dBiK0kZ7vvYvxRyGRIY5DQeYQiN/o70RfgxPPXg1XsaFNvwuJTzikQukMC1840tBmaDr8",
-	"pfx2qeWNTJio0n0dMhyd/Yx69KGNVxGlG0kubomXzv/d1dVrRhsJ1syLXJlFpo2yzqzD5kjVbh4Qnn6L",
-	"t7MVAwkJzW5zQohODGb/+RWPHfFSrqxfeaKKW6W0yFWqpFH1E3C4IZ6T51neIMYvdZzcJPFSphQwRCez",
-	"rWx3jFiI8gyySKZ7h3N5AL6Fpz6Ht+/DQJR8aErDJNJTOqUtZ3AZhiwAqxLoHg6qBKOHnXvQbi5kMVt/",
-	"NSLuT6dKI9QQDpDdQS4gWBYH/9x710EIxj0SFeg8VqbYZB7yz7iwAyFTk9mK4fCP7Tf0YxtQJ2dKxiov",
-	"wwoqhzMjza47DZyFa60waiNnOHL4yxhzf22vAZui7HDYaRCf669ICrXZx0fTyrUh9jXk46GgwM/gG323",
-	"56s2KCvwMm/bo2ys6GxHZ2eesjbsNtM/J0WTO/ftLMsLn7yf5Q3KZXjKHqVBZeSrvvZ/fHMJo6NyLJLX",
-	"cm4B2vw3BCJ8yp/N04/Qu7t9Bqw5UEPddIMZkLhr0hB9GbfBfAO5HYi5jGaJVm1YT/CNdbVR7N0ddM/S",
-	"BD2z5jYpohkeDyAPbeQefHMkR8OOeKVucRoNHn0gEOK4ju2UaMzQbgMbbytwH3lred8sZC7nqlC5952X",
-	"3cHIX/5X9s+2zgpgm27z4LH21PZQFbxnogTxHmg/k0bXpgSoMpXdBfbQcwjvWZLeruWymGWAiQsfIdei",
-	"XWRZGwud8HezXBD2aXuu4kS61qlilsXYZgl1pCr2GkdZVq0y9g/VqHOmkbcXEZYOfBGr+SIrILrYfq9W",
-	"bQd0SYWsriv5Ulc/QJqKmeGlMIRtLMpSsf9eB5LZpAVQ/71Plqe+qrE2TOMuX+r6idVQhLcdytAe4ipX",
-	"++VZuHOoWQbbmIdXYcfVyHjOvaa7hQVzsPLzN1ZIr57ueyDVZIFt11acv9eVdIxq+59h/FJYjztzPBKA",
-	"1ULmRRlfdLFUhzw8y24hJB06ZAOORdT4PWoxWxQkBjWDbKnRQouy+Twp7O2+gwasTMChD0cUREDjqyo9",
-	"3NvqkVl6KJhNy7S26vx7dllKv/f57mpxGGJwHoXuWN9KO02eHvCTPDHix6tv26fMii2uLGFHUhiVTtHw",
-	"RFnKZDIVo4hfGk0nR4P4OB7Ep1PZ66mj6DTqnR3146O+OoqGajqZHJ2dxIOhmkZR/0xO46PpIO73+sNe",
-	"1D2ZdKtdP+lVLKqTqknFr9xBdx203iAIuTJmE9IqnCwkl9Gn21pkprjOlbk//io+KUT2c9Hvds+FtDpV",
-	"wZtc41KV8cquJXHUHfjBWvxxJ2yra+yudKAsV+T+awZ6tc9p2qFvPLf4ehKhj/fIimbVKKeOV1dJHqV/",
-	"6fZ+983vz54NX578+fv+T6dXNROkSm3eq8IUw/0eMMDHXjcYdjfNOrb+AeUSFp6D+zjNctoLtFMSI0L8",
-	"KyQjBxNzAgbjALOSQ/t2f6EDLlwasDttwkGiPdAOWhozBHTDO88ZiU2rhMuvlIfebyuhD4b9vggrygEh",
-	"7xezcKy5iRssUAwVE7r1G3B46GasMLyAgqB8lmBU/4lxEXzQwahp5yKcIPtwONZ8foDkXiTRe/KSgStF",
-	"HBT0TEtxC16oMFJJelB6ZcVTMTwMvawjDNzNIaebit2SXBCUagNBz06GHubZ3UwoPPJYsxKcwpIi0THA",
-	"olLSEchbklBSbAVEhFXtOoBI8AAAEXHgkD8A08OLmcAYvcrccK8o1mQYscgEGCUzIstpuA1F15lpCYQ6",
-	"gLLyHVltlcGnTFfsZmQznsnFQmkV0xLl6sP5ORPJaYWRYW4O3eYQnzw6ZIAcIZjZFL2TsLzQ/+g4Y5u5",
-	"kR2FmM1880nkCbMF+5j4N3XERR3YBQBlcZQFX+U4uzviWzQrcpUvNfumfaLHQKRK3kCeR4GkD8TGDAGM",
-	"EBMFDmgYGUqXeKPLKA9vm0PAk7UwVNjxbFlE2VxRtxmo1y7I+5A61sOu2z0mfiFHPQMgXfHStxf5Of3o",
-	"aKLUHLdLqbqXpoXxkV1CBmcPaBc8jzNQMF7RLpEVnm74aazdJsPtJYbd4T1GoVaz4AbheNg0BtsqGipe",
-	"eZOJqcxLMqdzQsqwGSB0PBBQIh8QLqfgH0zJpT7UDrBAIEc0TSo0G3yZWt06+jxKZ4elOJNmVkZWPlOg",
-	"b1dIzTGzQEumWX7Om0Uxc4tyORy2doC5HMnBIR23qo5NGa68N7/jBpVoE5DyhV/rA2PJjRx5OHeBL2jt",
-	"dVaGnY91ho7SlC7zgImci46AwriqBjMXxZWXEWzHJTElfy+1/9wpFBjHqin/ARpZVnEAyyJs1B32QPfg",
-	"zuVSPzhhuuz4ZvQ0umatxqhzb1m5T7rcNmGJWoAvwmxSbxN3LHHNGDWfUGk/Z/qWGGf3qKij1bhbxj2U",
-	"HP3+WTH3EwM7oODK1e7D4qFwy6aV8yYQf82QsprOz3FrPNbwv1YYCPVBRkW6stmelJdqZqibGNWQzLAJ",
-	"WW4PseUayQFcL5HGemGMTB6FbtbNTo033UOvcCu2sp9qw77B8ENZixQDzemBuSqIJBx5CWpZ3hg8b42O",
-	"TsB2W6WZjFuj1scxQsiOW6MxM+L/BbeFGbeCcSvPbs24Nfr547iF317GeCElh+MVZLDit7FKkxsF4g5+",
-	"wA3D95r3S7zi6uLrdq/b/vrF93jJ35BitwTlH31kDl6ZMjzVsNc/OxsE7MZojVpnUa93eiSPoiN1No2O",
-	"hse9/mn39OzkRKnT6dHwdNLvH53Gg97kRHbjQdSTp+pM9aPetDvty+HkpHTLY4p1J3e0g7VMZhqrJgw3",
-	"ikRSNRqnQnYpQxp08NgqIeSTIRfq45KKzFUh7xeCpqz6QsaykFS6x7kFnVbDOnOL42NL6tUPU5jDtZi2",
-	"H5VDC1AvgVXgLqhf+gq+Fz8slL54fSkGnS7a1DrDGzjSgeo6fKaQMHgCjVDTqYq4sHiC4XKoRIQb0Pdp",
-	"L7c9rnXjXdMY4K4A9DcYB2l4xoh+CEPZpLPYqhKBotpQzqrTdKB6+WOczJGMLZ/fheJgqVNlSioZutSU",
-	"DzJsWkiNSS/kHxc8zqRKkzhDHcBGg0zBPlW0CXG4UcpCRrsIS5YS9ia4sGhr1ILoSOeNvH3pko73DZrm",
-	"aqHkBiUKfiEfL1tM7dK6rpQHQOvBw0ykJWNNms2B03y454GNT2c5/XU4Eu9hGqwqH+DKSgr7BJ0Jk2aF",
-	"M5bDufzAhCubijgr0mV71bbSxRVdzdrHPpVrdFtjUT+KEFdZbHfVZsne6O25cCUapLn68t2sk5jWK9ab",
-	"sc8pGF1/lKYSkOR6mS2NMMvpNPlg3WUs9A5kIeaZKUSvK/7v/8sf/8P78L16x1iDkteYRcDSc59HJ/r6",
-	"W7qcVJ89FJ91QiR6AN0f2IHcOnffuiY2DTZfJJS+UWm2AFBZeofvZJ5mWbHIE1103A2dm141HLHhmt2h",
-	"sH0JO+7F0jEqWTrGejNNhwjprzbaQxjYwb9YMUeHmL12rMM0neM1ayVUNuUHku9AY6yQXiZY50DmaUGe",
-	"sICLgbJa2vQBnc5cN8zAXfSdZS6jgoqxLgkIavl3HrOI37lWwOy52Kjq3PEPO4JInp+kERa5nmYXpUmZ",
-	"Z3c89DJpAzpDoDtcwEcpeGOd5ZSEhwatrmfmBcJm5SGkeTus59rBxKzbi3tk2TWCBjcHCpZ6kzR0C/8J",
-	"UUyBn4TPM0pG9rNmHHMGhOfJzqP0sPdqZZpQlpgKar0Sn4PcFnQYjV3Mzow3QG56Xqrd5tez6tW7Se4c",
-	"0RCL6AojGXE+8ROgpe+VWvgldxPIOzCPzXYXb898tnkC56TVUaqIHXEULQ/1TGCvn4E/fctA8dDIvDz9",
-	"sCpJaBBYVjnEcxvjSXiqvuErcRqQO0r8pyhfFz7uENoR2rL8DtyAwfBZCrhDhC4gzVlnBO5I/W1enBv6",
-	"tinnpzR5asutqkaIA/U3yDssMlEnxHtkG8gqHpuy0BYg8+PEFImO3KZINFsVnYYY1a7M/oWfBb09S9Je",
-	"eH/XC4jr7XuILzmvlMVx8lHA+PAY9ebfMx2pJqHw4K3mNOqdgonfCpWmrP1S0j+XDoINBO3FVqHe7x79",
-	"uItlh4PIliNgBA3jyo/hCFpS+ZRHLehlSVVF++bdWBFs60Pv74NG3dRVPG84Sr2Ycaria5WPKGTolYk7",
-	"1BwuC8+mJT2CXyLuakLpsaVyWpcEQk6yGyW6Y03cSp4wWePHBOgiS4kpMCtAlDch42cTM2YpFVGvS2Wh",
-	"cn42JxaW9JvrCgBc17xafBJPjp1h5+2AlDGo/T3Grlx/L2/3Zu2kBIXFgXFH7d7ayj21DZrlLToHroek",
-	"8FfCo27qT2C7bdib9Q1Jq2DDnsKrXjMURwM5lIPasFvhgUb7p5rTjWB+13Kxl0/jv+TCYv9dTAu1BfoP",
-	"TyBP4SAlO6V0qlLRWoMARByi8HNyfG+VjKRQ3TMJCbaB3WKo7t7HgrjKl8oLPaAlI6MZMworDVIUXkrX",
-	"JEVVljVt21qH3as3dHlTYYK8ZtXXA05Ycg3lIs/iZQSChDMt8KR2uOGYr0FMNVxNmRTKQL072rAdSsI4",
-	"BPFT5DJSdgWwudrrnzrjc6zLujCxsyysbpJCHjLmsJ12L06uGuok7lcD1uufbrRLHwb2iyOa4TnVEc9x",
-	"8Mj9mYDuQY9pWk2fZkTupyh/c/n26vLVsyu7g+2uhSSdlQVsSYyr0EFuu7H2sycXmUmK5IY4eeD0Kfyz",
-	"mj0tgeh1odr3HDwr01xyZpYROZijyLd7q89ZQ+jBlfD/cEGUyjmbsklRw7ZyBe9rtfkP1NlRpD533vvd",
-	"EHPfK7WAYVJ5EtmoAXQot64yJIB66n0yITog4JxwurE0wjB/sqPgr4Yamo/ux7Ux7O7n6wLnZoLgOSSo",
-	"RGkWva+ij+FR5izocK4K2bmVafoMLn1pwocbG9tVd1ZG/E3CaSpLbSWXebw0k6Vuht795wLk4gJoopLL",
-	"0D6PlIZAuzVvrNKxn3Kx1DtVinXlqvnIfYvR5ZeNhUXEqwx+YCJ8ZzctBaS5fFtGhc3sF5HUMdI0UMU0",
-	"ZlbCVVJroquXC6DlTeZwCbktDr579fanQ3KdYjoi2gYSVrNRuU08BPsAp4RTLKVNro8ybZJ4nWse29UK",
-	"WlLrGrAb/7AjX/zt+2QjdNNPs1WZhUcwBS4fMnTISK783H0D8HYIlQTwdvTbGkdE0ASsyjdDLRH6zcm9",
-	"TtiqtK8Za4mzjxGFiW6YIb8+QSEpLp5384hFTmPNl7lURQKBwvIWnVHhf5FZFD9gxsYUijantLaRDhu6",
-	"JEXkVaI41EudlWUnTstyQB65KTDDzubWjTXHofGx+GKQzVxtnv01CcS49dtx6xCDFfa5LgOORw4isxYO",
-	"8ImNYVRXiJsWn1DADTH9XRk9mztS7Xh1dbkH7Yr6YKlBM7PaPkAlXqUCAf+YP2AXzXYLlII7GC8CSCCb",
-	"pz1Z8Qj5oIoYFq7Gh3xu58M99F7Gvqi0r1EEud5sInblgFKiIZUvUoYTLsUBT5Iwy/wmuVGwo3KFRyQs",
-	"VFuaEo7Ea/6THCeLa14S3oKgN4Gmx5dWp9Z9uztS5BPV3wOQoNyYDmmHNixiCFD2tPIUVDxlZYFl/gFD",
-	"b66z4UBG/Gw1yZMYRIVXUSzS5L26TYw6pJxIfKghXnpwNsFj0WakZk5oa+GqwCJOE1KuyVtckzYp3bFJ",
-	"s+gOhGPaL9/99CM8/K5uLNi137pNdJzdtoKWQaa5fnctEWi/TULD2VjRgw9YW4zb0zW8qd1Mi+8GwKK9",
-	"PTYnfiViimE09Nb65Pj7QfV4474vsPv9h/2XxK7/iaT6j8qNH4ikozrilm+UWPujcptrie+qZoJ5lgXt",
-	"v/uKF3+3HsS5nBai3+13272+uMkiOVmmMl8dklhJDO7/J4bFwmisGSJqtVAmsIajCThiiWvQe6Gx1Ogs",
-	"ugxChYG2VoQdccnKD02M04EIPExS9hrpgXrlcFgIopBqqcVM5eq8HDU80hRadhITOKyfs5J/VJ44/rLb",
-	"Z5ttSLmwK5IM6qSA72AoVshTHQhZIN5pdh/V/tPWKE7PJvxeyrleA4rB2bZdvWdStcUGv187m/WEKmd4",
-	"ZYpsx0qh5TaBvy8rkEoNaoaP9v6vl0ZppxAtLbpS3KJdxbuw5Om26WPqBkG+3MHMtBVOrXD7vyO+UWky",
-	"UXBhuiI7Y6lxP+fokhprWPJ1YBgsdNLU+zBAa1oZu+2Z0y/J9KEtTBnrMkUE4hi3jvkvo01uqw25/N/M",
-	"5ELZJJpCIfbF9VhDsafnrJHiWmn0AfGbVZ6jOTDWbRF+HOMCxExoUjwogzr5uxqj7sHKp1a3SG0LP4RW",
-	"d+6I54wUHjhii0C4GvbO2huo7BPfAD5Aeop7j2RiAHIP2JcIZH4FyYgFoYKeUb56/S2M9vd3Reni+LRx",
-	"a3QcjCHZCS+JZkouqB0Q7MLvrhdFe5i1wQEzbkF7MD0lpPtDcaPyiSySOQAmpTEn6hvOWs4qMNZl485Z",
-	"eEotXrx4ud5UIP3AZtAfowH8aWE2x61Rt3NkZwB9AsYbFvRHUpJuVFQQ4e0DOuKtmxWyTr322FQxZoxn",
-	"W6d0d2R5wwSyHYxN5r+zHH9h3zWNHOY4pBS2pXC2LjJOg8pyi3f/dp8lE6tIrvB9M5lOXyRT9RJWzOnx",
-	"EMOR8LZUlaMylbHdEteqnIf155JVQIvdSQAuDdi+I97BO/FMMCVa1c6dMNYNpkCIRa1GOJPDiRxxUKJv",
-	"kNYC6GfNWGc2ZYGVYD47zH3sC1/xx9zrqYzUx7t75GhXFN/mhB2Uho5eoZS6uBnL4KN4q1ST3RT69qrr",
-	"BImDVlDuekSqX3zfCuwKxdM1wtOYZr1q27pH7WvZNvtby4Y2gZT4ZhGsUwSXtV8y4VV1HPZPXq6YZRV1",
-	"5GSHX9Rrc6POQLXkjRmfjJBLXk6wjREcXU/TpdKRpzzatHgHjDLWdIxRzbmKhZxntriA3mecce/0MuGB",
-	"JRt0tmV5rqjoWabgVf+wEv/9v/430qbNl5GXHSJyRSV0FpsfXg7XjjV5Uclzp0akjkgupabKbFMWk5KL",
-	"oV5wjecysvPnqHGLcmhI+6C8Y8bh5IQoTDGkyCRIKp3ZVnHCBtt95EAG0cHcL3ES+UDn9RbaMCm5MG1h",
-	"OhX0j/XU4tjzsCSFrWiHvC3kkEkTzU91PwmdaXU4IvMFOklQxzZsQJeh/7QQ05Rw7r1hTjSYPnP51wxP",
-	"JlBHCpEqaQrRLxvOHTkI4QkmhCz+viBMAxHSj2Ew1vZP8d//r/+36B8ynGm95dyKc3IZe62GBqPrGRzo",
-	"rn+JLpvUo0cE2GnXndprxrr+ngRUwShdGsAHKkEMApFoOzrwblpsY72xvUtdKFPYpsI7a3NhLboakjQM",
-	"2q7kGFiK6/PTeRjfxMPB3XVWbEVCt6XLvNhhdtDRHAgjV2XBticMCI7pw2o/r08zTPxFowTyowWB6Nky",
-	"6VlyPVOGt+eDUeSbo2Nuzupbw18CD5uzLSD0ntTGQT3oYhYEypMwVR+SSKbt7EblqVyEgWj3vJ+tstOW",
-	"aXKt56ApAxxLk3wOREXefjrE/X40Z5e2d74rj9fXzpOVlsMf+OrtoPQ+al9ERRe43Mq3uYkPeNPyhthy",
-	"9v6hbOgGN01ZA1g7uYyE0yxbFsKhwljiGX546GXWpOAJ94R8UJefIIArkg7Psf2FltXc3BM54uR/9p+P",
-	"vhN6dj3MVN6wS2W7SpqSxC7QvEE6p0TlIpUTlUJ0Nk0sLUmpqK0z2flq6CyDWb2V+RwDaWmtqfTzjmgr",
-	"Yif9+AAWrTL9k6GS3OFv63srhdbo9+kNIFifLQv8dHrcUGTM/qF6xgCBSOCLHjdp0jZmTWl2NVaf4bVr",
-	"Oxma4NrStCGvssxxWN2T6gyqukvwccGh2niZ26raBvozmVOOD5e4t0Zc4E5k8Biab8VyLq8VBHLbCCNN",
-	"mULo31Gxa4+Wc9w2uZKF+ovHiIaPglLz17m6SdQtVd7nc8kV9W9eXrSPjvo9dqNAI1/AVsEfEfxcxePW",
-	"3Xqhum37v5iLUebXRPFq0yB5IlGJ3woK/WCr2s3ltsA2IffgdDRHTGgFNCYsZRmyn8l5I3rwDpKf2urZ",
-	"gMzr6sUFXU9BwXUevUZE8do+xZ407s5lrp97XNgPSJ+lzVmSbfupGqwuizraKAXiobIzqaR2uNwM5lj6",
-	"CN/fhYeBR2BMJQDkyqXnjzUDX2FWqjuKSjhSVI9BmNBIGjFRs0QTBR1cibbHWLvmERnpBrvBPbZ55mog",
-	"qA+oI/iGn7BHAni8JEq5lxuU4jTzJCUMwXtsj08hu0GfXD8DShXSMdltU8X9AosDWiNpli1EefNhtWU7",
-	"6riaq4EqOsBWAt7yyjuiZHy2uTgEfrZi6gET6I68PdLtGnfkQ5KS4cB0hSI2oVJW0ikb6hMqebFbs5Gx",
-	"MNnLo70L9ibRrwiZe4PiMbezTTLzdixVJ1iaQAS6LNPdmmHzSpw8emwVJW+s/atcJsEvACWP5aO9yFuU",
-	"4ifyhWmFhoX1jBEc6ljzHYEjsEmM5SoSB/1ul24IdZYtwsN7dG1/FD0Lo2Q2wil4MLeG3X8eLJubeXee",
-	"UKKoK2YgcACJ2MDwrJAvI5fNvMJcCB7RxKAzFK2VD4s0iZICaQtFyAh3V4g7Oc0gbcDjyeSXF5kHQvuh",
-	"5EjEbPaAlSZTdqjiCcXeWGjLjnjjAdEgyi2GYetImvZZNstirBn08cCmH9NnLHgm8/EQe+QwNz1UT+yj",
-	"thbvIstJL5PGFp6KA2ACpSFrp0jnGB6yE2KscyUJ7+8+u6BEL/PK4o4blsq9IQ5f0aG0tRIGruO6h0BI",
-	"MUt00REvKeYfuDCzzgj7Hmuxx5oIfHoW11UapLPFkJ+rdcgpiwXqHBjKG95kYQKh6nwuPxyUzQycEwzA",
-	"tfhCuuk/Re8w7HBjcI9iYPt38ka+xW5BHh6oyR3S8JLpKhRGwevRn/RKvmKk1EuNvViFlAsz1gQp8cT4",
-	"PcReqZy1Nuwevxqe4fW5M8bdQJJ20G9PkmLEIVTnQzumtE/bt1lmilJSOxIt7CaXbFLYN1eHVbTlbrdE",
-	"W2YwtxDZgkFuheU4hsxPZDISyjS3sFGOh9BCMU0zlvIYD9YHYU+dnZ3Bfblk/V/STKHcL8HlaLAcCPFc",
-	"SV2LBw62ut/KQdloK21ganTyf5OaDsTAzXnlXsGWl1eOfPVp2pQt2EyScFVy7Fr/8X4kCbnLed+2bz1i",
-	"43rf+QFbyQxgCDahgjIFfTkGgT3uJ/bgXx8GjnI25kx+y+zBzoNFGTF8S1iG6ZZGGfd9lo8E50qEIwip",
-	"ET+Ky1uvxPGpwpbvVHFHuIIdiwBujRsyUfEnNJRpQPG0r5mxVMDDKQWiTDTQYHXjJrMJLigqpjJNoUaF",
-	"ZqUkT76HbH/uBvFVVtS0gf5Rg4jXvIp36Yu42sFdTdrdluy0xIb1K6ufUwmhN3ur7ctcv+XXrVdwr3dl",
-	"Rz0TSyUG+WVt1Hp7aYfeSk8ZszpYa1cUhO/Ye0iCsu6/9M4qrkK51+j8xG/ePTq1DW6bXM7npi3+dtN8",
-	"X1Q0+NpcUx7H6h8g6x5Is7yXhPTqh9ZPB8fcy8/aNIA/bVodKCTx5PWKkNZHLNmkqCexsSmAdhm5tZvl",
-	"xIfH9LFMXLp/KsZzZiPeZ9s9ZAY2j2YSN524IHhUtITgO2YR0dBMlMxVfrFsoqK70AI8re/VitIarpe5",
-	"h1VG8FUH4bc//HD1+s3lq6u/XLy+/Mv3z//0Fn1b6EADs+CCeaOYJuFrfCGF9KP3aoV/qJCUTXiVUamy",
-	"GFlkA5DsxjFAbyY+ofRuzopi0bq7w2B0UzGCQ6QjzgWL+Y2kYLxuoDNJpHC+X7x4SWq2wQwO/FMQO5wZ",
-	"6//4DyuN/uM/ILEC2kC5oiUw3WEgFpnL5ao4MFjfNu9Rx0XUTkT0LqqImg70KdPKFmPzpVE2t8U7Ve4D",
-	"k0EyjO9DFFUXIpZu2pAWVP9Zbd1afc6DyIkmifGr8m5UbsRMyRQs00pSuMteou/LtP8nBtyYCzlJ0qTA",
-	"/C4ebxzOpIQorxT/ZUQlWvp4zFgfwIBiiAQ0d6xAXqgIv4H7gUxWFQWlV/BgVh2zMeTMWZjl9cGrwLYZ",
-	"miXPqjQjh7dXtdr9MbXDyBGBmi1feGjr5ZElC3ebIxh3mQ8+g0RFHyhmao5z9JvfCNheShcJwYLCl28V",
-	"QbnavYvZg7RpOG/WoSMAuWJoQaZHcLMQQkTLPBXt78S41bx3/0e55b9//qdxS8AOHD192uufdLqdbqc3",
-	"Ou2ediFjz86BTVyC5sQqctSytL/PhVd5KcWPb15QWhRQj+Ea1jA07BewjgKGyeUNVfcZ5CwoHV3SsDt0",
-	"mN5Q7+UBBFR9YpCxYDEWM+uTh3ajWRYOu72QWG8xwTr86aef2t4UKDtIoaf8sqjESLzlP/EEKtTZ2zpY",
-	"eG2q2tYXEnJ5SUgZTkx+ayesfBonRAM25VPaon9n0/kpwpz8PeSEC61U7F2NKwh553CKSNAMP3zAe48+",
-	"fODhg5aFGBSnVWaJH//zr6hjH1j+4MOOeIs8imOdacggiFUYMAFbYpiaEZ9dErhgHZ3H6hiyLXDuiBfR",
-	"7UA8ayU/LT5l7ihqO+IPLomerG+ZGqIwNRIT1HIFNrNJCuX4jg4DZuIuiWpusxzyEA/CafIBeGP82OQq",
-	"W+JqXEhTKMjdit4fspZW5y6FWI9S4WFtSxnR/qN4/cPbq907RozHdKe4106s3PXkGTFDtaE4ZST8CYSJ",
-	"e+JfHYsnH8etJOaUeEl53XC64TeKU5r9JOlVJS/67gk96zcCig4+jpHCE6+o0yLiM2AC8Ff/W34A/t8Y",
-	"mHnHrdHOHGz4oOhN1SThcSvodDp3MAVvSjLDRFn3jHMO2soOWPB8BSwaC1OIfhUs+hprgpNnp1no+HTD",
-	"c/G3JUlmWYgkJpOIXJHkjbGEo7znbIOS2DiRXSPZPdgIemoxZ9rhuXCAx/3TsS6RVRHQxiZe4dJFfl5W",
-	"HLJlbs49iiVPSM0hYj7GpMfloiOeE/XHrVxRTeVcGTrzmomBHZU1MQQTqnhiTxseA5Lr5Nu242fH5bW8",
-	"Rrk61s+yNHUsJrllIzEOgVwydC7q0OKgrP0PRKfTwY1pyUk8VunEMLdwWGJiQFjFvHf5T/ADYV9MVrDX",
-	"Dae0QrfHeqlJ4MQ+CMa5CBEuMBRGseaKD4BFKg5YhoujbmCna6z73e5hR1ADuIML+bclyTWTXCM4nETC",
-	"8nRFtT+uhXw6ID09U7FUkJBAPViXPA+SIk92CqrfYs+/6rvt/9//x/8J298d/a3Rz51O510w9mBISKas",
-	"fjf7s36TRsnl8eX8z7M/Dd78/VJ3O+8Hv4vP5O8/jFt3/9gugCnSP6Y5/WpX657win1ma61Iw3G6cMm9",
-	"42vApDqQrQCKRfj8Sl6H5+j2totMJFAhcjltv8q0ar+URTQLWcsR5fJb03DCQXcoXmWFeJnFyTTBNDzM",
-	"U4eE5Sxe1VdEgkdE5TXg6juJevHRpKvO5GA6jCHj58nm08oTtjwaoLZrVtrH+iqZK1rdoCIMBoMzkAY/",
-	"Xj0jOeTH7MVB2O/2j9u9XnvQveoej7pHo8FZp9cf/Dk8PB9rmxZAj2PXUfUJPOBJzlEmRcInfOng94lN",
-	"u7QIS97j1qjVg85hFtpCablIWqPWoNPtDFpE1Y7mstWu4O9r1VgOQbOBYchZkirL0xMpY1AJAlNTXyM3",
-	"OBYARzMVYVQLDCelY6UjYPxD8BfQcCfSKJEtCxAoTlUFMY3VjXk0UzgLWW4BHzxxfj7WcNCVWiCJEMkm",
-	"dbbgvAVMKrtWxXfYO0oGQ0GOne53u44AkgCM66rEJorU7D3lG4NCt8u3we9GQ37dU+ONoIRIE7hh6JDB",
-	"JvrH0KYX8eVP//jGHjvwMs8t0hr9/M4WD61ao9YLiF7CS+HgwloiCUkFPzMVTusd3MxDu+eCULo0BD1q",
-	"u8giYaJvPdGmkDqiCyDjZqyLXE6nSURHwlF3IA4oxv1GAfM1AiCGhw6XL5JaZ8zwhYct7oexLl+dYGLo",
-	"hlVQMt8+2kLYxpW73/IoG9WwQuBHwuvmgXq05RG0jrqDTbe4wXn6o0cPvm1JuV5sX1M3vaf+qbFxcXHm",
-	"N4sVW/+/1ASXYss6jThI4oDhUeJkrrRhZAKwzEjZSyo4eIcBPgBcYZbSwNBXtHzY6rFhx4IjolWmBBeg",
-	"dyxWeM5iaF5BDVLEdNFj7U5NCAmXgBZimsprEvgw6svC4rZClzt49Cq40BZk4WEKMHbVw3PDMn/mj3DQ",
-	"coT8BtNUm+a7vOTp5RRegM/HFNGH7xO8w+2H0UdvtVSxehAWf5mkQGvj5hYGmXJiL5GJQhYJDEilohfm",
-	"98WLl3DYgSFbJknZvjrwwCa8jK/5lQFkhWCxkkSIi0LlENMxRRJ1xAsqDSHgClsIAqsQiSGhB1lOEs7Z",
-	"KEK3r3M5JxrZBI60As4yYWYyVzHFLwIXsQa3HGzqcvm2RoPTITi7wQVMNGZc1TojKrpdoIjrowb7rkwf",
-	"K9k8au/tHQ2O+cWoKiRtM4fUONcA+tZxbIxaSEbkntwe8A2wcGhPeBCOANz7Fstxj7oYOvg6i1fMN9br",
-	"Dk+PTo7x6/K6fhfqdtN0TrOJDcMCUq8FXkU7vtbxgHOTPVSnKowW4VTcBa2/qzx7hl6r6iK91G1XyIum",
-	"1doaRRsGpvLfcBV+hhlumD0H2dU4d3ufsRWJuEER8737FdOmduSCLN511OI1d8EnHc+D7nD38fwqK6xV",
-	"BO8bdru77/laxvwquqW3lxbA1im/p3+2+6Y3slAvYInQPUf7tO1SFyrXMkXXLSkcbj9+wyhldQwmT9dw",
-	"x62nbvjxlqcfq7C+d7R4m1Gjn+fSWGAnxqCjsBLZGompwp8euK8d+C24ST205tJhZGk61YdFQqFHVaYD",
-	"Ur6oJuVYG8rYQIvqViaFYfYWTFuYKIwMcWS3DNe4VpG9lRTsJcfCC2TsNg7TAzA+oadx6PGi26jxWOdq",
-	"nt1A6a4XiqpmKts01soYydI6YPp+fstIdEOSO5CeK142xM1yJZa6yJZgPHjJkOi/wm6DTFcxRRVtzid8",
-	"36NK/Ca1iFrvwzTfWzPyoIo/XS+iwageOBeA15m3sSuAK5blRWWgR+LUJRWj/Q/u7DAQp/gBw/lhIAau",
-	"MIMucjUOYeWE4vf3zu7uHBImwjTWGvXKS3+huW16TPcewvhbnApOD9sgjCvrizivr7OiUPoR7Z9/NWH5",
-	"UIvOTTVNTG13+9LV+9q03t3ddwPVQdLf7SWin7Io2mUreoFxcKWjmGRqRW8HgQDFhF4n4A4qQph8cDeJ",
-	"Ab35MLCYUARjC+AbkxXnOyB/mwXxJRnn1Ue53HXx6ocr/JaLzBkIhXMhMExyEM7NNfDzdjGbGF7JSa/4",
-	"w1m7B7nwz20eTxkaxXaYJZi60th8HgNiI5WGkh2+TdJC5dBOC7Qa+GijYZFgSLesFcERQPQveAkRrFJV",
-	"NBxOX5Wo6h3xIqHUBcbykBrjuMagYkruXPhlrEP6nnm7IBbiuKk5vIBt4aADhbHxoITEfRstaZLqEG3l",
-	"cfkUcR5sKm2xq8RBJpb5qWucfAnciFGLlqtHderrvq4gPwuqsVH1BsFUVpszN9cbWsMofPu1BbO8LLDq",
-	"1qa4UolKxXmntV4k3tQouHbvRmGpO7ZnlxeDlmtrj0tR6u5zIQPNP8Lhj9Lk9ZZCOHsxzcK37nIQ1/Zw",
-	"33nvW76S7ry718TD1m46m32aHZ7/qoz8cj5/vvMZJqV2Oj8xdhp+Mef004+KEkTvNp7YsIrcIYzgPV6q",
-	"qwWp9x9Pp98K01oRJZYQR8VC5c6WQi4UlVfuEwekI9sUetCQqa4lA78q6gl4xg7aXS5ctsckVbtQGmqH",
-	"Ui0kxec1N7usvKmcfJBR5B134jpTRiwXYrIihzQ2Bc7nC7wKCEFCATYWYuHr7LZ0L3OSkplBaRsVhOGb",
-	"kcCJYuOT5XzREQf2KHZxNGxc5xASPa1+w4xBfuKYTRijZ5GNiMliKm46bq8Vnrar9bN2MxgtPJhIxO15",
-	"+oDjs8wHJhfaw47TeykE+x4wj3AayM0gPU6YfysjHvuy/HTnTVz36e6zZ8feR4e7E854pyPuPrXwShXz",
-	"7fc7ejaZhG7p/NqOl338eNjzV1nxLVQp/qoOpTcIwat5fj7jKRR83LQokEAtEMhn4qR5IAiVYkBU2rDJ",
-	"Rmh6/SWJwzWNGW6xQghyIkoZxIfZg4WQq5bY9xilXG547Cee2sRzsbGcJhYIGJNNydRy52i+1Gtp+5Jt",
-	"2ucSbE242S8yYFvW5vbacjxYFJTKBm4ol8aGFGTwvfBZzKgOIXaF+4dcFmDKuGjlZB/rA1ky6tAlqkyT",
-	"tnn35rBMii9x7pxL0ZUT5KTJ+voEPI+KRwsVc2swHY8ccJS5DOnNRoQ2376BJ6nkLwq8plggwLGGwEbg",
-	"Ys6WezCeJ/haTPZLpjBEAVf7QakGTCGelZ3/+A9BJdvsJWPuHkYqwzL1QKiUU4zLWnjtyjFAFWEEAutd",
-	"5AnjjvIZLpmyFstWCMdAYRJlUAmFe0XC2F1ImnWFwpiQGoLHA/OUbWMhvdolXFk8B1wWMDrigNJjA4bF",
-	"Br5CFUl0nxNjUQUDhsaH0aEZdQLho2GsLta5rnCsjZDlnI11Cf5ZzlZixMXXP/zhOS00+4LzapFgwpjV",
-	"sC4qMA6EkWD92fVFYiRkyodYx952z8YacyVzZQqogA9tLsPEQTPyWFEBNFSPK4mcEiJcIJbZa+QGzLS7",
-	"lZxP7Keia7CZtDJgbHgEHaalgWELS4gHV/AuikwslkX1YR0B1bglNgfV4rrlHM2WkEdBuYLTXF5bWhBZ",
-	"BOKvWaJ51Yx1OG6Nxxr+1wpxOdY7hD0JBNGeM90tbAMq+FkViuqQ4K+gzJElAF/uC5kL0CSbZrsaUflW",
-	"EuO/6jf0kc8A+g5AAt1GDnNV5Im6kWlIM0KIvyxheB4PmfEMwZCqoA6IrJurOCm86qWFxJ3nJzJX2k04",
-	"t3D97SwrxfCGPsDuCikJhwDu3GKgERtTlY6tIZGmrGu2XCVGwd4iiHZ6UjuHF7M8MGNdO0We2OmozKrw",
-	"J5XX2RtCy4BFVqkGS4yLJBHlE15muR0dRshYH+BRZjNM6TUWV5suM08/2usRnaqcPAT2oFzukPhSS+gq",
-	"7ZdJObBmuAMnjYoviKlurCuwIh3xigSjHWRsueYps0cFjhdZRpS/xgnPiI6M8oeE43fSzEJx8Pa7i3b/",
-	"6NiijP149W37FJe5OSTgda62Qugk80bNZaKR+9LOdWaBUbDsD6Q5Uclp2vq2jp0fcy5CErahh2KOXCzU",
-	"6ymnOx0Q2T3BtsPiMcu5EjpjlvmJWmUudzW71QiywQ7b8JCXgMWZRkHDkJqWyoLXQOmsv88+haVTCi7c",
-	"kw77lhUQNYeCgrJc0cBhi11hoUrmcOCvCwtwyCCktnbOc8zzWxifY76QKKldRjPlL7qFQMLfLiYHKjoq",
-	"Yxqwn+zIAGopPBdVLPuddQxUqhe96h+jlKaN5BE4wjag+uSxLp9ucW5K9G2g6VgWUTbne+rw4E2eAlZi",
-	"PzXEiioFJJHc06S2MLHVUOYbnC6cqwFsJI6xtk9OBr1y6h0oXEk46EeYK+uiEgqlESxLlke3s9Vv0Abp",
-	"QdVyCaT1c+t2toKvyN1BGvnX7X6/e4L1JYsZhqJMQYTuC5nkSD0JBC03KGf6QxHLlRHyOhvhSrxkMn6K",
-	"34ECpuPfoqXmQ1WVQ+EUSCsfUAv0aRpprnnMz0kiFbdZGWRzU+xGwO9hCbwXkIfnnd+Un73ZpPgdDOut",
-	"4hpKhvSFdkW5jKBwzUS5ogJPUmEIKPS3YJZlaMRB29FILB9c//GdhYEYUsz79zT81SVi8W2QYMbTWg9H",
-	"Vt8VkodOYyLGxkGrDk1j1y8NqyZSc4oJquqXOKczlS6wNg8e6vVUGpOYQmqA8ISO/K2pGwQ0kuX2IEPg",
-	"LLwy8NCULW8BLO2ho873G958rLRGx1jubxfwp07hkqWGpRI/e9b/45uWN133yKbGkx4x+e7u7upW+90n",
-	"e+t80bLVCWblI7UIPC1ET3Oh42ewIXbd/8y/unxILq+fEQfprge8kdf2tnsO3+bcjOclzo7T8diisRXn",
-	"RONZOXXJ1jZEURFbFXLBcMuAkiquPFWp1P1Q3SNCCtL36Kz5V/QA0shTOlTFEdjbwz33mpjMr7Lshcwp",
-	"TjjsHe3TUj4DVfxSxYm0ZG/Dfn/fFv+ouYKFfIP/WM/lHq1kX3T+LYIuPYrDk7AW2ASmpV4tskSxVXpC",
-	"+aTcMyXxKdxtPqP/D5LvyRLeBUHKJlmTm2+sLdyBpWRiMmimZcQkxh9ePRdeDiPiJbqCa+0nV7PR6RAz",
-	"pctyFiEQHYVi7eo5ewrKvHYsGShxv/gO4umqI3oFwpJZ1xvikU7bHiPXTFIYe4AisWdJv780BEjM4J0J",
-	"kvNqmTouO7AvnYuQyXj5N+LGwjFU6FytsI4fhJzbGXq4UFrd2nzS2NhC/ZWHtDrWVWy5g5CBnJzJdVVi",
-	"XpF/x8PrIxfsLNHFyOJF7AO4uAaqiLid9wRVJDsL1r+FsIT8nyRWxDLoyswsRLFRhtpw7tlXT6xlz7ot",
-	"F30bjuP+x3/YlMYio0VLjsEKV1G5Ej2Y1to8O/ZzehoVsno1cSVWK2B/Ir8OtQvSgnVWAR4j7zYYz7aR",
-	"PyG4hFWpcZLsByxHR5cmbRsG3c0qSXDkY4/FQbkuagi8Pt/84TnXnftOeSSbrnjlwThkUnX3okacG3wV",
-	"TyEvYZs5Z7iDBFIsyu0LfUS/clh+FwZMlYOJ/+Xcj7Wrm2Kwf1HhlXQVGi4pG149ct5xuzLowf5Gf8K7",
-	"XBygITBZVTjvE2UOA883Tq4b2zx+jA/8G6sPRBuj4vKJNdlWgpmfW2RPRt6wbkskqOp4A/Myi1UaivnS",
-	"FAiE5Fw4VacBbzDbPofE4/AIcQ2WLnv2bKLP3g5he54YLB6ByA0/yq0SZMddEw88DgQxkyJGG1xcCQXQ",
-	"g6wb8AUA4OIiZz8cuX+ItkWvwwBQwzGA4pRDjFTsgVGM3v5N2MQd8XVWzHD55nW8X9riNC8E2YuOk/1g",
-	"iOGtzrlWBgbGOtFTlefOy5DMGaCHbRKLA7QGNExPADJ3Wt8UfasgCdPm9/2YiBppskPnfS2sdLHgSuFl",
-	"rOaLrIBq7fb3ahVC46kqW+QKTh0jp4p9wXKuxhowhNzhBF9RaS7uy5Xx8KHsaBywi9+9qWi/wYvR6ZUv",
-	"VXjok7uC/Egq0Pi3SaQsYC28z7VAijhBV6wuqBFu1Xmdeq9W7VzBcm90XYHSdEUK3KcklO642Bvl79Xq",
-	"U91d1iMAeZlVT8BP1UMKUcThTDoc+dKl4sT4R/gtqoDQR6AZR3XQ+sbANWlcTl9leKyq1urwpOkYMKwo",
-	"wg4EHzTJyYPTSsVwkREVLkdhYGiFmWV5wWHeDSfuenoZLalyArhmzRMJjHQNTXHynBoVVEp5fGcbnLjr",
-	"BYZ2mKrHAgx1NFdt697EX9unrYoD7udup9cP2t3OoBd0O93ToNsZDuFz9yjodvon8GfvLOh2Tgbvgp+7",
-	"ne4ZfNPvB91OD6446uEVcHOPfoJvj0/flW7N+7ziruof5ZwwHNGtnkNQCsHvSYLfsf4IM0sW252DlvgH",
-	"L6Ulkmgc9MnSUCU7uljtWSZzNcuWRgkTSQ0+MMIeIsqgzj6rvEd2JE7KFcPR+sU//JOniPrLxYULDjJd",
-	"+qgDyt7LMmLvOAwEgcDbEwfjEzpucNb6fBAeSwqMLxyYGp34OKCtKnkEETIh2ZLv12sFLRivt4mOFDuq",
-	"V60R8HDVyZ0QOx7H6ht8FCJvMrcTF79aP3cK04CVEIOu83ijkcBtq0CEk9sb5sIU8lpxIMJk6RIFCMyH",
-	"z8HSOx12q/wo/TpJyWZCMY+U5OdfF5HVu7uN++nlquKadTxBfLZWJxxgCiDwYEMOrqXb993lk7kwGWIF",
-	"sYdYFh1x+eRGiWyhtIr9Rwm3S7Gax2vbOUKPqYVMYt6DTHGHQX5c+4DtVWS0TXEANu5Sj/Xi51YepX9B",
-	"J/Rp9+vBH45fnf2+/xPIoDUn9Wn34uSqVd3jg3u4qkvymM/iqNbZy8bQz4Umrd16qZxE0A6znmCYS3Rs",
-	"piOzq6YjXlWtV4tY3vHXu87a9oYKNjiUeTtU7J/fUSjmR6Pyl2VWa6W1bq7I7rx3s33dhgO5TvFxjoBc",
-	"zeGczPfuGzzVdnB3/34iHZbcu/UCyyr1Ymmubu1leZstBWILoP4Uz/3jQONxO4G/iVJTmiDO2WOxz1Cw",
-	"gs5oCdXB+OhBQLfiLDL+vZS/h1uwMmL32kKbgxWv1rs1EkVtdVQ8PfXVMtb0ZWOiIw80ZEFYpBn2lwSC",
-	"h5fKuNG+ZrcJ+h2x23CNq7ObrDz3zrmozthYV6asY71KPJtJNDv3PF6UkeHP31h7E+i5maqRlAZrbFdA",
-	"pbzF3fGJoAf9bu++Yk7O1+uocYKtyq7iZk3d317+gl0TJE+MNzlliQW82XIVe2vcC3x7m4QdbZzG/Ckv",
-	"WOTZNEnVHo+/qLrllliOOk0wpcEWrlLRCF1lLHux89RV3zyTOp5k2fsNW5iCtT1/LzNC/c+YYt3DFGv6",
-	"q8yIoEejwn8X7H09WQYU/96oUl8h2XWpVFfNq1muSm/pzrXwTxnLwcaxHLixGew1ltuu57Esb6C8+da7",
-	"Devau7KSVd9617hO7x5PoLuT3ZPonaqzv4HOIxAuisJEYly4WiGNIfKNUvAWzfwc4Lkv/f2Of+WXJkd/",
-	"UaFtmNRfU2Ab2vvvGNZGDKlqUHhLPc89gtlPiRr2qc2deYTo9m4PK54Hm6Pg1F+Kg1MeZzb1I0UM7s5p",
-	"+2KRqIiUPauzQTKql5NZSXvBQtWEMrkpgFBGJp6YMt0S0pG9MEFSiOusCNZQCO3v5Nw2Y10WvJD2kOXJ",
-	"NUacoTcH4TQlIRaIv0ISL55Qzpd02BEXY01dxofbTlSKGMTXF2+fv7h89RzBHAoFlThlk8rSGQ/9HhnM",
-	"gioakB0sjjcw07/hVF8vchIrIrdDmcz5s6AW3dAdIfpPSXwz9b8Lz0y9WBaQHDR1zcBZDLF+nkcOXE+d",
-	"ng5zr+ZoDdFN0PpMU7dEkcxVSfSXmCyVBaUKUEuxe20ROtr+cOQ9BknucEYqk62FFHP51yxPCjQt4NFC",
-	"pEqaQvTL7nF3q/1JeJXoTEykUYgbhxfCI/hlHWwS6IZ+s5JqljE2o+C39ugZGM9TGFoSOCz2iRveWX1h",
-	"oqMMimNNcqPCUTVCEDDIFZ2fq/I58ASIksMbeXywwxZFpHFRkQFkv0V3EreYt+shtWipC2UK7L3OagPr",
-	"DymXeZNckDnElRZF6YmtFJbDQBD4kQOnhWBeiVNUyyhYAxBLSpLacwEdD6nfYaUsjvDRKds/43IBIcWr",
-	"H194SH8U5EKQFr/MakNetpe6/U/Lz7bzXrfbquuqLKCykxTQ4FxDTjuVM7Hco7HztXj+ZtT6kzIjcavY",
-	"O2wd/dafnE2tu3lFVToFfA8J1hDBoqRqKDFKpiv2UmJRpHJexzftweDM909SIjdVmFKrySfEm4Q9vXd3",
-	"3jeVgB1XEViJ1u55zn5PfNDOiEeiR7ngOFhi0G0cg+epioo800lkSnBmGA7lBqQ33DUgNq+cQ4ZAV65y",
-	"scgMYiVR2K3XXikJjoY8l7pYWXYl3JKUxi4QKXIkzAyi9Jfo9MVHw+9rw/jb6jA2Z9a7cXSQnvsZG3Yb",
-	"3MMJ23uUhY7w1bWlbsVSJfkaowDxRdEatQhDvt/uH191T0f9s9FRr9Ptnf55xzpjBE85Iaf2m6+7vz/6",
-	"7vRZ/9XxH1ob1yAGWumHhzVv0Bt1TzrDYf/P956/tQb3r05+Gv7x7PvBy9YD5naTGVmvbElKheJfFWOA",
-	"mDp/DQaYnbx/qhH2GNYUnlG8wjBdQVgTiBagZ16xNvwww8revBEiT6bvmd8GTYdMO9OhQpTOBahVwrd1",
-	"9nbt0MqZH8rL8WmigBtrl3nGOcWloeGqAvCJrgquTL6C7AsKap+XP+ussJFu3Lm00qrE6FhFVaxCIMgj",
-	"X9z1UpkyDdTlnBGamc8uzwbCiCpPvXQy1y7OlFvDJQhK9FcG2APzhoILFgsB7Sfr9y2z186p+saGQXc+",
-	"nwtX6y+YrHzL0ObTYakSjxj3BQ1R+rkjLtLUGkGEAJhlcOlyITxgQ2gpplfaHHCIaIzWSeqSuJqH5qEW",
-	"0HIDikmr7x76nrsnxqZb2iRsJDeDo4JKPOEi/AtsC07H9pOtA6ctmaDMi8C/3ysNrCEYBYRxTmImlpCV",
-	"FM+VXcmZVgydULbOMaSXYSO8wku1RsihEZpQYYBA/9ewXICn3/bYGw/eITgg/DeNSEn3iOlKsOgBB0qz",
-	"cwDtUNoLXHw8IkvWzjGebqmKr2FM6Bm4kCcr79NYHxilRAh4rEv9zL7fqzAtl4y/CxItpss09Svhy/wU",
-	"V+1/8eobkSt2oLjCUxNwPhb5vY0djR9Ql0f20ZD0esTY4HTLmnRxfplEF1m5oQJqNFWJJ4WpeGREtXbY",
-	"uqq3VBDX4JvrG6jENThwoGDuK2yYhNBdlqq2wzazzSmyLPDaCRObxB6lIM1wWQ4NbCnmkFFHqVEA/EmG",
-	"roPycHNvnow1TT5LYp25X2uNJ1QXEqMmS29c8pBDG3N5xDq7pToIGmubXGQrQNA6PSwrFcZ6IyRCpTQe",
-	"G8irWCRly0RSjLWs+cOYThINs3CRK6N0geINd0gCKzDkDJIYoBpChj9jGCBrn5PETCDwRjUOIbmOqEUc",
-	"Wa2V93MVrCwJVRmabdNeBdmls7a73PF+iErBOCZ30yZ4y/XpuAtssbq3DXhjENaEV8CJmZGazgTib13x",
-	"KnGkIyLR03SJW9SViMPuH+swTUxxaX8tkViYnBNmr7QTYYORrYdtYDw+y8iXZCCKF3n2gZEhibtlaZTh",
-	"ddbg24Pb58pPkawoSWuuPvbRwujWStEPgXBMiZCH0dJCKZEvU8VD/I1aFLOy1iCGj6F4RbgtoscixKeo",
-	"9RlqwVNDk8DQi5hjzPoXQx3xvSFmlb4SqbpRKYgi8I92xvrZKkot0vDcms9YaJBpU+RLr1YKnw8GOy68",
-	"ibJABSp2GIBqrYnWN+iyZYyYqCmhxXAxTNleaAVlrauYvJ8kWwq1IORCkGIMoAOUg8jvofJKmM3CFd7K",
-	"9L1QSFhWOED2gsvLC2WK87G24z0BK4STw5O/OwlGqxf5qSszYAnfNrjRKm7m3Y63A505dWFNMJJa5X3t",
-	"MygfeqUwF24Gqmj40vcDBhVxkU2rOp7vuiaZZjcwn5IsW424xno9UiaaHHueM/1RkZC/y27FHFy1vIqz",
-	"KS+pIrOraCR6VGhgOZbsD8aWJkDvKPmlT9S1ts+mum5tIANOL4cuC7NhMpFpRzIpjmgEHIJbvxk+Epda",
-	"BVvYMbH0kIckmS/nrdFR0Jonmv7uOfJ1JuID3LZPR3i0q2E3zKO98nlZtIH4i3mmr9+g+23nM34qr608",
-	"ZX8YxspdzWCM5SX/Nu6SX4vv4TntPiGrJn6jryH4R4Vh2anhdJB2CSu00WsBsqeGwwRnIWqTICysfhRY",
-	"DDIzkwt7lIw1v8Gj8WcTyf7whGCAAqfAzpU0yxwtFGtgsUPYVHTQq+8u33oENJacDo8Wj+UtcE4CJZZ6",
-	"rtzT4CYi57DK56GNIDJLQBv85qlchCPbsdydkb65+8RQfbOOMPSFrE7iIJJGtadZGrMxAHcy6TL2w/Iu",
-	"Uw5USa4Mj8hyMc9ydciBZ5DWWRQtS9C4REXqiWGgqq4oMqj9/TZXCmmuK8RVgZDpLQUVeEwoIGfrH6ky",
-	"EkaD+xllJtFKmGSepNLGRetvpRhhvDYWga36jMuYXYXUiaU/3F+yzLV73IVXSiHVqvvtvIGdLgTyq9B/",
-	"gr9ufHItyivOSCOpLmJWnP0lTK+qa+yOQpxUElcSab8Xma4EzB2ttUMslE2qObhs2HDESc4V+eCMH19y",
-	"oIJaoQc2T1IqhcWURPKZlU66qsLepJkT1B0FomuBc0d3OKoEuAiUE2sS9yUTLjIuRwC2cyweAe5goqu1",
-	"qiACWVLwbBOlRIMt9M/mUdSZzfipx0w9OeQtIrc84wS955XAjS97G8G795E3VtiQELHiZZf4qCbU1ARI",
-	"VXpQ4SsJEHfWgZXesKJJs7fTZg1PcuwhpS4LWgqRsX5Yk7WwFOzWs7EoX2DDvesK8rM1kTVRxa1STd3d",
-	"W2y5OnYWWU3y6v7j0CTQeAz2EWfVYXQch61yQNflenVMOSJZG1TvSZTQW4KN717tnrwWB5WeEffPEjCA",
-	"v6z9L2v/Mdf+/iu+cSRrC35vu6x+LG1kabmaNXj7EgKkKLVhSrT4wm75y2C3hLkUxYaJ2xYnLuumN5hR",
-	"V37kbr7GtxjQOuA6hhgxpz8Uz5iLC+kslVE22scRM474IRUQImGac0x2ddqZNCWf14EXEJBzZUm/Dqnu",
-	"TnLqXaMm9rKsz7if+vWLZnWiZPgKrVMq73XvC3v5/tKDb9yD2Gl9jXxhdfrMrE5eHZLd6O6rd3ebcti/",
-	"gRnCPGSeMutPrgXqKV5TzifCTc0UFnODGQVJ/x9UzJl35UGdm4KQgWQqbhNtRhXr84kRb7+7eP2c8naz",
-	"CZz2tlScKAYho2G2muRgSpJ1jUhBVH4cluItDGxzMMCxzCF3OF3ZcKeXd15CG1396fVzZF1aMIA8UuGh",
-	"DjjWttGlyQw/0l/g36UaO7rbvsVe9cQIzJ81BGpNP7x5/vsfL988f/n81dVbL+pW4SEWB2R6LRxpBvUd",
-	"C0C5f4cUZaTWUSih3xcFGPFgmy7ybJKqObTbIt5gWxxjAoTmBeqy7DnP8vcGMv6TDxyto+m3R/xBaJRi",
-	"79IPGkLGEUEquIh6dVVQUqtVx2wsyHohrEbGdW+JDjCIZxCQv4evlyJ8kZGQDAXJAHw5Bdt+G+erN0v9",
-	"FYL8lHhBODgIVuEniPvTnhCc3DRXShwMu2c2lt+mwwfGZbIs/AoG7l6Wi1yhShmPwBtCCdVep9cg24rq",
-	"VpF4ppVY2gB+pxzG3YHX/wDLBEwh5wv0uOns9hAhCTktm4m2LGySnWspciVTQcmU9CJHh7FCyHWF0F2I",
-	"cpIYW0xCYHSwmE3T4UmPe2kJtLbSdf0BWicLxdn9+VymxDmQrs6poy6Rx4+6cLZmU+AFZ7k58sI2IEdZ",
-	"JlmWKqltlOXh+eS5Qq7K3WDOdjUfjsBNhFn+CTvXHJGpW/K+4ZjEJVmZ+33UIm6SluuRxbdEKU8CoG7D",
-	"0i28XfgHkZHFam8Xjvus2gDIum6vtcLx5fMLg7qZyz+7xhpk3+91QUGayXT6IpkqwEQ5PR52uwjtzHcg",
-	"0woaP/ptlOWqNep2+ujOb+pvBZy4YrbXimfhoHpz8V/taSpvsmWumhBqIn4SrTO8Mm+N4B0tThKuFtHG",
-	"hH5FlzeMDWDttQL6Z3RU9sDacNgD+tVv/Fv+2Z6xLgI/WXmW7zo4Eybeg7vYtpbqbLc2zabHwCgf2cYM",
-	"oFlFCtPTPzrrd3mCmlrP81tp//PqikKYK3u4IOp7v+uy2fxeNOVMRzSFfjrijconskjmHdvNzYuztvr6",
-	"3cZVdE+F9jMiqJSjuR2oeybJTll9k8tpcW+V3N61ppN/k68oWQDsroPq4Un4bbXTGyUcKXuMfjfWtav8",
-	"42yiXIX0DR8BMcW5bFIfS204ee2Rf15BC7H3mwwey5Aa7kwMROhqBEJEhgyXi5g/PyqU9/0rM+xG38m6",
-	"aF46WJN7L4h7r4VN3hxbpS4dxkhlmpsVuprVZvWyXWPrrvvV1KDvYek9y/Q0TaLil134UCl4eK4LOFh+",
-	"TbYsGaTOHm22Zmt+q6cfbSbuHR07qSpUk60L35ua1OuIr1fOUexjOyQ2q8gUcuWS7kmZPZAVF4fNo6yB",
-	"mCaxMMpCjeMFh5C/9tvFMr9WbMGoXBp3iRG3CgqgE10+xEM/b9LSqbP7aekXqcnohcJPSvZo6Z00TmyK",
-	"cAUXcz/dHbv3ANW9ctION81fjPhaILX+VdOGfpUpQzQ5O/ZtsJnMe81jWCaNj8psBatN+P6DRbo0lGxe",
-	"WtLoxnCmtHfQcemqihOrqRhE+pXRe6AE56g+oj29/vEKHM+UTo/skOz9cc893MBw/bIknf4k7fFXqWBs",
-	"VB6+7M9/Osnyrt15vwAJW09MFLJsREjBKor6kcuFjOh4Q+Riyxus2qUVUbJJQtjIOrfQEcMe4jWfJwaW",
-	"GIf+sCMuC1MaEmNdsugLR6Jf2hLEn39eMTfg4CeugR8WRTKnsHqU6WiZ50pHqxGlE0Hn3Huw6D9XMi45",
-	"+LmWZKynMkk5TwsdkHxPO2LNMhTJVJhsrqB9WBTGt8ae43qsE22D5B1ha/3L9zujHMEFc/S6c1I7g6rL",
-	"uCS5DK1EdGIQ7TszAsBzZgcgglTUfsCDTNV5ONYc16Ou+iP3tDK0MlfsKbfVmCRPoXCIlS2ZQrtc4ZyF",
-	"zjh3dCXuCLjOblSujSNcxJIPnd2KZv2IR9ATyQ/1EOaKnA5VqIWY3fuWYPh6KfO4rKHkaaFR53qET3SR",
-	"7HaLDJvcIkGL28Iw0jmIsKs8WdQdbUB9iiulXBK4XDAbBs/HJhcba3brBf299qB71T0edY9Gg7NOrz+A",
-	"gv4HdNt575wI831FpfOOG7J7lAbNo+TW7fYe+IN5zwOUpeKje5x+3dMx3Hc6+u1u76p7Nur1R91BZ3h0",
-	"XJmO/uO7S6wQXveXkGDa7jP511R7vjhMfjmKHa7OB3tMnjq80ftD6lU1wMYEg0sdqw/KlKimXNa8Fs9Z",
-	"d6kwxwv97mhdNsV9oOJvRTRVZZwFVEHjUxJV8a1GFQFHVqXAdD2Zl/RUAeksPi8Vm5/oVp+pnKGLSlhX",
-	"Sppo3yaxGpEjZaz9V9VwoKkHjvnO0lsBrzyETIHZHHL07ZAhPRmU2cOrzCJNCpFpAfNyncvFbKyxNFJC",
-	"28XBJIVilzTRyhzS2DOFfjZ11XD/z17Q7Xa9Mo5zyOhwD7RATUiRYLHF6L02WxOzWW3CZKJNElOdaEdg",
-	"LxDNEAYupCL5OItqZfPaUW5TSaiF8+iKRLuOjzXllxyElGVg2ossTaLVb7oQKKh91wsD0el0Di0HIXZ7",
-	"rG1RAAYnvAGNs+jHPIHnQBIT/AtSGUuuUbudq0LGspBQk5OYhqxTl1dSZpvCjVTfvVxAPyxdvkM6KMv3",
-	"Ix4mR6vUtoDAMP2X/Le/byybU1Jqz3gLpcCw4ZUUI3x8lsZ23lEbRyQGMHliZ6bAYZZp3C6EdYtewExX",
-	"XJAE6FU2AltgZlhQlSp5o4zQGXhJZarsCydqlui4I77xRAA+l3VxbBE3nX8a6yrpI25LgQsKxgc2G6Ii",
-	"sFOHOQQ5qYaSA01nLj+Amv/1qlAmFAfD3oArtJMC/LBou6Vw0DjKuURbmEfbtsbMCGyr680nGRUu/lxF",
-	"z7rNhP3Fx4MmTMWSurLcogb3qFA6W17PKInr1u70ir1RCvuf8dOPeQJB5qJYmNFT6x/qRNn8qW3AU95X",
-	"nUU8ZdUGc5gd90pSqLmxCmB1EyJiNe0beHuaRRLJM5DsJVc3CSltJ+h7uKY6XJBscHDAUzkPHklEBNOf",
-	"lPBzXqJRMx4fDoQUmPPjc4LQt0vcBEj4QrCNBPM9s2+yfobFLCsyWwBvZsnCBb+h52ghnYtbRQwhm0hF",
-	"uJEwgz47UIcKpveaB/vqtYlglYIz2e1ldkbs56eR1DKWLTfCbwsJp0Ts9SkDRhYZSwILEUfwzUmlweYc",
-	"CtFy+ETX9Dv3w+e2++Zrqmv6HDYQrXrAPmepwqRE9HW/eaXeBeUlvQ1Dh1kr+2bax+rDdhzyUiW6VaUE",
-	"HImFyt1vgZjZ8nmWpkkB+WORnKtzkaGsStcvwgdaePOx/newSH6xBoY7KP7tAMFxD6xr/uyj2GansEL8",
-	"9KPFNrvbWJtwYZGlSoexRSimxEzYUj4U/xOnbqNav4t2voFr3mNSJhQZuJSrt6vIc6SRgCvaAtlkuoDv",
-	"8GZiiYUnjrg0gshlv4MKYbBnaqBoDneJE06H3aFIk/eKNSY4Kh3zBzrXN8Sn3thEuU+MTxHm2YWOIZq0",
-	"O+TkX81N2P/YoBu2C1R2xfAwdf6laf5/zUGoKhRcE839fUNRb1hMlDAR+VJvr2cqd9VSm4DsYPJ6pisH",
-	"rpPkpghEtiDVCn7QAGFUICFwNuUK0Rqot4NX7IjXqLBStIVKlphx2BY24fa1mRZpqjbmeaSJAYA90/oU",
-	"vI1vk7RgOr3HZKL9x1ZKwZ9lfVlr1FKr383+rN+kUXJ5fKl/15sk3duXPy6e/3h1ffv7q/jHS93tRP0/",
-	"fJj3fg/aL60MZC2cLyhTiHJZqviorZGlBWoPT/s98JLn2WKh4uc3ZD91g5bScaNzvXc06g47Z10CL4br",
-	"n4GJiiqpJcewb8U19kYVCKaFz8ZjE58/lx/s244wY9ctLWZGbJ9EA9VqYBY8e9b/4xuiscyLjW3sd4a9",
-	"E2hjkS91JItK54hAaHgXfNaR6o+Gvc7RoFsfqWHvwUPV695vrCwL45ax6kOw5Pi4t32sBvewD94s9T6F",
-	"dLBYv5TOfebSuZzkqjuFlnpbydwPC6VNHZMt08yNAg/DupCMsPEL8AlkUwY4hXaxpmaW+Q3ylcCTcOkR",
-	"hC5VjqFPzJ475w7nkcF2x7osc0dmdSKhWS46AlpH3BjOQWi9g1TohFwP3TMC7rXFTz6crFwgt4rbUJAi",
-	"sCCF9ZvLt1eXr55dcU9EzntxRCgxiP3aLhFKpdbZUrPP5QCr5ixCbYeuIlBNYK6AsZtmWQG7tuisXXXI",
-	"JPwLsuCgE0msdAHV9wHklquUsPDoLziG/SRKoHdH1zECKsJYEfznDC4mkJtcLZRkhyaRZOhMmDTj0kdy",
-	"N+JsJsbNrixEryv+7/+LsiMiuTgXE7XKdCwUwejghdiOLI2VKezIXWdcHOmSRJaIDRxWRKclG2yWe0jf",
-	"KEyGbDz+fPn0H1IsMpMU4D/DAKWykIsH3UBodS3hpwAngWgfD8VcSe1SdiDdLhC9LgQIzmmZM8olCFmI",
-	"GiRGRKmcL8DvXGTlD1CnOM3JhQvVaXIBl+Y8cnF2yzzrtudeBzi8irdooaZTi/PzH/9RsrvDKn21nKs8",
-	"icBDCK4/cqdLLULHZ87ry302IS2GqZBuMcFeK202I8KPcTJHOox8fhdCXiACATEg0XPvUdDQfGlxQd/C",
-	"Lsb8QNxB7jzxOkRFtR4oNM4tWKEchpirQnZuZZo+S7Po/UvA9K4CVNrQEdibtwzli1IFfT68fALGsYUL",
-	"oYFEOcLN0BbhvEnPzBZKU+Xdw53avGxqJVweajtfAHi4niCDQkXDtZqez/ruzp6vHxvg8cHDOqTptESN",
-	"vnZSTVXZrrV8urZlVaa7+6gBn4c7hK60aptNB7m/3uapZF1fI+Mnfl7tdatauv8Ib2TwWGLNEyz55tyO",
-	"fKnP/WpkKgZPii9lMZ4Wt9TPUYn4J3ph92jmVZa9lHqFJvQ/S9n8gYmKfDjgdb3Tc2A8/Yhb426rI8M9",
-	"Sih9o9JswSB4FludvAtWVaPjImB1BDSn3LCKU73EBooJfZH8HEVyvcyWRpjldJp88GEylZyP/ONIVE8j",
-	"d9LBk+CYS0iBob021sQ1sFnRQTWophohwroNfMDxpwsbpEsKxH+GjY3D4CKGElU2CJTAKX3ucVWOHQH3",
-	"kmAmxQ+sfQusuvUPKudkhVOUhmlC+Dbv1cplQRBViEHGOF8X2DxKEDkP2VIOBWsddiptQ4WV6pucu3x4",
-	"f5pn150cu5y6fOEbt57v5dJ199wF21b2v6wrd6l/1X7c7YLs3k5cVAPu3jUIwKdsEG4XhChE+EomLhmV",
-	"BJ0lZ0ngETwiR6XHVkTpQXFAwsLxCdCzywUJER0rvJxNCy0OLYtHDbAVs4Ac+QDilGSaypZIEwcD4jU2",
-	"CfO9bPHdFpMaIF2azGmxrzUN+fzOnJbid29/eCUYhAe/cMwgmVbe8FFlBfkpxtrySvCjCCBsonJjDRU0",
-	"wElzstw2QCekUmgAVBkAZ3aU5SokwEMc8zBXRZ6oG5kiZgRcAzlG3iXgwJD6/Wu0bgEelmkXuCZBlFBj",
-	"XutEmf3lISvnyfWsQFSfjri0XoXKULuUJeg/IwRhv/i5gah5IA4tLUJsiVzgbkZtpBAAORzAvULpS9gS",
-	"1a6+1n+CSwx86aYC18pFzdMyUZALZCyrFjY5KUw5QzDshcp9pZYt0qSwJqh3wYFN4WFyGcuFZYpsQe6r",
-	"SqNpAieK0tWol3YtgP8EquZelSg7zKhFd0GVDTjUcvpI8U86K0eWNNgfHiKmwQWWUUdh2K8l3IfDRl92",
-	"O+IZRXxzBVRgpnA0WoxYVcxUkrOKQsueAsj0MpuV9x3xgcGgg8AhEcPHPaSE4jJxVC6lYpZmBkK8uBrr",
-	"akxi2KPS9d1EkW2uYMzIDsoZOmzxJjTAGJi4qBozyGXDlLLIJSEnUseZZpiFVBYq5zfMJSBu2pcw3PQG",
-	"tYLJnR6hrtGadbXSEy1cQ4UjYObhslmMMDi9ftctCuoGonoOaPIzXS1QgQvw+HFLujUaBi0S/xwIwqZD",
-	"2B2TfmT/6HgUT7oq7k5708Hk9Kg/6B13p8dH074aDHvx8PT05OjkbNCPh8N+fNyNjuJ4oE7jkzM1ORue",
-	"TYbxJMJhwh2OZqtJswIejskEraBFghCTCR1ji3HfV4xzlObtm2HLP4Lf0o/sdPYfIm6GcIi+C9bt/5p9",
-	"3+t3G4zvr0++7z3HA7+4zZ7R6O3QArkx3hq5lwekvOku2PNc/6IR/gI1wqJko2PtENQeW70Ih1bgGOQ4",
-	"A+UzqozqxhY17NAY63Yvp32SVUtpeSyiQ6RMggxwlkScIGDz6G2Mn3N0GQgVWX58HFQUzmM9z3JVtbUp",
-	"TlNGVdbwUOn9HXGViUVGVD+llQvKB3it6JEB3e3KQakfSEktb/k8+y+5QA3iJ88ktRn9/K41LEceK0w5",
-	"WjfyMW6Jxq6xxE21G/E1rAJdy0VomdKwzJ6LRfC5cGgCLmGezRGWPyyykMH9THKjDkdQo5ArswQ1LEts",
-	"Mjqc2+omIWq/ktjTWuXmPTIFj7VJUsz14KH4Fhms8LBOblRJ7nWBdasjzNKiJdWmhRFWmPjhkBVv0T3Q",
-	"fgsdJBlrFxG2jEiySot+qQuIJqETBm17Y8n5dGy5zmi0EkPFmHCWj7UQQiTxSFDhhL9M8RtFV+Cd9iLQ",
-	"bf0fQZtzvwE4JUc/ntPkkMMHuaWzKdoF9mYoI85VlGntoDpDQJJt453ty28cZAJlBy9yFSmqdchuFEb6",
-	"cFkd8swZVr4tF5nkhUoglw1zO9be5OKgcByNiDew/bD9MNiI64vLiKjLH8ctNB5ao//+X/+fYNwqMvrz",
-	"LmToQqx77ohn2Rx1WRgDsFtGCHoGGN03KjwkqwffTt613pEwMCqxWdfI/rZMVNFxssE6j8Ya1KSVY0dT",
-	"cr4l74eP7PvKRxQ9j5rCA5NNnrn4MRCPr2Wt/jj8LS6Fr4bdcGRF0pBA23tnFX+ZR0knojQhFp25QmHp",
-	"K4D2HAANkGITqPewNYSNzK+xMflc4pi/eXnRPjrq9+BcZEybIpfR+79APjgsi1ZZqlpkWdqhXMZ3ge0O",
-	"LDFKYSmy1qjXO0NFY8HgzOudbfdgf/WPcYl81WcqG1rYUMdhJTqeGEUGLkC1vYtdKryAH71gYmvUOzk7",
-	"7vbOBt3+sHdyVxmFRi14MOlNQb3tqxN5NjmNhvGx6k27sj8ZRMP4SB1PT7qnvbO+HEyG0VF8rE6mp92z",
-	"nvvdFiEwb6pj1iXu9gEqyZy6N2rlETG2//7s2fDlyZ+/7/90etWqq87l0NfdGrh87RTv7v9gUO2/QzCE",
-	"LC3UVsDyWRTtYdaeJzrx3pym805u1UGA8ren/P3Kwe2+djDca4dMJaDXYpF+LRdjXRdnw56VZrDcQFDD",
-	"EdHrdzm2PBJupXo306lBO2KMvRu3RuNyUY9bwdiO0bg1+jjG/UDXVHYEXgj7iK7CnYSX2b00BmUbmuVL",
-	"0rKZPddMGlsSKo0t7fktrVy91lhe0njln7JlXikCgqYbUWTzLM+z2w40ENpTA66qpppvPuHLqPwT4/ar",
-	"PeGt8x5Tuebywwulr4tZa3TW7Z70zs76R8OTYffsrKQONEW+wS/uJ4fZ12Q5A+Rv0VYOmd73RtnD5osF",
-	"9YuyoEAIiGKWYwFflrO2KGRlST2exbQpu+1isSD+VTGBAi1/mSXay6HyDI9zIfkmcnNiOE+QhpQniARt",
-	"ealJBacoWqJNITFJBTVFMJioYlaOdf/DBy8NiVrix+Y83fhase8UhDCv7bFmJfLKV9GdB9JjvsVHj8r6",
-	"KeorKuWUBAYu9qVGRnN3UUULMZmYytyS+1mKXGfuMFIzmURsa7yg+lRw3bLhSPXX/PKFyqldAaqx4KQr",
-	"EOhorMP/x88X7T/L9t/f8b/d9tlfOqP2u4/doNc/ufsfUOfa7ZLj9DYx6rCEIYLkBnJ6J3pLjewhUefe",
-	"kJ2aGSVClqkhmjlYMcu14MdD8X3ytbURYIhf/XBlEZjwxfCZR2pEiUwQJF0UwvkAiQ6cXyEmioiciTAY",
-	"uNayNLblljiIGLCBW/CVIOgsX3jJ/ipTkaKIxTa8/e6i3T86LlO8kPfNNSAMqkl4IqylnTgPPTvgaYtw",
-	"vWQZQbb6PkI7gTfN/hA26fW0ZZxa//Bkq2KZa0w8q+P4cJWF82HbeAA7YgpiYREvXrwUddxsT5/899Qi",
-	"/2G64z20xec3XtVsUFkXH9o6Xsv/an309KR6L9d1JRgfvJRGCC9ISIfbMOzj1l0wxqGiJ3iDNa6vkbux",
-	"/rimtuEgrLcExw8v80YQL7PDPEZI873ePRjAu7codVc2RGk9cQacaGD3t2OVklKAsmaETpGQ01IWS2Cd",
-	"52gpSGy4wz8jZUW0w6+mI74uwTjYh0DuKJK5oEl4hCMpAuEaEVLLfk7egf8LotWgV+prZELx4D0YMIOk",
-	"zTTL5xIW/ATBTKp65/FJr3t6ejxs1DcfGwOdxf+aeMK8HPgFhgoSBEtuPKtxQKCHFWt2uNqHVdI6MTuR",
-	"Ugzdy9DGr+QTXXrG/1piIUKiwcFUbaaNU25+bd9754Y3Nr2ve4+NT+fN9tJHUpEwZolXq/jfRb/fM0fx",
-	"W5u5+ovOUvwlGCK03Kw4RBUnX+p1y6Mp5kIqz/2BpHZZJS9l/n49FQ5T69aiKBZo8qCscnGa2GFAJjAZ",
-	"Vyo3SPaLz1XGZSmwSc9a4VgrXUHztFH90iAhyYvaf6Y7wgvUQ3ADA/+Ohwg6kEstMKHDCIWMU/lSHWLU",
-	"XhovBn6AYVvAqsFkFulS//AhaPhgrQNnDKJySuucK4BsRKmiolYxyr22cln5WFeIjChSwcDIDP+TK0hx",
-	"SowwcurzYqLZgQxJS8VlC/tpw/Tjp9YduJGroenYaglpRLQshJlleQF4Y0UyV9kS4nciyqWZ2fnHmPph",
-	"VdhXIumw9suvmt6VKxnNOGtB6bj5WXi+3stdSLP7ec7pDaO3PSvDpmHoTLgU1wA+8aLcMojN6Qh+wQEd",
-	"6XtXgfb6TUUHG/IbNukAzdN6Udl6m2fzSxHxhmqNu0es17CdX6/ZyJf6i9rzRe15kNpDI7VD2fE50bbk",
-	"lTiwakejiPSUcuFyRkYOMHqyjK9VETCLW/J3FQjA/Q/G4M/MZVQEAhnUAuaCtM5PzDLm3AnOtHCvjTNl",
-	"XLImg2GSK5G0I5EUAd2WFILPEQPHIJBBYiUJnQuU04Hxf/0W96ctZWZ+S+v2RO3m6rvLtz6ZZSQpLyXB",
-	"TGVHaR168DlLPVeuBS7RNuR0RGadJNQKuimEboTiABUiy8gpKXmXO2eIxbJ8ITGtjHX1psQ0tBWSiDuY",
-	"awko2NUZ/y284ysLTUwB29o7CG9OOwq+sSbyxYoj2qYgg+oGPNjhOcHI2zwfGIDLaftVplX7JZh1IdbV",
-	"gqIKZeVxgmUhg+6QUw0smdYM1BtS0zYlErz16aC3UsUAeLPHHs2D7BHF+ANe4YXxwZub2GHgxtb9MJpJ",
-	"lqyTx4c46CORrTW2cXKFzm47IkTlg++yUC6Y+K91BnVDWMrDmJOcxzXWfg83M9+45VDp4Brbze4si8sp",
-	"TP9Lcva9ewSgJhZDuzM5WYQ8c3fsf3LvwynvCcR1IvmAAzNT3PDrdT9fmOX/2czyjiWqgVa+XGQNx+XT",
-	"jyB3Nxcy/qC9tcGH22TFhMyRNKptlCYcg5EI4YAEpOCswL/fhxi0gkJ9rGun24gbGcUkRrHgSxNydYpI",
-	"EQsDT011ozQUCMAJPUmxQOA9pRUR6INr14bU+Lcl1et2+q3ygIa20FEjQlIEwqoQdeD4KGYWspiVUgZu",
-	"btXtP3+T+p7eIRKv2o8NGQb/cGHkFJ090sr5SjvCl3qa3YPk6Ce8rHrzvaUZ37ZdmtGK/SKuHmbb2KH+",
-	"Z+Rt1EjMYIYnihFi3LZuFHFwp4qWSN0Lm32iZK7yiyXss5+x/oISHZpEwVVZTEzKigPDl3PyJpJ+TnDq",
-	"hRGzjLFiwMTiUqjwaZxF5mnISdeYgTFuXYFnDpFCxi2HYm1jv+6dsqC/Ywpqt4LWMgd/wNPWupp1IRC3",
-	"2d5MZYuOMlHGca6MCRhrmTMx8Q3M2A8OJJOly0KJH9+86Lh3zYpiMXr6tNc/6XQ73U5vdNo97aKE4fGu",
-	"N+RFcqO0MgTNmSP8sXtzlkczhVOW5XQB5RPIVOpI5QZZA4vsvdLYLIqPsEB1MeH6C39yWu+6NjkqD4/1",
-	"Y9HzHTOoqgkg0k4/EIckwaJzoQDUT7TnmUEAUx2LyJ5G55AOY6pc7ohAtEzSwtWnGgV5ojSR3Klyra73",
-	"62Wdqs1AvrUDsL/60+vn4oDsQ0vCR0bV26s3F1fP/+tP4mCW3ToKJgJuYfKCQ1Fk12QQxipKYkWGpiSo",
-	"FiSlMmw2ysIh4luMcb8HDha2aUlWUBcTWmVYJxXBaa9FEgcUSl0gf9bC4ahS6YGP0QhbC0tHnZscm4oO",
-	"eg9BwTLCUA+g9ZSHQpYQTqs93ZVanKOGIbIcF6rPrmv5RYtMGAUrhHFreZj4NZh9dA5L20YoKj0uLJGn",
-	"3b521r2LmgaOyuplLAxSU8iikljDs8S+gUq3HUVFlkO3+RIYI00Fw5pFDOHklvESx3VgC7EBJ0vHyPIG",
-	"fYKGIOWojOdJUaiYkP4L9nPwEnPrEBP9ceUhFC7KGa/Q2kAo/L0oqnshZ7TZteF441ewGw+3DbK9tDKF",
-	"w2+z66ua4TnWNgJEVA8yJ+ovGrpaohuBs5GHKeA4LVWA26wzTXFcZQJeiyIpzmm+2DsQiIWfJwgTQbEs",
-	"mBSMbQWVNedVtm+vxaqO13Lj4oFGYOpvRzyHYU80LxrimSAfR1B5d1l9D1OfpkT7PctuddC4L2BK7b3u",
-	"PMQBPrC1HGpRzDillUnVsA18M9H2kmB9kVjOC1glSQQjBuMNq1hPVY7w0M6DRlMcJzHaFriUvBoiWHts",
-	"YriHcPlyR1zqabrEhY7F7EYgJ4ZZmoWKoKxqSTwXUZbnKmWsfpBD2QekmGF4aLk0wEJYopFN6FqRK5gU",
-	"GJdpks9hjqNUyXysSwcFT56iaYHkov//AA==",
+	"7P3rkhvHtS6KvkoGtCLYPWcBxK1v6FB4UxQ1RYukaLJleVrgdmWjEo0yC5lwZaGbMKNXrF874vzdsSP2",
+	"E5zz/7zC2W8yn+TEuGRWVqFw6WbTljy5Yi6ribrldeS4fOMbH1sTM18YrXRhW6OPLfVBzheZwr+fXGay",
+	"SI1+oyYyy+CXRNlJni7gx9aodTFTIpZ8Uyxy9belssVIxDezFfwTnrJCWpFORWy1XLR7sUjSRGhTjLX6",
+	"kNqiwxf6sUityKV+rxIxTXNbCKkTMU+tVVYUMyWKWa7szGTJuX/XWKdWZKktVCJu0mImciWt0SJWHybZ",
+	"MlFJHImlthOTqwRfx+/PpC0i+GGs4c3qOk2Uniih5VxZkRYiDd/REa+MKJa5FiYX+VJjQ9XE5IlKxtpo",
+	"bF2uJipdFCMhRa74Jm0Kem7wyIqJ0YX6UHTGuhW17HI+l/mKh5AeMFO+GbtiloWgXo7gPbNUX4lJpmRe",
+	"G4zIX02tSPVf1aRQSStqXctsqWDGJrmShUqeFK1Rq9/tH7d7/Xb/+KJ7Ohr0Rt1+56x39OdW1KJHU6Nt",
+	"a/TLu6g1V3OTp7AMfvnYcgME75PJPC0KlTw1S120Rt2oNZE6SRNZ8M3uhtZoKjOrolaatEYtmuQWv3j1",
+	"HH67ma1aUQvmpDXqRS2avNaodakyc9P2XYTxgilsjbqd/knUglFqjfq30dZv9TZ/qx98y81yy723d/su",
+	"7NJTA7uhUK1RkS9V1JoYbdNE5X4A+vBbvljaZ/NFsfINSdK50pbGc3A6jFpqfqmSROXYmpm0s1ZUfnz0",
+	"i2v0u6hFo6GVzJUtXqbWuo7/bany1ffw6KhlZ7J/dDxKJuryeDgYTvrHk2TY7Q8GR73h8WRyfHwse/Ls",
+	"LOkf94+OTobdU3U26J4Nuqenx2rQPesng7OuVArGRNGiKftjlcwns5cmUThAclLAFBS5LNQVrNnCLH6A",
+	"8fITNOp2Tm6j1jST1yZvjXjcmyZgrqyVV4oXWfnOj633qU7Kd1Ojfk51Ym5ao163/rWIbhz1bqNWsVpA",
+	"QydyaWXWun33+QYK5Bl2Jp9kf+n2fv/tm296Pxx/O/ju9Pvu72GMVrZQ89e5mS9gu7Vub6PWU2zWE508",
+	"nclimyCdGH2tcouyFIXBTAlTzFQunEiOhCzwZ1vIvPACY9gRFzM11mqRWpOkExFPZrKIxQ2OnsA9AlLN",
+	"Cpt+EG4GxIFWN8oWLGwvV2MNuyMSJkvKn1OSbgvs0uE5/oMGWtDcijhRkxQXejzWBzAroheV8kl0OyeH",
+	"KHdLwaVQstmZKWzkmkcifRCPNcppFK+2PBskPc2bAo+FjniuxaUpZsLJKrhlrJ1MENNcXs3hWIvEX02q",
+	"3RkhxWUm9XuRpVqhoKfOvTY2xWNsrEGy55GQucKPUkcfWT7QBIhxcbkqlJianP44gPtmSiYqH+sil9cq",
+	"s/Q1uEBD6ZpzGAlrhLpW+UpMZkv9HiV3YYW50WPt5fC5MDpbCT688EYrJjKHIc9VkafqWmYxHJ/BooND",
+	"lM604saE7bUbh2DtQMIlBedYdZ55nmiaYCF2O2c9PERpUcxkwStu++nTaw+6F93jUe8ITp9h72Tt9Klv",
+	"DuqGSsSjub1q99rdR+IAFpQ4Pmw1CZ008f8aQbO+4sf8d6Bhta36kjo5zc1cKJlnqcpp7ae2ujEPeDjG",
+	"LXj1uHU4GuvxstsdTPhCbjL19bi1tCoft3CDfj1u9cYtsVzAgZJ8Pa4NRPdodNTr9LvDP49b+Cb1fRqJ",
+	"xIiVWQo7SxeiMOKp1DKRv6MvPaZP0c0gZHaNWM+N2NGdRqy3bcSaOi2tTW0hdXHfnv+nsh3xtpA6kXmC",
+	"nV+AauMHQBTyvbLiCH45EZdLm2plrUjkynbuNTb9cjUN7zA2/e2rafeC6G8bltNR76RzPOj6YXkqtXgO",
+	"W0xfkUhKVJaiAJFJksMIGC2kFmahQElNVP67e46GXymDO43GQ6yUuw3Jf8JxuNRFmom0wJViR9T/H6H/",
+	"NhKLdPKeDlH4AQXVZGaMVeJZkhZu5O63bAblsunfYaAGn7psBlvGqNcfDXudo0Hfj9HLFff9SbvXHQ6E",
+	"zPP0ujwDJrmcgDVkJ7lSuiNolV2pAm2YRSYnCs6r391zhPxS6t1phB5iKd1tmJ4/mgtr4GCVl2B2FTNZ",
+	"dMTzR9cKF5RKwtEQb14+aR8d9Xt4+IfDey6kWORqIVN4AFoiMnmpMjjejcYT/kauQHKtzDIXai7TbP/V",
+	"hwc+DC4dwH5sI9IQ8DTePc5eV/uKXrNtrJ85qxgPxYW0ZMxa0k1r5+JorF/DHe4D4oBs2UrzRmLceqg1",
+	"2RrrtsiVNdkSv++uioN8mamR+FbO5ZVKUDDCJ2SGEoAFJ/gAQGwWM6nFoIsHiJBXBlUz96ZcovaN9+Rq",
+	"utRJ59D7Ckbi47iFPXmejFujcYv6M25F4xa87W2qJ+pbFtNjMKvgd2gT3l3t57h1C90pjMkEaUx/CTp7",
+	"sPlLZMbir/TypG10mzs8bt0eiv/6P/5PaGk+l/y0W7/8PEzTC1imeBEXpUqwPU+0vVH5SPwzt0frNmp5",
+	"ZRfWqHcWeI/AWW/NEr29g//ieIv/gix+2j9eNgUmLUitVtQi++E7Vu//u0ipqFW1m1qjo8CXQ76UwW20",
+	"dTy79x/PX+m5uD4qw8DrtM+o9B94lf2K1Kr1wRm4wRlscOutDc6DLZl/iga+PgJ9NwLD/Uag98DL459r",
+	"n62PR8+Nx1HpkN0+HnuuiN+whb8+Sl03Ssf3dVsfN7utGzynk+nl0SA5TgbJ6VT2eupocjrpnR31k6O+",
+	"OpoM1fTy8ujsJBkM1XQy6Z/JaXI0HST9Xn/Ym3RPLrvrLuZuxZvMTqNd/mOe18CBDJErXfzWZ3esx/q3",
+	"sFfHep+B+mdI1TuM4K/nMNxvOH8tes0dhvi3rtVCz1ojNoYxmtQQpfKObpv+XbVG/W4ZhnJRmNZttNXw",
+	"6O1neHg7PRCF3opvOue+mO1fzPZ/utm+RWNZs92bbKJdyIFwB6zH9LfgB46H98QPrH9xsN8XB6f3VdEG",
+	"n4AsaMQQHA//QQre58IQhJOwQRH8Iv6+iL9fgfjbS4v4XFiXB9nQa1iXP5w9Hb48+fMP/Z9PL+COpabL",
+	"S93my/0/vVkHwXyxzL5YZl8ssy+W2SdaZtDPL2f7l7P9V3C2kzY/RHDnTBZ0wGEA3YPonmjh0Zi8L3k5",
+	"MSjTawMhVg6Vfa/nb4bOdY9Gg7NOrz8A6Nw6kDRXE+h3uBkica3yS1mk885mjAB7WHMlkx91Vhoc9/R/",
+	"RC0WNrt6AK0k3391SL/N5bSojatIQMQt9SMrJK8GOp2mqUZLU1zLDO0rAvxrk89llloVAOVtYXKVbBn5",
+	"X+2Q4viw2fgGIbKpvmpAEyOEEwCrS90Rz66h6X2Rq7bU2iz1hBMqPOgS5KfCu7pimqosGWvYK/gnyp+0",
+	"gD0hAXi6ULKIR+K9WiA4mKGyoKvC0GojbGYgyQFTQ8gyTfVVLJYaNh59pffIioVcZUYm4kaWyRRC2rGO",
+	"Pybp3EY4c7cxIWvzpcYbtSncDsftFNOTz9xnbHxYh7M+ERMeMOGSLBCBjC2xkTBa0Y9qTgJd8dqhkUKn",
+	"WrBS6DG0OVOdqA/o2JirQsLFG5llTzMzef/Stka9k7Pjbu9s0O0Pe2DYcodbI2+tVpX2wWVv2p0cJX11",
+	"Is8uTyfD5Fj1pl3ZvxxMhsmROp6edE97Z305uBxOjpJjdTI97Z71/PXdSJ/dOj3MXWC1lOYG5674/JLb",
+	"yPe/t7v//aNq//2ygH/AbLMjA6aczJxGm79sj4eEdND6CZvT39Wc4Vm3/1udDlqezmG0cXLeRa0pyD14",
+	"eGpMschTXXRyJzA61z2y36jza14oL+KwbXa5WJi8aA9P+/BYkpvFQiXPeB90o5bSyUaA97Bz1u2DjMd9",
+	"U/q1QFrbWenqRoT8G1XIVPO7n5e7S35wXzvqdrvgWkz1JF3IrDVCpbx9MhmorRZpIfM9QOhFvtQT2P1B",
+	"5/xZfxu1SMyo5Jku8lWD1J0pYdVc6gJSMKZyUtjYHf7qwyLNFcH8lS4wWUFOC5U7VW+sD+KiyF7a+DAS",
+	"M1RyY37oSRFjgoe4VpPC5GIi56wBg2iUV0oXjzh5YG4SlYmDU1H6CCNRGPFeqQXezZkkws5MXqzJyvh3",
+	"1NyvsfGgd/ePU40pSl+XonwkpEsiKVMcJlmqdNGGxZKlKnFtTQuU23Ti4t2hMJWTibI2iIc0pKp1+xe9",
+	"4ag7GPW6nf5xF9dSKT5+6XZ6/ajd7Qx6UbfTPY26neEQ/t09ijBnqt3t9M6ibudk8C548FuUOafBL+Co",
+	"hPUkJ3PVdkser7ZPMVGLp4JadtLu9trd3lrLaqiE8oTgM35ur1pRK5O2eIJdb+7r0ejoqHPSw30TCEKc",
+	"lBaJt0SiiLuNWtYsc4ovebSE+6tJAWsc0EAPcm7Un2dKi5sUskdmqqJOg7H9u9LDBRsQRFNVicMt8h1s",
+	"6tfySlV1OL/K0M2DiyxL52nxdT8ecZIP5iVBBotz8ka00uYmV7CeJ2auKqcybSmKooWLqrtNjS5t3tYa",
+	"yq883PaZusY3NmEXmmduTXCddp+cXLSC2Ij7a5tOXfl4w5T+Ojyi3i9RWzTRQ8zc3Tfdb2LmHshDsXXT",
+	"votaWn0oni5zi3aMWv2+m/zp98vnfzV/f/H094vL+ZtMPX1+/PL7bucP87PrP37o52iPfCcnhT8RQ70b",
+	"5JVIUlukmBVwuRISs6qLXE4KfzIeeHGwyM00zVR8eI6PWjGT1wosCpd6TTO76fwY3G3BwCdGOKp/SZOW",
+	"XyxTClTtWC393mh40jnrHtVWC3fh0xbMPdbJ1KEMup2zqPVewQQEfQP1kBUUmHnQFuCiSBPYtLSoOuUr",
+	"2Z2zLtVhqm2ju6NUfHhafTLI5UrYdJ5mMk+LVYTiIVFTucwKK6a0MlJ9Py/IyajX73S7w1InUHkZAd1g",
+	"kbtTdB+TfL/4zJGLz+BuBx2uNeofnfW7+P+8mu5GaLtfJOxTbfBNfmWKQulnHxaZ1JK0zroSGv/Hswvx",
+	"+Lr3ONTj7WOn0ZycDHqP0Wf6ePBYwYtS/TuvT3/ttWlIw0X1NP722YtnF892vLLxFewE4LM5cgwJFv0y",
+	"jjTCZ/rKXAmVS6sSSjLOl3qsvcnCbArojICrKBJQsrAbCNKZTSGG3eGhz0kd65nRyhYrMc3klRVWrsTN",
+	"TKIv48pg8q8tlEzA/s+UvMbvFMIsC06ozlRypXL+jp2ZGytituduZquvmIQi8JC4FgmTp1epjsZamxsR",
+	"T93Uxecks7XhZmNuboXCgfJ9m1girJxzx2lqinrOOGja/lMjSh8GOTN45Fws/I1MTStODWoL/OUEVUsb",
+	"rUAAsHEJ12hLc+Z+vuRUXffbx1ZaqFx6EO8iVZNqcL6Wj3/ZVUl32psOLk+P+oPecXd6fDTtq8GwlwxP",
+	"T0+OTs4G/WQ47CfHYIYnA3WanJypy7Ph2eUwuZy0nDVMdlrVVC4lbgvmOF9ybrH7vWLYogXVvh5WBvwt",
+	"XSTzSoQvEddD9Dds6NXwSPZlb3h21j2eHvdVf3A66Z32z4a9s4E6uzy+VKfTZNhTk2m3e3Y6OVJTdaK6",
+	"Ug5OzqbT6WkjHYZPaJeX5lpV6T/qw+BQJ6fHW8bES8RgNNbWdWU46vlnvYb8s1NMx64BOt7dRpWV0f+y",
+	"Mv4JK6P3q1wZ76I179O6dylUmAYtWE+bXVRwFLWiFqMMSFDxEcC0AoVMwcp/VYkEwMFg6WRgAh4SiHAU",
+	"hQ6bG+XPKHED9vF2CcxhgSuUpm16Zes2qjTDUTTw2egDmYXSUuORkqXIWFQY17aD8hwNmsN+mDSvNOiw",
+	"2gb6WJteWW3K2iRHeOBp/PBMCfIspZoOlIjO45uyszRSa4NBzYNWwCCuNq4nbiPe1J6n1oJ3BxYIHaSc",
+	"xedf4Z/zIYyNb15joLGFLEC/bPm244c2ORXt0i7UpOBjz2nptxHjWjb4OJ4w58fCO8k2uS4qeYpfIoC3",
+	"0V1G4b+RBdBgn8/+rN9kk/T58fP5n2f/OXjz9+e623k/+H1yJv/woVWu0ReyaYnCOgEzVxyYHHXFQ1yt",
+	"X9bm5rX5jsYUXZKNLg/nFmf2pjoh05rLA38+jMRfl7YQ0LO7ecc/nzus3x11B51e7/S/qzvsNmq9kVeb",
+	"6LqeuHP7ZmasYqMwVTZmBkE0vWAFxDOpk0tj3seC9o8ghqyjaKy9CBHdztEhhXjA5+2VOuJ8erSRx2qs",
+	"txNZiYDHChHY3CjHZzXW3AsyQq0RSk5mARuVCMioSoIr+h6TXI31BparjnhSFHl6uSyUwDlkfcVO5IKx",
+	"GVJMMgMn/VgX8gpU6TRRQlK/H1lsFrQmUdMlAjiscRobXtLqWuXiMlfyvR1rcGmbKTb9EoK+60CAN0/+",
+	"g2dhhANN41uON7TJBVERF3C5gv8QRgAR/msa9h48V4PeaDjsdM+6e/BceVWaHOu2vTBZOll91X1EAb9Z",
+	"USzs6PFjDuN1Jmb+2K2wx/xMZ5FMG1TwKp9PLq9qAWr3mq/qn95GEfLGt5hkgPWQXfq3SAFpWH/juCUS",
+	"M/l63Nq3O+MWHk2MEoVVmOqrr8cth6hLCzW34xZ19utxC7rrYYxwDWMdLCcEw9LERGpxqTiGwZsqLbF3",
+	"ZlpiXiEGIsU0V9VQGP26zDIHxmPcInXesbnsZLA4HdT1ie0MMLXx7N1vcfTLxXFyfM/FsQdXz5aF0PsH",
+	"LISTY7cQ3ig02xEthre782IxM4URl2oKg1GCsWcKXycu5eT9ubhRFMnaFPzixYOSIsBr32FF9IMVcXK8",
+	"viLuwGnS35lamJjJT3naGu098q2oxcPdGlWH2y2VBrkRKA7una2ohVomOoLqqYtfxMlucbJnZt1pI8nI",
+	"55/23j2m/Yug2CAotrBjVKVFYyrjfpPt+rE22891oXIKM8nMd9dNu/v34wlmrGzZ7ndKlhz+g3Mkj9Zy",
+	"JIe9xpSqfm8w7aoTeTrtTo77vcve8bEcdNVxr3t6edmbnKjusJf0u6dHw0l3oHr9o5PL3uB4eNofXl4O",
+	"J4PJeo5kr5YjKbXenSF5dLt2TjeP+obsyC8SdqeELRNqvkikBon0gImN3m12dLvuI7t99/n24Tru9knv",
+	"u9PvB6+OX3f/sJ7B+GXTfNk0n6Tv30att0x43uA2vCgp1R0telALonQWljzrhyP8sPuBHBSUqgXuqk0+",
+	"xP0hdTWgbHCCBlBZPkWrLCUsAODf9wfdVdP87+9qxCBg60bm89YnOB7L1uBZCh4/Mshxi7SiiiVGS601",
+	"qqXTtaL1FDxU4jiLrgK6gnTBQN1+2HxBioBdUWi3zFZEeZssKUyP+RKnwy7i9GX29NcCIfU4AotjR7kf",
+	"D+kPLsx7pX+yHCtJ9WIJitqgBxO1LPBfp8ewsozJnnrgi8yvsFrO2lwGOu96LiTMtMpzTEVzaquWc1o7",
+	"9YRLfJVdZsXrXF2n6qY1at0nhZLi51U3t5NMTUBt2M1fw15mZHZNTFnKzsIoEsjpwwfGZH8RQ1/E0Bcx",
+	"9N9ADGFg9S3bEU9lITNz5VZ9PX6MmujE3YOZp1ZAFMtCjpmAnW9FqoNbcEDOEVgz1qxyOjgnhYpjcWCm",
+	"U5XLy0wJqVc3M5WrQ1znMcnD9O8qRojpWJd3wl0jETNeJSYcEaUjLzKzwtU3w7RV8eLFy7V0q4sb47FF",
+	"HDHGPkS414RVOcS3HGD0xYuXAqHeV8ta9jIbYE7YVofsB6UW1CgU07HFnrjP/tf/+r/KgkDE6FHLW48Y",
+	"jG9ycalkgXf5ykS2I56IxTJXgigOqJkR/NfLaVvCWwtT9kBcLkk518v5pcop/JmnV7PC4cNxv2KiWrsw",
+	"7blK0uUcy8zYDmZk4TzuiPrXL/FUEZjHT6TzLi1kLue4h/6HnczUXAbOs79ao9v0a8fkV4+TXE6Lx/1u",
+	"v9vu9R/z7VFLJklKLrPXuVmovMBZ4X21CH5yzUbvjC3CRq6veWdi4+pGUnTq48cWjxV0t/7g9+ZGzKVe",
+	"ubXFaVVu6jktEMZyLj+k8yWk3hJeZZ5q/re3y1NdqCtFGR9Q5i/NqWoZduKdv81cYjCovGnO6dLv0Mm3",
+	"wCVaAfC1QugVvwhvCpAaAXBGyxxk77VqvVuPkYG3MFdYMBDRfFOQjYIDw8VMeZiJKGSajRjYZguHSYnp",
+	"v+X2sIVciVzeoCTAik20kE2G6RMA9ssSSnL48dUzQcF0AsyBDIUQvpILAs/RCufdD8/e5GlRKI0GJx6X",
+	"UtiFxMKBeCThcaVrxyf+sIB/LXNdVl8imJzMKMgOyfkd8dTYwgpJX8e2jbBVIs6yeSwO4PAzoDPkgVyh",
+	"7Z1alj4sA/EVMWSxZukkLbJV8w70ohJ0rmzeGrXmqzb8EbXmrK1dLYr20LRhhZErBk/049uo6R3lbsXX",
+	"Vbes21P/1D0btnafbYujUl+2zzEDQWoU8bvnRBxYpSghQy7kZZql0LpD3sgvlL4qZq0RcP0tZFEoUDdb",
+	"//svT9p/lu2/d9tn78o/O39pv/vYjY4Ht/+jVXrgihzBl37Omg5hvCRSWnw8CJa2BOf9wLHVEa9g0ziB",
+	"rpJaG/vdbsNn3aIIhNtx0+jW5Bks+gqO7C5SLRSo4Xe+A3gO7jlZiEzBCYozgXLVfRm2XGZkopKOeHJp",
+	"lS4iUdykkMLNAmVrc/qNzam4INdWTIg6BzlRnYZz1B60TUFJcadpasXSI5clNrM2Hafdhvm4p7xvhdt+",
+	"s/BvFPjvWB90e8sphs/11Ky7zvwWLLfb3dSnL2fIlzPkyxny5Qz5cob8S50heIJgXtCbpX5apjFuyJeF",
+	"hMbHmNzymHMemXWlkuHlZKVzxjkIrUqYkQWcSD3KFHIUUiSFqVCtF6P2nEvrjrVVE6MTFvwwB5kpgofD",
+	"z9GSiNyRkerCQAFyJTCnznNiYdbXSPTiusfhDfTPHWQ3Jgd/FItggsQGDYxcWXPqnm9CSkV3K+DXLzmg",
+	"X3JAv+SAfskB/cfkgN5GLcKUbDcMakybQMOqbend3WwCfHGZfnGZ/ou6TGHr5EZfvcEo3D+CSYQIvhK1",
+	"KGZf90EhGesnKKBUu0ASD3pfLXUYFBmjfcDZ7av4ZraKx5pyqHqRCFOoTiKwexyjaRygZZACNV+RcpZL",
+	"PdbSCsmUGCpBXtCDGIQLkHngH333xyCOKCsqpB1Fta3SYEwdKix+guxd+MuKPv49oFeUqmKa22Ksy0xu",
+	"3xTS4OBZZDId615HIJtrjzwNTN8zUzJZYGY7ZG8mKhfftPv97skhBx3PS2rAsRbCc6QgQIwisGRyyMlE",
+	"LYqtsLAOvuF5YX3YX8TMfELZWPxaN+Dso4AryDsiM3wBYcBQQKlMTYrc6HRiwaLoDZnZXve5s/0RSFVH",
+	"NE8k9JRgTkNYpmyxmOyM9YCfHUSiTy9kmhTXj1Ggz9ILbNkRSeMEx5Q4oF/7sQDRp6yQhQAuwZJYhseT",
+	"2WItrQchxKDbTuSKBfu4daN4rGujO251BO5CnGEYrclMpnokYnpvLA6wBYOIsu2JMpvJBjDzDdWnsW4g",
+	"o3HqOcyg434JlHqgmeSXdOA4/KX7roMXYvoI+YD8uEQCBT55p3i1jnXsYJNvTl72/3D2px+GF8ffwBgG",
+	"h30knAJQ26NSJ2NNPDngZ1O6wA97R9bK2VDENSB4X4qDGNP/O7g3orHmf6JqwI2Pmfjhl+67OOLXEDOm",
+	"UKWkG8FCGmuewpQO+mDmiKMKv+rHm4LMLqtzrB3pZqj5Rcw37VNDZUjekJbcRfCRsXZ0xlX70WknIz8K",
+	"4IZUuUImTRism8rCARnJDAVwazlvOBM4bbgaUj3NlsgqWgaLIQM1tWGsGifbwgYmDKiTjwo1J/UBmUBB",
+	"0NFGuAHjk6mTp1kKSlu4O9iJ2Rv6oSWxhJhJaRWkkYL9DLOcpLiX8TUd8T3xn6Lik89VEpM8KCmjAIKA",
+	"OhJb0NBZ4IicpZMZyrWJyXOVueSFRW4+pJyWuxaEJ5glJFqkViVC+rWAW/fcT1mNd9Xbw00OgGZypY0I",
+	"HvjQGoBnHaYzDHE6JPADnM6bu4l1cQDNIS8Ct/qwisohib2GyOn3e92ozsUxaK2BdP5T2ZHYJALDlpDf",
+	"uoDfQXRjbRaUD39byiydrhjZwyS+Dqnzpj0YnHUDTA8NSAM+Z40BxAF2YAPRU+GBags0P8B/Dt6rjvjW",
+	"I538wXJlRgisfs4tdSge6OnvWnWDJbCt3BG6EeQzPD0tQT7HvT1APrwQAouQF9QewB4YyQ2YHrzmYD04",
+	"1h6408gJ9rGRvbd/dNHrjrr90fCoc3pypxToHZbkBpaIJkN1Y4bqQ9QTqTYMjv0fg+UoDsqVdegRYYUB",
+	"qLgAayMz+kokRjwntsvCuPWduooitA1HvLraZPK0SUhZV1vkjpt/W9UQajgiuCZwUhgsFjJuBVpbpRjH",
+	"f5ol7gXfbs4j2G/fw27HnlMxn0FPfKsmCs3bfTKnjz+p9v9dSnA2cgl9luKbX1bUZ1tR+ybPHm+oPb6r",
+	"LCWtijsVpOyflAUp75b62H/o8pD9Ez4ba17Libo8Hg6Gk/7xJBl2+4PBUW94PJkcHx/Lnjw7S/rH/aOj",
+	"k2H3VJ0NumeD7unpsRp0z/rJ4Kwrldqd+vhQ5SFp+D9jYcgvW/Mzbs1/asnEB1nka3mFoYHcpBZ+UUd+",
+	"UyvU5XR84b/9Evv8Evv8Evv81fPf7u19qsnxmjPKCd7WKBS7rYd0R+3leur1TtddT70G19NnPANC51Jv",
+	"i3PpwY7dmt7Qu4s76awbpIwNTmvepHdf+N03SbF7bM7ew5FT11mh12mgeyOBuK9K9cQgeCh6PlaF9xOS",
+	"WBsROy3Vxh3x80wWjpTUBXqIfhqBwSkASgmtjITPS/1emxu9lVO6Qtl8R1rl3m1lSJrYn2Gd/gM3ezWN",
+	"+B+xtbeX7upddM9GWCKsM+h1/4wu3gchxQ6O1l1GTPUgdWTaHMtrOOb2WgMfWxD5IX/97uZrUygu7VkP",
+	"86woLCQROaBG4tRBOeggfETh5tQWqZ4UAIGEuN5ksixr0qNg64hnGO3ikiAN0a1Uiz68e1CPk5VRYhfk",
+	"Eg0xruqYk7QdBIN7dFJxh2TqQzqRWdtcqzzDxXit8iSdFFT/kcJkqHx9pnGcGAs96XZOe+JSFTdKhcNV",
+	"D4wfOJ+TAH+TC8zNlbTLXFlhZxLLAVJFksN/+mCf9iqD7bAzbZmlV9pVgG0a75AR/pbI01SO8ZlnF/Kq",
+	"iTfYgvJ05YoUm5yR1ymIcd5Dkgh3rUJMCaZ2ILvv82n7ldGq/VIWk1lcAXS1xq2TSS85uuyqMzmYDhNI",
+	"wW6FsCM6wRxE62MI2e71T5sQ288TNV8YELJvIAF8pZL1/rymFtMsxPCNOKIwOddHSK0oA+2c547oKqMZ",
+	"I8K1hgtX4Cb2352s2j+oVTzyWDg47BxOAF9dpHNF8dxyJKARrbCnSgMs6xe68K4CVh829fuFmWxAREG8",
+	"8Kc3L8RCEr4C2sxBL6z7DppHdVoAPuWCEY89gfkec9I/Om5q2xtZqBfpPC2aG4eB6BxRN3OZahizvy1N",
+	"IcXB82cX3wnE37VTVUzbANGTi7QNax6LL7Z57R6Oxjoet6j+xLh1nn9NjEbQamULqh2EP6nzgq8RgN3y",
+	"EYqbcTl5rxBplALoBG+P6zNV+crgrH9efN1vbRqPbnfreLwmg6FxVGgInN8q7NzfuAOXy9y6Tt3UOlUY",
+	"7oZIi90d+dvXw273/ObuHVFFvnoyLVS+3oe3ZUtuJAgEYq7K4REIUIdt6e1YX4RRPD0eVjCL3UbM4s8/",
+	"//xkWcwUiEJZbGBjkOUd4ITEj6GWs7S1vfCNkjlipmQ2/3pc1iUetz5xU/zpDa3N50lzE3npAlwncTQ2",
+	"vE/iP7X54fbzJCahxSVrUUJHY42g3ZvUEm4FnuYMqiulFWwfSNjJrAERjdl9cHxeZmouLk2yoormuWtg",
+	"zBzjfCe/KTNXyKleX1fIJ3Py58HL4Z9Of+j/8ezN0cXxf/Z+7j75prVNlDdmbHX+Mmq/+9iLev3TpkSt",
+	"21uG8qqCD7ANixFKL3DtdEdsYotcyTlVZxRXKA850RCE9Llo95AmaKwZeHtIUA5bYmmIOT7n8s/0+tpg",
+	"AAtMCg0gJdxDGRDjVxkOD+9t94Iy2Kkujochbves2z3pnZ31j4Ynw+7ZWS/YDu1mDO/TwLL7Ls02Dw+X",
+	"rwssM3/Ih9ZhdXvUymw39bVmWoad/h+5mrZGra8eg81qNEwPA6zt46fVx+pd2bRtwq8h/sos5N+WSqSJ",
+	"IOcRYvUczBRSQa2yGIkwORU3kIlIk0hYuTrsiOdoxkJP7EJOVEIJqCg3cVN4I8Hh5MYa9YE0EUudwL03",
+	"pryJ34Q/WgUrt6i22NY3U9P4wkG+ZXg3C6W7DjcXbWka5ris6hI7pWIBSByztEiqFYmlJghs0hE/0hzA",
+	"gNn0SkOFKjnWE3ycYLgguyQsTpVEwv0I8Wd9hUeIJIkmcG0J4+YgGmvU0IbdrohTjdKvTe9dO+92lp7Z",
+	"sHxpFDaIriNgN5qn2v27t1Unnax+UA3H/Uv5XpGeWYB4lVPVET+TAwDG9b1aPQJXylSB5igO+kMxM8vc",
+	"wkp2wmmsvSr6Xq3KAuf4C4p0UmIJN8rlKEjHjcRcQkrdWJdKbNF22vNIsH4MrzTLAlVZxzxJZR2vZKrP",
+	"/dfG2jdAiiRF/4wuqA1oL0yXvvTXsN8f6zgNVOf3atXOFdwRd0QPZr5/dIQbqEDuoidvnz5/LiYzmcsJ",
+	"yHyw98Ya96aF3M+ffnr+LSntV8bglk8nayfUYNqdnF2eqfaxPBq0h/JUtc+So6N2f9q7PJl0FRgibjWQ",
+	"glkuh5qev1FhOjqqr4vwgBuPP/R77fH4w8kzON76R0eNx1vUej4F4wltpwa7TIsYLLbYoXAFu+m8QYsu",
+	"pYmZz2XbyZtEZKl1tABzUBVyEf8bpBv8zHoEgQPn8E3F+ZShNXRpkhTJ0wbd4bpO2WjQNY9kaBhuVA26",
+	"/UZz5znV92/I/6hU/M+sd1xhLgO6nR5ZV+f/AMwCZEkot9KIL3Jys8yv1GH1zPNf2CAxUm7bvqIXyVVd",
+	"h9CWk7ZAd23TIfcWta/2W9hUz0ijAdOVVMQ4Tbw4xiwwVErII3uNtWgwt4KLWuPjb9EALLVIOP21VpPC",
+	"upQI1JNyZZdwdGHiliuzmxaQ3yAKlF8L+AohAcDfI2K8Z00M9/rdTSsC+t3GRrWff7vZFNmysdq/+wXy",
+	"/EFjPNuwozYYosAjKSDXqjLXRxv0NzQ+m/W3o26grvX3SLJ66b2ajXQDXPVIpEl1FbJd3qAReDfpfXWB",
+	"N8rHI6CBr0tHaFMLlU4wwWe9rmR5fqMi5SSQFYkspHNxy7Gms3xUVqxkbwlpUJgo7pqAm5IqKFnlbhlr",
+	"Vg8CEoLNbRE60MhGVAJ5rNm5d7liI4eNH1JEWGtz5+la0pdZFpjQXl/rodu4aRn5ZuwtK8q5qMzMa1gA",
+	"W2cnEpJ6EPuPxqxNeQsKJEelb7lZwnT57s87riPVFRf2435LrtqvN96dv7GEGQeZcGNg36S74qqgirSo",
+	"7hhPm372dPjy5M8/9H8+vWjujw8n3H8H8QuwN8uN1kq+1A1b27Oynj3t/+nNhiYuP0XbpyZB4y7QEdzU",
+	"Njg1H1nO2sUhjhfGFhcYqAsGWRy4zL+wE4PGVnvk/k5nT783PBmeDo6HJzsEKMKt7cJoS8m2Tzjf5ie9",
+	"yM1EWUt5vwGm8mNLLoDNB297zH6Pf/+rJedpkG48IZynsyumqUJ8hg95+sS3+dIW6LeHb8hUi1c/vQiU",
+	"VETw4g51wIao5Z0rOz0macFL0uSJ61xQEHbY70etIi1w5TynpgrXVB4t10n7uNqX2/23Jz5Pw93kq6KF",
+	"bJbFxID1C1WHs6wNfgyViN+//fEVZoFPpIZRuiyztM6h1rz3k49EXGkgayV+nJk1tTq8JHSDIEboHdvU",
+	"Mb79ceCFw759IxP+5e5LBj/O7S9t5xpjPv4emruUb99s6FYLSVYWozdL/WoMXp9Skh65/kr2pNTaZejW",
+	"wW90xNtCIqRApv40E7Ezosul67+4/9J1S7TbXV+i/nUb1yjfAdPCP/2eB7w6ps60hC7DUtsyajhjtTFz",
+	"J334GmoirtuDpVYfFlRdEQ5TKNYIMBUBDopVocSQMtAeZlS4/RvHBDsQjMhrd3bXa7rWj/bUs8Hl4JTZ",
+	"Mkb+mYqoQ42XJd2lElILFsFke5Kp3u2eiytTiKNuF+EW6QdWgXkJObX5YcYqbOjGAStvCkbtp2J6Wh8w",
+	"MhGY3qiyGH66+K59eodFFTso/y+9dx0WIXF1ZeErxYFbQidH57TYMG3XjTHeRKdqnpvcVvE2930fbGgD",
+	"c5ejTHRtfdx77KTd7Ts/YQ09+eTpeymz4FzYa7EzhOc7PLSa9/8MVUA8NUhRx5NLJEbROMELGuaQ39xw",
+	"tnNk3U+ce7mZCunQR4maphpTcjri2zRBWM5cgWnNT6/i322YPmYIWYmxi+GPW4RWYpevSmozxbeF0+N+",
+	"+tQp+YlGYbPaUB0mPCkfSHEg2Yu8crwsRmsbkOTw2oIea1zR5+STYp8jrx3eEaXDkRyYIoaRw3rH7MMc",
+	"6znipsjQIwUjLSJnY5KjFB8NyflL3Q7oFcZ6o5yF090RlyGEAoY28ouphKdh+GEmbe3WkuIOB5R945sO",
+	"+rGunPQPqhk9NXqapZP76kW0Y559SG1hq1v4aa4kepThTEloHlJQj3IlE95jKmnYu/TKtqJ3Bnv3iduf",
+	"Y/SSjFsN7+uI1z8RUUwF6eBm2bL1yBstTe63x84CsUdN8q1d22PV7tyWpQbCkQ9I8bChqDi7gKbMlOBn",
+	"GoaLr7Qn7nU1PahpzAr3PjEgZFW/I95ghMwpjFInIlewClZUb4KCPsHYlS36tAH8I7ckaP/aGK718eFE",
+	"FTillP84h5FveLGSnBiJuDKJbL5MeIGPdXWFg9tUiwOKOBa4tePXP13EBN7AZSjS4jAScb1b8Vjjm/P6",
+	"GnB3xv4j2iCWU+UgMjASQx90og+mfH0mC2J30eD7fkgh8q2ZLJEo6hOtc2xIsqT71POaUvCjViLhL+GA",
+	"IyOp0+w43LBJm1vXBNyr7C+Ddx1wsKdW1KvEjVuRyNL3SgR3d/HujngGkYewPXO5EnKxUDIvSY2xWcGu",
+	"qX30Hh4DRDb4Af/FFap791C+g1tEYj55ism81Ql4Dp8mbbowpbpUrkmEaNKDd5iJDVKKXucHmN6L8Xg/",
+	"iIHnAYeFWUg5gGG95xm9F2jQVPygVNlPfItHB4hahloKZPTiJpF+4Sv1Q9SUcTOAMMHPYcUfZxh95Dxo",
+	"5wRrKmQeFqRVMgGchrt9c5bpluqUpTHvBn//VaXq0MCNSw2m5uGW2UMJ8C2L4TwEa3YanVAUYOep3rzo",
+	"wLcDkhk0sjThXW5JAo11KIIeVK4+Y+Dyd1ir6JO8nQ4D3Z7Su2r7z10W45ZM5LjFuRwU1L9c4W7yRN4H",
+	"ywWHD7+/uHgtht2e+EkD9s4AcXhy2BFPZ2ryHgflyevnCF0IyL9B93WsTSA6GAyB8nNpFX6LCOZbJV8A",
+	"5tfJ+2gbR91gmboRFX4Y1hbq+ki57r71+kvvIVZvXPsSRLZFruamCOajCMwprRSBzWlaUmDtk2L44YOw",
+	"y8mMoiWXMnFjHgmpvR2CAxpR+VS0tkh9GGvGxjkGdMqOs4d4p4sGoAy0Zq5oNy31Eg94LkEFFlwUGDgU",
+	"WgD7iEPukZD8Z9Vo8uQQoI28YQSpuAGYAuzDmcoWAYzXDckj6xcTiXGyncbar09ScSyBV2Ja53EQ7fOD",
+	"6+D6boLHmhYNXsD6WagJFkZMYEF3xKt18PfDbnhd5KtXpvjOLPWn7XdtivbUEJVXuNNzxeojYibEuDW3",
+	"V+2zdhfOXL12DG+ECt5D5x+Wu/AV5EJw49b2X9nyh9hkr4yABCvuLgOoJOprKLbLnLPGvooD2GXkNUDt",
+	"XyUR8PelDtEGK2Fq8isDa+EQf9KG9iO990HXB5fBz57luck/aX2k/Kb7SdSK25ZeJAjBIqhpjQoAf/Gh",
+	"Tn52ipDwJFQLOoxw47qTf25yJbyMox6cO6r7CuC5hq4LcdLOgZMrWzzofP5jtnptV//W9i9uJpfSUm5T",
+	"gpd0xBMOrdG/H9nyViaaDUCUN3L10PP30iTpNG3KR4JRclcZx1XNmgoSryrgPDhncCmfA+pSLcTSsltT",
+	"TORkRhVFg/SstS65fK9tXcF7bqNP6v5rucqMTC6MeSHzq08Lx0N/24UxbcTmbY3mqQ8TpRIret3h6dHJ",
+	"MQZH7P1WdW9Qrupv4N2FMcK1YG1p19r4UIKs0ikKydnOXH6ABn0DfYupQk5cL5FD4IwHWss+fekTLY1c",
+	"Fqqd8Ysq0+g3LbrT0aFdWAH3C7wftMN+tyt8etcC8WCQcHTOKOpUix7/dL8J7weuxwtjiGDdfbBpzivd",
+	"eagZ52GAHUwnlO8yHlW1YZFZZm6QLfm7H3+8eP3m+auLv7x5cvHsLy+ev3x+EQfDFAnMHsPM8vrN3/z0",
+	"5u1F7FVtJqSO8R9tTLCJ+S12TaBUUv22LaryxnBFtcuMuL0e5ttdKlrbp/9sfbrMWvtEsUYwL/Lsf74T",
+	"OnYOF2eajOE+ZcHnSCnK3h/hWRGqJ5/jxHcvQgh4iejzwV66+kvv3ac7hv7J2sCFJ02HfLn6ADZ6JDkw",
+	"BHrDWFeGLzTmPG9ySZuNZBc30kUBHlRvoBX2j9H+qGti3AiU/O1pgzU2kopFV9MNwXgTVdttrCsGGz2e",
+	"FlWjL9oA3qK3Hn6GlfAQcRNt/kCUIKHL/pVKsemSkUMaHUCI62YQCA1BiQLZ221PLUenlHXvHxFRQIz/",
+	"iCn2xd/BsJmxnMBQaQGYV9wAMuPcI3RAIl2/Nptb7X3vLeSQSdJE3BAneqJ8UX5Vq3kv0HNUVsj/XSkx",
+	"HUjvHmBOmWW/hMl9vz5/Oe+fTVhOqhDvy/3w3VOTQyp+zYEuCzfTjmHBSR2/6tx1XHdjHcMcxs2T+KC7",
+	"aqlLTML9NdmlboQh5EstxjU497jloQj0CKRHKu0K9+AzlPjgpElKDqRMyWuFhSXA0wBrFY6gTBVhevci",
+	"nbwXkIlQLtIQKX7/6Pubpd6CXQgG4CGWH41cRWJXx4wL39A/4kMewrTYc+Q6D7qAvkt1amf3MYYs36d0",
+	"LYL9BH/jrQVgIfoCDEuD5IWhcLes2cPNS9C/URaCeJp67UH3ons86h2NusPOWbf/Z/J6Y26XNmR9UAo9",
+	"D7f065Woq+BfECntPMhiCzrUuNz8dZgF+scTwDFUB5LmBgZSCkeMhk2WVshLqRPTjC26x5C6FeqHloUW",
+	"ffTrIl9iNaAg+lhOgsdel/cjL3YIv+YL/+jBfbDjZIn1nX2faQe7f8aHozKTsLrauPgOE1xUR9fXpxOx",
+	"Gx90li3VQ58S/yAVvHFp/eY077rw3sMVu9TOCysqTtiHm0RXdvEzGuqFWbwPAMPVYn41hDCgNOLfiR9S",
+	"Rzc6kVa1sXZxkV4rx+OHFfJ8wcDLZXKlCk8JSdW3GfahPhS5ZFjfRIJaOltd5ikW7buHMV9WXPqVOPfd",
+	"YKJzQxY8qEhGAX9a0BYxnuydG8KCBKG7UVV4wNV0YcxLqVdvkJXtMztBQdWGgo1YzU8QgZwv4I8+Pwhr",
+	"0VEnJNzg2JbgAYLWUn7sb98TCmMhuQo5DsfBUrsz4VBQrVQbasSlTzRsFuiMPGBY2Kt5uB7yDIG8yS+e",
+	"wl+np5BTXe/sJ2TQfZOf8HOAPmAJfb7F41rv4czUw2WuxYnnDQwRD+MKSfBvTk1p7C3MM3a5qXiFo3TC",
+	"SQ8oBDxIJsVCh4WKhF7zP4ZFFUmjpXuITZTSikByh/c1KEphe1w5yJrK9NBL7iF8jg5J9TK1c0dmE6SA",
+	"ZKnShSdeYTYb6jmhzQJgBk6W0aoJOuw+056772yCD2Ot63GLM34qXx5juaFxSxwMTocl9sweerLdqg+Y",
+	"6lsz//Sj8mUlmHjckpO5arvtgq1sn0JB1T+GHy7ZkrDTIVAVpkpCcEG8VTppbm/o6yiLcm90FeEtgVAv",
+	"H+n4P6HSUXYPB6cjCtjPxemxlsGsbUZb+ptgfaYVaq03yBy1niGIW6PG3NRMUdXk126kp6ovrPrbx3ux",
+	"TDF+llCauqTt8RRfjY2EHJylVUIiGpbquxqOe8MriKUR+szzxrS85KKBZz7FYXOfGQ5GB7/vx3BtmjeM",
+	"dpC825AFWpMfqOFkSDRXugl8fa27pH4Ee6KMTqA6zh/DzR9Xr/XRKlmhUYcA8zY3hoMeRjuU4aKMU0Qi",
+	"1sssi7lurqzEPLThz/kAxi+/dDu9ftTudga9qNvpnkbdznAI/+4eRVgTrd3t9M6ibudk8C6CN79r2ujB",
+	"oHzmBXD35BL+hSRkPVt7Es54FSycETPU5mmmh3bN8y+9dzSdJ4xTtjTXwa0csoCbTl219rJFkhQJOAVY",
+	"UMPEM3haJ/hYWlhuL5FRBxWbMbNYuW83y+mgrf+wGfSjt3EK+Y6Hcx3iOO7mFGGVu5rMMdZPTaLsSMRr",
+	"B0iMBK+8lB5Zd4c79rwjh1LlWA2pnf7BcV9DCfu6y4dREBCjm2PgHa0u4dQKNV8Uq8iTnGhD7tFCjbUj",
+	"4TG5qOYI0+KBHMENLIpMYrvGT16eO41HzCGpqLVA3oOqlmEmyCdZM8vwRcGuRk1Jap9ZIq2In/CdzA/L",
+	"7M7Enf1erRxV9v0smV6YUV9pU0NCfXD9weCB1BusqYMp9alFPGiZKC7D9Jr3qu5e/fnnn9t18uxtU1rn",
+	"2v5EONVPWl7LNHsAM6N+XNSTZUIiIgTKbrMllkGzdmVDuQIOjoCTuRSp4jpl4xCcbihkUcCOt4cOsmhn",
+	"Ji8yKBzOtudC5Ta1hY0oq4S9EIXFqhHI6Z8yIaNPUPGpLSn61NmbRW3CKhxGJqT1P0S+1KBBh6+O1mY1",
+	"PrwPT4oCy1qsqe7w817zVf3wp/UGUhTSiRI/be9MtQ8PE/lO1ELpBDXltV7zZGtz49ZMAzZzrB04U8RB",
+	"A+NRaT+vv5kTvjIzeY90/WNdpHDMQrA8ODqr71tPQpuYZUaLDeg5/Lv9u6JKttiwfwb/PvrwgftRWqeP",
+	"7FhfgrNHYel8dEUeVLK0sHaH+zA57CBbfh2R+s8AhlZcJs90kRare0q0S5mrH1LdZNS6gAix8spcYUgE",
+	"RwLrkaZUipRyOaIxLl/8RS1Sa5J0gr+61+AVCjRByfzN6rN7oIktZ1VhiDKXUMrHcxNA62IiiKKViIRL",
+	"5Uc74kmtG+uhNFrE/gbOtllmqiypQ18FNjr0H6HmUmYCKpEGbu4yyCVoH14qCxEDjhzBd+wmAqYdHW1m",
+	"76HqgJz/zWnbProH9LNAmHVbJ/hZtR4ghEdKP3mvKRCxX6J20IaNKn/Zu612+pNy0Xr+mz1ZyTYSNK06",
+	"MGzBugP0YOYMp4CdDCJozE8WspOtjTW+71MH/HEwqfcc9zuYyqzovSFazTmLmKq4SNQiMyu4JjI5eU+E",
+	"qf7+kfARZVrG2ogXL14G6mLD3PBn28F76gpS7F8bl3PPSFAt4iybx7xxS5pC9njA58tMXd8O8V//6/8q",
+	"LTw8b4iaBWUKdbkjnrr7hdEKT52lVSAUYc9VRB2IwPTvIBiPb12U7L1SC+sQecoWnh/iWuWXskjn2OaJ",
+	"sYXHQAa0Ds3b+nh9V3eybH6/hRbm9txnjb1ky6A6c2srrWmCmffjO5Nf4O31dQYvKWnXKEvcC+2RQGyC",
+	"MDpk0fDla/0Co8dU8sMaAmIN7FCCHOihVF9Bw/Apd9C13kVuzbqxb1M4KW9jpyuozVq7GjsTYz/KNQ1+",
+	"+fApWCx8OzU9Qq6QSHDDyduDTT/3L0ttWXP2ciVc63HFw/LFofW/EjtCp3WP46SDt36eMwUDKxsX3lsv",
+	"AwxVvOThX1t6zfP0gGwgnrpvD8+SmxWCm3Abx7pA/RZ8SzAQIXEARP4iRzZHtYJUlkQinqYfaJ4JpYas",
+	"CgWLseBDjJBGHdcqFQtUJZCQi15fyMxcLVXg3qofxZAKOJMLBb4hR9/nr4FLqnGEY3FAPDaVHcjadnWD",
+	"xRXHFjmIgm/5HxqEyEM7kjxl4kuVpNLJpU9wKPkXtufwxjUhga4lT1MIjiWu7NqGj49E+D34jlN71Yfi",
+	"8SKT6T0xsr2j0MPkGymwkRu30obuPGhSKivqmIYBw7E2AA8GvfLNrrB9b2CKD4puQgOYdDMl04qLID5p",
+	"qAbxc1BSzb2m0woKcyWyUO0inatWpTTj8XqxEjirsLTHBgp4X+9UpAmbM9Bc4Z46J78wh+xcvVCu6T23",
+	"uybveVBO9Rbb+pwe6wUl/WSeS8yi5CKmjQNCOISyGAw7jJOyIBrVPZZIx8NvvjQmU1K3bonQantb3WQy",
+	"NX3JEv9LCxnQ/ECWDY2CWXznv0r2GHw0eGVT+RzJl3mSuZpAtVAYaaVVhn55yUWGv+lfnPw8/NPZD4OX",
+	"1ZUwHFbLlAwrdUrg+bLK3buPvW407DYVLAl6QLXRP7ZkkqRU8vZ1sJwRLt60PR0nO1cvpcXlw1PruyIs",
+	"vV9/F10LFumVKTrVfqOV1X3wXQAZejbI6OTf48Pm7VFu+X/OJpFFdZcEVQMZJOL2Ctkn0gY16f4KIF9X",
+	"vqK+j2r7ItgSvrSAa1/jfsCb3nIZ+oYOoNYh1Ac8pXyNsCCK2RGxq98fj8IeQcllmY21uyoO8MY2BVfg",
+	"JvxLAfSyjJgjeooedfo2Q3wwblVgSXfQxmD+3VMYWqfbOiLWRqug3i4/DuQuQJPJKhOVKnOexwOoBA+D",
+	"HGvTpl9jdh26wruuG7C8yyg5fKv1LhQF4X3BNjhu2sqY1fNGWSwUtLkeCCgZgUe0pIasHl9mqRteA9Xb",
+	"ER3L5S6x8/BCKlQJ5/RNJHK1ULKwgmtVVQ+3u1SdbCjCGrWS3DTvEN84jtibLFGuSpWlUvOXSmnBLxDW",
+	"iKnMH7ZxWLbzDVftRKbK5rmoFAittrdW8/NBm1fkSz2BE42Ke+2eYG4aJl0o8J6ijere8hmGsCaCaB2W",
+	"k944wuv9apJO32B6w7dqktqNpaxjyoEoTe9HVlzmUk9mHRFD+mOMmUTwFwS3Yf9PU0gaje37dNHG04IE",
+	"V65QvwuSWOEhL+Tgbm3a/LkRkQOVJarRuvhAKiKkgN+ImAftAuKvYDPBDsY6uqhC8M9ITBrWBqeWVoUP",
+	"/AaKv2+x+4dvUFUI8f27BNBTqZM0aayK/KMHJQV5KxOjbZooFLPPKFM3lsk8LQqVxExh5tze2FGJqr54",
+	"wvcgTFNMZM7ANPVBTsgKgn+uxGJZEGwCjer5AngKY/rru1xeoal46Bz7aS6YE1lT1SG68bWxqA45+V3T",
+	"Zrglmw9r0PKVLhxBq2tJsw47WatAe5eaqlErMZOf8nS9Md96HtHZUr8nBBDleJS8wUUJKanpXP1mjQvs",
+	"J/jzDl/jR+BjFg5cBDzXvnbU+LE02VR/rODydU4fGKBTwF61B+0u/AkOoxEm2P8lhfhQqoUsC7S17cQs",
+	"VOJ0A/fg/wwxS3FDvTcOjP7P+JBDm0ml048whbhC4fxVNz6sdXXQ3VZssFKm+n/7968ff/U/sVj1oLtB",
+	"lZ8Hlf72rb8HX7xS+84hzBnc32lFdy+lFbWqW6/BYir3tas4GWzplOpf5enlEtkPi6B84ViTNe8VDmF0",
+	"UERbIlIHtHhTqNxdAygsberaYm9e71V5sKP1kei2wVpImNuhIobEAf8XrxHzfS71+8Pd49p4psOz6+3p",
+	"IQk84nZsEYG5aScmJ+I6eIKUWedujYTKrPJGaXn4UfEIpNvlaAWNKVlE5A0+vOeCIIm+U865Y+UN3Y4u",
+	"GkZzVLv81NhUK2HTeZrJPC0QuAz9QSjluZBYvhGbXvac7KnEkIcJh+hyFbyj6pgxSwJr+N5uqJFO8UFo",
+	"a7G1BB59HdM6ROEEWkQ8FujpvNfQNrk3wrqdsGCi8vRqUpbqo95wwsFhPnG3OWVHuLd2RIyKS7uY5coC",
+	"7BBVJ8tjfCMtFmcDYpRr6ru/sSNiQBO15/JDm2Nj+Cw9mohZejUTSpvl1WysETaL6a7isYjn8sMzfoL0",
+	"VZc3j+UQ3Iud1gXvTNKEGjJN2ZZDgBvd4h6Aiiz1pwQ/NNbw1aczmdu4w9EW5TqL/3I7T2VZoMy9hR/B",
+	"V92AHaWHGbzpD2aftRLQMkvmDscl/oiI6dm16Bc0qH8xD0Tba1gjOgspTBSF9Z0XWLGNBw61qEKk/B0S",
+	"XUg1kFL+HlkBcE1BNFVPFGDNbiyjzOBdVt6ItIhostKSpd+JTCqhYBDhowtHWWCL8hUg45mR0LtnEvYQ",
+	"rPttMFZC1SNhfJwf7vB8fWgI2UFtgn3hIXRUqBXHe6zLZW6NZwtPuYoztkHCMYlqJ4Vb0NqcyWSsXdG7",
+	"tKhq4bXd0Ypa9UXvfvJ52fW16LKx0S5qyk6qT3ro5qyo+OuNCRWVfqO2HwSJRx9rmrFrjG2S0j7Y7u8i",
+	"juzLZZoV7VSLGFKOYqK5B8TMjVxhBWgU30uN9cGTFOFPyd5uOIchfK6npuqHOx6uu+Fose165wu6C+7P",
+	"5tv7ChHzNtNIpEaXPPbWORlR6Gvq9N69evHi5X4dQk3XbisDLeiWiMxaJT1UAXYIQRf4Rni3j0Cnxd6N",
+	"fQsfWG/uaUNrHV5z6+vgJnpd3XHplx/PjHujn1g/II2HH4Lnn/lUiDs6xl3aXel0hcaD2gpiXWVTTuFx",
+	"ZXhCYKLfE2Nd8losc33OAonPBMQjlSmAa8kFlAJyrca6TAJpsmCrz21YHZycoMrcQ28qCl8Ni1jVKukK",
+	"kMhaMZvWTzJ6N4GXccDm4mDY7zceiodN2nrdgmowi9i92tg31152c7mbo2pqFVdfKROxDiidCgslNeRT",
+	"aYiLu5oVHvDBWopDcGB03a1pPEgG/fZlWohpZiQS0+AwMnUZ9d3vMv+HV03xqVaDAhrss95ZP2pBywkE",
+	"T6Ve6luvvP9oLT4RtT60r0ybf/vl3S/v8LODfniljb4ks6Dd0vY4RfjcbcS0dltmw00Ge/7xforQkOkR",
+	"EvCV4zzWoZ8fxldsG94RMzOsDGSi/P/+v4POsNs/7Q+O1CAs7CcOht1uCX/goLov8ZcWkVCdq1KJKzO3",
+	"fum+cyv2EyarOjmNUs5v3kZJRn7E16mabHDLLeAS12aHW2Ex46bE/HLwrqUqiXjXupvaPqIGWeLaLDWX",
+	"LizdxY9smX/u0tcIlokaO4cIYiyPT3Hf4DULYvR+ZB3rCr8X004RuwtM1GMdX6nizVJzL8Eb47QEzHJz",
+	"dIDufdwdi2pgWswcEyuiKlDAAWyGVou0vkkJ2eiYJqGSJjHKYJDvpd1QKB8UGugEc3zCzVHlE50GybYm",
+	"y5otfXg/odivZYaaqFNz/duxt41e+m1W+brBx+91bpZdXWjsA038lshDmlDKD5wL7XBZWDLpphAnSZxL",
+	"NbW8hH36PKzbgy5N/tpAGD1Rhw8bU9ngjahOC960x7x4D8OaaLCZ2RDXY3cS3OAdzoUhySRiu7KFmsd7",
+	"LTC7MXTLlEiwhummisvYfYt0AfC7ptoW+RJFBEQl4sKY7C5teL7B40tX0eXbEd+ZnK0/78Mlx2AY8Aev",
+	"P10bUbDYeULwX+or+hEdL+43ECSs8CJlHHJqcFB9TQkZNvfCwVYbhxLtzQiW7I3JKQlg984prbPGkfGX",
+	"P2GV1Q4Yt1c3nCy1YEUdIVVR/dKkBnxBxXjEpb2PjkWmikLlNhJJegVSkjJEO7B2/gL/M4L/+d/gf/4d",
+	"/udr+J92DGSR8m9L5Tx9pEafE1hyIScqGeuFZziBl5bOf5rJINYeOP1rE3J0fAdPPbrp+0fHzW76MP54",
+	"B5sCq07yo+X4icKY9yJZ5q4wByEauHroqgIr+tiiCUCGYDQ84Cq7bHD+5Mq+TfVEfauy9BqVtH7UQucv",
+	"THCLCIpRhi9xwL6Vc3lFznY4V0HMwQAn9LhKBBrqSK4y6Ap4vZBXBl1U3AKRS4dpoRRGqqdgC3mFEqCV",
+	"K2uyJY7B7dqhy93ZtMPw+n5bKxwGqVc/TjkZp7Kg9YrQu6gkoBYDqnSndRutlVyB35HGFLKDB52uyzqA",
+	"B1yRZp2I2OniMXNTqulUTVh5uVQWiaNFDA+g7NygurtN+S5qGoliFqwcjCdTYEKDcyzs0mEn1OJdcaap",
+	"nKiPt3fQ72lxNONPMvTykYZBfrSM2IioJKxJJ3tOmF8hzdgKtXAaI28T+BQxcSfurCqXVuO5tNWsrMlJ",
+	"15rIrckmgeliat84hqI77H73LPLAByU/pS8NCUoPRsyZnbmyU3xxyubx8pfPuUp2rYTs3v4d10xCE+7C",
+	"utUGsWzkttFrPmrcs40QS6JCcEdNt3uvo+axO2+egwZPUVGZKxGT+pBWtQkHRqsfMdWY8M5Vty0cTKfM",
+	"pmBwdSbucdTw83691Y4SBzVozYpiYUePH/O1zsTMH7u6so+5u51FMm0FiAF/cNCi4mq0a2NDoWkwgtWH",
+	"AlLX4G6GP8Jxo0TC75lITdnG8AbWd9Ly0DFTdyY5JOc0V6pScp9+XWaZP4VuGzZRI7qCYI0VNAV8C0Ix",
+	"M4ieptqRtQF0PTGTr+NPRFhcBFgK+C6a7SWiovnD/MDax7cBLvba6wRqVYVMZCE3LzU6saod+S5XChNj",
+	"hHve4StRgyGPJ262TqtBJjRjF9AiAl+cH5rUspHSNC5wqx+Uu0awaWVuk6kAuFQfinOIYsmrXC5mjC9V",
+	"8APnYl1mYLRnqVa2EfDc3XUAYYQXG9MkOyuRj7VQTaKmshEy6jBMPuUMtx56X7QpY5CYOwaGNx8967im",
+	"ymv3sYfOqXgiooSdGwd9wMypmKkP5B8ItEfnZm0YwIb1XfLurbeIHnUKhPdoF2BnJ8uJnyNeF8ddFtxb",
+	"1kl6R1TO+1TvfMLNKubvwxbc7MF3oaZHXNFYpEkFDVEJvrmJ3cNYb1qFnPwXDHDkl1h1KWxbqo6UoNoX",
+	"iguOqu010ynsnHJBHvDyiESiCpXDzNginYAzNjYLpWUaj4TUpJ8/x5icLNLLjCvbheSGbuAAB5Blci4B",
+	"qQmP4j9c8kYlrAtNbEUt+hD8gbdWo618zy5AJZbhbfbaspgkTCUnX7jy4VQfvF4qt4ZcnEyUtU93gLyL",
+	"dK6sACcrNoXIyHIlXfrAw/nQPhX6uCvbymNrmOY/t4Un0b135pVbKNuxiSRAztkjjYEk9p9+7d8Qkz1Y",
+	"Oq1T4qI2tVysTw0gBI3+Np1vMAcyL/9KEIoXF2HrnLFxN1m4f8ixCQOzqyHbfYtUMtnusUz4Too7OZyh",
+	"iIsie+nA187PxuvosCOeYNMiKvZ173W1+7B4Rs5KvHlzisGCsYpOHS5KzJlCfxwHQw4Y9trD3OHeYeVo",
+	"SBMrHILFjfLWnbzX0QXtd+cW4DCfoDjae//CIySHLleheDowuZuNSKRTmge88fDes3E/WO1n0Yf9IJyL",
+	"+OPtWrWrqv5VnqmlU3/nnHDqFjy0XKjcqkTtBnW4O7HjRaryXU9cpHtCIxuXKcK6Geu9da1GVLIZ5L2c",
+	"FLbT2iWZlotEFndbhJ96hpScFP86Xkd/+DHaJRIy7AIBRZA9gOnI4JxjXqPRWI91G4H48UjEH8et3GRq",
+	"3IrE2AVZx61b8Ku0aRHwXRhyp9umqZbZU3cv/JIWKkddwdK/nTcU/jnWQoxbEJ16KrPM3bCk+1/yvxES",
+	"+hPgDeDjyJhRByjAew4a8QkEXNDoHMdsR0cl5eGSC2MLCFQIVweSugerlrsH5JHYEuJ1wD/B3PMDM6VX",
+	"lWNzqaR72N3Y6XRuQdFAmQIzLQuxyJZW+DRGpg+BEqVCyCSxPM4Uy3Icb/QvMq1dX+wC6wVjbJafSswE",
+	"WdyqqRGkLH+6lxn0v0Z7skdi0R8DRIubKwK0wbZktCeAKfkucYASAg3z5cKqnO3y92p1/1jx3XHZbDqR",
+	"TAjOkLK3oaIbyqu1UzSqaPj+DGg0uViZaMpgL/NrIrHUKQTaWJko1SJmKwqsDfSR4gYf60JlGTERE0MP",
+	"CvGPsHNu2x/TWy/L6Sf4J6zLyh1jTVk8H9+r1a1L7+FV2P4ISuFt+2NhbuPz2lpzyWFwLpgpwkzSHDIa",
+	"OuL5tjQg6XY2PKg0kqfH/zMmP/FaLlAVwT8XB81ZRIfndAwhprLapbqXmJ//lGyhHblCNOdkhTQYmLzp",
+	"EHltMZ2flwIzwUNqf4A5jKNAVe8EtrC/o2r+lj/vaQM3ewN+pkR4d9bYjjs2PByv488I6bLAff449Gqs",
+	"ic2NO8QCV4oktUWKoAL4KarLhI4Xr3KsNZhWRXqtArHaCWWm9BIT7PQsKQ8HbzqMNeixJZlZZ5P0xFZz",
+	"zKfqdphbGE3oHcgrIq+CprRKKAImCFZnYm5rc3C6aQpepLZogHkzUH1tbl4FuUKYfMQZ8nhaaA5h1e2S",
+	"A20K79tLOXfqcH+AN7SzagP3mxgWtPpQPF3m1jTwULxeg485pCq6lKkkKDhzLXoEL+XkPXqRJ/i+Nd96",
+	"r7/LZ+ZGcKNk3s2mAHdVszerk0QlWneZL0v2pOyfr5QW56KLijd3QmhDN9H1g5o0PtxlPNaGBlvSOC7X",
+	"9wyjPrt2MVQqi4oeZ1xl66OmfIL8fovvemPcc1fgU21IWa+qSXhXajrfcGqHv9ZO53DK4OYkIrartJgt",
+	"LzEUBymPcMwVwV+oSGmZPYbY3WN+L7YKO/EfcrE+/28DugIXCUAwnuNS4BpnmAEzcYRjYHlDDm5u5jGM",
+	"elyYmMCDlosQVsccbmxee6RZ4+dFZuxDsyKY5q9m8rN9tLYGsOfYkI0L/r6hXJzgcs3XArlzRU6KG5ll",
+	"T4Gg+SUs2pOz427vbNDtDwcDDLQhfJbud3D6gQ85tK4WRXto2tDf1q1vf5bNOwyYXo+muu9+inPEITmC",
+	"tnPVBUR9AGsM/BqJeZplKfNWC5tqzrlQCzOZHa77TKobDwjGOm/kzUvq+R1slGDY/tXM+2saX5qFKoyI",
+	"1H+sHZQzVzyShqD2PEeV1WL8pYL4TokydqFkUXGDW4/dnklGiiMI/L1aWZdWjT/Qx7yfDH/D9kBB6WuV",
+	"j/XxUPyQfgMqFDY2LXzTPHtI5F2GiP5fN1bvvxgK5g3ceYhcEBVl7SxcIfueW1EbhcQF9aTRMi51Gxh9",
+	"EgvkjHFDfCPJLKb8+HROteTw5+o4rYtuxzj1zapQO+MKIZ1bgPXHaSnUhwLP5Ut40wMjtWeyf3S8oXXm",
+	"RuUTaZWYqQ/i7fdP2oBK3aOxnXU3X2CmHVep2X7pts9ke/ru4/GwyTKrzXp1UH37N88+r7F1O573K2U6",
+	"SEZARaSMLxdIYN0/aQJGISTKoaNGDgQVcx5Ih4DWKmHjOEbB61WNTsNtudqVRGIxuYNTe1EgEHBQCwzf",
+	"vllqMKbjK7mIKVMHw7CJS5hzJx4xLNVt63qLaiZo/3S3kf2uNLb/0hm1333sRr3+yQZDO8TXNqQHQIKM",
+	"i98GrAugOI3EjQOyeqIcTsXEn8c6SR1QBlxbPkeZpoefQAdQLL4uqXX4l39HSh0aBPoJkvkoGxzSELnh",
+	"XDCIBHFe2EfoDME/YV2kOiidjIr0FpqcXeHmTUw59+DE8IOxQRaV1yM4E4mAg7TMve3Nku9oTeNvMjvL",
+	"Tz51xfY3Qm7i8uaYi+QyGMr9XmFP+g50P0xGZGqT1FJocrKEFHiXeViWrpYVCiVYVLKAKlS2ELwofkZm",
+	"j9gndCnrql808haFq23LDJfdIush6MQ95xldIc+QxGp9onMMN/ggWcjHJbG2NQg+1wZwPzhLliuJcGI2",
+	"feRwE7ipxPNvWy019rEdGKQ3awwtAY9S9SBl5ofA/XafeDxh/O8S4txMuelIRUMiH114RyyhxcLaxyGL",
+	"A6RSVmgcIgLsoR3hKHNueJ8wR1jIWTPWAQGDVTT5c8i4NpYSsGqXqZDiWFf2HIpVxqmXfBPiwBFU0AN1",
+	"KYvnZVWowkmllYT9A7T4MSmYkBftC/dh+6qJotv9vusx6h2UoibbObffmSzxhxWE8e+wJmdue+dIPolE",
+	"4ihLDkjwVPmBet09FmUwZM0CHIU2JdURuJ8JWSaZknmVTqYKGdEYEEqtVWsopnuw+2hTNGpcK5IyS720",
+	"S5mVyEZxgCbrzcwTkZb1fMviRr4g7+F+SGE8jhvELh7mPEmoIxCVij/csV2183tvb2uwWIL1d7y+/FBA",
+	"udTYba/8g78R9eBgG205Unji73l+WCXzyeylSXaTTZR3wnM8aDuf4vsc2GVLDt9WkQ9zPSnKNS0kL/6Z",
+	"xPyZS0VESp+2ntfSWnxtnnIO14/7qKbg1eeuUfWpHt3hLc3mDVAG6w2GLXi50O/siYWJP4ni7Z6+z9HI",
+	"IS0mQXlJf47Yr1BiKj3a2T0WZLre0O9hKTJlC3mZpXbmiOns0i7UBEkcdOKKHiRqUcximifRO8QbmXKJ",
+	"qIhtNZYI55XXR3D7+v41lGTfxLO9dQ+Xo0rUzazNOVj7ns9y+v1D4Dh5PBo044YhjBi04BsCygUNFL2m",
+	"DFmMNY2qT+N9ZEkniTDDSSz45sjV5MEnyR4Ya1ykrjwGOoUzda0ySixZFDNaFMp5TugL9hGoMvCNDrys",
+	"zuCx59g22BbrEnZmYAluSjaunCzBUq3xDhUOXc8lNfY+Cb6nr3+XyavdsY+InRp2G1O7Siin321Ct/lq",
+	"WzRyDkDy/RH7FjIEwLxRtsfevfgRm7XXcHvcwO7aFu5GRNSRTGjuOI+Ko7i7XNFCNsDvDt5ZkepptiR2",
+	"NRbL0Vhf5Wa5oNvdrzAmvoKL05cvS+JGDrrC25GBJs8Vaevg3crNBxxX8oJCyFzZO6zbt9TFvQZxR5zR",
+	"i7qHIEDEb60Jp4DU3sm8cnWWmyqYuVI+7Tijnmwpc8DYEgcGs55q/juiWHEIBTrD8OCNCEA21vRQVHpn",
+	"4HiBWgT0sAvOVJjz3Y+RAAd6kChQMuHPo4AGGV/HM8m5SrQmmZQPsCsBxI6YmoPvSWtTW0hduC83nU8e",
+	"gtcQavQIjZKm2N1NNI7VsO1+mamB3b0DHlCC/3a2DQyfzASp95iPXyu4kCuqjrNBNVtXT0vrQpXQrD3h",
+	"4OHMbF1+ISIxCrIIN8/7vqU4SrTlXuOHSnzJOGT3HsuqQVkxKRtV/fsCuTfRhwV0YOVK5dHlrRXSid1x",
+	"wboA0w5Cru18WnsxaO07r3eDkewHOq8UDLmNAqDtTgx5eedtVOJ39xIncDfxBKnkHlNzwR/bKUvq5tQW",
+	"DOa6Mt2sy4VyHfcMGDOU1noQ50ttmdHehQ7gsuFKSkBJjluMHDI1kBBdWv/sM1BD6Cr8R6WLQmQpEqUW",
+	"xrcHhxHypyNXxeJuvvQ3+AEuXrLbowU93eDYZ4MtU8kV8YahHpUvdWOr79fYZWjy3IXjANsd+cFuXgqI",
+	"wU6NfsW+pQCt4QHaBK+ABuvFssDNAGtw2A3lHOIA4XtmWQR3DU7X0BjBez96SCF9wMW/3u3Gak5llgEi",
+	"rqSM3p2IW2n/x4ZY72eQ6dXhuONHazMawLfLQWya1+8yeW3yZkcWb6/Uk9wifTa9GlCgVuSKiPBUDWoN",
+	"QTx5RfdM0kIlaxBo53xA9oI4ooT3OPKEAPXKRL5cai5rsF1/ZQdetOJK3izGGov3Jilz96euHhfgck1G",
+	"bM8/vnpGYg/IHrPMVRW2KkhCQLTZBRrcnbgw+Jc4yLnau1kWNzIHIRBif+1hmcjAWF1u3ep5EodJfoT4",
+	"PChS8uFnyWHk2K/x6zCFEsorG6JOOYd4wNJi613pKGq0QnJU7zLIEnzBuS84NVU3LrU95hrUXpsoi8pA",
+	"0Bs83PFUpplnxC7VKUG/Y/d4ldlCrlRSFhs+wFJYLsDiy9HCg4fY/OnS+je74fEk2jOTF56I3J866HFg",
+	"fo3Ic2bjCMHna6WOHR24fQ9RfFQ3O4K2p6NiLIIsdq8FBpGTSplN2B6MiW73CEePf/X4rxP/20m7B2vc",
+	"LRm0JSsS6RQQvCAIR2VGdxPqrS5Uzo7LwpotWr8lEhtlc5jE0GufIPiP2nCyznTFXfq4OUK0PSbUFBTy",
+	"ff64i7zgk0Q0Dt7H3WmWLhl4Zw7vJ0nvkN5y9+HkZrA8E/1U0q52NduiFu0zvID7ZZ/zMlgOawMUwE7C",
+	"lQL4oXf/zv9pRJwUZp9ZXSewgo42nlsmB5JVX1Yu1EZyCT0d9c7WFQq+tLm8GHvZ0V9Hd0ecdM2ohM9T",
+	"PK45YPcWZBJKL491QwZtcyMKA8L8ShVI9ou+UmvmylfY2o9vxLsMuTrFD2qxLagFBEJ+iMx0Q6ZSWmaQ",
+	"oHuU6Wwr2Um+aNuI/KOuYIF/4yM6T6ggYvjoI9sRDjLokSWVd0PRAH1FePqx9m/siPjbZy+eXTwTQKfh",
+	"f7aPP/q/b2MeVBvI8M8Ereal2LS2v1cyK2a1Ve3Ftnm/DlsuJUIt4ks1CmLzPg4ToMz71rsd+tL+OzH0",
+	"szfHwGaOESqMiZTuf+/7j4QFJSXVtlAS8WeZmhagHDVwx3FV6mbeHh8tKK1OPOrnSmrruWWC5tyV9JTz",
+	"CzaVK4w9x3Tbg1PjuncpqFUJdiC/8mHlyp6uulot2CnP5Z7hlaccfb6LK6aeaABf9LXGdyyzpyZRW/Lu",
+	"ti8yrJ3a9vNDtVjzpR5r/xuVkKlb5UjjQDA2vARzliZc/969w8GIiNiVtHCfx1x3jaRWcOF4NJgalgyC",
+	"YsvP8RJBD3yliiiQCVeWZHzIJXecby10ZYKwddG0yodTzZVAVP3LqRWYeyhA3RTAZwFee3kpdWK0Svyg",
+	"yixr02M8sFUPTXV4kGR9faAhhxOWbZvbSLRI1fgocutpM9Yg6lXusnqwOAGdluhXJLEFrY/5EMfieya/",
+	"MkWhdCwgp9wV68cavWVp3MbiuqJSW9dFPuqVLMMFRn6V+sxWfi2HvRXxs+U4tqJWZTToFvpu1RBueHJX",
+	"tRysU7qpNu/PTvGg9KoGdD3Z8tuAlXgDnfZOJUg1QBzvCYzhpjRkEajc+xjWoXl3KIqN73csgnd1pLnm",
+	"RW5omiRZ/RuNhya/yffp/oMP+aAKY9UHlBbpAaSU00CM4rmam2uqdeK/ed/Kf3djaWxiH9g6ehxwfkMP",
+	"NQ/hW68LS90QoxZaqcS67ECkjNcUYfQFXrBmrXtJwRmkhNXRhXH4uPW08vqu9L/uNrx8194GMK71yZUu",
+	"HAZUAGXXXP26sqoPF6P4j2cXqPL6e9sllgtlHuc2t8GczzAv3c4k0vuAQkSlwrhuZRmdg2Ry5jakejRY",
+	"uHYkJmvVDoHjoGSvE81vq8jPWoNaUWv9U9VRXn9it+irDbajoWzai2sYB3L+pFYkapGZFRcZwaL3aaO2",
+	"ugfV5FxJu8x9pSvMsLAOrFXwT5iQNlmDR6z2U1vdGbIh7cNvqPXOeQecXS4W2aoC0ok9HCS+g6Bt2MYV",
+	"aTtcK/JDVB98mfPXQP3a+1t+X4G/xrV5c7pDfQyw66lySQ/BeDVj8MMB3TztG0SRG2EyWdICfrNC6hXW",
+	"doqELIQ2uEL+wWNek9c4AdVkzFrPw7Eul+BW2e4mqpneoRRfm9Batf2aKtuAPxIHk5mSCx9oO7z7QFZk",
+	"xw7EcTOKdRPJgrfIdpRHYgW7MOt1xamW1ELlZV4Nnqv3qTzCxRtiXzkmPgy8L/BWwBVOuYiyFbkCItSk",
+	"Ug7ZtxUOUUijRG0E/oiooOVNCulCrtH0mNja1ub653sT+8L3F8osMuUiEaSR25KMH7urEvGIqN0eiQNM",
+	"yepFfOB2O2e9w3g/b9vUx9q2pjzQXRvKi28dDWFyceep7bTWo2kjD236ivrdUFsmSP44rTqG6RVlOuK7",
+	"kAYIExOPB7cHX20rJX74u0YvMuEw9/ZmOMQRbj1euHs//MY/0aii8mTWJR+3cOuW3giEoiAkbWUU8x3x",
+	"FssktXOICfL+uYKjuDCuhNJr3OxI1crpHVgzG27wUKB1jWQzgIghPvgJmZRlMGrEvfeHC21AXoa9aZDr",
+	"IDSc445uraZi7iqVfrttRjbwjIX1mkqacctpsSXV8QicCHeWqNIKCZKujfKz/FhUFrQbaxT0QPHqkAJx",
+	"VHpDKEXSmQPYOK4unAgIfNb8KAK8bPAubgko/7jkpibLqDSyAynHX5Ul8FySXIS/4ruhlJnrsSur8FW1",
+	"UsJXXR/CrwuXm9mKxEqtntHgpF/NKeveQ6581dnGMNawu5tcCfUpCXNe8NIjVzAczw04EVykvlLvCtO+",
+	"mjwnzSXznhdU7dmXxb8n//+G0m/PC9tgnoXF6D+5qvwdaoHx2ESlHuGt84Bj+uGyhiZUaBdHvkk8u5LF",
+	"a+rmXVny92O8Z/J5cszyIHBl6Ykvz3wvsvvGzvm60Y1VFl7LK/U2/fsGPoAYOTdiKmkaloMWV+k1scyW",
+	"i3R3EuVcfvjGJKsNlBwvZH6Fme/sv7s0yYprOkNuyGV6hQA6zfUwXUFUVE+HvcH28EmvezI4GfZO+8M9",
+	"Grl9UDJupxsc18S7jUZt9ipDE63NTrVZTfP8EmVkw2FWYn/hBlh9qU6bSfgpA26HWYx+iBLUhY/g+fzm",
+	"yX80W8P7cOG7os2eDB/bqZJ7ExlvNQWAuomskdIQOEcnB8xPvshVsbYFN6j23st3J0lxP4Ng//cvchNY",
+	"kdtTgvydBEZJftTZatNM5UsVEUKNU3LAt8/FDn0O/bkjtNXZqiyH6bgA19cHQgh2K5TwaizYfp981ztT",
+	"gQOvfgP42Odi+t7SEFjGivAVzCEISb6IoN8jHhxN9xaG/jURNugdDY67a7kFjUKsWO07osTutB/XeCk7",
+	"KOlwMpP66hP26C7OZBYcAWey0d4Fh1i+z02GjPdEYeKx3yEuYTi0CHfRIm8W3N/mclo0Se81sU3WQwJj",
+	"sNQCy4BLquQ/EhqGIkP86QEfISBPcf+l+pA4kdCXi2cCBamZoJ5qC2H7SaXFWiue8D9owEza5prTn+X0",
+	"+CLIvwjyL4J8X0H+yUJss4i6D99nk/wqDAv27QooF4Hb8NoNImTkpN3ligLp4BVz9/o84ssV8xt0BIwC",
+	"Pix9wTa/HFy4ktmq3PhtYp36Iqg+XVBtm/TfuODyXMxfpNcnSa/NAqo5ZuiQyXszZ9PLfmu87b6bm8eH",
+	"chqbw4r1UJ1Dm7vS/VjfNhGyaCImL1Or9iVouqs0euhcaaTwxiVeKJeIhOAxiiy4MDH6JmcpQi/d7bll",
+	"kcNRmDIP6vDzREf+UUrVp+3VIO9wXd/wBpKfkaDE/bYFi0benXWOsJDyuttLvEX6llRlIBDhkGB9JKLq",
+	"QxA/cazJImaTKBZXS5lDYpu37Jhez1t3xCXrvIFka6VXmhCknHEmBYCyYvJtcpVolBMoAJbaWdQ7zKvf",
+	"nG60xQX4JBgwweP1xev3RQf7ooP9Cl2BD7pZN7r/LgJXFA4iiUVYTZfSYj4exK+VpjBUmSuNrqqx5tlI",
+	"kfjT6V38wsjxeMMJgUnFDEwdds/G2on7NkTisnRSQA3PRZHOsWKzmBg9Wea50pNVUF3VkbABp1sKc3uT",
+	"avsJKWR78EftrRO/dbvK7+sK61QraqziUwFvubQ/yAEkKm//OFe34HcfjpCGlsi/K4l7UOOMEBQLTMCW",
+	"hGWt3ELfg7QUn5UXjxyuTekESWIe2fI1wOaK2SRlSt/jv8SHEU0D5savWEqZqaOrDr5JOSmyKFMPGQsm",
+	"E6x/5UgQNNaTwJvVHGst+lQQaJJLXRMvZT6ZYQkHzVX9oRqXuql+FG9cAUX2BIjlYyZpiA+biv0JOcmN",
+	"tdU8SEsrjnkBbSEL0nRuUq1TfXWOV5nZ2Kfoj7Wj8SJ6bSjF5crR7aogh7DBxhJylEp/YyqPu0NhYrIs",
+	"TdQ5J8xQdB4zc1YI86uW6HuCtwmTu3EPUDfaVFYFThF1gwWuy9fBamQbquhBL6AixoKLA1RLXlq5Etac",
+	"CymG/X4JTHCxaGwHgWLKquaxs7kATvOGw9GcZxGrRWpNkk5iD2eU9XRWPzue8uccVlQJr2fuHHwlK3Nj",
+	"fcAQ/csVr+lg+WYwMiiayu2LgwC6pjbFmBVM4ph0IdYKAr8mHfzLq6j78ufdyQ3B4bIhda9CAGc7weCN",
+	"/BgFWQfBryi6wyQDJH/jPcXl8uBRXxSPaS+oLB5coTJ8UOcVAFm4Bv1OiUq95XLVjJyxzHoSjKBrfJC8",
+	"0IpavgXILbu09RENnto9oNYxUt2x9BIPG+0TzLirU1UwPrH10lXLedLudYcD7wDAo1KKSS4nkLxnJ7kC",
+	"3eWp1OK5uFKFkO5sBZn0u1aE9XJboxaIylYDkcQWZjjX2oaiJptJwUym9rS+38Ct9ZMVn498u5oP1vLx",
+	"hgVt+EAo8JhLNSgvRZvz/FA8Pnn9vJI+hEMTtTxPYctBIltEJFZdKHz3zkUC6KKnm/09JSMLLoZ8WapR",
+	"jrKKKU/TgkteEzdZpUrShlp1nnJvU7ELINYXdCKEVRfzpY6IWLVXEu0F37NQ3nKuEi71dyVBs2u4rTw8",
+	"EsyVQNgi5UQBd4Sny3JAxXukutHg7O1U5A++hqf2Kc9R94T6AfVfblqar4xZlGRXNfy4Nm0PCy4JOZGw",
+	"W5tQzmrThkXm7sZ8WK28BoQYHa4TgBoQ6GzatOEshqRWTxOFb4W/+VGX/MuHNuUDc51NQpXxiURC/Bqr",
+	"WPMVONjaBMV0R2HkSQKw6r4/jPFpPuk9cNiVTuDf47EG08Eenpc/uTRf8nkwH201tzdwX9UGiX6pDsFa",
+	"km7tgV2JaswAvCEzLeQlrtMSywpIGY4xa7Jrl2wN7NN4Ac7UicmRfQvQkezR8mDNmNk5XKEKaX1CyVjL",
+	"IiqXgUsY52xvbI6j+QNcMjP9AfL43Ju+kEYe1kGovyVJE5cRjoWVwruRHSRMCBe1fPCDINkbSjT7TO8G",
+	"1xq+Zz8+Zl/TVW2qUu2rzWO9ZjJgZFEmtRD+2ZWNHrS78GcDgnpnteUNORJ7EZ3XaB/u515vhjJD/+FK",
+	"fcVw7OAeoGa3dvbjbKS2bQBCQ+Pw0obWfQoEuqRi2b2M3tK9v27gdLieKnXh3dqPtrHDhPuleR4CERVk",
+	"NgSVDTwXtdDmRhygHYS0FahgIq+KIrKgm5KxgOTiYbML/dOKAWwnM37rDWyXMiCLJnbjfVXZ96ne2cay",
+	"Gvlm4t31djHm3x/La3WUPw8FbzON7EvPIojGWkSWWVTSEuKhVGORjJgbnIgMJktMnupH3W4X1G00/vI9",
+	"CX3uVl+az6C7Fpm+u9Dbhcdk+YU4TOdCvp8jtrbrcdntAi1WpFizVc/UE2Za7m3P4UIlb9PqliXXH4bN",
+	"4xEHD3j7e3KXjih3/8i9AFL/feF6evWBxNXk/WlRiDrMVZtJNgKanrSgyoKAj7xxDJBrYqVT0smMkGPH",
+	"u1kuLl7AsYecVWMdKB90X5UDTVrhb+iUyonrNXpqXNd1UtLROAX1IC3YyYZAAtaYy/YQSU+iMlU4mz0t",
+	"aPBTZVk2Or2Wx7wVtdzQwkXqJa0oamg1hTv0Bbnnd9mkr8M6Fes1QXWCGjJoTRPQOcmB67jWR6KHm/zo",
+	"uKksqKsI+hdfFvR/g//5d/ifr6lKKGTHCTWXaSZkkuTKglgu7FquGmrpJ5NBbef0j453l+L0Ka2Yz9o/",
+	"Om5ORvMDUSczbNhHxEsHZkXo2/QUhSklDxW51JZomms+HcnF7ywasuE65AhWa9QbVi8A4GWdIhArbHta",
+	"7qEjve6tOXWCL26sxJcreNqdQAH5H3vsqXs+zjx/WHK0xlHYSQ1JhlBloMRMZf8Ynsja/GxsbMOIrrfY",
+	"delhm7i+YPYYUrWFSxKb6ix4f9vDNnojz/ybCoGZ3T2wn3fJNjPMv1nqgLxgrY1rbcJ4XZo7BkK3VA87",
+	"n4/usrpwm/dew9opZyZyLPWlXGlSSV7n5jJT87vV8H+ixZvvnoqz4dGJWNALOuIbrElvXRQUo1ZALXoj",
+	"pLtJzOWKomdjjdGGSExMotp2oSbpNJ245xydBChVlqOlFgY/KA+K1w4jETvo0A/BzXhRSCyUzdgiCyFO",
+	"vjnVVxBYcXfDXez8pOtC4hsOiUrIYGY4Q1fazNCNV8pfl1pey5Tr9fufY2bldv9G38ahA0BRZWvSBrkl",
+	"Qb7r9xcXr5mPL1pz+eTKLoy2ygUYNthtu8sh8vQ7RsqtLKFY1/kmp0I5qcVUl5ATpAMhWgc6uFTFjVKw",
+	"zTIlrapbFcMNAKE8N3nDhn2uk/Q6TZYyIwQaIhAc95MvDIzFbkC/I2m3l4eZB+A7eOsz+Po+hVjTD005",
+	"R9cyW7JPkZjTL0NcWwGU/VD17gAkOZadxwdQiHxoX5k2fKYNbtW2w9G1FwYxVp69Cd6wofDYdKo0iDMa",
+	"ILeDPMKspM/5pfeug0z0e6BlSSYpW2xy2fFlXNiRkJk1DnsQ/6n9hi62gXx/pmSi8hJzonLQwzNz1Wko",
+	"3b7WCquaaadyhE+h53JucuV6DextZYfjToNKuv6JtFCb4y40rZw87T5DfncK1P4C8ap3e35qgwEIHwu2",
+	"PcrGih18dHYWHCLDbuORV6RFU4jt7czkhSf+90ceyWV4yx658yUsqr72f3rzHEZH5QgL0HLuKIzDL0Qi",
+	"fsz/to8/Qu9u9xmwZhQPddMPZkTibssR18yCSy41kNuRmMvJLNWqDesJfnHhD0IS+IPuaZaiGmBv0mIy",
+	"w+MB5KGDgkK8hORo3BGvEMgCxyIcfSAQkqSOHUg1piO2/2qZEYf+yVsr+GUhczlXhcqD3wK4MHPjhj+5",
+	"P9vaFO2pyds8eGyRtgPeseCdKEGCF7p/k5XcJhR+mbfpUV8YzYHvLMkXouWymBkoDQL/BPBuuzCmjUwA",
+	"eJ1hMSppz1WSSt86VcxMgm2WQLSikqBxBPVvlWBSoGuZy2IyC24itkn4IVHzhSmUnqza79Wq7fn+ienF",
+	"dyVf6uo/APdsZ3grDGEbWQtUEn7X1wpo0gKo/8G/UJDrOn6hYRp3xbfWT6wGlortZN/uEFe52pP33p1D",
+	"zTI4rcJ+YKYZrYbn3Gt6Wji6Myc/v3JCevV43wOpJgtcu7YyYb+u4Hur7X+KmJLSdqJS90TxupB5UWI+",
+	"PL7FF2CZmRvAK8ae+4vjw7UyhzUcDQoSi5qBWWr0ek3MfJ4W7vHQ6Q2eOyjHFY8osIsOrar08F+ro2Xo",
+	"pWChLLPaqguf2eV9+kNY9rsWG7cz2T86HpXAMNis+URaJWbqg3j7/ZM2OJ7MNPCeg+/5kRU/XXzXPkUy",
+	"OwtF/RlhnhZWZVN05qEs5ZqaFUcTf3QyvTwaJMfJIDmdyl5PHU1OJ72zo35y1FdHk6GaXl4enZ0kg6Ga",
+	"Tib9MzlNjqaDpN/rD3uT7sllt9r1k17FS3VSdVPxJ6Fch2xP3308HjY7qN5gLSZl7aZaBAg0Q7mMcbbW",
+	"wtjiKlf27hUK8E0QyhFS9LvdcyGdTlXwJte4VGWycmtJHHUHIYAGL+4sbOAbuwsrbnJFIZXmUgjuPU07",
+	"9E0QqlzPSgkdCqxoVh2d1PHqKskn2V+6vd9/+4ezp8OXJ3/+of/z6UXNBBlWHZPVai3wfMCc9bHXjYbd",
+	"TbOOrb9Hnq/jr+M+Tk1Oe4F2SmpFjH/FZOQgajtitjou81EQkW5Z0TpeWrA7HQiM8JauwCUujRlSHuOT",
+	"58xVrFXKXAMqKGLmqIIOANsZV5QDKkBWzOKx5iZuihzCtqYiP2/Aiayb2XTxBgKm8FmCSKtH1qOqph7i",
+	"ei7iy2VypYp4rPn8AMm9SCfvKfIA7mlxUNA7UchiLAQErUqzgzLSJR6L4WEcQNIRTDGHxEJidkhzQcUG",
+	"GuqU7ixUqj6gl2izN3cUFA9OcQrLSvFYQQ12MColHYHlG1PKsqqw7LGqXWfYi+7BsCcOPDUekN4FcWwY",
+	"o1fGD/eK4v+WOT1thMgFK0xOw03VYFzBWRDqULaAnzC1VQb/MrpiN8/ktRIzuVgorRJaoky1MT/netpa",
+	"IVqHm0OPeU5UeoFVSiMnHxViyDDiA8sLYzqMYGaeVodz4jkj0sCEdlmJ6OdnGF6NfUzDhzriSZ35EDDY",
+	"OMqC7/Ko6474Ds0KdOlzvC+sdx+JTMlrwN4VWPsOnUYYOY4RvHVAw8jFJqj0Txk5521zCBUXHFErdtws",
+	"i4mZK09PCxfcgrxLbfs6FGa7xyTMJq6jsrIVL313U5hYio4mgkv6XUr4bQdPr4LkGNGlPaApMaBgvKJd",
+	"4iHTeBtcGmu/yXB7iWF3eIdRqCXO+kE4HjaNwba02kqk0xoxlXlUBbiXPn06HohKnA8Ij/P6B1cmVh9q",
+	"B1gklnYpM5pUn3yibnwVccqPhKU4k3ZWRqs/E3hiF0zBF6iElkxNfs6bRXEBS+VxdS4ZlUvak4ODdxwo",
+	"7YktISB3LnO/QSXaFOJ8Eiacw1hyI0cBE3QUClp3n5Nh52Nt0FGa0W0Bc6d30RGTLqd2I5pcXATpYm5c",
+	"WIZbhC1g+8+9QoHYgJryH6GR5RQHsCziRt1hD/o77lwu9b2z6cqOb6YXpnvWEt07d5aV+0CYtwlL1AJC",
+	"EeYSLSKnNmHDyixJaa2aXxKPFWdflCTAd6B1oNW4W8b9LTQWt722tCrviVS8mxjYwZVcrvaQNxqFm8+B",
+	"c5vqrybVLjYYj1vjsYb/a8UQzpaTIls5BD7lCtgZ6iZWNQDENlEv7yG2fCMZFBOtJ19ZmSb3FUeV3A43",
+	"6uH0Vqna/Iqt7KfasG8w/FDWYhGuZsh2rgqJI47B1xpKAwFJrdHRCdhuq8zIpDVqfRxjkYVxazRuWQXp",
+	"hX/BbWHHrWjcys2NHbdGv3wct/DX5wneSAk7eAcZrPhroiB9E8QdXMANw8/a90u84+LJN+1et/3Nix/w",
+	"lr8VYN6XZatGH1sE4pIZ87cOe/2zs0HEbozWqHU26fVOj+TR5EidTSdHw+Ne/7R7enZyotTp9Gh4etnv",
+	"H50mg97liewmg0lPnqoz1Z/0pt1pXw4vT0q3PKa9dHJffb2WXUJj1URyTJFIojdgeHqXslZAB0+cEkI+",
+	"GXKhPmyYfq4KebcQNGU6FTKRhSQuCMZrdVoN68wvjo8tqVc/TmEO12LaYVQOLUC9hLpbt1H91lfwu/hx",
+	"ofST18/FoNNFm1obfIAjHaiuw78pJAyeQCvUdKomzG5zieFyIUUMD6Dv093uelzrxrumMcBdAfTIMA7S",
+	"8oxRFVYMZZPO4jL9BIpqS3kEXtORVsQfk3SONUTz+W0sDpY6U7Ystki32vJFlk0LqRFISP5xweNMqjSJ",
+	"M9QBXDTIFuxTRZsQhxul7IFVSsRlHT/2JviwaGvUguhI5428eekTQfYNmuZqoeQGJQqukI+XLaZ2aV1X",
+	"Urag9eBhprJ+Y02azYHXfLjnkYtPm5z+OhxRHVqnyke4stLCvUEbYTNTeGM5nssPXJJwEytIRbpspw5S",
+	"urigu1n72IfWgB5rZJZCEeKpatyu2izZG709T3zaHGmuoXy3kSvUiHzGTbRJzdWBKBhdf5WmtLz0ammW",
+	"VtjldJp+cO4yFnoHshBzYwvR64r/5/8Ox39/YqLqMdag5DWiCFh67vPqVF99R7eT6rOH4rNeMpReQM9H",
+	"biC3zt13volNg803CaWvVWYW6pFltqfQyTw1pljkqS46/oHOda8ajthwz+5Q2L4l7e5Ux25U1rEb682F",
+	"7ERMf7XRHsLADv7Fijk6xNy9Yx1n2RzvWUtrdZAfADSDxlip/Z9i7hmZpwV5wiJO0DS1VJYDOp2ZVIJZ",
+	"auk3V9uXktzGuizRVcM0B7X3ws61qPy7Y+qvzB1f2BFECvwkjXVD6tDlSZaW2OXjYZCdENEZAt3hpGqC",
+	"NY+1yQnYjAatrqOdI+GQzlj0px3X8cswMev24h7I5caqGs2BgqXeJA39wn9ERVjBT8LnGSV4hKgZX1sO",
+	"wvNk5xE87L1a2SZ6UC6Wuk7txEFuV5UDjd3CCqWTDZz0n5gKtKMMdB2OW6nZS1VR+Q3Q0vdKLcI06EvA",
+	"HdiHrgedbM8mcTiBc9LqHOkEjTiKlvt6JrDXT8GfvmWgeGhkXp5+58xz8qHwyiGe2xhPwlP1Dd+J04DV",
+	"VcW/i/Jz8cMOoRuhLcvvwA8YDJ8rknyIXFikOWtDTObU3+bFuaFvmzA/pclTW25VNUIcqL8B7rAwol4y",
+	"+oFtIKd4bEKhLUDmJ6ktUj0pSiwyWxWdhhjVrmypRZhZsh0l6W68u+sFxPX2PcS3nFdSlRl8FHEBJYx6",
+	"83WkYWkQCvfeal6j3imY+KuQ/c/aLyVScTo32EDQXmwV6v3+1Q+7WHY4iFyKF0bQMK78EI6gJaW0BsW3",
+	"A5RUVbRv3o0VwbY+9OE+aNRNPQvFhqM0iBlnKrlS+YhChgF1h6dhZKoOMy3rh4W0HT5Pn15bKqd1SSDk",
+	"pblWojvWVH00ECZrFeSBC9MVjReIChDlQ1gTv6l2fCkVUa/LZKFyfjcDC8sC9esKQHOqxsVMVcrcc+wM",
+	"O+8GpIxB7e8x9hQqe3m7N2snZQUEHBh/1O6trdxR26BZ3qJz4HpIi3AlPHSyyt6CdfferG9IWgUb9hTe",
+	"9ZrpkRrKp3r6I7cV7mm0f6o53cgofSUXe/k0/kMuHAH1k2mhtvBP4wkUKBykZBNPWKBorfFQI0ll/BnT",
+	"gtRWyUgK1R1BSLAN3BZDdfcuFsRFvlRB6AEtGTmZqcTtzIhl3E2Qfe1lWdO2XcuD4k9v6PKmxAR5xapv",
+	"QGaz1I650CTLCQgSRlrgSe2L5CBeg1jrOEM9LRSQDpIN2yEQxiGInyKXE+VWAJurvf6pNz7Husy1FTtT",
+	"besmKeCQEcN22n1yctGQJ3G3vNpe/3SjXXq/KhU4ogbPqY54hoNH7s8UdA96TefB+ST2U5S/ff724vmr",
+	"pxduB7tdCyCdlSPRSq3P0MHqz2MdoicXxqZFek1FK+H0KcKzmj0tkeh1gUHhHDwr01wyMsuKHMxRlYjE",
+	"3Ohz1hB6cCf8f7hhksk5m7JpUSM+9SQka3wp99TZUaQ+89773ZzFPyi1gGFSeTpxUQPoUO5cZVgh9XHw",
+	"LxujAwLOCa8bSysItJNqWyiZwMVqqKH56H5YG8Ptfr4v8m4mCJ4DQGWSmcn7KjUtHmXego7nqpCdG5ll",
+	"T+HWlza+v7GxXXVnZaTGLArraamd5LIPBzNZ6ub6D//cKg2bEndfGrTPJ0pDoN2ZN07p2E+5WOqdKsW6",
+	"ctV85CJNcHMR1N011QsiVVoodGRZz1l6MzPz2hBt4GC5D/c3vGSTLYB3NmTD4vLDj90RNuKoscvBrmNG",
+	"otZSp39bKr6MEbv1QrQYbarWDad+NE4KhvxfNmZ7fY/ZyOCcR2IQ5zsnlADzlACt8MgRH0udYKE4ogZB",
+	"uCvcJbUGbz4GyHPzIZ3DLeRLOvj+1dufD8mfDXM8R4NNgoixKndoUDDacJ8w7lWW9L/aponK60li2K5W",
+	"1JJa1xhQ+cIOEP/b9+lGjsOfZ6sSGkl8PB6kGnsKQc+z4n9BWut8sbTAA0vX1qrURU3lE/hhSPDCYAbF",
+	"PKiCAglbJiVkSDjSFdID0Kp2QZyBilli/Dxi5tlY820eP0psiZhzpA0x3BTG0d0edhhE2WaccfvG5Al2",
+	"SYpJkB60KmmTy1wgr/p6xqrcFkRwzYDHsWZwAL4WPwwHJtOqmL+mkRi3fjduHWIEyb3XwxJ55CBc7nhz",
+	"H7nAEpFOhrzfIdOyXaeIQMYX11qPUBYBSbQDaOeKlCCsuFEY6jo6kiqr0i+FsCSan1b6uzJjDkRUHWy8",
+	"sb2BNNm/d1c0EFNQmqXxPqRgQQYLkfTZP+Io2+2eCQr6YRwR6Pscfv9yxZMUEiAjXKAaNxRBCubhHvYQ",
+	"80xV2tcoBX1v1tO2PNUoIT8B4jlRloG44oDnTNhlfp1eK9jUuULVCfaKS1mKR+I1/0kOtcUVr8pgfdCX",
+	"wALgW6tT63/dHUF8G9SsuANRRSkbPCseyQzkliBUvQoMF0duD1cjpsleLwkKmRKz1WWeJiCtgkxzkaXv",
+	"1U1q1SFhZfGloBEzvz+8Fn0J1MxL2t24KjC518aEQXqLa9IlK0xkITNztXTcnRGWwxHVLPfHH+Hlt3Uj",
+	"0q391k2qE3PTiloWS3T3u2sAsf02CQ1nY6YXvmBtMW6H8QRT67buuvvJD4BjZpXMg1tGsok31UGw76WL",
+	"uZWC4VX04jPD2cTYYk9avGDc960gdfdhLxnFNnIysERZHyYfO4bc62x1LtR8UbhkAhxDBKzdAfriP3Z3",
+	"TS9q+S/uKIAb9AAbnirrSxr7BkQi7aiOuOEHJeaEqdxhcPFbVYRgYHHS/rureAl360GSy2kh+t1+t93r",
+	"i2szkZfLTOarQxIrUOMi1ckjy2JhNNZMxwi6bOQcCjbiSDauweCDlpOVnOiySOsJCmMRd8Rz1r9oYrwa",
+	"RkSfklCNpIrqlefnITphyrEXM5Wr83LU8EhTaPFLBPY4/3cFl1aeOOGy22ebbYDiuBVJjpa0EMh4JvXq",
+	"BtoXCVkgN7m5i8n3aWsUlaftNhPdwoaS6yB3SKR6VKv/MtYU0DwPVS+2pEMzLLTCcCwo1jPWa5rdAW0G",
+	"fAgAhq4uwuEdkplqlmJgIe81TPe3LB1HzT/BuGR1qmpbVlay65hfB6WQ90IjlGMVuscGtSwsqfWvB0d2",
+	"c4nGMd0JDg2rnNQio6MkxiderzCTl+sJejXMy8uO+FZl6aWCG7MVmYZLjfIvR9fuWKPhUiNYwoRBTb2P",
+	"I/RKKevEJBeCT40+dAleY11CrbgGE99lSCi6rF2m0bAzuVAOjFYo5JC5GmtImg6cnlJcKY2+VP6yynO0",
+	"psa6LeKPY1yJmFFAihplIqR/V2PU1eJRWL0ohguxpyMUz3i3R77iYCQ8F0Rn7QuUPo1fAF86vcV/R3L1",
+	"NXKzuY/Az9MUThJMrBb0jvLT619hJuK/K0q7wLeNW6PjaAygQbxlMlNyQe2AoDH+drUo2kPTBkfmuAXt",
+	"QZhXTM/H4lrll7JI50A8liWc8GIZ/W8qJTrKxp3zYSO1ePHi5XpToRojNoP+GA3gT0chPm6Nup0jNwPo",
+	"xrHBsKBfn8Duk6JS7ca9oCPe+lkhh0LQHge5JJgL24zt0kNl8oYJZNcFNpn/Njle4RgQjRxihTKCPxAs",
+	"RBeG4YQmd7V83u6zZBI1kSv83kxm0xfpVL2EFXN6PMSwPnwtU+WoTGXitsSVKudh/b1kRdFi9xKAU2y2",
+	"74h38E08HGzJ+rZzJ4x1g+kUY3K4Fd5E8yJHHJQsNqTlAYtgM2egg/6w0cCHiL2LPRYaSpjDMJUT9fH2",
+	"DrkOFUOhGfiG0tCXjiqlLm7GMogv3irVZGfGoX3vO0HioBWVux6r8Cx+aEVuheIxO8FjmWa96gvwr9rX",
+	"E9Actygb2kT2E5qRKVUQK21Lrl5cHYf9kwAqZmxFLznZEV8I2tyoMywXKrcqUckGtZpZux0PdSXWjqQg",
+	"6L4pQE2kzV+rmTfW79XqkOSboyAoC+TRolZOSecyAx1RiQIZLNuHzfAObf7mnEHxGnF7n6PAwP5c9I09",
+	"7LS2x82iFuoRd89Pw+HwJOxs6kQkABVIUzGmV9OfCEDDv4BQjfK0QZA3ZLTVFhC1r3ntIJ9HI+qeK0dQ",
+	"UAP8UFg0SE+zJXw58JxxapInpxprUoGI90MlQs6NS/Ci71nvSPPKvQiKiFj0rZs8V0Q8ITOIbH5YYZlI",
+	"qJ8+X04ChJ7IFaUxu5pV8HG4d6wpaEKOejWitShrbNk+zY3ceXXSC9TpcMRztG5FOTSkuVLuB/PLMygV",
+	"Yd6EDoFTThvXKgbNsY+F4kVw7HBx1iSdhAWA6i10UBWKWDhyECJVGeupq+/Ew5IWjlUEsLNY5DVLNb/V",
+	"XxLaaHU4IlcBdJJKgLjQLd2G4ZJCTDOq/xQMMxXknMu/GtRqQJUtRKZArPTLhnNHDmJ4g40hk6oviFdG",
+	"xHQxjsba/Sn+6//1/xb9Q6bpr7ecW3FOEaKg1dDgsebt5PuX6rJJPXpFhJ323al9Zqzr30nBjJhkSwsc",
+	"bSWRTMRUz5htMlO82MZ6Y3uXulC2cE2Fb9bmIi2aBCAO2i6AIizF9fnp3K8O2/2LHmlTbK0Q5OgjeLHD",
+	"7GCMJxJWrkrSjEAYECXeh9V+Htbm8klPGiVQGByMRM9RVczSq5myvD3vXV2pGaHg56y+NcIlcL8521Kc",
+	"KZDaOKgHXUSioTyJM/Uhncisba5VnslFHIl2L7jsFOW2zNIrPQcrC0uhNsjnSFTk7aeXftqvDvlz17vQ",
+	"bc7ra6dWRsvhj3z39mJNIXPqhBLfcLmVX/MTH/Gm5Q2x5ez9Y9nQDS7RMg+7dnJZCaeZWRbCM3O5goz8",
+	"8jhAN2YQdQqEfFSXnyCAK5IOz7H9hVZQ7JbeyMHe8N/h+9EBR++uh3TLB3ap+xdpE1D3CZrGWOY0VbnI",
+	"5KXKAIyRpa5cnwqqJdRLzYcmzMzArN7IfI4x7KzWVLq8A1yB/HU/3aO6bAnBZ7o6f/g7joUK2QX6DHsD",
+	"AEyZZYH/Oj1uIHpg32IdtUVEPvihhwWuu8asGVw+z/UzfHZtJ0MTfFuaNuSFMb626x1LABfGZGVRHcHI",
+	"jGSZO2aDhrLAMiecJdOMtEZMMoJChJA4rUTO5ZUCDEUbqfwJrYm+QZX49mg5x22TK1movwSVgvFVdpkV",
+	"r3N1naobYj/J55JZTd68fNI+Our32AUHjXwBWwUvYlEflYxbt+tkIa7t/2LuaZlfLSkuykokTyQq8VuJ",
+	"+e/tkfFzuQ1EQuxpOB3N0UlaAY0mrjEZ1/dvYnDfUfyytno2sKN7zg5B91MAfr2+dGNVh9o+xZ407s5l",
+	"rp8xPdk9Uxhoc7qi23y6MjKL1WVRZ3wm0Atk16cVJJeHYnHt0Y/w+60r3k9uF0rDojAAvX+smXwQMwP8",
+	"UVRSQqN6DMKERtKKSzVLNZVmhjvR9hhr37z0SlP7muwG/9rmmasRUd8jl+tbfsMeSTjJkkotv9ygFGcm",
+	"kJQwBO+xPfM0y1KrJqaeul3qk+tnQKlC+grP21TxMMntgNZIZsxClA8fVlu2I5e2OSOzogNsG9RAW7il",
+	"UuVPNyfowWUnpu4xgf7I2wPy3Lgj75MYAgemT9ZzoHZZgbQ35IhVchO2OgCRHCLIZcBk+VJwbB2PUMjc",
+	"mZiUUJAeUxrsWPKpuvLZSDZcolubqUtLrlJ6bZWpdKzDuzxq51fAVMry0d0ULErxM/nCtELDwnnGiJJ6",
+	"rPmJyBdmTK2rwSkO+t0uPRBrYxbx3XAL+zKZOio7u5HSplK7jNx/ATWmn3l/nhAu3CeUEUGLRH52eFfM",
+	"t5HLZl6p6A0e0dSiMxStlQ+LLJ2kBZbzFjGzjF4g9+/UAEQnqB/PHy9MQAT+oawdjhlFEStNtuxQxROK",
+	"vXH0wh3xJiADQ6ZxDOHX2YzduxyiaayZePfApYDQvx8FVdKwR573OGBWxj5qZ/EuTE56mbQu+V8cAMCZ",
+	"hqydYZnz+JCdEGOdK0mcq3fZBSWDZJCafNywVO5MM/uKDqWt2YgF4q7xxkhIMUt10REvCS8SeYiCNlR/",
+	"pFDC5GNNRdR6jltbWtGLOFzs881yQoxBrhmXU4AvOarW1CKv1UHZzMg7wYDgkG+kh/5d9A7jDjcG9yiC",
+	"In4vr+Vb7BZgXkFN7pCGl05XsbAKPo/+pFfyFbNVP9fYixWhyuVYE63PIxv2EHulctbasHv8aXhH0OfO",
+	"GHcDSdpBv32ZFiMOv3sf2jFBrF3fZsYWpaT2xWGxm5w2T5CBXB1WGe+73ZLxngk147FmsvW4HMeYa8RZ",
+	"Q0KZ5hY2yvEQWiimmWEpj1gCfRD31NnZGTyXS9b/Jc0Uyv2S4JMGyxPBz5XUtVjyYKv7rRyUjbbShgrm",
+	"Xv5vUtNfGbNoTiMJkmaDNBIB2nKWNSFzmwvVkDRGTnbnP96vUE3uU1y27VtoPyfD1PvOL9haUAaGYGvx",
+	"WRmMQeSO+0t38K8PA0fIG/HJwBKvAt5fRlPxI3EZpltaZf3vJh8JxtnEIwipUY0qn6ZSwYAQywE/qZKO",
+	"8EmTrgqDM27IRMVLaCjTgOJpXzNjKYmS4SiiBKlosLpxkzlwFIqKqcwyyBOkWYl9zeY7yPZnfhBfmaKO",
+	"YDxqEPGaV/EufRFXO7irSbvbAnFMHSSksvoZtgu92VttX+b6LX9unUVjvSs7IuAslZhonbVR5+2lHXoj",
+	"A2XM6WA7A+P8xN5DEpXcK6V3VnHS2Z1G52f+8u7RqW1w1+RyPjdt8beb5vtJRYOvzTXBJVb/AFnnSnrc",
+	"TfXfT0IG6YLrpwN/1r9r0wD+vGl1oJDEkzfIOVwfsXSTop4mvmivW0Z+7ZqcapKiiIsEF+TfH8bzjGqi",
+	"7LXt7jMDm0cTuvuuCeph1WQJwXdEoNHQXCqZq/zJsqkc6BMtwNP6Xq0I1nC1zAO+SKIQPIi/+/HHi9dv",
+	"nr+6+MuT18//8sOz/3yLvi10oIFZ8IRr93Gpmm/wgxTSnwB6ZYk1Y0jZhE9ZlSnHU0g2AMluHAP0ZuIb",
+	"Su/mrCgWrdtbDEY3Jf54VlCqe+PqLmBhRl430Jl0gnmJAOwkNdsiggP/FFSh0471v/2bk0b/9m8ArIA2",
+	"EM64JAc9jMTCeBxgxYHB+rZ9jzouMidjVYWiymrsifeMVo4Qg2+dmLlLlKvWn7EGwDChD1FUXYiYPu9C",
+	"WpDs67R1Z/V5DyIDTVIbJuFeq9yKmZIZWKaVBAyPfKPfyxSbRxbcmAt5mWZpgdhAHm8czrQsE1HJ9TVU",
+	"zjkoWz3WBzCgGCIBzR1ZIBZqgr9wursr0n/jgqFVx2wCeEtHdb8+eBXqTEuzFFiVduQ5T6tWezimbhg5",
+	"IlCz5Yug4kV5ZMnCP+YRcR75EFbxsTX02Rzn6KuvBGwvpYuUqJnhx7eK6LTd3kXkKW0axlx7hhoocBs7",
+	"ov8RPCyEEJNlnon292Lcat67/6Pc8j88+89xS8AOHD1+3OufdLqdbqc3Ou2edgHt6ebAAZegOYma+PLe",
+	"tL/PRZBoLcVPb14QLApzhmENaxga9gs4RwFTlfOGqvsMchaUvmTdsDv0dRUgtzIgaan6xACx4HhujfPJ",
+	"Q7vRLIuH3V5MlccRnB///PPP7WAKlBukOFB+WVRiJN7VoAoEKnCduLR3+Gym2s4XEnMqV0wIJ5fAwxNW",
+	"vo3B9MAP/Ji26N/ZdH6MVFN/jxlwoZVKgrtxBWHtT5wiEjTDDx/w2aMPH3j4oGUxBsVplbniu//+V9Sx",
+	"D1wN98OOeIu1bMfaaEAQJCqOuAhmark8Lr67LKKFOatBZd2YbYFzX/wW3Q5U67KsEY5vmfsy4R3xR5+A",
+	"Qda3zCyVkbZyRbBTsJltWihfc+4wImkRFAu7MTngEA/iafoBaneFscmVWeJqXEhbKMBuTd4fBqDWsH40",
+	"xHqUig9rW8qK9p/E6x/fXuzeMWI8pifFnXZi5alHT6k6XxsynEYinECYuEfh3Yl49HHcShNOp5CUEwCn",
+	"G/7i0sBCgP2qgqm/fUTv+kpAwsrHMZZRxjvqpWnxHTABeDX8lV+A/28M1dHHrdFO/D78Q9GXqgDzcSvq",
+	"dDq3MAVvyoKyqXLuGe8cdFlBsOD5Dlg0jioW/SqYYDnWVNKDnWaxr2ken4u/LUkyy0KkjJwmVyR5Y1zR",
+	"Z95zrkFpYr3IrhU6P9hIPO14v9rxufCk8/3TsS7ZrZFUzAGvcOlijXRWHMwyt+dBmbtASM0hYj5G0ONy",
+	"0RHPqPzSjVxR/vJcWTrzmouz58oujLaKq7RTZYfUnTY8BiTXybftxs+Ny2t5hXJ1rJ+aLPOVpHJXEcr6",
+	"KhCS6ctRhxYHJdVHJDqdDm5MVyAqqOyfWq7vHpe8RBBWse89/gkuEP/Q5Qr2umVIK3R7rJeaBE4SEhGd",
+	"ixgpW2NhFWuu+AJYpOKAZbg46kZuusa63+0edgQ1gDu4kH9bklyz6RUSdMLf0AXKG/Mt5NMBSTi4HFaF",
+	"jQ7Ug3XJcy8p8minoPod9vzrvt/+//V//J+w/f3R3xr90ul03kXjgAqKZMrq97M/6zfZJH1+/Hz+59l/",
+	"Dt78/bnudt4Pfp+cyT98GLdu/7FdAFOkf0xz+vWu1j3iFfvU5emRhuN14bL+WagBk+pAtgIoFvGzC3kV",
+	"n6Pb2y0ykUJ20fNp+5XRqv1SFpNZzFqOKJffmoYTD7pD8coU4qVJ0mmKMDzEqQNg2SSr+opI8YiofAZc",
+	"fSeTXnJ02VVncjAdJoD4ebT5tAqELY8GqO2alfaxvkjnilY3qAiDweAMpMFPF09JDoUxe3EQ97v943av",
+	"1x50L7rHo+7RaHDW6fUHf44Pz8fawQLodew6qr6BBzzNOcqkSPjEL30JFCz1H1iEZe351qjVg84hCm2h",
+	"tFykrVFr0Ol2BpieW8zQXHbaFfx9pRrTIWg2MAw5SzPlaqVNlLWoBIGpqa/E9xcXrzHZfjJTE4xqgeGk",
+	"dKL0BKquItcTaLiX0iphlgUIFK+qgpjGzNh8MlM4CyZ35CqBOD8fazjoSi2QRIhkk9osGLeAoLIrVXyP",
+	"vSMwGApy7HS/2/VFeIlEvq5KbCpTbd4T3hgUul2+Df42GvLrnppgBCVEmsANQ4cMNjE8hjZ9iG9//Kc3",
+	"7tiBjwVukdbol3cu8WzVGrVeQPQSPgoHF+ahSQAV/MLlyFrv4GEe2j0XhNKlIRiUF504NmL0rafaFlJP",
+	"6AZA3Ix1kcvpNJ3QkXDUHYgDinG/UUW+aiMJbXzo87UmUmvDVRbxsMX9MNblp1MEhm5YBWX18QdbCNvq",
+	"le+3PMpGNawQuEg1E3igHmx5RK2j7mDTI35wHv+k5bVMKTS2bUn5XmxfU9e9x+GpsXFxMfKbxYrj2lhq",
+	"oiZyKcFWHKRJxFRESTpX2jILCFhmpOylFS7SwwhfAK4wV1bG0k+0fNjqcWHHgiOi1Wo1PkDvKwniOYuh",
+	"eQU5SBMu2T/W/tSEkHBJHiOmmbwigQ+jviwcdzZ0uYNHr4IbXUIWHqZAJVo9PDcs86fhCDMFgypwxfzS",
+	"PN/lLY+fT+ED+H6EiN5/n+ATfj+MPgarpcqLhaVJlmkGpcX83MIgEyb2OVYDkkUKA1LJBof5ffHiZSvI",
+	"P3TXLUNymcC1KQHxG/5kBKgQTFaSSCdTqBxiOrZIJx3xglJDiCTGJYLAKsTivNADk5OE8zaK0O2rXM6p",
+	"lDdSkhRwlgk7k7lKKH4R+Yg1uOVgU5fLtzUanA7B2Q0uYColyRnRMyoHuouYdn3UYN+V8LGyolLtu72j",
+	"wTF/GFWFtG3nAI3zDaBffZ2jEWZktv2b2wN+ABYO7YmARhfI099iKvdRF0MH35hkxTUfe93h6dHJMf5c",
+	"3tfvQs53ls1pNrFhmHwctCBgQ8DPOi6aX5rxntgSdIWRw5aYRdGfHXpmH9mSv2Ahc4TxMploJRnXk5+M",
+	"fvGuBLiVF0oravnceiSYB/dN6906BLzWHvTeMMFm8DVXBF0nRKCIXBrKUXq59pUsgUHjdrXonT/CfP59",
+	"wD1XJfsjmpjbqPV3lZun6O+rbu/nuu3T59EoXdvdaP3BJvhvuH8/w974su4fcN17SsbGVb+3Xlc5hTco",
+	"/2FEqWJO19Q8OP93qXd4z230SSrhoDvcrRK+MoWzxOF7w2539zPfyIQ/RY/09tI82SPC3+mf7X7ojSzU",
+	"C9hc9MzRPm17rguVa5lhuICUXC/JvmUWyjrHXqDfehUvUHHDGN/jj1X2hlva9s3VIp7l0jriPuYYpVAm",
+	"2bepre6LA/+zX/zgmg+qNJROSleeW31YpBTuViUElTDKmgwybQklhFb8jUwLy1XbECpzqTAayWiCMkTo",
+	"W0U2flpwZAaTfTIlr526h6HfWEFPk9jhFwOkwljnam6uIV08CH9W0fEOOl0ZI1lapFQJ0n1lJLoxSWyA",
+	"hIuXDbHaXImlLswSDNYAgIs+U+w2nIYqoUi2wxnD7z1if2hSxan1T6ti827aeFCi4NN1cRqM6lH9REzN",
+	"Mm9jV4A30uRFZaBH4tQD2dHnBCGUOBKn+A+EkMSRGPhkILrJ59XElbOdv987u731xMdIw1tr1KsAckVz",
+	"2/Sa7h2E8Xc4FQxJ3CCMK+srxTV/ZYpC6Qe0uf/VhOV9vQh+qmliars7lK7BzxY0iDtuoDoXzru9RPRj",
+	"FkW7/BMBGAPCNygmuaRysINAgCKI3Au4g4oQJr/vdWrBVjuMHIcdMaUD4cvlijE2WLfV8cSTjAty8ny+",
+	"hHj14wX+ysQGTNzE+BsMzR3Ec3sFdfm7iGCHTzLQGi+ctXuQf/HMYcfKcDy2wy7BvSKtw5BZkxdIpITh",
+	"ru/SrFA5tNMRaUchm3RcpAgjKPOTcASQrRA+QoXVKRMfDqevy2oqHfEiJbgM88dIjdgBa1GlpxACXBnr",
+	"mH7nep0Qf3NZHS6khW3hQBdBJ/CghGQRF6FrkuoQ4edx+RRxHm1Kp/IKuKPELTHRa7V4U3gQI2UtnwPt",
+	"1dd93Y8h8q6xUfUGwVRWmzO3Vxtaw/Sh+7UFkYWOOHtrU3x6ToXloNNaJyZoahTcu3ejkF4B27PLc0bL",
+	"tbXHrSh197mRC8w8wOGP0uT1luRLdzPNwnf+dhDX7nDf+exbvpOevL3TxMPWbjqbw/J6PP9VGfnlfP58",
+	"5zNMipAbfAS/mnP68UdFoOTbjSc2rCJ/CCNhVACvdnVQKgm4ePqtEEqNLOBElSwWKve2FNZAU3nlOXFA",
+	"OrJL2wANmXKpDPjyUU/AM3bQ7nKyvDsmKcOKoM8dgvdIwoRobnaZ7VU5+QDFFhx34sooK5YLZC407BiL",
+	"4Xx+gndBIbBYgI1lRWGENjdlSIOBcXZmbiwnIeKXsXAj4TEul/NFRxy4o9jHbrFxnUMAFzv9hisFhmBF",
+	"B1Kkd5GNiABFlTQdt1cKT9vV+lm7mUUbXgzjXJqV9zg+Sww6OR/vd5zeSSHY94B5gNNAbiaG8sL8Oznh",
+	"sS9Tnnc+xLnG/jl3dux9dPgn4Yz3OuLuUwvvVAk/frejZ5NJ6JfOb+142cePhz1/ZYrvzFL/tg6lN0gZ",
+	"rnl+PuMpFH3ctCiwcGoksGSWl+aRICaUQYy0YbDJRmh6/SVN4jWNGR5xQghwOKUM4sPs3kLIZ+jse4xS",
+	"/gC89hNPbapjtDGFKxFIUmSmNZ9kvtRrqSKSbdpnEmxNeDhMbGFb1uHJXQqo0Yrhk+CG8tBJLD0Kv4uw",
+	"einlviSeLOKQU1FsGYuvnOxjfSDLom10iyqh+S7Xwx6WiRglt6J3KfoUlpw02VCfgPdRwnKhEm4NQkDJ",
+	"AUdoeYDUWxG7HI+GUnxlibwoaIojnxxrCGxEHufgag4n8xQ/iwDTdApDFHGGKaQHwRTiWdn5t38TRBPA",
+	"XjIuD8fseEiNEAmVMay95F/QPgUIOZeJ9cJ5F3nCuKN8hksuVY+pUsSdoRC4G1XgF0FiOnYXgNo+OR1B",
+	"0DF4PBAb7xoLkH4P8nMcIrgsYHTEAUGyI6bxhzrFaiLRfU5F8Sq8QzQ+zGbPTCdIdw9j9WS9nCKOtRWy",
+	"nLOxLglny9lKrXjyzY9/fEYLzX3gvJqYmjLHPqyLCnUI8XI4f3Z9kUAC8VjHyJ3Q9u9GXgMlc2ULYF2I",
+	"HX7m0tOB8lhR0j0wFiiJNYOgUouZL4rXWBPYaP8oOZ/YT0X3YDNpZcDY8Ah6HlULwxaXtCKeZEEURiyW",
+	"RfVlHQEZ4CUfDOV/++U8mS0Bu0P41Gkur1zZJ1lE4q8m1bxqxjoet8ZjDf/XinE51juEPYmE+ttSZq7M",
+	"PWwDSjJbUf2/sYa/ohKXTaTR3BcyF6BJDtq9GlHKYJrgf9VX9E8+A+g3IKb0GznOVZGn6hoq4uCMEMs0",
+	"Sxiex0MuqokEXFUiEWRzzlWSFkHG3ELizgvB85V2E7cy3H8zM6UY3tAH2F0xAb+IVNEvBhqxMWWGubwl",
+	"actceleLyirYW0S5Tm9q5/Bhlgd2rGunyCM3HZVZFeGk8jp7QwwtsMgqGYip9ZEkKumHt7mazp6XZqwP",
+	"8ChzqGb6jKsDQLfZxx/d/ciIVk4ekslQ/kBMddJLujQdpuZ5gnB4AieNEn6IO36sK1Q2HfGKBKMbZGy5",
+	"5ilzRwWOF1lGhJlkkD0ycqP8IeH4vbSzWBy8/f5Ju3907Jjtfrr4rn2Ky9weUqEIzvBDui77Rs1lqrHm",
+	"tZtr48h4MNUUpDlVK9W09R13Ar/mXMQkbOOg6gLW2qJeTxlidyCJKwq7AIvHLudKaEMoPHGpVsbjpc2N",
+	"RmIXdtjGh7wEHLc5ChqmcXWld3gNlM76u+xTWDql4MI96fmWWQFRc0hiKVNkLRy22BUWqmQOR+G6cKSa",
+	"THzr8jUDxzx/hTlh5guJktqj6Akz6xcCCX+3mDyRbVgf9ZH1IwNMufBeVLHcb84xUMmYDTLOrFKaNlJQ",
+	"Ixi2AeXEj3X5dsetVDK+Q1mhZTExc36mTknf5ClgJfZTQ6yoUgD85o4mtaMmroYy3+B04VwNYCNxjLV9",
+	"cjLolVPviQjLmrZhhLmyLiqhUBrBMk1+dDNbfYU2SA8y5Uvytl9aN7MV/ETuDtLIv2n3+90TzGlazDAU",
+	"ZQuD/GwLmeZY3RgKSl2jnOkPRSJXVsgrM8KV+FzYIs0yQfE7UMB08ju01EJ6tHIovALp5ANqgWElYJpr",
+	"HvNzkkjFjSmDbH6K/QiEPSzJHiPy8LwLm/JLMJsUv4NhvVGct8s00tCuSS4nkCxpJ7mipGJSYYic9ndg",
+	"lhk04qDtaCSWL65ffOeoR4YU8/4DDX91iThOJSyIFWithyOn7wrJQ6cRiLFx0KpD09j155ZVE6kZYoKq",
+	"+nOc05nKFpgPCi8NeiqtTW0hNdDGQkf+1tQNIrcxuTvIkKwN74wCBm9XKwOW9pAMvXypw4Y3Hyut0TFS",
+	"TLgF/KlTuGSpsdTtbu/33/7h7Gn/T29awXTdAcGPJz3yQN7e3tat9ttP9taFomWrE8zJR2pR69YB3Z7o",
+	"5ClsiF3PPw3vLl+Sy6unVGN61wveyCv32B2HbzM241nJ7eR1PLZoHMsBlWmunLpka1sqi5I4FXLBFN/A",
+	"zCsuAlWp1P1Q3aMiKKTv0Vnzr+gBpJEnOFTFEdjbwz33Wq4yI5MLY17InOKEw97RPi3lM1AlL1WSSlel",
+	"ctjv79vinzRnTZFv8B/rudyjleyLzr9Doq8HcXgSvwebwLTUq4m9KLZKTyiflHtCEh/D0/Yz+v8g4YMs",
+	"4V20t2ySNbn5xtpRbLgSclSswJXdRRDjj6+eiQDDiBydPslfh7B0Njo9S6v0+HARQ2G2WKzdPWdPQZlL",
+	"gWkqJdccP0F1BesschGXBYH6UNVXy5JM2/UY6xulhXUHKBZupgJTOatNAWFsisXXtcx87U2wL72LkIut",
+	"8zWq5YdjqNC5GpJMiYOYsZ1xwEWm1Y3DkybWkUOsAnbfsa7yGR7ETB7mTa6LkmeN/DsBRyS5YGepLkaO",
+	"o2Qfks81Ik/kir0jkSfZWbD+HW0q4H/SRFFVVJ/a6GixrbLUhvPAvnrkLHvWbZlowHIc99/+zUEaC0OL",
+	"lhyDlfpY5UoMqIFr88wL3o0yJU8HeZglPzDwzWJNJ2oXwIK1qZDdkXcbjGfXyJ+R0MSp1DhJ7h9IgYAu",
+	"Tdo2TPRsKiA48rEn4qBcFzXWZxGQPh+eM9dB6JQf67pXHoxDCfUfspX/UCO3En6Kp5CXsEPOWe4gEWOL",
+	"cvtCH9GvHJe/xRGXZ0Lgfzn3Y+1z9bjAhKjUwfW5LR6UDZ8eee+4Wxn04nCjP+JdLg7QELhcsZjw/T2M",
+	"At84uW5c8/g1Idl0oj5QqSKVlG+sybaSQP/cscky24tzW2JRtE4wMC9NorJYzJe2QPIt78KpOg14g7n2",
+	"efYnz4GJa7B02bNnE332bgjb89Ri2g1EbvhVfpVg9fM18cDjQLRGGfICws2VUAC9yLkBXwDpMi5y9sOR",
+	"+4dKBel16glqOAZQvHKIkYo9eLHR27+JD7sjvjHFDJdvXueYpi1O80I00eg42Y/6Gr7qnWtlYGCsUz1V",
+	"ee69DOmcSaHYJnHcU2vk1vQGM3VcqRR9q7BX0+YP/ZjIVGrNofe+Fk66OEKv+Hmi5gtTKD1ZtX9Qqxga",
+	"T0wAIldw6lg5VewLlnOF5TjLwwl+onRw3JcrG3CSudE4YBe//1LRfoM3o9MrX6r4MCxGDfIjrZRjuEkn",
+	"ypEkw/d8C6RIUnTF6oIa4Vdd0Kn3atXOFSz3RtcVKE0XpMB9CqB0x83BKP+gVp/q7nIeAcBlVj0BP1cP",
+	"KWSuhzPpcBRKl4oT4x/ht6iSkB+BZjypF0poDFyTxuX1VaZkq2qtnsOcjgHLiiLsQPBBk5w8OK1kqReG",
+	"SndzFAaGVtiZyQsO8244cdfhZbSkygngnLVAJDC7OjTFy3NqVFRJ5QmdbXDirqdmumGqHgsw1JO5ajv3",
+	"Jl5tn7YqDrhfup1eP2p3O4Ne1O10T6NuZziEf3ePom6nfwJ/9s6ibudk8C76pdvpnsEv/X7U7fTgjqMe",
+	"3gEP9+gS/Hp8+q50a97lE7dV/yhjwnBEt3oOQSkEvycJfl9pSthZutjuHHTFpvBWWiKpxkG/XFpiT0AX",
+	"qzvLZK5mZmmVsBOpwQdGfFdUpqqzzyrvkR2Jk3LBFMhh8g9fChTRcLn4cMGB0aWPOiL0njFUMeYwElR4",
+	"wJ04GJ/QSYOzNqxBElTmgfGFA1OjEx8HtFUtWEJFwLDAV+jXa0UtGK+3qZ4odlSvWiOo/VYvKIb1CnCs",
+	"vsVXIdsr1xPjtGHn585gGjATYtD1Hm80ErhtFVp6cnvDXNhCXikORFiTLVGAwHyEdX96p8NutSZPv14Y",
+	"Z3MRu6AQzi+/reJp72437qeXq4pr1tem4rO1OuFAjQGBBxdy8C3dvu+eP5oLa5Cfij3EsuiI54+ulTAL",
+	"pVUSvkr4XYrZPEHbzpHuTi1kmvAe5LKKGOTHtQ98coWhbYoDsHGXBpVWfmnlk+wv6IQ+7X4z+OPxq7M/",
+	"9H8GGbTmpD7tPjm5aFX3+OAOruqyYNFncVRr87Ix9PNEk9buvFReImhfJ4Gov0tGdi6B51ZNR7yqWq+O",
+	"Jb8Trndt2u6BCh89JMh7JvZf3lEo5ier8pclqrXSWj9XZHfeudmhbsOBXK/4eEdAruZwTuZ79w3e6jq4",
+	"u38/kw5L7t16gmW13Gdprm7tZfmYSwViC6D+lsD94wsV4HYCfxNBU5po9dljsc9QsILOPBPVwfgY0I63",
+	"EjOx4bOE38MtWBmxO22hzcGKV+vdGomitjoqnp76ahlr+rER6MgDDSgIx27E/pJI8PBSGjfa1+w2Qb8j",
+	"dhvu8Xl2l6vAvXMuqjM21pUp6zivEs9mOpmdBx4vQmSE8zfWwQQGbqZqJKXBGtsVUCkf8U98IulBv9u7",
+	"q5iT8/U8apxgp7KrpFlTD7dXuGDXBMkjG0xOmWIBX3b1sYM1HgS+g03CjjaGMX/KBxa5maaZ2uP1T6pu",
+	"uSWmo05ThDS4xFVKGqG7rKuY7T111S/PpE4ujXm/YQtTsLYX7mWuivALQqx7CLGmv0pEBL0aFf7baO/7",
+	"yTKg+PdGlfoCC6yXSnXVvJrlqvSW7lwL/5SxHGwcy4Efm8FeY7ntfh7L8gHCzbfebVjXwZ0VVH3rXeM6",
+	"vX04ge5P9kCid6rO/oYSMpHwURQuXseJq5VCRVTwpRS8RXNNGPDcl/5+X/Pn1yZHf1WhbZjU31JgG9r7",
+	"3zGsjexb1aDwlnyeOwSzH1M54scOO/MA0e3dHlY8DzZHwam/FAcnHKeZhpEiLijAsH2xSNWElD2nswEY",
+	"NcBkVmAvmKiaEpKbAghlZOKRLeGWAEcOwgRpIa5MEa0xX7rr5Ny2Y10mvJD2YPL0CiPO0JuDeJqREIvE",
+	"XwHEiyeU9yUddsSTsaYu48tdJypJDOKbJ2+fvXj+6hmSORQKMnHKJpWpM0HFBayaF1XZgNxgcbzhjypP",
+	"0klhGeobRE4SRQUVUSYzfhbUomt6Ikb/KYlvbHpQHnQaxLKAVa2paxbOYoj18zxy4Hrq9XSYezVHa4ge",
+	"gtYbTd0SRTpXZXHJ1JpMFgQVoJZi99oixoIbOQRUR8FrsLAizkhlsrWQYi7/avK0QNMCXi1EpqQtRL/s",
+	"Hne32p+UV4k24lJahYx7eCO8gj/WwSaBbhg2K62ijLEZBX+1R+/AeJ7C0JLAYXFv3PDN6gdTPTGQHGvT",
+	"axWPqhGCiEmu6Pxcle+BN0CUHL7I44MddiwijYuKDCD3K7qTuMW8XQ+pRUtdKFtg77WpDWw4pJzmTXJB",
+	"5hBXWhSlJ7aSWA4DQeRHnhAZgnklT1ENUbBGIJaWhZHPBXQ8pn7HlbQ44uQntL/hdAEhxaufXgQciRTk",
+	"QpKWMM1qAy47gG7/0/DZbt7rdlt1XZUJVG6SIhqcK8C0UzoTyz0au1CL519Grf9UdiRuFHuHnaPf+ZPN",
+	"1LmbV5SlU8DvALCGCBaBqiHFKJ2u2EuJSZHKex3ftAeDs9A/SUBuyjClVpNPiDcJe3pvb4NfKgE7ziJw",
+	"Eq3dC5z9gfignZGMRI+w4DhYYtBtHINnmZoUudHpxJaE4DAcyg9Ib7hrQByunEOGUCJf5WJhLHIlUdit",
+	"114pCY6GPJe6WLmKXrglCcYukP1yJOwMovTP0emLr4bra8P4u+owNiPr/Th6MtT9jA23De7ghO09yEJH",
+	"yvTaUndiKZw/igIkT4rWqEV1C/rt/vFF93TUPxsd9Trd3umfd6wz5j6Vl+TUfvNN9w9H358+7b86/mNr",
+	"4xrEQCtduF/zBr1R96QzHPb/fOf5W2tw/+Lk5+Gfzn4YvGzdY243mZH1zJa0VCj+VTkGqDrsb8EAc5P3",
+	"TzXCHsKawjOKVxjx5joTiBZgYF6xNnw/w8o9vJEiT2bvuaYSmg5Ge9OhUpyfE1CrRQZrCClSAp0Fknvg",
+	"YTVVr1J2cKw98owxxaWh4bMC8I0+C64EXwH6goLa5+VlbQoX6cadSyutWowfs6iKVQxFGckXd7VUtoSB",
+	"eswZsZm5JBlCUKGBMKLM0wBO5tvFSLk1XoKoZH9lgj0wbyi44LgQ0H5yft8SvXZO2TcuDLrz/Zy4Wv/A",
+	"5Sq0DB2eDlOVeMS4L2iI0uWOeJJlzggiBkBj4NblQgTEhtBShFc6DDhENEbrhRHTpIpDC1gLaLlBWVOn",
+	"7x6GnrtH1sEtHQgbC+rBUUEpnnAT/gW2BcOxQ7B15LUlG5W4CPz7vdJQqQajgDDOacLFTGQF4rlyK9lo",
+	"xdQJZet8Vf4ybIR3BFBrpBwaoQkVR1hc4gqWS6xN2/U4GA/eITgg/DeNSFliFOFKsOiBB0qzcwDtUNoL",
+	"nHw8IkvWzTGebplKrmBM6B24kC9Xwb/G+sAqJWLgY13qp+77QYZpuWTCXZBqMV1mWZgJX+JTfLb/k1ff",
+	"ilyxA8UnntqI8Vjk97ZuNH5EXR4r3sak1yPHBsMta9LF+2VSXZhyQ0XUaMoSTwtb8ciIau6wc1VvySCu",
+	"0TfXN1DJa3DgScH8T9gwCaE7k6m25zZzzSmMiYJ2wsSmSVDGkma4TIeGCj32kFlHqVFA/EmGrqfy8HNv",
+	"H401TT5LYm381VrjidWFxKg12bUHD3m2MY8j1uaG8iBorB24yGWAoHV6WGYqjPVGSoRKajw2kFexSMuW",
+	"ibQYa1nzh3EJUzTM4kWurNIFijfcISmswJgRJAlQNcRMf8Y0QM4+J4mZQuCNchxich1RiziyWkvv5yxY",
+	"WRbxZWq2TXsVZJc2bX+7rzUjKgnjCO6mTfCW89NxF7hk9WAb8MYgrokggRORkZrOBKoZvOJV4gvdiFRP",
+	"syVuUZ8iDrt/rOMstcVzd7VkYuGCsDB7pZ0IG4xsPWwD8/G5KpCpAVG8yM0HZoakekFLqyyvswbfHjw+",
+	"VyFEsqIkrbn62EcLo1tLRT+EIndKxDyMrhSZEvkyUzzE36pFMStzDRL4ZyxeEW+L6LEICcsih1WRwVND",
+	"k8DUi4gxZv2LqY742RhRpa9Epq5VBqII/KOdsX66mmSOaXjuzGeYsInRtsiXQa4Uvh8Mdlx4l8oRFajE",
+	"cwCqtSY636BHy1hxqabEFsPJMGV7oRWEWlcJeT9JthRqQcyFIMWYQAfKXGJNGZVXwmyOrvBGZu+FwiJ5",
+	"hSdkLzi9vFC2OB9rN96XYIUwODz9u5dgtHqxJnplBlyRwQ1utIqbebfj7UAbry6sCUZSq4Kfw6rdh0Eq",
+	"zBM/A1U2fBn6AaOKuDDTqo4Xuq5JprkNzKcky1YrrjBfj5SJJsde4Ex/UCbk782NmIOrllexmfKSKoxb",
+	"RSPRo0QDV9fLXbAuNQF6R+CXPpVLdn221XXrAhlwenl2WZgNa4TRvrCpOKIR8Axu/Wb6SFxqFW5hX8Om",
+	"hxVc0vly3hodRa15qunvni/4z8Ufgbft0xke3WrYTfPo7nxWJm0g/2Ju9NUbdL/tfMfP5b2Vt+xPw1h5",
+	"qpmMsbzlv4275Lfie3hGu0/Iqonf6GuI/lFhWHZqeB2kXdIKbfRagOyp8TDBWYjaJAgLpx9FjoPMzuTC",
+	"HSVjzV9YleVy2URyFx4RDVDkFdi5knaZo4XiDCx2CNuKDnrx/fO3QQEaVxARj5agsmDknQRKLPVc+bfB",
+	"Q1Scwymfhy6CyFUC2uA3z+QiHrmO5f6MDM3dR5bym/UEQ19YD0scTKRV7anJEjYG4Eku9I39cLW+CQNV",
+	"FvSGV5hczE2uDjnwDNLaTCbLkjQuVRP1yDJRVVcUBnJ/v8uVwtLqlZJfkZDZDQUVeEwoIOfyHykzEkaD",
+	"+zkxNtVK2HSeZtLFRetfpRhhsjYWkcv6TMqYXaWoE0t/eL6sbNjucRdeKYXlff2184aKiDGUDYvDN4Tr",
+	"JixLRrhiQxpJdRGz4hwuYfpUXWP3ZetJJfEpke53YXQlYO5LqXvGQtmkmoPLhg1HnORckQ/OhvElTyqo",
+	"FXpg8zSjVFiEJJLPrHTSVRX2Js0cNwkHomuBc19icxQ2gEk5MSdx3wLWheF0BKiwj8kjUK+aSiQ7VRCJ",
+	"LCl4tqmkRIMt9M+u3amNQ/zUY6aBHAoWkV+eSYre80rgJpS9jeTd+8gbJ2xIiDjxskt8VAE1NQFSlR6U",
+	"+EoCxJ91YKU3rGjS7N20OcOTHHtYxpkFLYXIWD+syVpYCm7ruVhUKLDh2XUF+emayLpUxY1STd3dW2z5",
+	"PHYWWU3y6u7j0CTQeAz2EWfVYfTVIVvlgK7L9eqYckSyNqjBmwjQW5KN717tgbwWB5WeUe2fJXAAf1n7",
+	"X9b+Q679/Vd840jWFvzedln9WNpYpeVi1uDtS4mQotSGCWjxpbrlr6O6JcylKDZM3LY4cZk3vcGMuggj",
+	"d/O1eosRrQPOY0iQc/pD8ZRrcWE5S2WVi/ZxxIwjflgKCJkw7TmCXb12Jm1Zz+sgCAjIuXJFvw4p704y",
+	"9K5RE3tZ5mfcTf36VVd1IjB8paxTJu/07At3+/7Sgx/co7DT+hr5UtXpM1d1CvKQ3Eb3P7273YRh/xZm",
+	"CHHIPGXOn1wL1FO8ppxP2NWTmcJkbjCjAPT/QSWMvCsP6twWxAwkM3GTajuqWJ+PrHj7/ZPXzwi3ay7h",
+	"tHep4lRiEBANs9VlDqYkWdfIFETpx3Ep3uLINQcDHMscsMPZyoU7A9x5SW108Z+vn2HVpQUTyGMpPNQB",
+	"x9o1ujSZ4SL9Bf5dyrGjp91X3F2PrED8rCVSa7rw5tkffnr+5tnLZ68u3gZRt0odYnFAptfCF82gvmMC",
+	"KPfvkKKM1DoKJfT7VEMbbNNFbi4zNYd2O8YbbIuvmACheYG6LHvOTf7eAuI//cDROpp+d8QfxFYp9i79",
+	"qCFkPCFKBR9Rr64KArU6dczFgpwXwmlknPeW6giDeBYJ+Xv4eSniF4aEZCxIBuDHKdj2uyRfvVnqr5Hk",
+	"p+QLwsFBsooQIB5Oe0p0ctNcKXEw7J65WH6bDh8Yl8tlEWYwcPdMLnKFKmUyAm8IAaqDTq9RthXVrSLx",
+	"TCu5tIH8TnmOu4Og/xGmCdhCzhfocdPm5hApCRmWzYW2HG2Sm2spciUzQWBK+pAvh7FCynWF1F3IcpJa",
+	"l0xCZHSwmG3T4Umve+kKaG0t1/VHaJ0sFKP787nMqOZAtjqnjnogTxh1YbRmU+AFZ7k58sI2IEdZLo3J",
+	"lNQuynJ/PHmusFblbjJnt5oPR+AmQpR/ys41X8jUL/nQcEyTsliZvz5qUW2Slu+Rr8APUp4EQN2GpUd4",
+	"u/AFYchidY8LX/us2gBAXbfXWuHr5fMHo7qZy5d9YyHm2hr1uqAgzWQ2fZFOFXCinB4Pu12kduYnsNIK",
+	"Gj/67cTkqjXqdvrozm/qb4WcuGK215Jn4aB68+Q/2tNMXptlrpoYaib8JlpneGfeGsE3WgwSribRJsR+",
+	"Rbc3jA1w7bUi+s/oqOyBs+GwB3Q1bPxbvuzOWB+Bv1wFlu86ORMC78Fd7FpLebZbm+bgMTDKR64xA2hW",
+	"kcH09I/O+l2eoKbW8/xW2v+suqKQ5sodLsj63u96NFvYiybM9ISmMIQjXqv8UhbpvOO6uXlx1lZfv9u4",
+	"iu6o0H5GBpVyNLcTdc8k2Smrb3M5Le6skrun1nTyb/MVgQXA7jqoHp7E31Y7vVHCkbLH7HdjXbsrPM4u",
+	"lc+QvuYjIKE4lwP1sdSGk9cd+ecVthD3vDXwWqbU8GdiJGKfIxAjM2S8XCT87wel8r57Zobb6DurLtqX",
+	"ntbkzgvizmthkzfHZalLzzFSmeZmha5mtTm9bNfY+vt+Mznoe1h6T42eZumk+HUnPlQSHp7pAg6W35It",
+	"Swapt0ebrdma3+rxR4fEvaVjJ1OFarJ14Xdbk3od8c3KO4pDbofUoYpsIVcedE/K7IGsuDgcjrJGYpom",
+	"wipHNY43HAJ+7XeLZX6l2ILBDFB3ixU3ChKgU12+JGA/b9LSqbP7aelPMmvogyIEJQdl6b00Th1EuMKL",
+	"uZ/ujt27h+peOWmHm+YvQX4tkFr/qrCh3yRkiCZnx76NNhfzXvMYlqDxUYlWcNpE6D9YZEtLYPPSkkY3",
+	"hjelg4OOU1dVkjpNxSLTr5y8h5LgHNVHtqfXP12A45ng9Fgdkr0//r2HGypcvyyLTn+S9vibVDA2Kg9f",
+	"9uc/vcjyrt15twAJW09cKGTZyJCCWRT1I5cTGdHxhszFrm6wapdWRFlNEsJGzrmFjhj2EK/5PDGwxDz0",
+	"hx3xvLClITHWZRV94Yvol7YE1c8/r5gbcPBTrYEfF0U6p7D6xOjJMs+VnqxGBCeCzvnvYNJ/rmRS1uDn",
+	"XJKxnso0Y5wWOiD5mfaENctYpFNhzVxB+zApjB9NAsf1WKfaBck7wuX6l9/3RjmSC+bodWdQO5Oqy6Qs",
+	"chk7iejFINp3dgSE51wdgAqkovYDHmTKzsOx5rgedTUcuceVoZW5Yk+5y8YkeQqJQ6xsyQza5RPnHHXG",
+	"uS9X4o+AK3Otcm19wUVM+YC0omb9iEcwEMn39RDmipwOVaqFhN37rsDw1VLmSZlDydNCo875CJ/oItnt",
+	"Fhk2uUWiFreFaaRzEGEXebqoO9qg9CmulHJJ4HJBNAyej00uNtbs1hP6e+1B96J7POoejQZnnV5/AAn9",
+	"9+i29955ERb6ikrnHTdk9ygNmkfJr9vtPQgH844HKEvFB/c4/banY7jvdPTb3d5F92zU64+6g87w6Lgy",
+	"Hf2Hd5c4IbzuLyHBtN1n8q+p9nxxmPx6FDtcnff2mDz2fKN3p9SraoCNAIPnOlEflC1ZTTmteS2es+5S",
+	"4RovdN2XddkU94GMvxWVqSrjLKAK2rAkUZXfalQRcGRVCoTrybwsTxWRzhLWpWLzE93qM5UzdVFJ60qg",
+	"ifZNmqgROVLGOvxUjQeaeuAr37nyVlBXHkKmUNkcMPpuyLA8GaTZw6fsIksLYbSAebnK5WI21pgaKaHt",
+	"4uAyg2SXLNXKHtLYcwl9M/XZcP+zF3W73SCN4xwQHf6FjqgJSyQ4bjH6rkNrIprVASZTbdOE8kQ7AnuB",
+	"bIYwcDElySdmUkub177kNqWEOjqPrki17/hYE77kICaUgW0vTJZOVl91IVBQ+60XR6LT6Ry6GoTY7bF2",
+	"SQEYnAgGNDGTn/IU3gMgJvgvSGVMuUbtdq4KmchCQk5OahtQpx5XUqJN4UHK714uoB+uXL5nOijT9yc8",
+	"TL6sUtsRAsP0P+e/w33jqjmlpfaMjxAEhg2vtBjh602WuHlHbRyZGMDkSbyZAoeZ0bhdiOsWvYBGV1yQ",
+	"ROhVNgJbYGeYUJUpea2s0Aa8pDJT7oOXapbqpCO+DUQAvpd1cWwRN50vjXW16CNuS4ELCsYHNhuyIrBT",
+	"h2sIMqiGwIG2M5cfQM3/ZlUoG4uDYW/AGdppAX5YtN0yOGh8yblUO5pH17ZGZAS21ffmk4wKH3+usmfd",
+	"GOGuhHzQxKlYlq4st6jFPSqUNsurGYG4btxOr9gbpbD/Bf/1U55CkLkoFnb02PmHOhMzf+wa8Jj3VWeR",
+	"TFm1QQyzr72SFmpunQJY3YTIWE37Br6emYnE4hlY7CVX1ykpbSfoe7iiPFyQbHBwwFsZB49FRASXPynp",
+	"5wKgUTMfHw6EFIj5CWuC0K9L3ARY8IVoG4nme+a+5PwMi5kpjEuAt7N04YPf0HO0kM7FjaIKIZuKinAj",
+	"YQbD6kAdSpjeax7cp9cmglUKRrK729yMuH8/nkgtE9nyI/y2kHBKJEGfDFRkkYkkshBxBL+cVBpszyER",
+	"LYd/0T39zt34ud2++Ybymj6HDUSrHrjPWapwUSL6ud+8Um+j8pbehqFD1Mq+SPtEfdjOQ16qRDeqlIAj",
+	"sVC5vxaJmUufZ2maFoAfm8i5OhcGZVW2fhO+0NGbj/V/B4vkV2tg+IPivx0hOO6Bdc2ffRTb7BTPUGYf",
+	"f/R/bw3uotMivZoV7cK0VY4pOAh5HHGItVmbUZ5KjnAunoDMtQkpiUrWGKUTqu/yX//r/6oEUc10i56f",
+	"5jaq3w1f811r24lZqMR/daxdaSs1x085JU0uk9RRyFliF2aFYFQvWxqNdYV4xEZEo4G8atEaQ477QmHm",
+	"l7YwWlmkb64ZSI5cwvkyO+IACCdUUTi260r3ASmGCCJj621f6iLNaHBErgqlvXpJZ34l4RnUdiw9Cr8T",
+	"wwe6Znx7zsW0bIakKXJVUDqHYJ2NNauJ8BYiZlJQ9VmWs9BI+BKge9mQ/LvKje2Il2s5DqjILnVhlpNZ",
+	"c2owNbJkS/nkECGu7TV4KHYf24paYGUKCTO6tvLKmjAl92/Jtd+NKuT97LVvjXrD6gU6Xv3L/X0DVyHN",
+	"tkZDLIRm2Q3No/22MHm9H6/WUGLlPoQe3rGt3bWmdpua2g2a2nVN7d5BwfGzSxtjuw5Qrr00WM1fkmU+",
+	"n7+MZsXJCBTKWCo7OI/K0+ceUVE//a9lMStpS5pPtMdKFzsz77DQPd+48+TALWK08icVsl/CPaPyIcB+",
+	"oghcx/iUJ5Yo5PJqVjDsSeXXKaXE3ihbcGaPtEJWnmZGs5TJybLUenrAsWZKPMBTrBHhE98WkzgRkWXA",
+	"EoMsfESL2aH69yC3AQ0tcmULWXAVAiQJq9by9SQQ1A24l7wnRRlcBZ68hcqtSoCxriO+S7OCCPA4RwS8",
+	"QZiOxPXCi1Tl8Tlmu7lYKiUkciCUshYpybgyOMjotz5C+CmIu+3B2stPx5vyHV/XJdoOUBjScIS4N1fE",
+	"hLpewXwFlcOagF/eAb2foHyjaEpRVEWN7aq3CSah2iJYBBuaAzfv3RgYrRUmgOxqS8mqC4cS+AlgOVRb",
+	"NTObGlVQAHjPWlYp0oftUQscU57UPtmq/4y0VkxbqOko8KOw4CfxTAs1mVDZ2pQuHB75XnRC9VxMSnsK",
+	"Ct7aQY87o8jTRXuRUd3lVkNgtDtod/sXve6odzTqdjvdbvfPYdbFKEkVTCnHLnnVZdIWT/DTu1/VWH8v",
+	"cI7BIYXbAfpGxdv6VJqOJRMPerVfSaq1yttpoqRtuaJvw0p8Xk9d5eVu5zRqvVcrfE4VpSfouVASZLqd",
+	"cQ6cmCuM4/JrWgtlJ7KQeSqJBW4tKts9avd6wNvf7Y96A9fnu7ZCzsW1ulL0IQB1BE0oL4ASEMR77+J8",
+	"wl2+TwJz5YwtT7Xq+fdFTfvMOc2OupL42Mkklk73/5zaGlsAjz86bvXbjRraE2d3l4A1VyGJTEeVjCql",
+	"AB/5cB8qEy4WVKv/VRrkdmULNW8vcjNfFEya5oNOxGILtzJ7XJX5niIiAIVzRLpGF/AbPoxHE75xxNQM",
+	"Mf70PTCUQTy1RsrueZ/ZJB52hyJL3yuO2MBk+cqjCO7bgI994xL1PvFcIc71JzoBNOtuyGt4Nzdhf8lB",
+	"D2w35thI5WH6V8WB0Ej8lkGwVUdZIErowj3EyBsWE4EEWertVl25q5baRhSHJ9RVtvLkvnDKRMIsKLQD",
+	"F3S2cv40M23Wm7xA7IjXjRYKgCqYWAW3r7MCs0xtzDMB0+LNUtvWp/B9kmG1j/JZJRT+Vam08GfJb9Ma",
+	"tdTq97M/6zfZJH1+/Fz/vneZdm9e/rR49tPF1c0fLpKfnutuZ9L/44d57w8QfaOVAQEpM1+QM5tyadaU",
+	"Ow46tIen/V4raiW5WSxU8uya4rfdqKV00gjuA8Vz2DnrUvEkuJ9V40HUcsU53Vdxjb1RBZJ547vRbY/v",
+	"n8sP7mtHmDHsl1Zr1MLy9SeTgaI+YYvzpW5DzaU/nD3t/+kNglWx1NmGNvY7w94JtLHIl3oii0rnWJe9",
+	"jT7rSPVHw17naNCtj9Swd++h6nXvNlan3ScnF9vHqg9gzePj3vaxGtwhPvlmqffRg2GxflFzP7Oam5Nc",
+	"9afQUm+j7PlxobStc8IbzbVZ4WXIS2GoNl8BmAQz5QIr0C7W1Owyv8Z6qZIM7bygEj7EXIPOKXfunPs6",
+	"E1zsh2JlRLMn5ggDgAYsFx0BraPanB6g5NBJRLSCtSa7Z1Q4yJGvhOVs5AJru/oNBSkKC1JYv33+9uL5",
+	"q6cX3BOR814cEUst1p5plxVSpNZmqRnzcYCsPa5CTofuoqIeUDkTxm5qTAG7tuis3QV1foyFfYERZOhE",
+	"mihdAPtfBLntiqOE9Bccw2ES53u1ImokLOgAY0XlR2ZwM5Hs5mqhJAOqqEinNsJmhqmXCO6Es5laP7uy",
+	"EL2u+H/+b/JuTuTiXFyqldGJUETjizdiO0yWKFu4kbsyzoXLl7HaDxRXCEUn+zM3yL0YQ2nWYDXgcL7C",
+	"8qNSLIxNC3BhY5xMuZIPB91IaHUl4VKEkyAvLRQXFnMltU8ZgnS/SPS6AFA8p2XOVTZAyAJqMbViksn5",
+	"QiVjXZjyArhfpzkFemUGiwhuzXnkEnOjaWRdz4MOMLwbH9FCTaeOZ/jf/o2C5BBOhVX6ajlXeToRMs/B",
+	"uU1wPqlFrNxtvL78v21Mi2EqpF9MsNdKm82K+GOSzrEcZz6/jSEvEYmImRD5WfAqaGi+dHVJ3sIuxvxE",
+	"3EH+PAk6RKReQVEqnFuwQhkGOVeF7NzILHuamcn7l1BTrFogw3lHwN684VJCKFUQc8LLJ+I6OnAjNJBK",
+	"nnIztKuw1qRnmoXSxPxzf1AdL5uayzGoGsc3QD2eQJABURKNUxpyHd/euvP1Y0N5PohbDGk6WQmpKOQ1",
+	"J9hWreXTtS2nMt3eRQ34PLVL6U6ntrl0lLvrbYFK1g01Mn7j59Vet6ql+4/wxgqiS+RcgSXfnFuSL/V5",
+	"yIZGZHRp8YWWI9DilvoZKhH/RBTYHs28MOal1Cs0of9ZyuaPXCg5RAWt652BA+PxR9wat1sdGf5VQulr",
+	"lWGk2R0QoD6Qd8GpanRcRKyOjDU50ukgrtzigOpU/YH8HEV6tTRLK+xyOk0/hGU6lJyPwuNIVE8jf9LB",
+	"m+CYS0mBSTkuTLUONys6qAbVVCMMZzvgJRx/unAgYShv8IRKNOEweMSyRJUNgJpwSmMQmyUaVdVKrUiW",
+	"VOZC/MjaN0bKbHhQeScrnKI0TJfEr/terXwWBpUqtVixPtQFNo+SNqCpkKUcC9Y63FS6hgon1Tc5d/nw",
+	"/jTPrj85djl1+cY3fj3fyaXrn7mNtq3sf1lX7lL/pv242wXZnZ24qAbcvmsQgI/ZINwuCFGI8J1cOHWE",
+	"RiFWWClrpkZlQRoPsnTVkgmukkQkLHw9Q3p3uSAhouOEl7dpocWxqyJaKxiDWUgePoc8qUYTbQpp4mBA",
+	"vMYmYb6ZAwZtMakBWdRkTot9rWngE/DmtBS/f/vjK8EkwPiDr0xqtAqGj5gdyE8x1q6uJb+KoLuXKvdQ",
+	"KTTASXNytXWhnLHKoAHAchCJGKvdxFRwAcc8zlWRp+paZshZCfdAjlNwCzgwpH7/Gq1bKE/DZR+ZE0GU",
+	"VOdB60SZfRZUdkLcMrIKd8Rz51WoDLVPmYL+M0Mx9ovfG4maB+LQlWVMXCFZeJqrRlAIgBwO4F4hXCy2",
+	"RLWrnw3f4BMTX/qpwLXypOZpuVSQi2RdVW9sclrYcoZg2AuVh0otW6Rp4UzQ4IYDh5Lg4rauFrctzILc",
+	"V5VG0wReKkICUy/dWgD/CbD2vCpZfrmiNz1VpMiabHL6J8U/6awc0WarDg8VxsUFZqijMOxXEp7DYaMf",
+	"ux3xlCK+uRprxnyxf4gyGgkHTSoKLXsKINPHXFbg91SPHAYdgYEoYvi4h5RUXCa+lGypmGXGQogXV2Nd",
+	"jUkte1S6oZto4poruGZFB+UMHbb4EBpgXBipqBozWEt3plw8Gjw7UidGM80jg/TwC3MJFT/cR7jc1Qa1",
+	"gotLf7p24c26GiZJC99Q7A5FtGm4XBYlDE6v3/WLgrqBVUUGNPlGVwkyCEr8y8eWX9KI0CHxz4EgbDqE",
+	"3THpSPaPjkfJZVcl3WlvOrg8PeoPesfd6fHRtK8Gw14yPD09OTo5G/ST4bCfHHcnR0kyUKfJyZm6PBue",
+	"XQ6TywkOE+5wNFttZgp4OYIJWiXWqJWWFWOt/71inKM0b18PW+ER/JYustM5fIm4HsIh+i5at/9r9n2v",
+	"320wvr85+aH3DA/84sY8pdHboQVyY4I1cicPSPnQbbTnuf5FI/wVaoRFWQ2ftUNQexx7Ehxaka9gzwiU",
+	"z6gyqmtHqrBDY6zbvZx2SlYtpQWyiI6xZDOgoVkSMUDA5fG7GD+nBHEhFqwyHNZhQeE81nOTq6qtTXGa",
+	"MqqyVo+Fvt8RF0YsDJUaLq1cUD7Aa0WvjOhpT0dF/QB2LCtv+Dz7D7lADeLnwCR1jAL8rbVaEjxWCDla",
+	"N/IxbonGrnWFo2sP4mdYBbqSi1gEsPSUySrwvXBoQl2E3MyxLGBcmJiLC9j0Wh2OxhpDZ0tQw0zqkuHh",
+	"3FbXKZatAk1bkcfIWeX2fbrAUIVNM8R68FB8hxW08bBOr1VZXPwJ8maNEKVFS6pNCyMOKx2mcMiKt+ge",
+	"aL+FDpKMdYsIW0ZFukuLnjKwUnTCoG1vuY6F0omrtU6jlVoig4KzfKyFECJNRoKIG8Jlir8ougOfdDeB",
+	"bhteBG3OX4PiGBz9eEaTQw6fLKV0d7AL3MNAY5aridHalwqJoZJNG59sP//WUzZSdvIiVxNFXAvmWmGk",
+	"D5fVIc+cZeXb1UKXvFCpyEbD3I51MLk4KGUqBK9h3H4YbMT1xTQm1OWP4xYaD63Rf/2v/080bhWG/ryN",
+	"uXQC8q51xFMzR10WxgDslhGm0kGNsGsVH5LVg18n71rvSFgYlcSua2R/W6aq6HjZ4JxHYw1q0spXZ1dy",
+	"vgX3w0f2XeUjip4HhfDAZJNnLnkIaPqVrPGfxb/DpfD1sBuPnEgaUtG43lnFXxaUxBeTLKUqvnOFwrKC",
+	"U7/2fAspxSZQ72FrCBuZX2Fj8rnEMX/z8kn76Kjfg3PRpQ3kcvL+L5CPDsuiVVJlFcZkHcIyvotcd2CJ",
+	"EYSlMK1Rr3eGisaCi0Otd7bdg/3VP8Yl8nWfS+nSwoYMQifR8cQoDLgA1fYudgnbDheDYGJr1Ds5O+72",
+	"zgbd/rB3clsZhUYteHDZm4J621cn8uzydDJMjlVv2pX9y8FkmByp4+lJ97R31peDy+HkKDlWJ9PT7lnP",
+	"X3cYfkLfjxI1QcoJ+5XVctEetFyyH6mgk+wvHP8Zvjz58w/9n08vWnXVuRz6ulsDl6+b4t39Hwyq/fcV",
+	"FAClhdoKWD6Loj007Xmq0+DLWTbv5E4dhFKC7pS/Gx2d29e+DNjaIVMJ6LVYpF/JxVjXxdmw56QZLDcQ",
+	"1HBE9Ppdji2PhF+pwcN0atCOGGPvxq3RuFzU41Y0dmM0bo0+jnE/0D2VHYE3wj6iu3An4W1uL41B2YZm",
+	"hZK0bGbPN5PGloRKY0t7YUsrd681lpc03vmfZplXSEig6VYUZm7y3Nx0oIHQnhpxdhVqvvmEL6Pyj6zf",
+	"r+6Ed857hHLN5YcXSl8Vs9borNs96Z2d9Y+GJ8Pu2VnPLzBb5Bv84iE4zH3G5Fygb4u2ckiaYHqt3GHz",
+	"xYL6VVlQIAREMcuRQMjkrC0KWVlSD2cxbUK3PVkslMY6b5eymMzCZZbqAEMVGB7nQvJD5OYk3gPSkPIU",
+	"K1El7DokFZyiaKm2hUSQCmqKYDARY5cc6/6HDwEMiVoSxuYC3fhKse8UhDCv7bFmJfIiVNG9B9Jrm/zq",
+	"UcnfQn1FpZxAYOBiX+oC3Mv+pooWYo2YSiq5h3nMHNB05g5XiiKTiG2NF8SPBa5bNhyJ/40/vlA5tStC",
+	"NRacdMWEKDLi//2XJ+0/y/bf3/F/u+2zv3RG7Xcfu1Gvf3L7P4Bnq9slx+lNatVhSYMM4AZyeqd6C0fX",
+	"IYZOaWwJcxezTI3RzEHGLuaiOx6KH9JvnI0AQ/zqxwvHAI0fhn/zSI0IyARB0kUhvA9QHAS+aXGpQLex",
+	"pBJjrXeTJY7uCQcRAzbwCH4SBN1hVJa7IW4KmYkMRSy24e33T9r9o+MS4oV1530D4qgKwhNxDXbiPfTs",
+	"gKctwnxNZQTZ6ftILQ3eNHehMVWYtoxX6+8PtiqWuUbgWT3Bk7MsvA/bxQPYEVNQFVjx4sVLUa/bFeiT",
+	"/z21yH+Y7niX3MnrgLUrqqyLD22drOG/Wh8DPaney3VdCcYHb6URwhtS0uE2DPu4dRuNcajoDcFgjetr",
+	"5HasP66pbTgI6y3B8cPbghHE29wwj7Gk2l7fHgzg21uUugsXonSeOAtONLD724nKSClAWTNCp0jMsJTF",
+	"soh9yVSQ2PBEeEbKimiHq7YjvinJQNmHQO4okrmgSQQFTzMsxGNFTC37JX0H/i/m0QHxo41uB/SiTNhJ",
+	"0mZq8rmEBX+JZKpVvfP4pNc9PT0eNuqbD12DjcX/mnhCXA5cgaECgGBZm99pHBDoYcWaHa7uZRVYJ6IT",
+	"CWLoP4Y2fgVP9Dww/teAhciFAwdTMwXO5s/2g29u+GLT9+5CaEPnzfbUR1KRMGaJd6vkv4t+vydG8TuH",
+	"XP1VoxR/DYYILTcnDlHFyZd63fJoirmQynN3IutdVslLmb9fh8IhtG4tiuIKXRyUWS5eEzuMyAQm40rl",
+	"FswHeq+yHqXAJj1rhWOtdKWaiIvqlwYJSV7U/o3uiCBQD8ENDPz7OsjQgVxqgYAOIrQ7AEF7iFF7aYMY",
+	"+AGGbYErF8Es0kP/8CVo+GCuAyMGUTmldc4ZQC6iVFFRqzXSgrZyWvlYVwopU6SCCzMx/XCuAOKUWmHl",
+	"VJ2X96LZgRWal4rTFvbThunip+Yd+JGrsfm6bAlpxWRZCDszeQF850U6V2YJ8TsxyaWdufnHmPphVdhX",
+	"Iumw9sufmr6VKzmZMWpB6aT5XXi+3sldSLP7ec7pDaO3HZXhYBjaCA9xjeBfvCi3DGIzHCFMOKAjfe8s",
+	"0F6/KelgA75hkw7QPK1PKltv82x+SSLekK1x+4D5Gq7z6zkb+VJ/UXu+qD334yXEkdqh7IQ12bfgSnyx",
+	"rIksZGaulioSk5mSC48ZGfmCVZfL5EoVEVeRT/+uIgF1B6Mx+DNzOSkigRXcI0GV4Z3zE1HGjJ1gpIX/",
+	"bGKU9WBNLsZBrkTSjkRaRPQY0vDhOWLhGLwx+XvMJKFzgTAdGP/Xb3F/ulRmQv9Gzu2J2s3F98/fikQt",
+	"MrOiwiKScCkpIpXNdKpQWYoD+pylnivfAg+0jRmOGB+ySpMVjk81hm7E4gAVIiADYwwo/Myds4eULuI/",
+	"SJVex7r6UGob2gog4g5iLR0bYDnjv4NvfO1KI1HAtvYN4rvXwt+kIadR5RVHtIMgg+r27EJexedUxs7h",
+	"fGAAnk/br4xW7Zdg1sWYV0ukmZcmSTEtZNAdMtTA8eXOQL0hNW0TkOBtuXz3YSUs+86DHBSqDQe8yr0X",
+	"FI9qJOADwXC3GlEkS9ZpAWMc9JEwa41tnFyhzU1HxKh88FOOygWB/1pDsvcTTOXhmheM4xrrsIebK+/6",
+	"5VDp4Fq13T34BKcw/S/J2ffuAYiaWAztRnKyCHnqn9j/5HbPbuK1IHYBLxBTXf7LO80wMDPFDb+e9wO7",
+	"Zdchjvd8Yn7lYE/y+5cmSaepO8T/tZg11lkyyho7wV4LTspykTUcl48/gtzdnMj4ow7WBh9ulySsxcFE",
+	"WtW2ShOPwQiQgIsfoFKRKfDv9zEGrSBRn5jq8DFMYRmimMQoFvxoY85OQeJXl9R3rTQkCMAJfZlhgsB7",
+	"ghUR6YNv1wZovFv3O8t/lwc0tIWOGhGTIhBXhagvzodiZiGL2RqvatX+Czdp6OkdRq15qt0/GxAG/3Bh",
+	"5BWdPWDlfKcb4ed6au5QZPlnvK368J2lGT+2XZrRiv0iru5n27ih/mfgNmpF1GGGLxUzxPht3Sji4Ek1",
+	"WeZpscLNfqlkrvInS9hnv2D+BQEdmkTBRZlMTMqKL8Yn5+RNJP2cyrkVVswMc8WAicWpUPHjxEzs45hB",
+	"14jAGLcuwDOHTCHjlq+i5WK//puyoL8TCmq3otYyB3/A49a6mvVEYN0o9zClLToODyGTJFfWRlzriZGY",
+	"+AWtVIJ6rry0JlsWSvz05kXHf2tWFIvR48e9/kmn2+l2eqPT7mkXJQyPd70hL9JrpZW1zE4sk1T7L5t8",
+	"MlM4ZSanGwhPIDOpJyq3HfHKiMK8VxqbRfERFqg+Jlz/4M9e613XJkfl4bF+LAa+Yy7qYiOItNMFW5hc",
+	"cVk2ThSA/In23FgkMNWJmLjT6FzIseYXrwSZE8hAtEyzwuenWiWKG07d4k6Va3W9X+ulMwBv7QvoXfzn",
+	"62figOxDV/qBjKq3F2+eXDz7j/8UBzNz40tAE3ELF088FIW5IoMwUZM0UWRoSkcxnxY8PPizq8jnapyF",
+	"PfBlaZqWZIV1MaVVhnlSk5mxSos0iSiUukCK+YXnUaXUg5CjEbYWpo56Nzk2FR30AYOCq0hLPYDWEw6F",
+	"LCGcVne6K7U4Rw1DmBwXKpvnMJCex7wwwipYIcxby8PEn0H0kauq4jJryh4Xhsrq+O3rZj24qXHgdFlC",
+	"B9JYRVwWJfClByqfsodcasVxr4/1ej0D7PI+JQ1gnJWt1DTgkdrMNRwRHM4NxDwoGlHp+6IkIr6NmiQu",
+	"zoTFmqCyqCCKeHlGYRd8EVOuDWpymG++BRaHpkxpzbKVCILLQJEvMuky0LGIToLl9WF8oCG5gshSMk+L",
+	"QiVUYrFgBw/vLb8BMcMBtxxyAKOADTLMLdYVEkVVCORMs7s2HG8qlYkCwrpIzIxWtvDEdW5jVaGtY+1C",
+	"X7jyZzKnKgo0dDWEH7HSkWst4gA1pb47uJ2mALayEW9CkRbnNF/sFonEIgRIwkRQEA8mBYN6UWWzBSn9",
+	"25PQquO11JsWDzQCMc8d8QyGPdW8aKjAJzl3osq3S9oBmPoso0o6M3Ojo0aBAFPqnvWKAA7wgUtiUYti",
+	"xlhergCFbeCHqYAHnSgvUldsFFZJOoERg/GGVaynKkdebO86pClO0gSNKlxKQfIUrD22rfxLOG+7I57r",
+	"abbEhY5Z/FZgMVK7tAs1gXyyJRUYnZg8VxkXSQQBbD4wofs1OsWWVtnzgIatVh4LGezzOczxJFMyH+vS",
+	"M8OTp2haAFX1/x8A",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

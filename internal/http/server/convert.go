@@ -22,6 +22,10 @@ func strategyInfoOut(s strategies.StrategyInfo) gen.StrategyInfo {
 	for i, t := range s.Types {
 		types[i] = gen.MemoryType(t)
 	}
+	scopes := make([]gen.MemoryScope, len(s.Scopes))
+	for i, sc := range s.Scopes {
+		scopes[i] = gen.MemoryScope(sc)
+	}
 	missing := make([]gen.Requirement, len(s.Missing))
 	for i, r := range s.Missing {
 		missing[i] = gen.Requirement(r)
@@ -31,6 +35,7 @@ func strategyInfoOut(s strategies.StrategyInfo) gen.StrategyInfo {
 		Description:  s.Description,
 		Requirements: reqs,
 		Types:        types,
+		Scopes:       scopes,
 		Example:      gen.Strategy(s.Example),
 		Params:       s.Params,
 		Offerable:    s.Offerable,
@@ -54,6 +59,13 @@ func capabilitiesOut(c core.Capabilities) gen.Capabilities {
 	for _, l := range c.LLMs {
 		out.LLMs = append(out.LLMs, gen.LLMInfo{ID: l.ID, Model: optString(l.Model)})
 	}
+	for _, sc := range strategies.Scopes() {
+		types := make([]gen.MemoryType, len(sc.Types))
+		for i, t := range sc.Types {
+			types[i] = gen.MemoryType(t)
+		}
+		out.Scopes = append(out.Scopes, gen.ScopeInfo{Scope: gen.MemoryScope(sc.Scope), Description: sc.Description, Types: types})
+	}
 	return out
 }
 
@@ -71,6 +83,7 @@ func memoryOut(m core.Memory) (gen.Memory, error) {
 		Embedder:    optString(m.Embedder),
 		Corpus:      m.Corpus,
 		Flavor:      gen.Flavor(m.Flavor),
+		Scope:       scopeOut(m.Scope),
 		Version:     m.Version,
 		CreatedAt:   m.CreatedAt.UTC(),
 		UpdatedAt:   m.UpdatedAt.UTC(),
@@ -103,6 +116,7 @@ func memoryParamsIn(in gen.MemoryInput) strategies.MemoryParams {
 		Projection:  string(deref(in.Projection)),
 		Corpus:      deref(in.Corpus),
 		Flavor:      string(deref(in.Flavor)),
+		Scope:       string(deref(in.Scope)),
 	}
 }
 
@@ -119,6 +133,7 @@ func memoryReplaceIn(in gen.MemoryReplace) strategies.MemoryParams {
 		Projection:  string(deref(in.Projection)),
 		Corpus:      deref(in.Corpus),
 		Flavor:      string(deref(in.Flavor)),
+		Scope:       string(deref(in.Scope)),
 	}
 }
 
@@ -227,6 +242,15 @@ func entryOut(e core.Entry, withEmbedding bool) gen.Entry {
 		Tier:           optTier(e.Tier),
 		Source:         gen.EntrySource{Turn: e.SourceTurn, RunID: optString(e.SourceRunID)},
 		EmbeddingModel: optString(e.EmbeddingModel),
+		ConversationID: optString(e.SourceConversation),
+	}
+	if sup := e.Supersedes; sup != nil {
+		out.Supersedes = &gen.Superseded{Value: map[string]any{}, ConversationID: optString(sup.Conversation)}
+		_ = json.Unmarshal(sup.Value, &out.Supersedes.Value) // a stored fact is always a JSON object
+		if sup.Turn > 0 {
+			t := sup.Turn
+			out.Supersedes.Turn = &t
+		}
 	}
 	if len(e.Metadata) > 0 {
 		_ = json.Unmarshal(e.Metadata, &out.Metadata) // stored metadata is always a JSON object
@@ -258,4 +282,13 @@ func optTier(t string) *gen.Tier {
 	}
 	x := gen.Tier(t)
 	return &x
+}
+
+// scopeOut is a memory's scope as the API spells it (a stored "" is the default).
+func scopeOut(s core.MemoryScope) *gen.MemoryScope {
+	out := gen.MemoryScope(core.ScopeConversation)
+	if s != "" {
+		out = gen.MemoryScope(s)
+	}
+	return &out
 }

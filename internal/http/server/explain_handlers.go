@@ -110,7 +110,8 @@ func explanationOut(ex explain.Explanation) (gen.Explanation, error) {
 		}
 		if e := o.Entry; e != nil {
 			oe := &gen.OriginEntry{Kind: gen.EntryKind(e.Kind), UpdatedAt: e.UpdatedAt.UTC(), RunID: optString(e.RunID),
-				Query: optString(e.Query), FinalContent: optString(e.FinalContent), Text: optString(e.Text)}
+				Query: optString(e.Query), FinalContent: optString(e.FinalContent), Text: optString(e.Text),
+				ConversationID: optString(e.ConversationID)}
 			if e.Turn > 0 {
 				t := e.Turn
 				oe.Turn = &t

@@ -26,7 +26,7 @@ func (h *handlers) CreateMemory(ctx context.Context, req gen.CreateMemoryRequest
 		// Nothing was stored: the definition without a version or times.
 		return gen.CreateMemory200JSONResponse{Body: gen.MemoryDraft{ID: out.ID, Type: out.Type, Strategy: out.Strategy,
 			Description: out.Description, ReadOnly: out.ReadOnly, TTLMs: out.TTLMs, Tier: out.Tier, Embedder: out.Embedder,
-			Projection: out.Projection, Corpus: out.Corpus, Flavor: out.Flavor}}, nil
+			Projection: out.Projection, Corpus: out.Corpus, Flavor: out.Flavor, Scope: out.Scope}}, nil
 	}
 	return gen.CreateMemory201JSONResponse{Body: out, Headers: gen.CreateMemory201ResponseHeaders{Location: "/v1/memories/" + m.ID}}, nil
 }

@@ -51,6 +51,7 @@ func recallOut(r recall.RecallResult) (gen.RecallResult, error) {
 			Type:     gen.MemoryType(m.Type),
 			Strategy: strategy,
 			Flavor:   gen.Flavor(m.Flavor),
+			Scope:    optScope(m.Scope),
 			Messages: messagesOut(m.Messages),
 			Evidence: evidenceOut(m.Evidence),
 		})
@@ -111,7 +112,7 @@ func evidenceOut(e recall.Evidence) gen.Evidence {
 	for _, c := range e.Candidates {
 		gc := gen.Candidate{ID: c.ID, MemoryID: c.MemoryID, Score: c.Score, Rank: c.Rank, Admitted: c.Admitted,
 			PromptFragment: c.PromptFragment, PromptPosition: c.PromptPosition, DocURI: optString(c.DocURI),
-			Page: c.Page, Heading: optString(c.Heading)}
+			Page: c.Page, Heading: optString(c.Heading), ConversationID: optString(c.ConversationID)}
 		if c.Reason != "" {
 			r := gen.CandidateReason(c.Reason)
 			gc.Reason = &r
@@ -152,4 +153,13 @@ func documentsIn(in gen.DocumentBatch) []recall.Document {
 		out = append(out, doc)
 	}
 	return out
+}
+
+// optScope is a recalled memory's scope when it is not the default.
+func optScope(s core.MemoryScope) *gen.MemoryScope {
+	if s == "" {
+		return nil
+	}
+	out := gen.MemoryScope(s)
+	return &out
 }

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/gen"
@@ -30,33 +32,72 @@ func (h *handlers) PostTurn(ctx context.Context, req gen.PostTurnRequestObject) 
 func (h *handlers) ListEntries(ctx context.Context, req gen.ListEntriesRequestObject) (gen.ListEntriesResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
 	p := req.Params
+	body, err := h.listEntries(ctx, id, entryFilters{p.Memory, p.Kind, p.Tier, p.Include, p.Limit, p.Cursor},
+		func(q core.EntryQuery) ([]core.Entry, string, error) {
+			q.Namespace = id.Namespace()
+			return h.svc.Turns.ListEntries(ctx, q)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListEntries200JSONResponse{Body: body}, nil
+}
+
+func (h *handlers) ListPrincipalEntries(ctx context.Context, req gen.ListPrincipalEntriesRequestObject) (gen.ListPrincipalEntriesResponseObject, error) {
+	id := core.Identity{Tenant: tenantFrom(ctx), Principal: req.Principal}
+	p := req.Params
+	body, err := h.listEntries(ctx, id, entryFilters{p.Memory, p.Kind, p.Tier, p.Include, p.Limit, p.Cursor},
+		func(q core.EntryQuery) ([]core.Entry, string, error) {
+			return h.svc.Turns.ListPrincipalEntries(ctx, id, q)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListPrincipalEntries200JSONResponse{Body: body}, nil
+}
+
+// entryFilters are the query parameters every entry listing takes.
+type entryFilters struct {
+	memory  *gen.ResourceID
+	kind    *gen.EntryKind
+	tier    *gen.Tier
+	include *gen.Include
+	limit   *gen.Limit
+	cursor  *gen.Cursor
+}
+
+// listEntries lists one page of entries with list (a conversation's, a principal's), the cursor
+// bound to the tenant, the namespace listed and the filters.
+func (h *handlers) listEntries(ctx context.Context, id core.Identity, f entryFilters, list func(core.EntryQuery) ([]core.Entry, string, error)) (gen.EntryList, error) {
 	limit := defaultPageSize
-	if p.Limit != nil {
-		limit = min(max(*p.Limit, 1), maxPageSize)
+	if f.limit != nil {
+		limit = min(max(*f.limit, 1), maxPageSize)
 	}
 	q := core.EntryQuery{
 		Tenant:        id.Tenant,
-		Namespace:     id.Namespace(),
-		MemoryID:      deref(p.Memory),
-		Kind:          core.EntryKind(deref(p.Kind)),
-		Tier:          string(deref(p.Tier)),
+		MemoryID:      deref(f.memory),
+		Kind:          core.EntryKind(deref(f.kind)),
+		Tier:          string(deref(f.tier)),
 		Limit:         limit,
-		WithEmbedding: deref(p.Include) == gen.EntryIncludeEmbedding,
+		WithEmbedding: deref(f.include) == gen.EntryIncludeEmbedding,
 	}
-	// The cursor is bound to the tenant, the conversation and the filters.
-	query := "entries\x00" + q.Namespace + "\x00" + q.MemoryID + "\x00" + string(q.Kind) + "\x00" + q.Tier
-	if c := deref(p.Cursor); c != "" {
+	where := id.Namespace()
+	if id.ConversationID == "" {
+		where = id.PrincipalNamespace()
+	}
+	query := "entries\x00" + where + "\x00" + q.MemoryID + "\x00" + string(q.Kind) + "\x00" + q.Tier
+	if c := deref(f.cursor); c != "" {
 		after, err := h.cursors.open(c, id.Tenant, query)
 		if err != nil {
 			pr := newProblem(http.StatusBadRequest, "invalid-cursor", "The cursor is not one this server issued for this query; start again without `cursor`.")
 			pr.Path = "cursor"
-			return nil, pr
+			return gen.EntryList{}, pr
 		}
 		q.After = after
 	}
-	entries, next, err := h.svc.Turns.ListEntries(ctx, q)
+	entries, next, err := list(q)
 	if err != nil {
-		return nil, err
+		return gen.EntryList{}, err
 	}
 	body := gen.EntryList{Entries: make([]gen.Entry, 0, len(entries))}
 	for _, e := range entries {
@@ -66,7 +107,7 @@ func (h *handlers) ListEntries(ctx context.Context, req gen.ListEntriesRequestOb
 		c := h.cursors.sign(id.Tenant, query, next)
 		body.NextCursor = &c
 	}
-	return gen.ListEntries200JSONResponse{Body: body}, nil
+	return body, nil
 }
 
 func (h *handlers) GetEntry(ctx context.Context, req gen.GetEntryRequestObject) (gen.GetEntryResponseObject, error) {
@@ -79,9 +120,30 @@ func (h *handlers) GetEntry(ctx context.Context, req gen.GetEntryRequestObject) 
 }
 
 func (h *handlers) ForgetConversation(ctx context.Context, req gen.ForgetConversationRequestObject) (gen.ForgetConversationResponseObject, error) {
-	n, err := h.svc.Turns.ForgetConversation(ctx, identity(ctx, req.ConversationID, req.Params.Principal))
+	id := identity(ctx, req.ConversationID, req.Params.Principal)
+	erased, kept, err := h.svc.Turns.ForgetConversation(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ForgetConversation200JSONResponse{Body: gen.ForgetResult{Erased: n}}, nil
+	body := gen.ForgetResult{Erased: erased}
+	if id.Principal != "" {
+		body.PrincipalEntriesKept = &kept
+		if kept > 0 {
+			note := fmt.Sprintf("%d entries of principal-scoped memories written from this conversation were kept: they are what the service knows about principal %q, not the conversation's. DELETE /v1/principals/%s forgets them (and the principal everywhere).",
+				kept, id.Principal, url.PathEscape(id.Principal))
+			body.Note = &note
+		}
+	}
+	return gen.ForgetConversation200JSONResponse{Body: body}, nil
+}
+
+func (h *handlers) ForgetPrincipal(ctx context.Context, req gen.ForgetPrincipalRequestObject) (gen.ForgetPrincipalResponseObject, error) {
+	rep, err := h.svc.Turns.ForgetPrincipal(ctx, core.Identity{Tenant: tenantFrom(ctx), Principal: req.Principal})
+	if err != nil {
+		return nil, err
+	}
+	return gen.ForgetPrincipal200JSONResponse{Body: gen.PrincipalForgetResult{
+		Conversations: rep.Conversations, ConversationEntries: rep.ConversationEntries, PrincipalEntries: rep.PrincipalEntries,
+		Recalls: rep.Recalls, Runs: rep.Runs, Ablations: rep.Ablations,
+	}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,6 +171,13 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 	lock := s.nsLock(k)
 	lock.Lock()
 	defer lock.Unlock()
+	pk := nsKey{w.Tenant, w.PrincipalNamespace}
+	if w.PrincipalNamespace != "" {
+		// After the conversation's, as every writer takes them.
+		plock := s.nsLock(pk)
+		plock.Lock()
+		defer plock.Unlock()
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, nil, nil, err
 	}
@@ -185,6 +193,11 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 	}
 	for _, id := range w.FingerprintMemories {
 		if f, ok := s.es.fingerprints[k][id]; ok {
+			facts.Fingerprints[id] = f
+		}
+	}
+	for _, id := range w.PrincipalFingerprintMemories {
+		if f, ok := s.es.fingerprints[pk][id]; ok {
 			facts.Fingerprints[id] = f
 		}
 	}
@@ -206,15 +219,19 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 
 	s.es.mu.Lock()
 	defer s.es.mu.Unlock()
-	byID := s.es.entries[k]
-	// Work on a copy of the touched rows first so that a conflict writes nothing.
-	staged := make(map[entryKey]core.Entry, len(toWrite))
+	// Work on a copy of the touched rows first so that a conflict writes nothing. An entry
+	// lives in its own namespace: the conversation's, or the principal's.
+	type stagedKey struct {
+		ns nsKey
+		ek entryKey
+	}
+	staged := make(map[stagedKey]core.Entry, len(toWrite))
 	out := make([]core.Entry, 0, len(toWrite))
 	for _, e := range toWrite {
-		ek := entryKey{e.MemoryID, e.ID}
-		old, exists := staged[ek]
+		sk := stagedKey{nsKey{w.Tenant, e.Namespace}, entryKey{e.MemoryID, e.ID}}
+		old, exists := staged[sk]
 		if !exists {
-			old, exists = byID[ek]
+			old, exists = s.es.entries[sk.ns][sk.ek]
 		}
 		if exists && live(old, now) {
 			if e.Kind != core.KindFact {
@@ -224,16 +241,13 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 			e.CreatedAt = old.CreatedAt
 			e.AccessCount = old.AccessCount
 			e.LastAccessedAt = old.LastAccessedAt
+			e.Supersedes = &core.Superseded{Value: old.Value, Conversation: old.SourceConversation, Turn: old.SourceTurn}
 		}
-		staged[ek] = e
+		staged[sk] = e
 		out = append(out, copyEntry(e))
 	}
-	if byID == nil {
-		if s.es.entries == nil {
-			s.es.entries = make(map[nsKey]map[entryKey]core.Entry)
-		}
-		byID = make(map[entryKey]core.Entry)
-		s.es.entries[k] = byID
+	if s.es.entries == nil {
+		s.es.entries = make(map[nsKey]map[entryKey]core.Entry)
 	}
 	var response []byte
 	if w.Idempotency != nil && w.Respond != nil {
@@ -241,10 +255,22 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 			return 0, nil, nil, err
 		}
 	}
-	for ek, e := range staged {
-		byID[ek] = e
+	for sk, e := range staged {
+		byID := s.es.entries[sk.ns]
+		if byID == nil {
+			byID = make(map[entryKey]core.Entry)
+			s.es.entries[sk.ns] = byID
+		}
+		byID[sk.ek] = e
 	}
-	s.recordFingerprints(k, d.NewFingerprints)
+	for _, f := range d.NewFingerprints {
+		fk := k
+		if f.Namespace != "" {
+			fk = nsKey{w.Tenant, f.Namespace}
+		}
+		f.Namespace = ""
+		s.recordFingerprints(fk, []core.Fingerprint{f})
+	}
 	if w.LinkRunID != "" || len(w.LinkRecallIDs) > 0 {
 		s.linkLocked(w.Tenant, w.Namespace, turn, w.LinkRunID, w.LinkRecallIDs)
 	}
@@ -288,6 +314,7 @@ func copyIn(e core.Entry, now time.Time) (core.Entry, error) {
 	}
 	e.Value, e.Metadata = value, metadata
 	e.Version = 1
+	e.Supersedes = nil // the store records it, on an upsert
 	for _, ts := range []*time.Time{&e.CreatedAt, &e.UpdatedAt, &e.LastAccessedAt} {
 		if ts.IsZero() {
 			*ts = now
@@ -316,6 +343,11 @@ func compactJSON(b json.RawMessage) (json.RawMessage, error) {
 
 // copyEntry returns e with its slices unaliased.
 func copyEntry(e core.Entry) core.Entry {
+	if e.Supersedes != nil {
+		sup := *e.Supersedes
+		sup.Value = slices.Clone(sup.Value)
+		e.Supersedes = &sup
+	}
 	e.Value = slices.Clone(e.Value)
 	e.Metadata = slices.Clone(e.Metadata)
 	e.Embedding = slices.Clone(e.Embedding)
@@ -517,4 +549,90 @@ func (s *Store) PutEntries(ctx context.Context, entries []core.Entry) error {
 		byID[ek] = e
 	}
 	return nil
+}
+
+// CountWrittenFrom counts the live entries of namespace written from conversation.
+func (s *Store) CountWrittenFrom(ctx context.Context, tenant, namespace, conversation string, now time.Time) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	now = normalise(now)
+	s.es.mu.RLock()
+	defer s.es.mu.RUnlock()
+	var n int64
+	for _, e := range s.es.entries[nsKey{tenant, namespace}] {
+		if e.SourceConversation == conversation && live(e, now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ForgetPrincipal erases the principal everywhere in the tenant: the principal's namespace and
+// every namespace starting with prefix, their fingerprints and tombstones, and the audit records
+// of them (receipts, runs, links, ablations). It holds the principal's namespace lock, which
+// every turn writing a principal-scoped memory takes, and each conversation's while erasing it.
+func (s *Store) ForgetPrincipal(ctx context.Context, tenant, principal, principalNS, prefix string) (turns.ForgetReport, error) {
+	if err := ctx.Err(); err != nil {
+		return turns.ForgetReport{}, err
+	}
+	plock := s.nsLock(nsKey{tenant, principalNS})
+	plock.Lock()
+	defer plock.Unlock()
+	of := func(k nsKey) bool { return k.tenant == tenant && strings.HasPrefix(k.namespace, prefix) }
+	var rep turns.ForgetReport
+	s.es.mu.Lock()
+	for k, byID := range s.es.entries {
+		if !of(k) {
+			continue
+		}
+		if k.namespace == principalNS {
+			rep.PrincipalEntries += int64(len(byID))
+		} else if len(byID) > 0 {
+			rep.Conversations++
+			rep.ConversationEntries += int64(len(byID))
+		}
+		delete(s.es.entries, k)
+	}
+	for k := range s.es.fingerprints {
+		if of(k) {
+			delete(s.es.fingerprints, k)
+		}
+	}
+	for k, b := range s.es.recalls {
+		var r struct {
+			Identity core.Identity `json:"identity"`
+		}
+		if k[0] == tenant && json.Unmarshal(b, &r) == nil && strings.HasPrefix(r.Identity.Namespace(), prefix) {
+			delete(s.es.recalls, k)
+			rep.Recalls++
+		}
+	}
+	for k := range s.ex.links {
+		if k.tenant == tenant && strings.HasPrefix(k.namespace, prefix) {
+			delete(s.ex.links, k)
+		}
+	}
+	for k, as := range s.ex.ablations {
+		if k.tenant == tenant && strings.HasPrefix(k.namespace, prefix) {
+			rep.Ablations += int64(len(as))
+			delete(s.ex.ablations, k)
+		}
+	}
+	for k := range s.ex.forgotten {
+		if of(k) {
+			delete(s.ex.forgotten, k)
+		}
+	}
+	s.es.mu.Unlock()
+	rs := s.runTable()
+	rs.mu.Lock()
+	for id, m := range rs.runs[tenant] {
+		if m.r.Principal == principal || strings.HasPrefix(m.r.Namespace, prefix) {
+			delete(rs.runs[tenant], id)
+			rep.Runs++
+		}
+	}
+	rs.mu.Unlock()
+	return rep, nil
 }

@@ -110,7 +110,7 @@ func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn i
 }
 
 // TurnEntries returns a turn's live snapshots and messages in every memory.
-func (s *Store) TurnEntries(ctx context.Context, tenant, namespace string, turn int, now time.Time) ([]core.Entry, error) {
+func (s *Store) TurnEntries(ctx context.Context, tenant, namespace, conversation string, turn int, now time.Time) ([]core.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -118,7 +118,8 @@ func (s *Store) TurnEntries(ctx context.Context, tenant, namespace string, turn 
 	s.es.mu.RLock()
 	var out []core.Entry
 	for _, e := range s.es.entries[nsKey{tenant, namespace}] {
-		if e.Turn == turn && (e.Kind == core.KindSnapshot || e.Kind == core.KindMessage) && live(e, now) {
+		if e.Turn == turn && (e.Kind == core.KindSnapshot || e.Kind == core.KindMessage) && live(e, now) &&
+			(conversation == "" || e.SourceConversation == conversation) {
 			c := copyEntry(e)
 			c.Embedding = nil
 			out = append(out, c)

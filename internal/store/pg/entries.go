@@ -29,7 +29,7 @@ var _ turns.Store = (*Store)(nil)
 // conversations row, as before) it writes no WAL and dirties no page, and needs no row to exist.
 const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`
 
-// insertEntriesSQL writes n new entries (n rows of entryInsertColumns' 21 values, then the
+// insertEntriesSQL writes n new entries (n rows of entryInsertColumns' 22 values, then the
 // write's clock). An EXPIRED row of the same id is invisible and is replaced as if it did not
 // exist (every column, version and counters included). A LIVE one is never overwritten: the
 // conflict branch then calls footprint_entry_in_way (migration 00010), which raises the
@@ -46,7 +46,7 @@ func insertEntriesSQL(n int) string {
 func buildInsertEntriesSQL(n int) string {
 	var sb strings.Builder
 	sb.WriteString(`INSERT INTO entries (` + entryInsertColumns + `) VALUES `)
-	const cols = 21
+	const cols = entryInsertArity
 	for r := range n {
 		if r > 0 {
 			sb.WriteString(", ")
@@ -65,12 +65,14 @@ func buildInsertEntriesSQL(n int) string {
 	ON CONFLICT (tenant, memory_id, namespace, id) DO UPDATE SET
 		(kind, turn, idx, value, metadata, version, created_at, updated_at, last_accessed_at,
 			access_count, expires_at, tier, source_turn, source_run_id, embedding,
-			embedding_model, embedding_dims)
+			embedding_model, embedding_dims, source_conversation, superseded_value,
+			superseded_conversation, superseded_turn)
 		= (EXCLUDED.kind, EXCLUDED.turn, EXCLUDED.idx, EXCLUDED.value, EXCLUDED.metadata,
 			EXCLUDED.version, EXCLUDED.created_at, EXCLUDED.updated_at,
 			EXCLUDED.last_accessed_at, EXCLUDED.access_count, EXCLUDED.expires_at, EXCLUDED.tier,
 			EXCLUDED.source_turn, EXCLUDED.source_run_id, EXCLUDED.embedding,
-			EXCLUDED.embedding_model, EXCLUDED.embedding_dims),
+			EXCLUDED.embedding_model, EXCLUDED.embedding_dims, EXCLUDED.source_conversation,
+			NULL, NULL, NULL),
 		id = CASE WHEN (entries.expires_at IS NULL OR entries.expires_at > ` + clock + `)
 			THEN footprint_entry_in_way(EXCLUDED.memory_id, EXCLUDED.id) ELSE EXCLUDED.id END`)
 	return sb.String()
@@ -170,31 +172,35 @@ func turnProbes(memoryIDs, kinds []string, first int) (string, []any) {
 	return expr, args
 }
 
-// upsertEntrySQL writes one entry ($1..$21, entryInsertColumns order; $22 the write's clock,
-// $23 whether the entry is upserted, i.e. is a fact). A fact replaces a live row of its id,
-// keeping created_at, access_count and last_accessed_at and bumping version. Any other kind
+// upsertEntrySQL writes one entry ($1..$22, entryInsertColumns order; $23 the write's clock,
+// $24 whether the entry is upserted, i.e. is a fact). A fact replaces a live row of its id,
+// keeping created_at, access_count and last_accessed_at, bumping version and recording what it
+// replaced (the superseded_* columns: the old value and where it came from). Any other kind
 // never overwrites a live row: the WHERE refuses the update and no row is returned. An
 // expired row (of any kind) is invisible and is replaced as if it did not exist.
 const upsertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-		$19, $20, $21)
+		$19, $20, $21, $22)
 	ON CONFLICT (tenant, memory_id, namespace, id) DO UPDATE SET
 		(kind, turn, idx, value, metadata, updated_at, expires_at, tier, source_turn,
-			source_run_id, embedding, embedding_model, embedding_dims)
+			source_run_id, embedding, embedding_model, embedding_dims, source_conversation)
 		= (EXCLUDED.kind, EXCLUDED.turn, EXCLUDED.idx, EXCLUDED.value, EXCLUDED.metadata,
 			EXCLUDED.updated_at, EXCLUDED.expires_at, EXCLUDED.tier, EXCLUDED.source_turn,
 			EXCLUDED.source_run_id, EXCLUDED.embedding, EXCLUDED.embedding_model,
-			EXCLUDED.embedding_dims),
+			EXCLUDED.embedding_dims, EXCLUDED.source_conversation),
+		superseded_value = CASE WHEN ` + liveOld + ` THEN entries.value END,
+		superseded_conversation = CASE WHEN ` + liveOld + ` THEN entries.source_conversation END,
+		superseded_turn = CASE WHEN ` + liveOld + ` THEN entries.source_turn END,
 		version = CASE WHEN ` + liveOld + ` THEN entries.version + 1 ELSE EXCLUDED.version END,
 		created_at = CASE WHEN ` + liveOld + ` THEN entries.created_at ELSE EXCLUDED.created_at END,
 		access_count = CASE WHEN ` + liveOld + ` THEN entries.access_count ELSE EXCLUDED.access_count END,
 		last_accessed_at = CASE WHEN ` + liveOld + ` THEN entries.last_accessed_at ELSE EXCLUDED.last_accessed_at END
-	WHERE $23::boolean OR NOT ` + liveOld + `
+	WHERE $24::boolean OR NOT ` + liveOld + `
 	RETURNING ` + entryColumnsNoEmbedding
 
-// liveOld is "the conflicting stored row is live" at the write's clock ($22); insertEntriesSQL
+// liveOld is "the conflicting stored row is live" at the write's clock ($23); insertEntriesSQL
 // spells the same test with its own clock parameter.
-const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $22::timestamptz)`
+const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $23::timestamptz)`
 
 // WriteTurn resolves the turn and writes w.Build(turn)'s entries in one transaction:
 //
@@ -226,7 +232,9 @@ func (s *Store) WriteTurn(ctx context.Context, w turns.TurnWrite) (turns.TurnOut
 	if memoryIDs == nil {
 		memoryIDs = []string{}
 	}
-	if w.Idempotency != nil {
+	if w.Idempotency != nil || w.PrincipalNamespace != "" {
+		// Claims, and writes that also lock a principal's namespace, go alone and the long way:
+		// a shared transaction takes conversations' locks only.
 		out, _, err := s.writeTurn(ctx, w, memoryIDs, kinds, nil)
 		return out, err
 	}
@@ -441,7 +449,7 @@ func queueWrites(b *pgx.Batch, w turns.TurnWrite, turn int, entries []core.Entry
 		}
 	}
 	for chunk := range slices.Chunk(fresh, maxInsertRows) {
-		args := make([]any, 0, len(chunk)*21+1)
+		args := make([]any, 0, len(chunk)*entryInsertArity+1)
 		for _, i := range chunk {
 			args = append(args, entryArgs(q.entries[i])...)
 		}
@@ -460,8 +468,12 @@ func queueWrites(b *pgx.Batch, w turns.TurnWrite, turn int, entries []core.Entry
 		q.links = true
 	}
 	for _, f := range newFingerprints {
+		ns := w.Namespace
+		if f.Namespace != "" {
+			ns = f.Namespace // a principal-scoped memory's
+		}
 		b.Queue(`INSERT INTO embedding_fingerprints (tenant, memory_id, namespace, model, dims, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, w.Namespace, f.Model, f.Dims, w.Now)
+			VALUES ($1, $2, $3, $4, $5, $6)`, w.Tenant, f.MemoryID, ns, f.Model, f.Dims, w.Now)
 	}
 	return q
 }
@@ -540,12 +552,21 @@ func lockAndRead(ctx context.Context, c queryer, w turns.TurnWrite, memoryIDs, k
 		b.Queue("BEGIN")
 	}
 	b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
+	if w.PrincipalNamespace != "" {
+		// After the conversation's: every writer takes the two in this order.
+		b.Queue(lockNamespaceSQL, w.Tenant, w.PrincipalNamespace)
+	}
 	sql, args := maxLiveTurn(w.Tenant, w.Namespace, memoryIDs, kinds, w.Now)
 	b.Queue(sql, args...)
+	principalFPs := w.PrincipalFingerprintMemories
+	if principalFPs == nil {
+		principalFPs = []string{}
+	}
 	b.Queue(`SELECT memory_id, model, dims FROM embedding_fingerprints
-		WHERE tenant = $1 AND namespace = $2 AND memory_id = ANY($3)`, w.Tenant, w.Namespace, fpIDs)
+		WHERE tenant = $1 AND ((namespace = $2 AND memory_id = ANY($3)) OR (namespace = $4 AND memory_id = ANY($5)))`,
+		w.Tenant, w.Namespace, fpIDs, w.PrincipalNamespace, principalFPs)
 	br := c.SendBatch(ctx, b)
-	highest, have, err := readLockBatch(br, begin)
+	highest, have, err := readLockBatch(br, begin, w.PrincipalNamespace != "")
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -555,7 +576,7 @@ func lockAndRead(ctx context.Context, c queryer, w turns.TurnWrite, memoryIDs, k
 	return highest, have, nil
 }
 
-func readLockBatch(br pgx.BatchResults, begun bool) (int, map[string]core.Fingerprint, error) {
+func readLockBatch(br pgx.BatchResults, begun, principalLock bool) (int, map[string]core.Fingerprint, error) {
 	if begun {
 		if _, err := br.Exec(); err != nil {
 			return 0, nil, err
@@ -563,6 +584,11 @@ func readLockBatch(br pgx.BatchResults, begun bool) (int, map[string]core.Finger
 	}
 	if _, err := br.Exec(); err != nil { // the lock
 		return 0, nil, err
+	}
+	if principalLock {
+		if _, err := br.Exec(); err != nil { // the principal's lock
+			return 0, nil, err
+		}
 	}
 	var highest int
 	if err := br.QueryRow().Scan(&highest); err != nil {
@@ -629,6 +655,7 @@ func claimKey(ctx context.Context, t queryer, tenant string, c turns.Idempotency
 // stamp fills what the store owns on a new row: version 1 and zero timestamps set to now.
 func stamp(e core.Entry, now time.Time) core.Entry {
 	e.Version = 1
+	e.Supersedes = nil // the upsert records it
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now
 	}
@@ -794,4 +821,94 @@ func (s *Store) PutEntries(ctx context.Context, entries []core.Entry) error {
 		return br.Close()
 	})
 	return translate(err, "put entries", "", "")
+}
+
+// CountWrittenFrom counts the live entries of namespace written from conversation.
+func (s *Store) CountWrittenFrom(ctx context.Context, tenant, namespace, conversation string, now time.Time) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM entries WHERE tenant = $1 AND namespace = $2
+		AND source_conversation = $3 AND (expires_at IS NULL OR expires_at > $4)`, tenant, namespace, conversation, now).Scan(&n)
+	if err != nil {
+		return 0, translate(err, "count entries", "", "")
+	}
+	return n, nil
+}
+
+// prefixEnd is the smallest string above every string starting with prefix, for an index range
+// on a COLLATE "C" column (byte order). Namespace prefixes end in '/', whose successor is '0'.
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return "\xff" // unreachable for a namespace prefix
+}
+
+// ForgetPrincipal erases, in one transaction holding the principal namespace's lock (which every
+// turn writing a principal-scoped memory takes), every entry of the principal's namespace and of
+// the namespaces in [prefix, prefixEnd(prefix)) — the principal's conversations, ranges of
+// entries_newest_idx's leading columns — with their fingerprints, turn links, tombstones, recall
+// receipts, ablations and run recordings.
+func (s *Store) ForgetPrincipal(ctx context.Context, tenant, principal, principalNS, prefix string) (turns.ForgetReport, error) {
+	var rep turns.ForgetReport
+	end := prefixEnd(prefix)
+	err := s.tx(ctx, func(t pgx.Tx) error {
+		rep = turns.ForgetReport{}
+		if _, err := t.Exec(ctx, lockNamespaceSQL, tenant, principalNS); err != nil {
+			return err
+		}
+		rows, err := t.Query(ctx, `WITH gone AS (
+				DELETE FROM entries WHERE tenant = $1 AND namespace >= $2 AND namespace < $3 RETURNING namespace)
+			SELECT namespace = $4, count(DISTINCT namespace), count(*) FROM gone GROUP BY namespace = $4`,
+			tenant, prefix, end, principalNS)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var principalRows bool
+			var namespaces, n int64
+			if err := rows.Scan(&principalRows, &namespaces, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			if principalRows {
+				rep.PrincipalEntries = n
+			} else {
+				rep.Conversations, rep.ConversationEntries = namespaces, n
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		for _, table := range []string{"embedding_fingerprints", "turn_links", "forgotten_namespaces"} {
+			b.Queue(`DELETE FROM `+table+` WHERE tenant = $1 AND namespace >= $2 AND namespace < $3`, tenant, prefix, end)
+		}
+		b.Queue(`DELETE FROM recalls WHERE tenant = $1 AND namespace >= $2 AND namespace < $3`, tenant, prefix, end)
+		b.Queue(`DELETE FROM ablations WHERE tenant = $1 AND namespace >= $2 AND namespace < $3`, tenant, prefix, end)
+		runsOf := `tenant = $1 AND (principal = $4 OR (namespace >= $2 AND namespace < $3))`
+		b.Queue(`DELETE FROM run_events WHERE tenant = $1 AND run_id IN (SELECT id FROM runs WHERE `+runsOf+`)`, tenant, prefix, end, principal)
+		b.Queue(`DELETE FROM runs WHERE `+runsOf, tenant, prefix, end, principal)
+		br := t.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		counts := make([]int64, 7)
+		for i := range counts {
+			tag, err := br.Exec()
+			if err != nil {
+				return err
+			}
+			counts[i] = tag.RowsAffected()
+		}
+		rep.Recalls, rep.Ablations, rep.Runs = counts[3], counts[4], counts[6]
+		return nil
+	})
+	if err != nil {
+		return turns.ForgetReport{}, translate(err, "forget principal", "", "")
+	}
+	s.turns.forget()
+	return rep, nil
 }

@@ -79,11 +79,12 @@ func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn i
 }
 
 // TurnEntries returns a turn's live snapshots and messages in every memory.
-func (s *Store) TurnEntries(ctx context.Context, tenant, namespace string, turn int, now time.Time) ([]core.Entry, error) {
+func (s *Store) TurnEntries(ctx context.Context, tenant, namespace, conversation string, turn int, now time.Time) ([]core.Entry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+entrySelectColumns(false)+` FROM entries
 		WHERE tenant = $1 AND namespace = $2 AND turn = $3 AND kind IN ('snap', 'msg')
 			AND (expires_at IS NULL OR expires_at > $4)
-		ORDER BY memory_id, kind DESC, idx`, tenant, namespace, turn, now)
+			AND ($5 = '' OR source_conversation = $5)
+		ORDER BY memory_id, kind DESC, idx`, tenant, namespace, turn, now, conversation)
 	if err != nil {
 		return nil, translate(err, "turn entries", "", "")
 	}

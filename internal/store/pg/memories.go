@@ -19,7 +19,7 @@ func (s *Store) CreateMemory(ctx context.Context, m core.Memory) error {
 		return err
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO memories (`+memoryColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, args...)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, args...)
 	// The one unique key of memories is (tenant, id): a unique violation, whatever the
 	// constraint is called (Citus suffixes it per shard), is the id taken.
 	if isUniqueViolation(err) {
@@ -100,7 +100,7 @@ func (s *Store) UpdateMemory(ctx context.Context, tenant, id string, fn func(*co
 		// and created_at are rewritten with their own values. RETURNING gives back exactly
 		// what was stored (timestamps at Postgres's precision).
 		out, err = scanMemory(t.QueryRow(ctx, `UPDATE memories SET (`+memoryColumns+`)
-			= ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			= ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 			WHERE tenant = $1 AND id = $2
 			RETURNING `+memoryColumns, args...))
 		return err

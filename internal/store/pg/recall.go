@@ -297,7 +297,7 @@ func queryScored(ctx context.Context, t pgx.Tx, q recall.RankQuery, sql string, 
 // core.RankResult). Selecting every column (metadata, the other timestamps, counters, tier)
 // cost 0.1 ms of a 0.5 ms ranking of 20 rows in a conversation of 100, for values nobody reads
 // (measured on bench/recall's data, the statements run alternately from one pool).
-const rankedColumns = `id, kind, turn, idx, value, updated_at, source_turn`
+const rankedColumns = `id, kind, turn, idx, value, updated_at, source_turn, source_conversation`
 
 // scanScored reads ranking rows: rankedColumns, the score and, when withTotal (exactRankSQL),
 // the count. The entries carry q's tenant, namespace, memory and model, which the ranking
@@ -315,8 +315,9 @@ func scanScored(q recall.RankQuery, rows pgx.Rows, err error, withTotal bool) ([
 		value                 []byte // not json.RawMessage: pgx would run that through json.Unmarshal
 		updated               time.Time
 		score                 float64
+		sourceConv            *string
 	)
-	dest := []any{&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &score}
+	dest := []any{&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &sourceConv, &score}
 	if withTotal {
 		dest = append(dest, &total)
 	}
@@ -328,7 +329,7 @@ func scanScored(q recall.RankQuery, rows pgx.Rows, err error, withTotal bool) ([
 		out = append(out, recall.Scored{Score: score, Entry: core.Entry{
 			Tenant: q.Tenant, Namespace: q.Namespace, MemoryID: q.MemoryID, EmbeddingModel: q.Model,
 			ID: id, Kind: core.EntryKind(kind), Turn: deref(turn), Index: deref(idx), SourceTurn: deref(sourceTurn),
-			Value: value, UpdatedAt: updated.UTC(),
+			SourceConversation: deref(sourceConv), Value: value, UpdatedAt: updated.UTC(),
 		}})
 	}
 	return out, int(total), rows.Err()
@@ -420,7 +421,7 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 			e.Namespace = core.CorpusNamespace
 			e = stamp(e, now)
 			b.Queue(`INSERT INTO entries (`+entryInsertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-				$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`, entryArgs(e)...)
+				$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`, entryArgs(e)...)
 		}
 		return t.SendBatch(ctx, b).Close()
 	})

@@ -19,7 +19,7 @@ import (
 
 // memoryColumns lists memories' columns in the order scanMemory reads and memoryArgs writes.
 const memoryColumns = `tenant, id, type, strategy, description, read_only, ttl_ms, tier,
-	embedder, projection, corpus, flavor, version, created_at, updated_at`
+	embedder, projection, corpus, flavor, version, created_at, updated_at, scope`
 
 // memoryArgs returns m's column values in memoryColumns order.
 func memoryArgs(m core.Memory) ([]any, error) {
@@ -30,8 +30,16 @@ func memoryArgs(m core.Memory) ([]any, error) {
 	return []any{
 		m.Tenant, m.ID, string(m.Type), string(strategy), m.Description, m.ReadOnly,
 		nullInt64(m.TTLMs), nullString(m.Tier), nullString(m.Embedder), nullString(m.Projection),
-		m.Corpus, m.Flavor, m.Version, m.CreatedAt, m.UpdatedAt,
+		m.Corpus, m.Flavor, m.Version, m.CreatedAt, m.UpdatedAt, string(scopeOf(m)),
 	}, nil
+}
+
+// scopeOf is m's scope as stored: conversation unless principal.
+func scopeOf(m core.Memory) core.MemoryScope {
+	if m.Scope == "" {
+		return core.ScopeConversation
+	}
+	return m.Scope
 }
 
 // scanMemory reads one row of memoryColumns. A row whose strategy no longer parses is an
@@ -44,9 +52,10 @@ func scanMemory(row pgx.Row) (core.Memory, error) {
 		ttl                        *int64
 		tier, embedder, projection *string
 		createdAt, updatedAt       time.Time
+		scope                      string
 	)
 	err := row.Scan(&m.Tenant, &m.ID, &typ, &strategy, &m.Description, &m.ReadOnly,
-		&ttl, &tier, &embedder, &projection, &m.Corpus, &m.Flavor, &m.Version, &createdAt, &updatedAt)
+		&ttl, &tier, &embedder, &projection, &m.Corpus, &m.Flavor, &m.Version, &createdAt, &updatedAt, &scope)
 	if err != nil {
 		return core.Memory{}, err
 	}
@@ -55,6 +64,9 @@ func scanMemory(row pgx.Row) (core.Memory, error) {
 		return core.Memory{}, fmt.Errorf("decode stored strategy of memory %q: %w", m.ID, err)
 	}
 	m.Type = core.MemoryType(typ)
+	if scope == string(core.ScopePrincipal) {
+		m.Scope = core.ScopePrincipal // the default stays the zero value, as validation leaves it
+	}
 	m.TTLMs = deref(ttl)
 	m.Tier = deref(tier)
 	m.Embedder = deref(embedder)
@@ -91,12 +103,22 @@ func deref[T any](p *T) T {
 // entryColumns lists entries' columns in the order scanEntry reads and entryArgs writes, except
 // embedding_dims, which is written (entryArgs appends it) but never read back: it is the
 // embedding's length.
-const entryColumns = `tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
-	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
-	source_run_id, embedding, embedding_model`
+const entryColumns = entryWrittenColumns + `, ` + entryUpsertedColumns
 
-// entryInsertColumns is entryColumns plus embedding_dims, the columns entryArgs returns.
-const entryInsertColumns = entryColumns + `, embedding_dims`
+// entryWrittenColumns are the columns a write sends (entryArgs, without embedding_dims), in
+// scanEntry's order; entryUpsertedColumns, read after them, are set by an upsert only.
+const entryWrittenColumns = `tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
+	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
+	source_run_id, embedding, embedding_model, source_conversation`
+
+// entryUpsertedColumns are what a fact replaced when it was restated (upsertEntrySQL).
+const entryUpsertedColumns = `superseded_value, superseded_conversation, superseded_turn`
+
+// entryInsertColumns is entryWrittenColumns plus embedding_dims: the columns entryArgs returns.
+const entryInsertColumns = entryWrittenColumns + `, embedding_dims`
+
+// entryInsertArity is how many values entryArgs returns per entry.
+const entryInsertArity = 22
 
 // entrySelectColumns is entryColumns for a read: without the embedding (a NULL in its place,
 // so scanEntry reads the same columns) unless withEmbedding is set, since vectors are large.
@@ -111,7 +133,7 @@ func entrySelectColumns(withEmbedding bool) string {
 // returns, since its caller already holds the vector it sent.
 const entryColumnsNoEmbedding = `tenant, memory_id, namespace, id, kind, turn, idx, value, metadata, version,
 	created_at, updated_at, last_accessed_at, access_count, expires_at, tier, source_turn,
-	source_run_id, NULL::vector AS embedding, embedding_model`
+	source_run_id, NULL::vector AS embedding, embedding_model, source_conversation, ` + entryUpsertedColumns
 
 // entryArgs returns e's column values in entryInsertColumns order. Turn 0 (no turn in the id)
 // is NULL; Index is NULL only when the entry has neither turn nor index, so that msg-{n}-0
@@ -145,7 +167,7 @@ func entryArgs(e core.Entry) []any {
 		e.Tenant, e.MemoryID, e.Namespace, e.ID, string(e.Kind), nullInt(e.Turn), idx,
 		string(e.Value), metadata, e.Version, e.CreatedAt, e.UpdatedAt, e.LastAccessedAt,
 		e.AccessCount, expires, nullString(e.Tier), nullInt(e.SourceTurn), nullString(e.SourceRunID),
-		vec, nullString(e.EmbeddingModel), dims,
+		vec, nullString(e.EmbeddingModel), nullString(e.SourceConversation), dims,
 	}
 }
 
@@ -160,10 +182,13 @@ func scanEntry(row pgx.Row) (core.Entry, error) {
 		expires                     *time.Time
 		tier, sourceRunID, embModel *string
 		vec                         *pgvector.Vector
+		sourceConv, supConv         *string
+		supValue                    []byte
+		supTurn                     *int
 	)
 	err := row.Scan(&e.Tenant, &e.MemoryID, &e.Namespace, &e.ID, &kind, &turn, &idx, &value,
 		&metadata, &e.Version, &created, &updated, &accessed, &e.AccessCount, &expires, &tier,
-		&sourceTurn, &sourceRunID, &vec, &embModel)
+		&sourceTurn, &sourceRunID, &vec, &embModel, &sourceConv, &supValue, &supConv, &supTurn)
 	if err != nil {
 		return core.Entry{}, err
 	}
@@ -177,6 +202,10 @@ func scanEntry(row pgx.Row) (core.Entry, error) {
 	e.Tier, e.SourceRunID, e.EmbeddingModel = deref(tier), deref(sourceRunID), deref(embModel)
 	if vec != nil {
 		e.Embedding = vec.Slice()
+	}
+	e.SourceConversation = deref(sourceConv)
+	if supValue != nil {
+		e.Supersedes = &core.Superseded{Value: supValue, Conversation: deref(supConv), Turn: deref(supTurn)}
 	}
 	return e, nil
 }

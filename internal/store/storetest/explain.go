@@ -86,7 +86,7 @@ func testExplainStore(t *testing.T, s app.Store) {
 			return append(es, m, expiring), err
 		}
 		mustWrite(t, s, w)
-		got, err := s.TurnEntries(ctx, "x5", "ns", 1, t0.Add(time.Hour))
+		got, err := s.TurnEntries(ctx, "x5", "ns", "", 1, t0.Add(time.Hour))
 		if err != nil || len(got) != 2 {
 			t.Fatalf("turn entries = %v, %v (want the snapshot and the live message)", entryIDs(got), err)
 		}
