@@ -18,7 +18,16 @@ ALTER TABLE entries ADD COLUMN superseded_value jsonb;
 ALTER TABLE entries ADD COLUMN superseded_conversation text;
 ALTER TABLE entries ADD COLUMN superseded_turn integer;
 
+-- A conversation's turns kept in its principal's namespace number the conversation too: a turn
+-- write reads the highest of them with one probe per (memory, kind) of this index, walking the
+-- conversation's own rows there from the highest turn down, whatever the principal's other
+-- conversations hold. Partial: only principal-scoped entries carry a source conversation.
+CREATE INDEX entries_principal_turns_idx ON entries
+    (tenant, namespace, source_conversation, memory_id, kind, turn DESC NULLS LAST)
+    WHERE source_conversation IS NOT NULL;
+
 -- +goose Down
+DROP INDEX entries_principal_turns_idx;
 ALTER TABLE entries DROP COLUMN superseded_turn;
 ALTER TABLE entries DROP COLUMN superseded_conversation;
 ALTER TABLE entries DROP COLUMN superseded_value;

@@ -60,12 +60,37 @@ type TurnWrite struct {
 type TurnScope struct {
 	MemoryIDs []string
 	Kinds     []core.EntryKind
+	// Shared, when set, also counts the conversation's turns kept in its
+	// principal's namespace (by principal-scoped memories), so that turn
+	// numbers stay the conversation's own wherever its entries live.
+	Shared *SharedScope
 }
 
-// Counts reports whether e, stored, counts toward the highest live turn at now.
+// SharedScope is what counts toward a conversation's highest turn in its
+// principal's namespace: the live entries of MemoryIDs whose kind is one of
+// Kinds and that the conversation wrote. They are written only by the
+// conversation's own turns, which hold its lock, so reading them needs no
+// other.
+type SharedScope struct {
+	Namespace    string
+	Conversation string
+	MemoryIDs    []string
+	Kinds        []core.EntryKind
+}
+
+// Counts reports whether e, stored in the write's own namespace, counts
+// toward the highest live turn at now.
 func (sc TurnScope) Counts(e core.Entry, now time.Time) bool {
 	return e.Turn > 0 && slices.Contains(sc.Kinds, e.Kind) && slices.Contains(sc.MemoryIDs, e.MemoryID) &&
 		(e.ExpiresAt.IsZero() || e.ExpiresAt.After(now))
+}
+
+// CountsShared reports whether e, stored in the principal's namespace, counts
+// toward the conversation's highest live turn at now.
+func (sc TurnScope) CountsShared(e core.Entry, now time.Time) bool {
+	sh := sc.Shared
+	return sh != nil && e.Turn > 0 && e.SourceConversation == sh.Conversation && slices.Contains(sh.Kinds, e.Kind) &&
+		slices.Contains(sh.MemoryIDs, e.MemoryID) && (e.ExpiresAt.IsZero() || e.ExpiresAt.After(now))
 }
 
 // HighestAfter is the highest live turn at now once written is stored on top
@@ -73,7 +98,7 @@ func (sc TurnScope) Counts(e core.Entry, now time.Time) bool {
 func (sc TurnScope) HighestAfter(before int, written []core.Entry, now time.Time) int {
 	highest := before
 	for _, e := range written {
-		if e.Turn > highest && sc.Counts(e, now) {
+		if e.Turn > highest && (sc.Counts(e, now) || sc.Shared != nil && e.Namespace == sc.Shared.Namespace && sc.CountsShared(e, now)) {
 			highest = e.Turn
 		}
 	}

@@ -253,7 +253,7 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 	w := TurnWrite{
 		Tenant:                       tenant,
 		Namespace:                    p.Identity.Namespace(),
-		Scope:                        TurnScope{MemoryIDs: memoryIDs, Kinds: CountedKinds(countMessages, countBeats)},
+		Scope:                        TurnScope{MemoryIDs: memoryIDs, Kinds: CountedKinds(countMessages, countBeats), Shared: sharedScope(all, p.Identity, s.caps)},
 		FingerprintMemories:          fpMemories,
 		PrincipalNamespace:           principal,
 		PrincipalFingerprintMemories: principalFPs,
@@ -301,6 +301,34 @@ func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error
 		return replayed(out.Replay)
 	}
 	return finish(result, out.Turn, out.Entries, sides), nil
+}
+
+// sharedScope is what of the conversation's turns lives in its principal's namespace, kept by
+// the tenant's principal-scoped memories (nil when the conversation has no principal or the
+// tenant no such memory): those turns number the conversation too, whether or not this turn
+// writes them.
+func sharedScope(all []core.Memory, id core.Identity, caps core.Capabilities) *SharedScope {
+	if id.Principal == "" {
+		return nil
+	}
+	sh := &SharedScope{Namespace: id.PrincipalNamespace(), Conversation: id.ConversationID}
+	messages, beats := false, false
+	for _, m := range all {
+		if !m.PrincipalScoped() {
+			continue
+		}
+		side, reason := planWrite(m, caps)
+		if reason != "" {
+			continue
+		}
+		sh.MemoryIDs = append(sh.MemoryIDs, m.ID)
+		messages, beats = messages || side.messages, beats || side.beats
+	}
+	if len(sh.MemoryIDs) == 0 {
+		return nil
+	}
+	sh.Kinds = CountedKinds(messages, beats)
+	return sh
 }
 
 // CountedKinds are the entry kinds that count toward a namespace's highest live turn for a

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ type isoModel struct {
 	recalls map[string][]string // tenant → recall ids
 	runs    map[string][]string // tenant → run ids
 	runAt   map[string]bool     // identity|conversation|turn a run was opened for
+	// owner is the principal a recall receipt or a run was made for, by tenant|id: forgetting
+	// the principal erases them.
+	owner map[string]string
 }
 
 // TestTenantIsolationProperty runs random sequences of operations by two
@@ -85,7 +89,7 @@ func isolationProperty(t *testing.T, e *env, rng *rand.Rand, steps int) {
 			conv, body string
 			turn       int
 		}{}, recalls: map[string][]string{}, runs: map[string][]string{},
-		runAt: map[string]bool{},
+		runAt: map[string]bool{}, owner: map[string]string{},
 	}
 	for _, id := range ids {
 		m.turns[id.String()] = map[string][]string{}
@@ -122,10 +126,12 @@ func isolationProperty(t *testing.T, e *env, rng *rand.Rand, steps int) {
 			fmt.Sprintf(`{"id":"chat","type":"episodic","strategy":{"kind":"window","size":%d}}`, size),
 			`{"id":"why","type":"causal","strategy":{"kind":"topK","topK":5}}`,
 			`{"id":"docs","type":"semantic","corpus":true,"strategy":{"kind":"topK","topK":3}}`,
+			// What every conversation of a principal said, ranked in any of them.
+			`{"id":"profile","type":"semantic","scope":"principal","strategy":{"kind":"topK","topK":20,"threshold":-1}}`,
 		} {
 			must(e.do("POST", "/v1/memories", key[tenant], body), 201, "define "+body)
 		}
-		m.memories[tenant] = []string{"chat", "docs", "why"}
+		m.memories[tenant] = []string{"chat", "docs", "profile", "why"}
 	}
 
 	q := func(id isoIdentity) string { return "principal=" + id.principal }
@@ -189,6 +195,26 @@ func isolationProperty(t *testing.T, e *env, rng *rand.Rand, steps int) {
 		if own := m.turns[id.String()][conv]; !slices.Equal(users, own) {
 			t.Fatalf("%s sees in %s user messages %q, wrote %q", id, conv, users, own)
 		}
+		// What is known about the principal: exactly the user messages of all their
+		// conversations, and nothing of another principal's or tenant's.
+		pr := e.do("GET", "/v1/principals/"+id.principal+"/entries?memory=profile&kind=msg&limit=200", id.key, "")
+		clean(id, true, "principal entries", pr.body)
+		var known []string
+		for _, x := range must(pr, 200, "principal entries")["entries"].([]any) {
+			v, _ := x.(map[string]any)["value"].(map[string]any)
+			if v["role"] == "user" {
+				known = append(known, v["content"].(string))
+			}
+		}
+		var said []string
+		for _, c := range convs {
+			said = append(said, m.turns[id.String()][c]...)
+		}
+		sort.Strings(known)
+		sort.Strings(said)
+		if !slices.Equal(known, said) {
+			t.Fatalf("%s: the principal's entries hold %q, the principal said %q", id, known, said)
+		}
 	}
 
 	counts := map[string]int{}
@@ -196,7 +222,7 @@ func isolationProperty(t *testing.T, e *env, rng *rand.Rand, steps int) {
 		id := ids[rng.IntN(len(ids))]
 		conv := pick(convs)
 		opName := ""
-		switch k := rng.IntN(12); k {
+		switch k := rng.IntN(13); k {
 		case 0: // a memory, with an id the other tenant may use too
 			opName = "createMemory"
 			mid := fmt.Sprintf("m%d", rng.IntN(6))
@@ -253,6 +279,7 @@ func isolationProperty(t *testing.T, e *env, rng *rand.Rand, steps int) {
 			b := must(r, 200, "recall")
 			if rid, _ := b["recallId"].(string); rid != "" {
 				m.recalls[id.tenant] = append(m.recalls[id.tenant], rid)
+				m.owner[id.tenant+"|"+rid] = id.principal
 			}
 		case 6: // recall receipts: own readable (tenant-scoped), the other tenant's 404
 			opName = "getRecall"
@@ -273,6 +300,7 @@ func isolationProperty(t *testing.T, e *env, rng *rand.Rand, steps int) {
 				must(e.do("POST", "/v1/runs", id.key, fmt.Sprintf(`{"runId":"%s","conversationId":"%s","principal":"%s","turn":%d}`, run, conv, id.principal, turn)), 201, "open "+run)
 				m.runAt[fmt.Sprintf("%s|%s|%d", id, conv, turn)] = true
 				m.runs[id.tenant] = append(m.runs[id.tenant], run)
+				m.owner[id.tenant+"|"+run] = id.principal
 			}
 			mk := next(id.tenant, "all")
 			must(e.do("POST", "/v1/runs/"+run+"/events", id.key, `{"events":[{"type":"llm.request","payload":{"note":"`+mk+`"}}]}`), 200, "append")
@@ -320,6 +348,23 @@ func isolationProperty(t *testing.T, e *env, rng *rand.Rand, steps int) {
 					if bad.status != 400 {
 						t.Fatalf("%s's entries cursor used by %s: %d %s", id, other[id.tenant], bad.status, bad.body)
 					}
+				}
+			}
+		case 12: // forget a principal everywhere: theirs goes, nobody else's
+			opName = "forgetPrincipal"
+			if rng.IntN(3) != 0 {
+				continue // rarely, so that data accumulates
+			}
+			must(e.do("DELETE", "/v1/principals/"+id.principal, id.key, ""), 200, "forget principal")
+			m.turns[id.String()] = map[string][]string{}
+			gone := func(xs []string) []string {
+				return slices.DeleteFunc(xs, func(x string) bool { return m.owner[id.tenant+"|"+x] == id.principal })
+			}
+			m.recalls[id.tenant] = gone(m.recalls[id.tenant])
+			m.runs[id.tenant] = gone(m.runs[id.tenant])
+			for k := range m.runAt {
+				if strings.HasPrefix(k, id.String()+"|") {
+					delete(m.runAt, k)
 				}
 			}
 		case 11: // guessed ids: the other tenant's memories and entries

@@ -191,6 +191,13 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite) (int, []core.E
 			facts.Highest = max(facts.Highest, e.Turn)
 		}
 	}
+	if sh := w.Scope.Shared; sh != nil {
+		for _, e := range s.es.entries[nsKey{w.Tenant, sh.Namespace}] {
+			if w.Scope.CountsShared(e, now) {
+				facts.Highest = max(facts.Highest, e.Turn)
+			}
+		}
+	}
 	for _, id := range w.FingerprintMemories {
 		if f, ok := s.es.fingerprints[k][id]; ok {
 			facts.Fingerprints[id] = f

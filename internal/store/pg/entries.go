@@ -172,6 +172,28 @@ func turnProbes(memoryIDs, kinds []string, first int) (string, []any) {
 	return expr, args
 }
 
+// withSharedTurns extends maxLiveTurn's query (sql, args) to count the conversation's turns kept
+// in its principal's namespace: one probe per (memory, kind) of entries_principal_turns_idx
+// (migration 00014), which walks the conversation's own rows there from the highest turn down.
+func withSharedTurns(sql string, args []any, sh *turns.SharedScope, now time.Time) (string, []any) {
+	first := len(args) + 1
+	args = append(args, sh.Namespace, sh.Conversation, now)
+	var sb strings.Builder
+	sb.WriteString("SELECT greatest((" + strings.TrimPrefix(sql, "SELECT ") + ")")
+	for _, m := range sh.MemoryIDs {
+		for _, k := range sh.Kinds {
+			args = append(args, m, string(k))
+			fmt.Fprintf(&sb, `, (SELECT e.turn FROM entries e
+			WHERE e.tenant = $1 AND e.namespace = $%d AND e.source_conversation = $%d
+				AND e.memory_id = $%d AND e.kind = $%d AND e.turn IS NOT NULL
+				AND (e.expires_at IS NULL OR e.expires_at > $%d::timestamptz)
+			ORDER BY e.turn DESC NULLS LAST LIMIT 1)`, first, first+1, len(args)-1, len(args), first+2)
+		}
+	}
+	sb.WriteString(")")
+	return sb.String(), args
+}
+
 // upsertEntrySQL writes one entry ($1..$22, entryInsertColumns order; $23 the write's clock,
 // $24 whether the entry is upserted, i.e. is a fact). A fact replaces a live row of its id,
 // keeping created_at, access_count and last_accessed_at, bumping version and recording what it
@@ -232,9 +254,10 @@ func (s *Store) WriteTurn(ctx context.Context, w turns.TurnWrite) (turns.TurnOut
 	if memoryIDs == nil {
 		memoryIDs = []string{}
 	}
-	if w.Idempotency != nil || w.PrincipalNamespace != "" {
-		// Claims, and writes that also lock a principal's namespace, go alone and the long way:
-		// a shared transaction takes conversations' locks only.
+	if w.Idempotency != nil || w.PrincipalNamespace != "" || w.Scope.Shared != nil {
+		// Claims, and writes of conversations whose turns a principal's namespace keeps too, go
+		// alone and the long way: a shared transaction takes conversations' locks only, and a
+		// prediction checks the conversation's namespace only.
 		out, _, err := s.writeTurn(ctx, w, memoryIDs, kinds, nil)
 		return out, err
 	}
@@ -557,6 +580,9 @@ func lockAndRead(ctx context.Context, c queryer, w turns.TurnWrite, memoryIDs, k
 		b.Queue(lockNamespaceSQL, w.Tenant, w.PrincipalNamespace)
 	}
 	sql, args := maxLiveTurn(w.Tenant, w.Namespace, memoryIDs, kinds, w.Now)
+	if sh := w.Scope.Shared; sh != nil {
+		sql, args = withSharedTurns(sql, args, sh, w.Now)
+	}
 	b.Queue(sql, args...)
 	principalFPs := w.PrincipalFingerprintMemories
 	if principalFPs == nil {

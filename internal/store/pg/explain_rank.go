@@ -23,11 +23,18 @@ func (s *Store) ExplainRank(ctx context.Context, q recall.RankQuery) ([]string, 
 	var plan []string
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
+		settings := genericPlanSQL
 		if searchesIndex(q) {
+			settings = ""
 			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce); err != nil {
 				return err
 			}
 			sql = annRankSQL(dims)
+		}
+		if settings != "" {
+			if _, err := t.Exec(ctx, settings); err != nil {
+				return err
+			}
 		}
 		rows, err := t.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, SETTINGS) "+sql,
 			q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, pgvector.NewVector(q.Vector), q.Model, q.Limit)

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) app.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"Ping", testPing},
 		{"Entries", testEntries},
+		{"Principals", testPrincipals},
 		{"TurnClaims", testTurnClaims},
 		{"Sweep", testSweep},
 		{"RecallStore", testRecallStore},

@@ -20,10 +20,15 @@ type Turn struct {
 	Now               time.Time
 	Build             func(turn int) ([]core.Entry, error)
 	Fingerprints      []core.Fingerprint
-	Idempotency       *turns.IdempotencyClaim
-	LinkRunID         string
-	LinkRecallIDs     []string
-	Respond           func(turn int, written []core.Entry) ([]byte, error)
+	// PrincipalNamespace, when set, is the principal's namespace the write also locks; the
+	// Fingerprints with a Namespace are read there.
+	PrincipalNamespace string
+	// Shared, when set, counts the conversation's turns kept in its principal's namespace.
+	Shared        *turns.SharedScope
+	Idempotency   *turns.IdempotencyClaim
+	LinkRunID     string
+	LinkRecallIDs []string
+	Respond       func(turn int, written []core.Entry) ([]byte, error)
 }
 
 // Write is t as a store takes it.
@@ -36,19 +41,25 @@ func (t Turn) Write() turns.TurnWrite {
 	if memoryIDs == nil {
 		memoryIDs = []string{}
 	}
-	var fpMemories []string
+	var fpMemories, principalFPs []string
 	for _, f := range t.Fingerprints {
-		fpMemories = append(fpMemories, f.MemoryID)
+		if f.Namespace != "" {
+			principalFPs = append(principalFPs, f.MemoryID)
+		} else {
+			fpMemories = append(fpMemories, f.MemoryID)
+		}
 	}
 	return turns.TurnWrite{
 		Tenant: t.Tenant, Namespace: t.Namespace,
-		Scope:               turns.TurnScope{MemoryIDs: memoryIDs, Kinds: turns.CountedKinds(t.CountMessageTurns, t.CountBeatTurns)},
-		FingerprintMemories: fpMemories,
-		Now:                 t.Now,
-		Decide:              turns.Decider(max(t.HostTurn, 1), t.Fingerprints, build),
-		Idempotency:         t.Idempotency,
-		LinkRunID:           t.LinkRunID,
-		LinkRecallIDs:       t.LinkRecallIDs,
-		Respond:             t.Respond,
+		Scope:                        turns.TurnScope{MemoryIDs: memoryIDs, Kinds: turns.CountedKinds(t.CountMessageTurns, t.CountBeatTurns), Shared: t.Shared},
+		FingerprintMemories:          fpMemories,
+		PrincipalNamespace:           t.PrincipalNamespace,
+		PrincipalFingerprintMemories: principalFPs,
+		Now:                          t.Now,
+		Decide:                       turns.Decider(max(t.HostTurn, 1), t.Fingerprints, build),
+		Idempotency:                  t.Idempotency,
+		LinkRunID:                    t.LinkRunID,
+		LinkRecallIDs:                t.LinkRecallIDs,
+		Respond:                      t.Respond,
 	}
 }
