@@ -302,6 +302,24 @@ func (e InfluenceStrategy) Valid() bool {
 	}
 }
 
+// Defines values for MemoryScope.
+const (
+	MemoryScopeConversation MemoryScope = "conversation"
+	MemoryScopePrincipal    MemoryScope = "principal"
+)
+
+// Valid indicates whether the value is a known member of the MemoryScope enum.
+func (e MemoryScope) Valid() bool {
+	switch e {
+	case MemoryScopeConversation:
+		return true
+	case MemoryScopePrincipal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemoryType.
 const (
 	MemoryTypeCausal    MemoryType = "causal"
@@ -593,6 +611,7 @@ func (e SearchMode) Valid() bool {
 // Defines values for SkipReason.
 const (
 	SkipReasonCorpus            SkipReason = "corpus"
+	SkipReasonNoPrincipal       SkipReason = "no-principal"
 	SkipReasonNotNamed          SkipReason = "not-named"
 	SkipReasonNothingToWrite    SkipReason = "nothing-to-write"
 	SkipReasonQueryWithoutWords SkipReason = "query-without-words"
@@ -603,6 +622,8 @@ const (
 func (e SkipReason) Valid() bool {
 	switch e {
 	case SkipReasonCorpus:
+		return true
+	case SkipReasonNoPrincipal:
 		return true
 	case SkipReasonNotNamed:
 		return true
@@ -785,13 +806,21 @@ type Candidate struct {
 	// Admitted Whether it went into the prompt.
 	Admitted bool `json:"admitted"`
 
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
 	// DocURI Document chunks only, the document it came from.
 	DocURI *string `json:"docUri,omitempty"`
 
 	// Heading Document chunks only, the heading it sits under.
 	Heading *string `json:"heading,omitempty"`
 
-	// ID The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`), or a document chunk's (`returns-policy#0`).
+	// ID The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`; in a principal-scoped memory `msg-3-0~support-4821`, the conversation after `~`), or a document chunk's (`returns-policy#0`).
 	ID string `json:"id"`
 
 	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
@@ -865,8 +894,11 @@ type Capabilities struct {
 	Limits    Limits         `json:"limits"`
 
 	// LLMs Configured chat-completions providers; empty when none is.
-	LLMs  []LLMInfo `json:"llms"`
-	Store StoreInfo `json:"store"`
+	LLMs []LLMInfo `json:"llms"`
+
+	// Scopes The memory scopes, what each keeps and which memory types accept it.
+	Scopes []ScopeInfo `json:"scopes"`
+	Store  StoreInfo   `json:"store"`
 }
 
 // ClientEmbeddings Vectors the agent computed itself. They replace the server's embedder
@@ -1033,6 +1065,14 @@ type Entry struct {
 	// AccessCount How many times `getEntry` has read it.
 	AccessCount int64 `json:"accessCount"`
 
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
 	// CreatedAt When the entry was first written.
 	CreatedAt time.Time `json:"createdAt"`
 
@@ -1051,7 +1091,9 @@ type Entry struct {
 	// ID An entry's id, unique within its memory and conversation. Its shape
 	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
-	// their own.
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
 	//
 	//
 	// Example: msg-3-0
@@ -1085,6 +1127,11 @@ type Entry struct {
 	// Source Where an entry came from.
 	Source EntrySource `json:"source"`
 
+	// Supersedes What a fact replaced when it was last restated (facts are upserted by
+	// key): the earlier statement and where it came from. Present only on a
+	// fact that was stated more than once.
+	Supersedes *Superseded `json:"supersedes,omitempty"`
+
 	// Tier A storage tier label applied to the entries this memory writes.
 	//
 	// Example: hot
@@ -1117,7 +1164,9 @@ type Entry struct {
 // EntryID An entry's id, unique within its memory and conversation. Its shape
 // tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 // `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
-// their own.
+// their own. In a principal-scoped memory a turn's ids end in `~` and
+// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+// `fact:{key}`.
 //
 // Example: msg-3-0
 type EntryID = string
@@ -1378,7 +1427,9 @@ type ExplanationAnswer struct {
 	// EntryID An entry's id, unique within its memory and conversation. Its shape
 	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
-	// their own.
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
 	//
 	//
 	// Example: msg-3-0
@@ -1493,6 +1544,15 @@ type FoldEvidenceStatus string
 type ForgetResult struct {
 	// Erased How many entries were erased, expired ones included.
 	Erased int64 `json:"erased"`
+
+	// Note Says what was kept and how to forget it, when something was.
+	Note *string `json:"note,omitempty"`
+
+	// PrincipalEntriesKept How many live entries of principal-scoped memories written from
+	// this conversation were kept: they are the principal's, not the
+	// conversation's. Present when the conversation belongs to a
+	// principal. `DELETE /v1/principals/{principal}` forgets them.
+	PrincipalEntriesKept *int64 `json:"principalEntriesKept,omitempty"`
 }
 
 // Health Example: {"status":"ok"}
@@ -1752,6 +1812,27 @@ type Memory struct {
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly bool `json:"readOnly"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy A strategy as stored: its `kind` and every field of that kind, with
 	// defaults filled in (a hybrid's `strategies` likewise). The fields of
 	// each kind are described by the `params` JSON Schema in its catalogue
@@ -1825,6 +1906,27 @@ type MemoryDraft struct {
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly bool `json:"readOnly"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy A strategy as stored: its `kind` and every field of that kind, with
 	// defaults filled in (a hybrid's `strategies` likewise). The fields of
 	// each kind are described by the `params` JSON Schema in its catalogue
@@ -1891,6 +1993,27 @@ type MemoryInput struct {
 
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly *bool `json:"readOnly,omitempty"`
+
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
 
 	// Strategy The strategy: an object whose `kind` names one of the seven
 	// strategies, plus that kind's fields. Deliberately left unconstrained
@@ -1963,6 +2086,27 @@ type MemoryRecall struct {
 	// Messages The formatted recall, in prompt order (the shipped formatters write `system` messages).
 	Messages []Message `json:"messages"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy A strategy as stored: its `kind` and every field of that kind, with
 	// defaults filled in (a hybrid's `strategies` likewise). The fields of
 	// each kind are described by the `params` JSON Schema in its catalogue
@@ -2027,6 +2171,27 @@ type MemoryReplace struct {
 	// ReadOnly When true, turns never write to this memory; it is only recalled from.
 	ReadOnly *bool `json:"readOnly,omitempty"`
 
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope *MemoryScope `json:"scope,omitempty"`
+
 	// Strategy The strategy: an object whose `kind` names one of the seven
 	// strategies, plus that kind's fields. Deliberately left unconstrained
 	// here (any JSON value, even `null`, passes schema validation) so that
@@ -2073,6 +2238,26 @@ type MemoryReplace struct {
 	// writer wins.
 	Version *int64 `json:"version,omitempty"`
 }
+
+// MemoryScope Where the memory's entries live. `conversation` (the default): in
+// each conversation's own namespace, as a conversation's memory.
+// `principal`: in the end user's namespace (`tenant/principal/_`),
+// written by turns of every conversation of that principal and read
+// by recall in any of them — what the user said in March is known in a
+// new conversation in May. Facts (`extract`) are upserted by key across
+// conversations, the newest statement winning; the ids of messages,
+// snapshots and beats carry the conversation that wrote them
+// (`msg-3-0~support-4821`), so two conversations never collide; turn
+// numbers stay per conversation. A turn or recall that names no
+// `principal` reads and writes nothing of a principal-scoped memory
+// (`skipped` and the evidence say so; a 422 when the request names
+// the memory in `memories`). Refused for an `episodic` memory (a
+// conversation's messages in order; use `semantic`) and for a corpus
+// (shared by every principal already). A memory's scope cannot
+// change once defined.
+//
+// Example: principal
+type MemoryScope string
 
 // MemoryType What a memory stores. `episodic`: messages. `semantic`: messages with
 // embeddings, or extracted facts. `narrative`: story beats. `causal`:
@@ -2176,6 +2361,14 @@ type Origin struct {
 // OriginEntry The stored entry an origin came from, as stored now (for a
 // `replaced` one, not what was injected).
 type OriginEntry struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
 	// FinalContent Snapshots only, that turn's final answer.
 	FinalContent *string `json:"finalContent,omitempty"`
 
@@ -2225,6 +2418,29 @@ type OriginStatus string
 //
 // Example: user-7c3e
 type Principal = string
+
+// PrincipalForgetResult What forgetting a principal erased, in one transaction.
+//
+// Example: {"ablations":0,"conversationEntries":14,"conversations":2,"principalEntries":3,"recalls":4,"runs":1}
+type PrincipalForgetResult struct {
+	// Ablations Ablation reruns of the principal's turns erased with them.
+	Ablations int64 `json:"ablations"`
+
+	// ConversationEntries How many entries those conversations held, expired ones included.
+	ConversationEntries int64 `json:"conversationEntries"`
+
+	// Conversations How many of the principal's conversations held entries.
+	Conversations int64 `json:"conversations"`
+
+	// PrincipalEntries How many entries the principal-scoped memories held for the principal.
+	PrincipalEntries int64 `json:"principalEntries"`
+
+	// Recalls Recall receipts of the principal's conversations erased with them.
+	Recalls int64 `json:"recalls"`
+
+	// Runs Run recordings of the principal erased with them (their events included).
+	Runs int64 `json:"runs"`
+}
 
 // Problem An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -2625,6 +2841,36 @@ type RunList struct {
 	Runs []Run `json:"runs"`
 }
 
+// ScopeInfo defines model for ScopeInfo.
+type ScopeInfo struct {
+	// Description What the scope keeps and for whom.
+	Description string `json:"description"`
+
+	// Scope Where the memory's entries live. `conversation` (the default): in
+	// each conversation's own namespace, as a conversation's memory.
+	// `principal`: in the end user's namespace (`tenant/principal/_`),
+	// written by turns of every conversation of that principal and read
+	// by recall in any of them — what the user said in March is known in a
+	// new conversation in May. Facts (`extract`) are upserted by key across
+	// conversations, the newest statement winning; the ids of messages,
+	// snapshots and beats carry the conversation that wrote them
+	// (`msg-3-0~support-4821`), so two conversations never collide; turn
+	// numbers stay per conversation. A turn or recall that names no
+	// `principal` reads and writes nothing of a principal-scoped memory
+	// (`skipped` and the evidence say so; a 422 when the request names
+	// the memory in `memories`). Refused for an `episodic` memory (a
+	// conversation's messages in order; use `semantic`) and for a corpus
+	// (shared by every principal already). A memory's scope cannot
+	// change once defined.
+	//
+	//
+	// Example: principal
+	Scope MemoryScope `json:"scope"`
+
+	// Types The memory types that accept this scope.
+	Types []MemoryType `json:"types"`
+}
+
 // SearchMode How a ranking strategy searched. `exact`: every candidate was
 // scored. `ann`: an approximate index (HNSW) chose them, so a closer
 // entry may exist that was never considered.
@@ -2638,7 +2884,8 @@ type SearchMode string
 // nothing in this turn (e.g. no fact to extract). `query-without-words`:
 // a causal memory writes no snapshot when the turn's first user message
 // has no words to embed (an emoji, "?"): a snapshot is recalled by its
-// question's vector.
+// question's vector. `no-principal`: the memory is principal-scoped and
+// the turn names no `principal`, so there is nobody to write for.
 //
 // Example: corpus
 type SkipReason string
@@ -2701,6 +2948,11 @@ type StrategyInfo struct {
 	// Requirements What the strategy needs before it can run; empty means it runs anywhere, at no cost.
 	Requirements []Requirement `json:"requirements"`
 
+	// Scopes The memory scopes this strategy can run in: `conversation`
+	// always; `principal` when a memory type that accepts it may be
+	// principal-scoped (every type but episodic).
+	Scopes []MemoryScope `json:"scopes"`
+
 	// Types The memory types that accept this strategy.
 	Types []MemoryType `json:"types"`
 }
@@ -2734,6 +2986,25 @@ type StrategyKind string
 type StrategyList struct {
 	// Strategies Catalogue entries in catalogue order (cheapest first).
 	Strategies []StrategyInfo `json:"strategies"`
+}
+
+// Superseded What a fact replaced when it was last restated (facts are upserted by
+// key): the earlier statement and where it came from. Present only on a
+// fact that was stated more than once.
+type Superseded struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID *ConversationID `json:"conversationId,omitempty"`
+
+	// Turn The turn that wrote the earlier statement.
+	Turn *int `json:"turn,omitempty"`
+
+	// Value The fact as it was before, `{"key", "value", "text", "confidence"}`.
+	Value map[string]interface{} `json:"value"`
 }
 
 // Suspect An origin scored by one influence strategy against the final
@@ -2967,7 +3238,8 @@ type TurnSkipped struct {
 	// nothing in this turn (e.g. no fact to extract). `query-without-words`:
 	// a causal memory writes no snapshot when the turn's first user message
 	// has no words to embed (an emoji, "?"): a snapshot is recalled by its
-	// question's vector.
+	// question's vector. `no-principal`: the memory is principal-scoped and
+	// the turn names no `principal`, so there is nobody to write for.
 	//
 	//
 	// Example: corpus
@@ -3022,6 +3294,12 @@ type Limit = int
 //
 // Example: chat
 type MemoryID = ResourceID
+
+// PrincipalPath An end-user id chosen by the agent: 1 to 256 letters, digits and
+// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+//
+// Example: user-7c3e
+type PrincipalPath = Principal
 
 // Turn defines model for Turn.
 type Turn = int
@@ -3395,6 +3673,29 @@ type CreateMemoryParams struct {
 type DeleteMemoryParams struct {
 	// Purge Also erase every entry this memory stored, in every conversation.
 	Purge *bool `form:"purge,omitempty" json:"purge,omitempty"`
+}
+
+// ListPrincipalEntriesParams defines parameters for ListPrincipalEntries.
+type ListPrincipalEntriesParams struct {
+	// Memory Only the entries of this memory.
+	Memory *ResourceID `form:"memory,omitempty" json:"memory,omitempty"`
+
+	// Kind Only entries of this kind.
+	Kind *EntryKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Tier Only entries with this storage tier.
+	Tier *Tier `form:"tier,omitempty" json:"tier,omitempty"`
+
+	// Include `embedding`: also return each entry's vector (left out by default: vectors are large).
+	Include *Include `form:"include,omitempty" json:"include,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListRunsParams defines parameters for ListRuns.
@@ -4391,6 +4692,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
 	IndexDocuments(ctx context.Context, memoryID MemoryID, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForgetPrincipal Forget a user everywhere
+	//
+	// The right-to-erasure call: erases, in one transaction, everything
+	// the tenant's memories hold for this end user — every entry of every
+	// conversation of theirs, every entry of the principal-scoped memories
+	// about them — and the audit records kept of them: recall receipts,
+	// run recordings, turn links, ablation reruns and the tombstones of
+	// conversations forgotten earlier. (Forgetting one conversation keeps
+	// those audit records until their retention, so that an explanation
+	// can say an origin was forgotten; forgetting a user does not.) The
+	// counts say what went; a principal with nothing stored answers 200
+	// with zeros. Memory definitions are untouched.
+	//
+	// Corresponds with DELETE /v1/principals/{principal} (the `ForgetPrincipal` operationId).
+	ForgetPrincipal(ctx context.Context, principal PrincipalPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPrincipalEntries List what is known about a user
+	//
+	// The live entries of the principal-scoped memories for one end user
+	// (`scope: principal`): what every conversation of theirs taught the
+	// service, newest first as a conversation's entries are listed. Each
+	// says which conversation and turn wrote it (`conversationId`,
+	// `source.turn`); a fact restated in a later conversation carries the
+	// statement it replaced (`supersedes`). Filter by `memory`, `kind` and
+	// `tier`; paged with `limit` and `cursor`. A conversation's own
+	// entries are listed by `GET /v1/conversations/{conversationId}/entries`.
+	//
+	// Corresponds with GET /v1/principals/{principal}/entries (the `ListPrincipalEntries` operationId).
+	ListPrincipalEntries(ctx context.Context, principal PrincipalPath, params *ListPrincipalEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRecall Read a recall receipt
 	//
@@ -5511,6 +5842,56 @@ func (c *Client) IndexDocumentsWithBody(ctx context.Context, memoryID MemoryID, 
 // Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
 func (c *Client) IndexDocuments(ctx context.Context, memoryID MemoryID, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewIndexDocumentsRequest(c.Server, memoryID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForgetPrincipal Forget a user everywhere
+//
+// The right-to-erasure call: erases, in one transaction, everything
+// the tenant's memories hold for this end user — every entry of every
+// conversation of theirs, every entry of the principal-scoped memories
+// about them — and the audit records kept of them: recall receipts,
+// run recordings, turn links, ablation reruns and the tombstones of
+// conversations forgotten earlier. (Forgetting one conversation keeps
+// those audit records until their retention, so that an explanation
+// can say an origin was forgotten; forgetting a user does not.) The
+// counts say what went; a principal with nothing stored answers 200
+// with zeros. Memory definitions are untouched.
+//
+// Corresponds with DELETE /v1/principals/{principal} (the `ForgetPrincipal` operationId).
+func (c *Client) ForgetPrincipal(ctx context.Context, principal PrincipalPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForgetPrincipalRequest(c.Server, principal)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPrincipalEntries List what is known about a user
+//
+// The live entries of the principal-scoped memories for one end user
+// (`scope: principal`): what every conversation of theirs taught the
+// service, newest first as a conversation's entries are listed. Each
+// says which conversation and turn wrote it (`conversationId`,
+// `source.turn`); a fact restated in a later conversation carries the
+// statement it replaced (`supersedes`). Filter by `memory`, `kind` and
+// `tier`; paged with `limit` and `cursor`. A conversation's own
+// entries are listed by `GET /v1/conversations/{conversationId}/entries`.
+//
+// Corresponds with GET /v1/principals/{principal}/entries (the `ListPrincipalEntries` operationId).
+func (c *Client) ListPrincipalEntries(ctx context.Context, principal PrincipalPath, params *ListPrincipalEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPrincipalEntriesRequest(c.Server, principal, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6986,6 +7367,161 @@ func NewIndexDocumentsRequestWithBody(server string, memoryID MemoryID, contentT
 	return req, nil
 }
 
+// NewForgetPrincipalRequest constructs an http.Request for the ForgetPrincipal method
+func NewForgetPrincipalRequest(server string, principal PrincipalPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "principal", principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/principals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPrincipalEntriesRequest constructs an http.Request for the ListPrincipalEntries method
+func NewListPrincipalEntriesRequest(server string, principal PrincipalPath, params *ListPrincipalEntriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "principal", principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/principals/%s/entries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Memory != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "memory", *params.Memory, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tier != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tier", *params.Tier, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Include != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include", *params.Include, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetRecallRequest constructs an http.Request for the GetRecall method
 func NewGetRecallRequest(server string, recallID RecallID) (*http.Request, error) {
 	var err error
@@ -8224,6 +8760,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
 	IndexDocumentsWithResponse(ctx context.Context, memoryID MemoryID, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error)
+
+	// ForgetPrincipalWithResponse Forget a user everywhere
+	//
+	// The right-to-erasure call: erases, in one transaction, everything
+	// the tenant's memories hold for this end user — every entry of every
+	// conversation of theirs, every entry of the principal-scoped memories
+	// about them — and the audit records kept of them: recall receipts,
+	// run recordings, turn links, ablation reruns and the tombstones of
+	// conversations forgotten earlier. (Forgetting one conversation keeps
+	// those audit records until their retention, so that an explanation
+	// can say an origin was forgotten; forgetting a user does not.) The
+	// counts say what went; a principal with nothing stored answers 200
+	// with zeros. Memory definitions are untouched.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/principals/{principal} (the `ForgetPrincipal` operationId).
+	ForgetPrincipalWithResponse(ctx context.Context, principal PrincipalPath, reqEditors ...RequestEditorFn) (*ForgetPrincipalResponse, error)
+
+	// ListPrincipalEntriesWithResponse List what is known about a user
+	//
+	// The live entries of the principal-scoped memories for one end user
+	// (`scope: principal`): what every conversation of theirs taught the
+	// service, newest first as a conversation's entries are listed. Each
+	// says which conversation and turn wrote it (`conversationId`,
+	// `source.turn`); a fact restated in a later conversation carries the
+	// statement it replaced (`supersedes`). Filter by `memory`, `kind` and
+	// `tier`; paged with `limit` and `cursor`. A conversation's own
+	// entries are listed by `GET /v1/conversations/{conversationId}/entries`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/principals/{principal}/entries (the `ListPrincipalEntries` operationId).
+	ListPrincipalEntriesWithResponse(ctx context.Context, principal PrincipalPath, params *ListPrincipalEntriesParams, reqEditors ...RequestEditorFn) (*ListPrincipalEntriesResponse, error)
 
 	// GetRecallWithResponse Read a recall receipt
 	//
@@ -10925,6 +11495,252 @@ func (r IndexDocumentsResponse) ContentType() string {
 	return ""
 }
 
+// ForgetPrincipalResponse200Headers the declared response headers of an HTTP 200 response for ForgetPrincipal
+type ForgetPrincipalResponse200Headers struct {
+	XRequestID *string
+}
+
+// ForgetPrincipalResponse400Headers the declared response headers of an HTTP 400 response for ForgetPrincipal
+type ForgetPrincipalResponse400Headers struct {
+	XRequestID *string
+}
+
+// ForgetPrincipalResponse401Headers the declared response headers of an HTTP 401 response for ForgetPrincipal
+type ForgetPrincipalResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// ForgetPrincipalResponse429Headers the declared response headers of an HTTP 429 response for ForgetPrincipal
+type ForgetPrincipalResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// ForgetPrincipalResponse500Headers the declared response headers of an HTTP 500 response for ForgetPrincipal
+type ForgetPrincipalResponse500Headers struct {
+	XRequestID *string
+}
+
+// ForgetPrincipalResponse503Headers the declared response headers of an HTTP 503 response for ForgetPrincipal
+type ForgetPrincipalResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type ForgetPrincipalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PrincipalForgetResult
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ForgetPrincipalResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ForgetPrincipalResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ForgetPrincipalResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ForgetPrincipalResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ForgetPrincipalResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ForgetPrincipalResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ForgetPrincipalResponse) GetJSON200() *PrincipalForgetResult {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ForgetPrincipalResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ForgetPrincipalResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ForgetPrincipalResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ForgetPrincipalResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ForgetPrincipalResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ForgetPrincipalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ForgetPrincipalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ForgetPrincipalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ForgetPrincipalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPrincipalEntriesResponse200Headers the declared response headers of an HTTP 200 response for ListPrincipalEntries
+type ListPrincipalEntriesResponse200Headers struct {
+	XRequestID *string
+}
+
+// ListPrincipalEntriesResponse400Headers the declared response headers of an HTTP 400 response for ListPrincipalEntries
+type ListPrincipalEntriesResponse400Headers struct {
+	XRequestID *string
+}
+
+// ListPrincipalEntriesResponse401Headers the declared response headers of an HTTP 401 response for ListPrincipalEntries
+type ListPrincipalEntriesResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// ListPrincipalEntriesResponse429Headers the declared response headers of an HTTP 429 response for ListPrincipalEntries
+type ListPrincipalEntriesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// ListPrincipalEntriesResponse500Headers the declared response headers of an HTTP 500 response for ListPrincipalEntries
+type ListPrincipalEntriesResponse500Headers struct {
+	XRequestID *string
+}
+
+// ListPrincipalEntriesResponse503Headers the declared response headers of an HTTP 503 response for ListPrincipalEntries
+type ListPrincipalEntriesResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type ListPrincipalEntriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EntryList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListPrincipalEntriesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListPrincipalEntriesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPrincipalEntriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPrincipalEntriesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListPrincipalEntriesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPrincipalEntriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPrincipalEntriesResponse) GetJSON200() *EntryList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListPrincipalEntriesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListPrincipalEntriesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListPrincipalEntriesResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListPrincipalEntriesResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListPrincipalEntriesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPrincipalEntriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPrincipalEntriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPrincipalEntriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPrincipalEntriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetRecallResponse200Headers the declared response headers of an HTTP 200 response for GetRecall
 type GetRecallResponse200Headers struct {
 	XRequestID *string
@@ -13152,6 +13968,52 @@ func (c *ClientWithResponses) IndexDocumentsWithResponse(ctx context.Context, me
 		return nil, err
 	}
 	return ParseIndexDocumentsResponse(rsp)
+}
+
+// ForgetPrincipalWithResponse Forget a user everywhere
+//
+// The right-to-erasure call: erases, in one transaction, everything
+// the tenant's memories hold for this end user — every entry of every
+// conversation of theirs, every entry of the principal-scoped memories
+// about them — and the audit records kept of them: recall receipts,
+// run recordings, turn links, ablation reruns and the tombstones of
+// conversations forgotten earlier. (Forgetting one conversation keeps
+// those audit records until their retention, so that an explanation
+// can say an origin was forgotten; forgetting a user does not.) The
+// counts say what went; a principal with nothing stored answers 200
+// with zeros. Memory definitions are untouched.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/principals/{principal} (the `ForgetPrincipal` operationId).
+func (c *ClientWithResponses) ForgetPrincipalWithResponse(ctx context.Context, principal PrincipalPath, reqEditors ...RequestEditorFn) (*ForgetPrincipalResponse, error) {
+	rsp, err := c.ForgetPrincipal(ctx, principal, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForgetPrincipalResponse(rsp)
+}
+
+// ListPrincipalEntriesWithResponse List what is known about a user
+//
+// The live entries of the principal-scoped memories for one end user
+// (`scope: principal`): what every conversation of theirs taught the
+// service, newest first as a conversation's entries are listed. Each
+// says which conversation and turn wrote it (`conversationId`,
+// `source.turn`); a fact restated in a later conversation carries the
+// statement it replaced (`supersedes`). Filter by `memory`, `kind` and
+// `tier`; paged with `limit` and `cursor`. A conversation's own
+// entries are listed by `GET /v1/conversations/{conversationId}/entries`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/principals/{principal}/entries (the `ListPrincipalEntries` operationId).
+func (c *ClientWithResponses) ListPrincipalEntriesWithResponse(ctx context.Context, principal PrincipalPath, params *ListPrincipalEntriesParams, reqEditors ...RequestEditorFn) (*ListPrincipalEntriesResponse, error) {
+	rsp, err := c.ListPrincipalEntries(ctx, principal, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPrincipalEntriesResponse(rsp)
 }
 
 // GetRecallWithResponse Read a recall receipt
@@ -16583,6 +17445,324 @@ func ParseIndexDocumentsResponse(rsp *http.Response) (*IndexDocumentsResponse, e
 		response.Headers502 = &headers
 	case rsp.StatusCode == 503:
 		var headers IndexDocumentsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseForgetPrincipalResponse parses an HTTP response from a ForgetPrincipalWithResponse call
+func ParseForgetPrincipalResponse(rsp *http.Response) (*ForgetPrincipalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ForgetPrincipalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PrincipalForgetResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ForgetPrincipalResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ForgetPrincipalResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ForgetPrincipalResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ForgetPrincipalResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ForgetPrincipalResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ForgetPrincipalResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPrincipalEntriesResponse parses an HTTP response from a ListPrincipalEntriesWithResponse call
+func ParseListPrincipalEntriesResponse(rsp *http.Response) (*ListPrincipalEntriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPrincipalEntriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EntryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListPrincipalEntriesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListPrincipalEntriesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPrincipalEntriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPrincipalEntriesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListPrincipalEntriesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPrincipalEntriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

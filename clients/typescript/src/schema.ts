@@ -398,6 +398,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/principals/{principal}/entries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The end user, as the `principal` query parameter of conversation routes names them. */
+                principal: components["parameters"]["PrincipalPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List what is known about a user
+         * @description The live entries of the principal-scoped memories for one end user
+         *     (`scope: principal`): what every conversation of theirs taught the
+         *     service, newest first as a conversation's entries are listed. Each
+         *     says which conversation and turn wrote it (`conversationId`,
+         *     `source.turn`); a fact restated in a later conversation carries the
+         *     statement it replaced (`supersedes`). Filter by `memory`, `kind` and
+         *     `tier`; paged with `limit` and `cursor`. A conversation's own
+         *     entries are listed by `GET /v1/conversations/{conversationId}/entries`.
+         */
+        get: operations["listPrincipalEntries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/principals/{principal}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The end user, as the `principal` query parameter of conversation routes names them. */
+                principal: components["parameters"]["PrincipalPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Forget a user everywhere
+         * @description The right-to-erasure call: erases, in one transaction, everything
+         *     the tenant's memories hold for this end user — every entry of every
+         *     conversation of theirs, every entry of the principal-scoped memories
+         *     about them — and the audit records kept of them: recall receipts,
+         *     run recordings, turn links, ablation reruns and the tombstones of
+         *     conversations forgotten earlier. (Forgetting one conversation keeps
+         *     those audit records until their retention, so that an explanation
+         *     can say an origin was forgotten; forgetting a user does not.) The
+         *     counts say what went; a principal with nothing stored answers 200
+         *     with zeros. Memory definitions are untouched.
+         */
+        delete: operations["forgetPrincipal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories/{memoryId}/documents": {
         parameters: {
             query?: never;
@@ -1089,6 +1151,12 @@ export interface components {
         /** @description One catalogue entry, as this deployment offers it. */
         StrategyInfo: {
             kind: components["schemas"]["StrategyKind"];
+            /**
+             * @description The memory scopes this strategy can run in: `conversation`
+             *     always; `principal` when a memory type that accepts it may be
+             *     principal-scoped (every type but episodic).
+             */
+            scopes: components["schemas"]["MemoryScope"][];
             /** @description What the strategy does and what it costs. */
             description: string;
             /** @description What the strategy needs before it can run; empty means it runs anywhere, at no cost. */
@@ -1148,12 +1216,43 @@ export interface components {
             maxPageSize: number;
         };
         Capabilities: {
+            /** @description The memory scopes, what each keeps and which memory types accept it. */
+            scopes: components["schemas"]["ScopeInfo"][];
             /** @description Configured embedders; the built-in `hash` one is always present unless disabled. */
             embedders: components["schemas"]["EmbedderInfo"][];
             /** @description Configured chat-completions providers; empty when none is. */
             llms: components["schemas"]["LLMInfo"][];
             store: components["schemas"]["StoreInfo"];
             limits: components["schemas"]["Limits"];
+        };
+        /**
+         * @description Where the memory's entries live. `conversation` (the default): in
+         *     each conversation's own namespace, as a conversation's memory.
+         *     `principal`: in the end user's namespace (`tenant/principal/_`),
+         *     written by turns of every conversation of that principal and read
+         *     by recall in any of them — what the user said in March is known in a
+         *     new conversation in May. Facts (`extract`) are upserted by key across
+         *     conversations, the newest statement winning; the ids of messages,
+         *     snapshots and beats carry the conversation that wrote them
+         *     (`msg-3-0~support-4821`), so two conversations never collide; turn
+         *     numbers stay per conversation. A turn or recall that names no
+         *     `principal` reads and writes nothing of a principal-scoped memory
+         *     (`skipped` and the evidence say so; a 422 when the request names
+         *     the memory in `memories`). Refused for an `episodic` memory (a
+         *     conversation's messages in order; use `semantic`) and for a corpus
+         *     (shared by every principal already). A memory's scope cannot
+         *     change once defined.
+         * @default conversation
+         * @example principal
+         * @enum {string}
+         */
+        MemoryScope: "conversation" | "principal";
+        ScopeInfo: {
+            scope: components["schemas"]["MemoryScope"];
+            /** @description What the scope keeps and for whom. */
+            description: string;
+            /** @description The memory types that accept this scope. */
+            types: components["schemas"]["MemoryType"][];
         };
         /** @description A memory definition to create. */
         MemoryInput: {
@@ -1181,6 +1280,7 @@ export interface components {
              * @default false
              */
             corpus?: boolean;
+            scope?: components["schemas"]["MemoryScope"];
             flavor?: components["schemas"]["Flavor"];
         };
         /**
@@ -1213,6 +1313,7 @@ export interface components {
              * @default false
              */
             corpus?: boolean;
+            scope?: components["schemas"]["MemoryScope"];
             flavor?: components["schemas"]["Flavor"];
             /**
              * Format: int64
@@ -1278,6 +1379,7 @@ export interface components {
             projection?: components["schemas"]["Projection"];
             /** @description Whether this is a document corpus for RAG. */
             corpus: boolean;
+            scope?: components["schemas"]["MemoryScope"];
             flavor: components["schemas"]["Flavor"];
         };
         /** @description A stored memory definition. */
@@ -1299,6 +1401,7 @@ export interface components {
             projection?: components["schemas"]["Projection"];
             /** @description Whether this is a document corpus for RAG. */
             corpus: boolean;
+            scope?: components["schemas"]["MemoryScope"];
             flavor: components["schemas"]["Flavor"];
             /**
              * Format: int64
@@ -1392,7 +1495,9 @@ export interface components {
          * @description An entry's id, unique within its memory and conversation. Its shape
          *     tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
          *     `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
-         *     their own.
+         *     their own. In a principal-scoped memory a turn's ids end in `~` and
+         *     the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+         *     `fact:{key}`.
          * @example msg-3-0
          */
         EntryId: string;
@@ -1593,11 +1698,12 @@ export interface components {
          *     nothing in this turn (e.g. no fact to extract). `query-without-words`:
          *     a causal memory writes no snapshot when the turn's first user message
          *     has no words to embed (an emoji, "?"): a snapshot is recalled by its
-         *     question's vector.
+         *     question's vector. `no-principal`: the memory is principal-scoped and
+         *     the turn names no `principal`, so there is nobody to write for.
          * @example corpus
          * @enum {string}
          */
-        SkipReason: "read-only" | "corpus" | "not-named" | "nothing-to-write" | "query-without-words";
+        SkipReason: "read-only" | "corpus" | "not-named" | "nothing-to-write" | "query-without-words" | "no-principal";
         /** @description A memory that wrote nothing, and why. */
         TurnSkipped: {
             memoryId: components["schemas"]["ResourceId"];
@@ -1721,12 +1827,28 @@ export interface components {
             expiresAt?: string;
             tier?: components["schemas"]["Tier"];
             source: components["schemas"]["EntrySource"];
+            conversationId?: components["schemas"]["ConversationId"];
+            supersedes?: components["schemas"]["Superseded"];
             /** @description The entry's vector; only with `include=embedding`, and only when it has one. */
             embedding?: number[];
             /** @description The model its vector came from; absent when it has none. */
             embeddingModel?: string;
             /** @description The length of its vector; absent when it has none. */
             embeddingDims?: number;
+        };
+        /**
+         * @description What a fact replaced when it was last restated (facts are upserted by
+         *     key): the earlier statement and where it came from. Present only on a
+         *     fact that was stated more than once.
+         */
+        Superseded: {
+            /** @description The fact as it was before, `{"key", "value", "text", "confidence"}`. */
+            value: {
+                [key: string]: unknown;
+            };
+            conversationId?: components["schemas"]["ConversationId"];
+            /** @description The turn that wrote the earlier statement. */
+            turn?: number;
         };
         EntryList: {
             /** @description Newest first, by turn and then index within the turn (not lexical id order). */
@@ -1745,6 +1867,59 @@ export interface components {
              * @description How many entries were erased, expired ones included.
              */
             erased: number;
+            /**
+             * Format: int64
+             * @description How many live entries of principal-scoped memories written from
+             *     this conversation were kept: they are the principal's, not the
+             *     conversation's. Present when the conversation belongs to a
+             *     principal. `DELETE /v1/principals/{principal}` forgets them.
+             */
+            principalEntriesKept?: number;
+            /** @description Says what was kept and how to forget it, when something was. */
+            note?: string;
+        };
+        /**
+         * @description What forgetting a principal erased, in one transaction.
+         * @example {
+         *       "conversations": 2,
+         *       "conversationEntries": 14,
+         *       "principalEntries": 3,
+         *       "recalls": 4,
+         *       "runs": 1,
+         *       "ablations": 0
+         *     }
+         */
+        PrincipalForgetResult: {
+            /**
+             * Format: int64
+             * @description How many of the principal's conversations held entries.
+             */
+            conversations: number;
+            /**
+             * Format: int64
+             * @description How many entries those conversations held, expired ones included.
+             */
+            conversationEntries: number;
+            /**
+             * Format: int64
+             * @description How many entries the principal-scoped memories held for the principal.
+             */
+            principalEntries: number;
+            /**
+             * Format: int64
+             * @description Recall receipts of the principal's conversations erased with them.
+             */
+            recalls: number;
+            /**
+             * Format: int64
+             * @description Run recordings of the principal erased with them (their events included).
+             */
+            runs: number;
+            /**
+             * Format: int64
+             * @description Ablation reruns of the principal's turns erased with them.
+             */
+            ablations: number;
         };
         /**
          * @description A recall receipt's id, chosen by the server.
@@ -1839,7 +2014,7 @@ export interface components {
          *     (`promptFragment`) and their place in it (`promptPosition`).
          */
         Candidate: {
-            /** @description The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`), or a document chunk's (`returns-policy#0`). */
+            /** @description The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`; in a principal-scoped memory `msg-3-0~support-4821`, the conversation after `~`), or a document chunk's (`returns-policy#0`). */
             id: string;
             memoryId: components["schemas"]["ResourceId"];
             /**
@@ -1867,6 +2042,7 @@ export interface components {
             heading?: string;
             /** @description The turn that wrote the entry, when known. */
             turn?: number;
+            conversationId?: components["schemas"]["ConversationId"];
         };
         /**
          * @description What the `summarize` strategy did on this recall. `folded`: ONE model
@@ -1972,6 +2148,7 @@ export interface components {
             memoryId: components["schemas"]["ResourceId"];
             type: components["schemas"]["MemoryType"];
             strategy: components["schemas"]["Strategy"];
+            scope?: components["schemas"]["MemoryScope"];
             flavor: components["schemas"]["Flavor"];
             /** @description The formatted recall, in prompt order (the shipped formatters write `system` messages). */
             messages: components["schemas"]["Message"][];
@@ -2463,6 +2640,7 @@ export interface components {
         OriginEntry: {
             /** @description The turn that wrote it; absent for entries no turn wrote (document chunks). */
             turn?: number;
+            conversationId?: components["schemas"]["ConversationId"];
             runId?: components["schemas"]["RunId"];
             kind: components["schemas"]["EntryKind"];
             /** @description Snapshots only, the query of the turn that wrote it. */
@@ -3240,6 +3418,8 @@ export interface components {
          * @example support-4821
          */
         ConversationId: components["schemas"]["ConversationId"];
+        /** @description The end user, as the `principal` query parameter of conversation routes names them. */
+        PrincipalPath: components["schemas"]["Principal"];
         /**
          * @description The end user the conversation belongs to. It separates data within a
          *     tenant: entries written under one principal are never seen under
@@ -4004,6 +4184,97 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ForgetResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPrincipalEntries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the entries of this memory.
+                 * @example profile
+                 */
+                memory?: components["schemas"]["ResourceId"];
+                /**
+                 * @description Only entries of this kind.
+                 * @example fact
+                 */
+                kind?: components["schemas"]["EntryKind"];
+                /**
+                 * @description Only entries with this storage tier.
+                 * @example hot
+                 */
+                tier?: components["schemas"]["Tier"];
+                /**
+                 * @description `embedding`: also return each entry's vector (left out by default: vectors are large).
+                 * @example embedding
+                 */
+                include?: components["parameters"]["Include"];
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+                 *     cursor that was altered, or that belongs to another query or tenant,
+                 *     is a 400 `invalid-cursor`.
+                 * @example eyJhZnRlciI6ImZhY3RzIn0.k3Jd9aQx
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The end user, as the `principal` query parameter of conversation routes names them. */
+                principal: components["parameters"]["PrincipalPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the principal's entries, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    forgetPrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The end user, as the `principal` query parameter of conversation routes names them. */
+                principal: components["parameters"]["PrincipalPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The principal is forgotten. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrincipalForgetResult"];
                 };
             };
             400: components["responses"]["BadRequest"];
