@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -17,27 +19,38 @@ import (
 // ExplainRank runs EXPLAIN (ANALYZE, BUFFERS, SETTINGS) on the ranking statement RankEntries runs for q,
 // under the settings it runs it with (a corpus at an indexed dimension: the HNSW search; any
 // other: the exact scan), and returns the plan's lines. It executes the query.
+//
+// The statement is prepared and explained through EXECUTE, as the store's connections run it:
+// under force_generic_plan the plan shown is the generic one, made without the parameters'
+// values, which is the plan a pooled connection keeps (an EXPLAIN of the statement with bound
+// parameters would show a custom plan instead, which the store never runs).
 func (s *Store) ExplainRank(ctx context.Context, q recall.RankQuery) ([]string, error) {
 	kinds := kindNames(q.Kinds)
 	dims := len(q.Vector)
 	var plan []string
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
-		settings := genericPlanSQL
 		if searchesIndex(q) {
-			settings = ""
 			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce); err != nil {
 				return err
 			}
 			sql = annRankSQL(dims)
+		} else if _, err := t.Exec(ctx, genericPlanSQL); err != nil {
+			return err
 		}
-		if settings != "" {
-			if _, err := t.Exec(ctx, settings); err != nil {
-				return err
-			}
+		if _, err := t.Exec(ctx, "PREPARE footprint_explain_rank AS "+sql); err != nil {
+			return err
 		}
-		rows, err := t.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, SETTINGS) "+sql,
-			q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, pgvector.NewVector(q.Vector), q.Model, q.Limit)
+		defer func() { _, _ = t.Exec(context.WithoutCancel(ctx), "DEALLOCATE footprint_explain_rank") }()
+		// EXECUTE's arguments cannot be bound parameters (EXPLAIN is a utility statement): they are
+		// written as literals, each escaped.
+		kindList := make([]string, len(kinds))
+		for i, k := range kinds {
+			kindList[i] = literal(k)
+		}
+		rows, err := t.Query(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS, SETTINGS) EXECUTE footprint_explain_rank(%s, %s, %s, ARRAY[%s]::text[], %s::timestamptz, %s::vector, %s, %d)",
+			literal(q.Tenant), literal(q.Namespace), literal(q.MemoryID), strings.Join(kindList, ", "),
+			literal(q.Now.UTC().Format(time.RFC3339Nano)), literal(pgvector.NewVector(q.Vector).String()), literal(q.Model), q.Limit))
 		if err != nil {
 			return err
 		}
@@ -67,3 +80,6 @@ func (s *Store) SearchCorpus(ctx context.Context, q recall.RankQuery, efSearch i
 	res, _, err := s.searchCorpus(ctx, q, kinds, pgvector.NewVector(q.Vector), efSearch)
 	return res, err
 }
+
+// literal is s as an SQL string literal (standard_conforming_strings, Postgres' default since 9.1).
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
