@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/explain"
 	"github.com/footprint/footprint/internal/core/memories"
@@ -38,6 +40,34 @@ type config struct {
 	cacheTTL  time.Duration
 	keyTTL    time.Duration
 	onFold    func(llm, status string)
+	observer  Observer
+	tracer    trace.Tracer
+	capture   bool
+}
+
+// Observer is told what the domain does, for metrics: each area's observer
+// in one (telemetry.Metrics implements it).
+type Observer interface {
+	turns.Observer
+	recall.Observer
+	runs.Observer
+}
+
+// WithObserver reports turns, recalls and run appends to o.
+func WithObserver(o Observer) Option {
+	return func(c *config) { c.observer = o }
+}
+
+// WithTracing makes the domain's spans (one GenAI retrieval span per memory a
+// recall reads) with tp; captureContent lets query text into them. Without
+// it the domain makes no span.
+func WithTracing(tp trace.TracerProvider, captureContent bool) Option {
+	return func(c *config) {
+		if tp != nil {
+			c.tracer = tp.Tracer("github.com/footprint/footprint/internal/core/recall")
+		}
+		c.capture = captureContent
+	}
 }
 
 // Option configures an App.
@@ -114,13 +144,21 @@ func New(store Store, caps core.Capabilities, opts ...Option) *App {
 		slices.SortFunc(caps.Embedders, func(a, b core.EmbedderInfo) int { return strings.Compare(a.ID, b.ID) })
 	}
 	defs := memories.New(memories.Deps{Store: store, Caps: caps, Now: c.now, CacheTTL: c.cacheTTL})
+	var (
+		turnObs   turns.Observer
+		recallObs recall.Observer
+		runObs    runs.Observer
+	)
+	if c.observer != nil {
+		turnObs, recallObs, runObs = c.observer, c.observer, c.observer
+	}
 	return &App{
 		Memories: defs,
 		Turns: turns.New(turns.Deps{Store: store, Definitions: defs, Caps: caps, Embedders: c.embedders, LLMs: c.llms,
-			Now: c.now, KeyTTL: c.keyTTL}),
+			Now: c.now, KeyTTL: c.keyTTL, Observer: turnObs}),
 		Recall: recall.New(recall.Deps{Store: store, Definitions: defs, Caps: caps, Embedders: c.embedders, LLMs: c.llms,
-			Now: c.now, OnFold: c.onFold}),
-		Runs:    runs.New(runs.Deps{Store: store, Now: c.now}),
+			Now: c.now, OnFold: c.onFold, Observer: recallObs, Tracer: c.tracer, CaptureContent: c.capture}),
+		Runs:    runs.New(runs.Deps{Store: store, Now: c.now, Observer: runObs}),
 		Explain: explain.New(explain.Deps{Store: store, Caps: caps, Embedders: c.embedders, Now: c.now}),
 		store:   store,
 		caps:    caps,

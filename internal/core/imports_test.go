@@ -30,9 +30,13 @@ var areaImports = map[string][]string{
 // imports only the domain packages below it in doc.go's picture.
 func TestCoreImportsNoTransportOrDriver(t *testing.T) {
 	t.Parallel()
+	// The domain may speak the OpenTelemetry API (its retrieval spans) but builds no SDK or
+	// exporter, and reports metrics through its observers, never to Prometheus.
 	forbidden := []string{"net/http", "github.com/jackc/", "github.com/pgvector/", "github.com/go-chi/",
 		"github.com/oapi-codegen/", "github.com/getkin/", module + "http", module + "store",
-		module + "embedder", module + "llm", module + "providerclient", module + "app"}
+		module + "embedder", module + "llm", module + "providerclient", module + "app", module + "telemetry",
+		"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters", "go.opentelemetry.io/contrib/",
+		"github.com/prometheus/"}
 	fset := token.NewFileSet()
 	seen := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

@@ -49,7 +49,11 @@ func (s *Service) RecallAsync(ctx context.Context, p RecallParams) (RecallResult
 		return RecallResult{}, nil, err
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.store.SaveRecall(ctx, p.Identity.Tenant, res) }()
+	go func() {
+		err := s.store.SaveRecall(ctx, p.Identity.Tenant, res)
+		s.obs.ReceiptSaved(err)
+		done <- err
+	}()
 	return res, func() error { return <-done }, nil
 }
 
@@ -114,6 +118,7 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 		named[id] = true
 	}
 	for _, m := range chosen {
+		ctx, read := s.startRead(ctx, m, query) // telemetry.go: this memory's retrieval span and its clock
 		in := ReadInput{Memory: m, QueryHash: qhash, ContextTokensRemaining: p.ContextTokensRemaining, Now: now}
 		if m.PrincipalScoped() && p.Identity.Principal == "" {
 			// A principal-scoped memory knows users; a recall that names none reads nothing
@@ -133,14 +138,14 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 			entries, next, err := s.store.ListEntries(ctx, core.EntryQuery{Tenant: p.Identity.Tenant, Namespace: namespace,
 				MemoryID: m.ID, Limit: maxRecallEntries, Now: now})
 			if err != nil {
-				return RecallResult{}, err
+				return RecallResult{}, read.fail(err)
 			}
 			in.Entries, in.EntriesTruncated = entries, next != ""
 		}
 		if len(kinds.topKs) > 0 {
 			rankings, err := s.rankParts(ctx, p.Identity.Tenant, namespace, m, kinds.topKs, now, embedQuery)
 			if err != nil {
-				return RecallResult{}, err
+				return RecallResult{}, read.fail(err)
 			}
 			in.Rankings = rankings
 		}
@@ -174,6 +179,7 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 				rec.Evidence.ConsideredCount++
 			}
 		}
+		read.end(rec)
 		result.Memories = append(result.Memories, rec)
 	}
 	result.Injections = Injections(result.Memories)

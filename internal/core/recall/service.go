@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 )
 
@@ -27,6 +29,14 @@ type Deps struct {
 	// OnFold, when set, is called after every summarize fold attempt with the
 	// provider id and the outcome (folded, refused, failed), e.g. for metrics.
 	OnFold func(llm, status string)
+	// Observer is told what each recall read (nil: nobody).
+	Observer Observer
+	// Tracer, when set, makes one GenAI retrieval span per memory a recall
+	// reads (telemetry.go); nil: no spans.
+	Tracer trace.Tracer
+	// CaptureContent lets the query text into the retrieval spans
+	// (gen_ai.retrieval.query.text); off, it never appears in telemetry.
+	CaptureContent bool
 }
 
 // Service is the read side of every memory: recall with its evidence and
@@ -39,6 +49,10 @@ type Service struct {
 	llms      map[string]core.LLM
 	now       func() time.Time
 	onFold    func(llm, status string)
+
+	obs            Observer
+	tracer         trace.Tracer // nil: tracing off
+	captureContent bool
 }
 
 // New returns a Service.
@@ -46,7 +60,11 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{store: d.Store, defs: d.Definitions, caps: d.Caps, embedders: d.Embedders, llms: d.LLMs, now: d.Now, onFold: d.OnFold}
+	if d.Observer == nil {
+		d.Observer = nopObserver{}
+	}
+	return &Service{store: d.Store, defs: d.Definitions, caps: d.Caps, embedders: d.Embedders, llms: d.LLMs, now: d.Now, onFold: d.OnFold,
+		obs: d.Observer, tracer: d.Tracer, captureContent: d.CaptureContent}
 }
 
 func (s *Service) countFold(llm, status string) {

@@ -52,6 +52,18 @@ type Run struct {
 	Dropped         int64
 	TruncatedEvents int64
 	CreatedAt       time.Time
+	// LastBatch counts what the batch of the AppendEvents that returned this
+	// Run did (ApplyAppend sets it, for metrics); it is not stored, and is
+	// zero on a Run read any other way.
+	LastBatch BatchCounts
+}
+
+// BatchCounts is what one appended batch did to a run's tail.
+type BatchCounts struct {
+	Appended  int64 // events in the batch
+	Repeats   int64 // announcements identical to one held, kept without a slot (of the batch's events still retained)
+	Dropped   int64 // oldest events evicted to make room
+	Truncated int64 // events whose payload was kept truncated
 }
 
 // EventCount is how many events are retained.
@@ -159,6 +171,8 @@ type Store interface {
 // they agree on every counter.
 func ApplyAppend(r *Run, t *EventTail, batch []RunEvent) []RunEvent {
 	out := make([]RunEvent, len(batch))
+	r.LastBatch = BatchCounts{Appended: int64(len(batch))}
+	dropped := r.Dropped
 	for i, e := range batch {
 		if r.NextIndex == 0 && i == 0 && r.StartedAt.IsZero() && !e.WallClock.IsZero() {
 			r.StartedAt = e.WallClock
@@ -168,6 +182,7 @@ func ApplyAppend(r *Run, t *EventTail, batch []RunEvent) []RunEvent {
 		}
 		if e.Truncated != nil {
 			r.TruncatedEvents++
+			r.LastBatch.Truncated++
 		}
 		idx := t.Push(e.Event)
 		e.Index = idx
@@ -180,10 +195,14 @@ func ApplyAppend(r *Run, t *EventTail, batch []RunEvent) []RunEvent {
 			off := int(evs[0].Index - first)
 			for j := range evs {
 				out[off+j].Event = evs[j]
+				if !evs[j].Slot {
+					r.LastBatch.Repeats++
+				}
 			}
 		}
 	}
 	r.NextIndex = t.NextIndex()
 	r.Dropped = t.Dropped()
+	r.LastBatch.Dropped = r.Dropped - dropped
 	return out
 }

@@ -14,7 +14,20 @@ type Deps struct {
 	Store Store
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Observer is told what each appended batch did (nil: nobody).
+	Observer Observer
 }
+
+// Observer is told what each appended batch did to its run's tail, for
+// metrics. It is called on the request's goroutine: it must be cheap and safe
+// for concurrent use.
+type Observer interface {
+	EventsAppended(BatchCounts)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) EventsAppended(BatchCounts) {}
 
 // Service records runs: it validates and prepares events (embedding
 // digests, truncation) and the store pushes them into the run's tail under
@@ -22,6 +35,7 @@ type Deps struct {
 type Service struct {
 	store Store
 	now   func() time.Time
+	obs   Observer
 }
 
 // New returns a Service.
@@ -29,7 +43,10 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{store: d.Store, now: d.Now}
+	if d.Observer == nil {
+		d.Observer = nopObserver{}
+	}
+	return &Service{store: d.Store, now: d.Now, obs: d.Observer}
 }
 
 // RunParams opens a run.
@@ -149,5 +166,6 @@ func (s *Service) AppendEvents(ctx context.Context, tenant, id string, in []RunE
 	if err != nil {
 		return AppendResult{}, err
 	}
+	s.obs.EventsAppended(r.LastBatch)
 	return AppendResult{Count: r.EventCount(), Dropped: r.Dropped, FirstRetainedIndex: r.Dropped, TruncatedEvents: r.TruncatedEvents}, nil
 }

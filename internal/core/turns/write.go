@@ -89,6 +89,14 @@ type vectorSet struct {
 // A turn with no messages, or no user message, writes nothing, consumes no
 // turn number and says so in TurnResult.Noop.
 func (s *Service) PostTurn(ctx context.Context, p TurnParams) (TurnResult, error) {
+	r, err := s.postTurn(ctx, p)
+	if err == nil {
+		s.observe(r)
+	}
+	return r, err
+}
+
+func (s *Service) postTurn(ctx context.Context, p TurnParams) (TurnResult, error) {
 	if err := validateTurn(p); err != nil {
 		return TurnResult{}, err
 	}

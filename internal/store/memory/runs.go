@@ -157,7 +157,9 @@ func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare fun
 			delete(m.trunc, idx)
 		}
 	}
-	return m.r, nil
+	out := m.r
+	m.r.LastBatch = runs.BatchCounts{} // only the Run this append returns says what it did
+	return out, nil
 }
 
 func (s *Store) UpdateRun(ctx context.Context, tenant, id string, change func(*runs.Run) (bool, error)) (runs.Run, error) {
