@@ -11,6 +11,7 @@ import (
 
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/server"
+	"github.com/footprint/footprint/internal/telemetry"
 )
 
 // Config is everything the server reads from its environment. Every field
@@ -38,6 +39,8 @@ type Config struct {
 	RunRetention     time.Duration // FOOTPRINT_RUN_RETENTION
 	RateLimit        float64       // FOOTPRINT_RATE_LIMIT, requests/s per tenant; 0: off
 	RateBurst        int           // FOOTPRINT_RATE_BURST
+	MetricsAddr      string        // FOOTPRINT_METRICS_ADDR; empty: /metrics on Addr
+	CaptureContent   bool          // OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 }
 
 // loadConfig reads and validates the configuration. Every error names the
@@ -56,6 +59,19 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("FOOTPRINT_ADDR=%q: want host:port, e.g. 127.0.0.1:8080", c.Addr))
 	}
+	c.MetricsAddr = strings.TrimSpace(getenv("FOOTPRINT_METRICS_ADDR"))
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("FOOTPRINT_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr))
+		} else if c.MetricsAddr == c.Addr && !strings.HasSuffix(c.Addr, ":0") {
+			errs = append(errs, fmt.Errorf("FOOTPRINT_METRICS_ADDR=%q: want another address than FOOTPRINT_ADDR; leave it unset to serve /metrics there", c.MetricsAddr))
+		}
+	}
+	capture, err := telemetry.CaptureContent(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.CaptureContent = capture
 	keys, err := parseAPIKeys(getenv("FOOTPRINT_API_KEYS"))
 	if err != nil {
 		errs = append(errs, err)

@@ -17,11 +17,11 @@ import (
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/embedder"
-
 	"github.com/footprint/footprint/internal/http/server"
 	"github.com/footprint/footprint/internal/llm"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg"
+	"github.com/footprint/footprint/internal/telemetry"
 )
 
 // run is the whole program: it reads the configuration, opens the store,
@@ -36,7 +36,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := newLogger(cfg, stderr)
 
-	store, closeStore, err := openStore(ctx, cfg, getenv, logger)
+	// Telemetry (internal/telemetry): traces as the OTEL_* variables say
+	// (tp is nil when off, and then nothing traces), the domain's metrics.
+	tracing, err := telemetry.SetupTracing(ctx, getenv, logger)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	defer flushTraces(ctx, tracing, logger)
+	tp := tracing.Provider
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := telemetry.NewMetrics(reg)
+
+	store, closeStore, err := openStore(ctx, cfg, getenv, logger, pg.WithTracerProvider(tp), pg.WithCommitObserver(metrics.TurnCommit))
 	if err != nil {
 		return err
 	}
@@ -46,29 +58,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	embedders, err := embedder.Build(specs, getenv)
+	embedders, err := embedder.Build(specs, getenv, embedder.WithTracerProvider(tp), embedder.WithObserver(metrics.EmbedderCall))
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	providerCalls := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "footprint_llm_calls_total",
-		Help: "LLM provider calls by provider and outcome (ok, retry, error).",
-	}, []string{"provider", "outcome"})
-	folds := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "footprint_summarize_folds_total",
-		Help: "Summarize fold attempts by provider and outcome (folded, refused, failed).",
-	}, []string{"provider", "outcome"})
-	reg.MustRegister(providerCalls, folds)
 
 	llmSpecs, err := llm.ParseSpecs(cfg.LLMs)
 	if err != nil {
 		return err
 	}
-	llms, err := llm.BuildCounted(llmSpecs, getenv, func(provider, outcome string) {
-		providerCalls.WithLabelValues(provider, outcome).Inc()
-	})
+	llms, err := llm.BuildCounted(llmSpecs, getenv, metrics.LLMCall, llm.WithTracing(tp, cfg.CaptureContent))
 	if err != nil {
 		return err
 	}
@@ -81,8 +80,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	svc := app.New(store, caps, app.WithEmbedders(embedders...), app.WithLLMs(llms...),
 		app.WithIdempotencyTTL(cfg.IdempotencyTTL), app.WithMemoryCacheTTL(cfg.MemoryCacheTTL),
+		app.WithObserver(metrics), app.WithTracing(tp, cfg.CaptureContent),
 		app.WithFoldObserver(func(provider, outcome string) {
-			folds.WithLabelValues(provider, outcome).Inc()
+			metrics.Fold(provider, outcome)
 			if outcome == "failed" {
 				logger.Warn("summarize fold failed: recall stayed verbatim", "llm", provider)
 			}
@@ -103,6 +103,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		RateBurst:      cfg.RateBurst,
 		Registerer:     reg,
 		Gatherer:       reg,
+
+		TracerProvider:   tp,
+		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
 	if err != nil {
 		return err
@@ -124,15 +127,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "footprint listening on %s\n", base)
-	fmt.Fprintf(stdout, "  API docs:  %s/docs/   (spec: %s/openapi.yaml)\n", base, base)
-	fmt.Fprintf(stdout, "  store:     %s\n", describeStore(cfg))
-	fmt.Fprintf(stdout, "  embedders: %s\n", describeEmbedders(caps.Embedders))
+	metricsURL := base + "/metrics"
+	var metricsSrv *http.Server
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listen on %s (FOOTPRINT_METRICS_ADDR): %w", cfg.MetricsAddr, err)
+		}
+		metricsURL = "http://" + mln.Addr().String() + "/metrics"
+		metricsSrv = newMetricsServer(reg, logger)
+		go func() { _ = metricsSrv.Serve(mln) }()
+		defer metricsSrv.Close()
+	}
+	printBanner(stdout, cfg, banner{URL: base, Store: describeStore(cfg), Embedders: caps.Embedders,
+		Metrics: metricsURL, Tracing: tracing.Description})
 	if len(cfg.APIKeys) == 0 {
-		fmt.Fprintf(stdout, "  auth:      OPEN — no FOOTPRINT_API_KEYS set, every request is tenant %q\n", core.DefaultTenant)
 		logger.Warn("no API keys configured: running single-tenant and open", "tenant", core.DefaultTenant)
-	} else {
-		fmt.Fprintf(stdout, "  auth:      bearer keys for %d tenant key(s)\n", len(cfg.APIKeys))
 	}
 
 	serveErr := make(chan error, 1)
@@ -165,16 +176,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
-	fmt.Fprintln(stdout, "footprint stopped")
+	printStopped(stdout, cfg)
 	return nil
 }
 
-func openStore(ctx context.Context, cfg Config, getenv func(string) string, logger *slog.Logger) (app.Store, func(), error) {
+func openStore(ctx context.Context, cfg Config, getenv func(string) string, logger *slog.Logger, opts ...pg.Option) (app.Store, func(), error) {
 	if cfg.DatabaseURL == "" {
 		logger.Info("no DATABASE_URL: using the in-memory store (data is lost on exit)")
 		return memory.New(), func() {}, nil
 	}
-	s, err := pg.Open(ctx, cfg.DatabaseURL, logger, pg.WithStatementTimeout(cfg.StatementTimeout), pg.WithLockTimeout(cfg.LockTimeout))
+	opts = append([]pg.Option{pg.WithStatementTimeout(cfg.StatementTimeout), pg.WithLockTimeout(cfg.LockTimeout)}, opts...)
+	s, err := pg.Open(ctx, cfg.DatabaseURL, logger, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open postgres store: %w", err)
 	}
@@ -186,10 +198,11 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by loadConfig
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(telemetry.LogHandler(h)) // trace_id and span_id when a span is active
 }
 
 func describeStore(cfg Config) string {
@@ -197,20 +210,6 @@ func describeStore(cfg Config) string {
 		return "in-memory (embedded default; set DATABASE_URL for Postgres + pgvector)"
 	}
 	return "postgres + pgvector"
-}
-
-func describeEmbedders(es []core.EmbedderInfo) string {
-	s := ""
-	for i, e := range es {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s (%s, %d dims)", e.ID, e.Kind, e.Dimensions)
-		if e.Default {
-			s += " [default]"
-		}
-	}
-	return s
 }
 
 // healthcheck probes a running server's /healthz on cfg.Addr, for container

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/providerclient"
 )
@@ -227,8 +229,13 @@ func resolveDefault(specs []Spec) error {
 // through getenv (so tests and callers need not touch the process
 // environment). The default is the spec marked Default, else the first; its
 // Info().Default is true. It makes no network request. Errors are
-// *SpecError and name the spec; they never contain a key.
-func Build(specs []Spec, getenv func(string) string) ([]core.Embedder, error) {
+// *SpecError and name the spec; they never contain a key. Options add
+// tracing and an observer (telemetry.go).
+func Build(specs []Spec, getenv func(string) string, opts ...BuildOption) ([]core.Embedder, error) {
+	var bo buildOptions
+	for _, o := range opts {
+		o(&bo)
+	}
 	if len(specs) == 0 {
 		return nil, errors.New("no embedder specs; use DefaultSpecs for the built-in hash embedder")
 	}
@@ -243,16 +250,19 @@ func Build(specs []Spec, getenv func(string) string) ([]core.Embedder, error) {
 	}
 	out := make([]core.Embedder, 0, len(specs))
 	for _, sp := range specs {
-		e, err := buildOne(sp, getenv)
+		e, err := buildOne(sp, getenv, bo.tp)
 		if err != nil {
 			return nil, specList.Refused(sp.Pos, sp.ID, err)
+		}
+		if bo.observer != nil {
+			e = Observe(e, bo.observer)
 		}
 		out = append(out, e)
 	}
 	return out, nil
 }
 
-func buildOne(sp Spec, getenv func(string) string) (core.Embedder, error) {
+func buildOne(sp Spec, getenv func(string) string, tp trace.TracerProvider) (core.Embedder, error) {
 	switch sp.Kind {
 	case KindHash:
 		dims := sp.Dims
@@ -271,7 +281,7 @@ func buildOne(sp Spec, getenv func(string) string) (core.Embedder, error) {
 			return nil, err
 		}
 		p := remoteParams{ID: sp.ID, BaseURL: sp.URL, APIKey: key, Model: sp.Model, Dimensions: sp.Dims,
-			SendDimensions: sp.SendDims, BatchSize: sp.Batch, Timeout: sp.Timeout, MaxRetries: sp.Retries}
+			SendDimensions: sp.SendDims, BatchSize: sp.Batch, Timeout: sp.Timeout, MaxRetries: sp.Retries, TracerProvider: tp}
 		if sp.Kind == KindOpenAI {
 			o, err := NewOpenAI(OpenAIConfig(p))
 			if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/providerclient"
 )
@@ -72,6 +74,7 @@ type remoteParams struct {
 	MaxRetries                 int
 	Backoff                    Backoff
 	HTTPClient                 *http.Client
+	TracerProvider             trace.TracerProvider
 }
 
 // newRemoteConfig validates p. defaultBase is used when p.BaseURL is empty;
@@ -93,7 +96,7 @@ func newRemoteConfig(kind string, p remoteParams, defaultBase, path string) (rem
 		BaseURL: p.BaseURL, DefaultBaseURL: defaultBase, Path: path, APIKey: p.APIKey,
 		Timeout: p.Timeout, DefaultTimeout: DefaultTimeout, MaxRetries: p.MaxRetries,
 		Backoff: p.Backoff, DefaultBackoff: Backoff{Base: DefaultBackoffBase, Max: DefaultBackoffMax, MaxRetryAfter: DefaultMaxRetryAfter},
-		MaxResponseBytes: maxResponseBytes, HTTPClient: p.HTTPClient,
+		MaxResponseBytes: maxResponseBytes, HTTPClient: p.HTTPClient, TracerProvider: p.TracerProvider,
 	})
 	if err != nil {
 		return fail("%v", err)
@@ -143,7 +146,12 @@ func (r *remote) info() core.EmbedderInfo {
 	}
 }
 
-func (r *remote) embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (r *remote) embed(ctx context.Context, texts []string) (vecs [][]float32, err error) {
+	if r.cfg.client.Traced() {
+		var span trace.Span
+		ctx, span = r.startSpan(ctx, len(texts))
+		defer func() { r.endSpan(span, err) }()
+	}
 	out := make([][]float32, 0, len(texts))
 	for i, t := range texts {
 		if strings.TrimSpace(t) == "" {

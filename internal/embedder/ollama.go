@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/providerclient"
 )
@@ -32,6 +34,7 @@ type OllamaConfig struct {
 	MaxRetries     int
 	Backoff        Backoff
 	HTTPClient     *http.Client
+	TracerProvider trace.TracerProvider
 }
 
 // Ollama embeds through Ollama's POST /api/embedder. Safe for concurrent use.

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/providerclient"
 )
@@ -43,6 +45,10 @@ type OpenAIConfig struct {
 	MaxRetries int
 	Backoff    Backoff
 	HTTPClient *http.Client // optional; its Timeout should be 0 (see Timeout)
+	// TracerProvider, if set, traces each Embed as a GenAI "embeddings"
+	// span (model, dimensions, input count; never the texts) and sends the
+	// caller's W3C trace context to the provider; nil: neither.
+	TracerProvider trace.TracerProvider
 }
 
 // OpenAI embeds through an OpenAI-compatible POST /v1/embeddings endpoint.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/providerclient"
 )
@@ -140,13 +142,23 @@ func (sp *Spec) set(key, val string) error {
 // Build constructs the providers specs describe, in order, reading API keys
 // through getenv. It makes no request. Errors are *SpecError, name the spec
 // and never contain a key.
-func Build(specs []Spec, getenv func(string) string) ([]core.LLM, error) {
-	return BuildCounted(specs, getenv, nil)
+func Build(specs []Spec, getenv func(string) string, opts ...BuildOption) ([]core.LLM, error) {
+	return BuildCounted(specs, getenv, nil, opts...)
+}
+
+// BuildOption configures Build.
+type BuildOption func(*Config)
+
+// WithTracing traces every provider's calls with tp, adding the messages
+// and completions to the spans only when captureContent is set (see
+// Config.TracerProvider and Config.CaptureContent).
+func WithTracing(tp trace.TracerProvider, captureContent bool) BuildOption {
+	return func(c *Config) { c.TracerProvider, c.CaptureContent = tp, captureContent }
 }
 
 // BuildCounted is Build with a Config.Counter for every provider (nil for
 // none), for the server's provider metrics.
-func BuildCounted(specs []Spec, getenv func(string) string, counter func(provider, outcome string)) ([]core.LLM, error) {
+func BuildCounted(specs []Spec, getenv func(string) string, counter func(provider, outcome string), opts ...BuildOption) ([]core.LLM, error) {
 	out := make([]core.LLM, 0, len(specs))
 	ids := map[string]int{}
 	for i, sp := range specs {
@@ -163,8 +175,12 @@ func BuildCounted(specs []Spec, getenv func(string) string, counter func(provide
 		if err != nil {
 			return nil, err
 		}
-		c, err := NewOpenAI(Config{ID: sp.ID, BaseURL: sp.URL, APIKey: key, Model: sp.Model,
-			Timeout: sp.Timeout, MaxRetries: sp.Retries, Counter: counter})
+		cfg := Config{ID: sp.ID, BaseURL: sp.URL, APIKey: key, Model: sp.Model,
+			Timeout: sp.Timeout, MaxRetries: sp.Retries, Counter: counter}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		c, err := NewOpenAI(cfg)
 		if err != nil {
 			return nil, specList.Refused(sp.Pos, sp.ID, err)
 		}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/providerclient"
 )
@@ -73,6 +75,14 @@ type Config struct {
 	// refused before sending (no model, no messages) are not counted. It
 	// must be safe for concurrent use.
 	Counter func(provider, outcome string)
+	// TracerProvider, if set, traces each Complete as a GenAI "chat" span
+	// (model, token usage) and sends the caller's W3C trace context to the
+	// provider; nil: neither (telemetry.go).
+	TracerProvider trace.TracerProvider
+	// CaptureContent adds the messages sent and the completion to the chat
+	// span (gen_ai.input.messages, gen_ai.output.messages): an opt-in, off
+	// by default, since they hold users' text.
+	CaptureContent bool
 }
 
 // ProviderError is a failed call (see providerclient.Error). Its message carries
@@ -86,6 +96,7 @@ type ProviderError = providerclient.Error
 type Client struct {
 	id, model string
 	http      *providerclient.Client
+	capture   bool
 }
 
 var _ core.LLM = (*Client)(nil)
@@ -102,11 +113,12 @@ func NewOpenAI(cfg Config) (*Client, error) {
 		Timeout: cfg.Timeout, DefaultTimeout: DefaultTimeout, MaxRetries: cfg.MaxRetries,
 		Backoff: cfg.Backoff, DefaultBackoff: Backoff{Base: DefaultBackoffBase, Max: DefaultBackoffMax, MaxRetryAfter: DefaultMaxRetryAfter},
 		MaxResponseBytes: maxResponseBytes, HTTPClient: cfg.HTTPClient, Counter: cfg.Counter,
+		TracerProvider: cfg.TracerProvider,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("llm %q: %s", cfg.ID, err.Error())
 	}
-	return &Client{id: cfg.ID, model: strings.TrimSpace(cfg.Model), http: hc}, nil
+	return &Client{id: cfg.ID, model: strings.TrimSpace(cfg.Model), http: hc, capture: cfg.CaptureContent}, nil
 }
 
 // Info describes the provider.
@@ -155,12 +167,17 @@ type chatResponse struct {
 // temperature or max tokens is refused with core.ErrInvalid before any
 // request. Provider failures are *ProviderError (temporary ones wrap
 // core.ErrUnavailable); if ctx ends first the error wraps ctx.Err().
-func (c *Client) Complete(ctx context.Context, req core.ChatRequest) (core.ChatResponse, error) {
+func (c *Client) Complete(ctx context.Context, req core.ChatRequest) (out core.ChatResponse, err error) {
 	body, model, err := c.encode(req)
 	if err != nil {
 		return core.ChatResponse{}, err
 	}
-	out, err := c.call(ctx, body, model)
+	if c.http.Traced() {
+		var span trace.Span
+		ctx, span = c.startSpan(ctx, req, model)
+		defer func() { c.endSpan(span, out, err) }()
+	}
+	out, err = c.call(ctx, body, model)
 	if err != nil {
 		c.http.Count(OutcomeError)
 	} else {

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/core"
 )
 
@@ -153,6 +155,10 @@ type Config struct {
 	// failed attempt that will be retried. Callers report the call's
 	// final outcome with Client.Count. It must be safe for concurrent use.
 	Counter func(provider, outcome string)
+	// TracerProvider, if set, traces every attempt as an HTTP client span
+	// and sends the caller's trace context (W3C traceparent) with it; nil:
+	// requests carry no trace context (telemetry.go).
+	TracerProvider trace.TracerProvider
 }
 
 // Client posts JSON to one provider endpoint with retries. Safe for
@@ -165,6 +171,9 @@ type Client struct {
 	maxBody                     int64
 	http                        *http.Client
 	counter                     func(provider, outcome string)
+	tracer                      trace.Tracer // nil: not traced
+	host                        string
+	port                        int
 }
 
 // New validates cfg and returns a client. It makes no request. Its errors
@@ -218,9 +227,14 @@ func New(cfg Config) (*Client, error) {
 		// No client-wide timeout: each attempt gets its own deadline.
 		client = &http.Client{}
 	}
-	return &Client{label: cfg.Label, id: cfg.ID, endpoint: u.String(), apiKey: cfg.APIKey,
+	c := &Client{label: cfg.Label, id: cfg.ID, endpoint: u.String(), apiKey: cfg.APIKey,
 		timeout: timeout, retries: retries, backoff: backoff, maxBody: cfg.MaxResponseBytes,
-		http: client, counter: cfg.Counter}, nil
+		http: client, counter: cfg.Counter, host: u.Hostname(), port: portOf(u)}
+	if cfg.TracerProvider != nil {
+		c.http = tracedClient(client, cfg.TracerProvider)
+		c.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
+	return c, nil
 }
 
 // Count reports a call's final outcome (OutcomeOK or OutcomeError) to

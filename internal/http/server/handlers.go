@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/gen"
@@ -27,7 +29,8 @@ type handlers struct {
 	draining func() bool
 	limits   core.Limits
 
-	maxOpenRuns int // per-tenant open run recordings (runs_handlers.go)
+	maxOpenRuns int              // per-tenant open run recordings (runs_handlers.go)
+	followers   prometheus.Gauge // open event streams (runs_handlers.go)
 }
 
 var _ gen.StrictServerInterface = (*handlers)(nil)

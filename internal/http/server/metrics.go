@@ -13,8 +13,9 @@ import (
 // metrics holds the HTTP instruments. Labels use the route pattern, never
 // the raw path, so cardinality stays bounded whatever clients send.
 type metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	followers prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,8 +29,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "HTTP request latency, by method and route pattern.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"method", "route"}),
+		followers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "footprint_run_followers",
+			Help: "Open Server-Sent Events streams following a run.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.followers)
 	return m
 }
 
@@ -76,6 +81,7 @@ func (m *metrics) observe(logger *slog.Logger) func(http.Handler) http.Handler {
 				route = rc.RoutePattern()
 			}
 			elapsed := time.Since(start)
+			nameSpan(r, route) // tracing.go
 			m.requests.WithLabelValues(r.Method, route, strconv.Itoa(rec.status)).Inc()
 			m.duration.WithLabelValues(r.Method, route).Observe(elapsed.Seconds())
 			logger.LogAttrs(r.Context(), slog.LevelInfo, "request",

@@ -235,6 +235,8 @@ type sseStream struct {
 }
 
 func (s *sseStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
+	s.h.followers.Inc()
+	defer s.h.followers.Dec()
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
 	hdr := w.Header()

@@ -3,8 +3,8 @@
 // with our own error hooks so that every error is an RFC 9457 problem and no
 // internal text ever reaches a client.
 //
-// Request path, outermost first: request id → panic recovery → access log
-// and metrics → CORS → (for /v1 only) per-request deadline → body limit and
+// Request path, outermost first: tracing (when on) → request id → panic
+// recovery → access log and metrics → CORS → (for /v1 only) per-request deadline → body limit and
 // media type → authentication → per-tenant rate limit → OpenAPI request
 // validation → handler.
 // Health, readiness, metrics, the spec and the docs sit outside /v1 and
@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/swaggest/swgui/v5emb"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/footprint/footprint/api"
 	"github.com/footprint/footprint/internal/app"
@@ -65,6 +66,13 @@ type Deps struct {
 	RateLimit float64
 	// RateBurst is the bucket size; 0: twice RateLimit.
 	RateBurst int
+	// TracerProvider, when set, traces every request but the probes and
+	// /metrics (tracing.go), continuing the caller's W3C trace context;
+	// nil: no tracing.
+	TracerProvider trace.TracerProvider
+	// MetricsElsewhere leaves /metrics off this handler, for a deployment
+	// that serves it on a listener of its own (MetricsHandler).
+	MetricsElsewhere bool
 }
 
 // NewServer returns the service's one http.Handler.
@@ -105,6 +113,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	keys := newKeyring(d.APIKeys)
 	limiter := newTenantLimiter(d.RateLimit, d.RateBurst)
 	m := newMetrics(d.Registerer)
+	h.followers = m.followers
 
 	r := chi.NewRouter()
 	r.Use(withRequestID, recoverer(d.Logger), m.observe(d.Logger))
@@ -172,8 +181,15 @@ func NewServer(d Deps) (http.Handler, error) {
 	docs := v5emb.New("footprint API", "/openapi.yaml", "/docs/")
 	r.Get("/docs", http.RedirectHandler("/docs/", http.StatusMovedPermanently).ServeHTTP)
 	r.Handle("/docs/*", docs)
-	r.Handle("/metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
-	return r, nil
+	if !d.MetricsElsewhere {
+		r.Handle("/metrics", MetricsHandler(d.Gatherer))
+	}
+	return traced(r, d.TracerProvider), nil
+}
+
+// MetricsHandler serves g's metrics in the Prometheus text format.
+func MetricsHandler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 }
 
 // newMCP returns the /mcp endpoint. Its tools are served by a router of the

@@ -43,6 +43,7 @@ type Store struct {
 	runs    runState       // run recordings' tail cache and retention (runs.go)
 	turns   *turnPredictor // what this process knows of namespaces' turns (turncache.go)
 	commits committer      // shared transactions of predicted turn writes (turncommit.go)
+	tel     telemetry      // tracing and the commit observer (telemetry.go)
 }
 
 // The Store serves every area of the domain.
@@ -63,6 +64,7 @@ type options struct {
 	lockTimeout      *time.Duration
 	maxConns         int32
 	migrate          bool
+	tel              telemetry
 }
 
 // WithStatementTimeout sets the session's statement_timeout (0 disables it). Without this
@@ -131,6 +133,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger, opts ...Option) 
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		return pgxvec.RegisterTypes(ctx, conn)
 	}
+	o.tel.instrument(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pg: create pool: %w", err)
@@ -141,7 +144,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger, opts ...Option) 
 		pool.Close()
 		return nil, translate(err, "pg: connect", "", "")
 	}
-	return &Store{pool: pool, logger: logger, turns: newTurnPredictor()}, nil
+	return &Store{pool: pool, logger: logger, turns: newTurnPredictor(), tel: o.tel}, nil
 }
 
 // setTimeout sets a duration runtime parameter: an explicit option wins, then a value already

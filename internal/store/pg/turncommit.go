@@ -203,6 +203,8 @@ func (s *Store) runShared(units []*commitUnit) {
 	}
 	ctx, done := groupContext(members)
 	defer done()
+	ctx, endSpan := s.tel.commitSpan(ctx, members, len(units)) // telemetry.go
+	defer func() { endSpan(err) }()
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(lockNamespacesSQL, tenants, namespaces)
@@ -246,5 +248,8 @@ func (s *Store) runShared(units []*commitUnit) {
 		s.turns.stale.Add(1)
 	case err == nil && len(members) > 1:
 		s.turns.groups.Add(1)
+	}
+	if err == nil {
+		s.tel.committed(len(members), len(units))
 	}
 }
