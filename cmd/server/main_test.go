@@ -178,7 +178,8 @@ func TestEndToEnd(t *testing.T) {
 func TestStartsOpenOnDefaults(t *testing.T) {
 	_, stdout, _ := start(t, map[string]string{"FOOTPRINT_ADDR": "127.0.0.1:0"})
 	out := stdout.String()
-	for _, want := range []string{"in-memory", "hash (hash, 384 dims) [default]", "OPEN"} {
+	for _, want := range []string{"in-memory", "hash (hash, 384 dims) [default]", "OPEN", "/metrics\n",
+		"tracing:   off (OTEL_TRACES_EXPORTER unset)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("start-up output lacks %q:\n%s", want, out)
 		}
@@ -197,6 +198,14 @@ func TestConfigErrors(t *testing.T) {
 		{"bad origin", map[string]string{"FOOTPRINT_CORS_ORIGINS": "example.com"}, "FOOTPRINT_CORS_ORIGINS"},
 		{"bad duration", map[string]string{"FOOTPRINT_REQUEST_TIMEOUT": "soon"}, "FOOTPRINT_REQUEST_TIMEOUT"},
 		{"bad embedder", map[string]string{"FOOTPRINT_EMBEDDERS": "x=magic"}, "FOOTPRINT_EMBEDDERS"},
+		{"bad metrics addr", map[string]string{"FOOTPRINT_METRICS_ADDR": "9090"}, "FOOTPRINT_METRICS_ADDR"},
+		{"metrics on the API's address", map[string]string{"FOOTPRINT_ADDR": "127.0.0.1:8080", "FOOTPRINT_METRICS_ADDR": "127.0.0.1:8080"}, "FOOTPRINT_METRICS_ADDR"},
+		{"bad capture", map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "sometimes"}, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"},
+		{"bad exporter", map[string]string{"OTEL_TRACES_EXPORTER": "jaeger"}, "OTEL_TRACES_EXPORTER"},
+		{"bad sampler", map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_TRACES_SAMPLER": "sometimes"}, "OTEL_TRACES_SAMPLER"},
+		{"bad ratio", map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"}, "OTEL_TRACES_SAMPLER_ARG"},
+		{"bad protocol", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "http/protobuf or grpc"},
+		{"bad sdk switch", map[string]string{"OTEL_SDK_DISABLED": "maybe"}, "OTEL_SDK_DISABLED"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
