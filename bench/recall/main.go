@@ -80,6 +80,7 @@ type config struct {
 	keep          bool
 	profile       string // CPU profile of the per-conversation service and direct sides
 	corpusProfile string // CPU profile of the corpus service and direct sides
+	tracing       bool   // also measure the per-conversation service traced (tracing.go)
 }
 
 func main() {
@@ -96,6 +97,7 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1, "seed for the choice of conversations, texts and queries")
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the per-conversation service and direct sides (measured interleaved) to this file")
 	flag.StringVar(&c.corpusProfile, "corpus-cpuprofile", "", "write a CPU profile of the corpus service and direct sides (measured interleaved) to this file")
+	flag.BoolVar(&c.tracing, "tracing", false, "also measure what tracing costs per-conversation recall: the service untraced against the service traced at sampling 1.0, exporting OTLP/HTTP to an in-process receiver, interleaved (tracing.go)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
@@ -116,6 +118,7 @@ type bench struct {
 	model  string
 	server *benchkit.Server
 	conn   *benchkit.Conn // the service side's keep-alive connection (one client)
+	traced *benchkit.Conn // the same to the traced service (-tracing)
 	checks []check
 }
 
@@ -182,6 +185,13 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer func() { _ = b.conn.Close() }()
+	if cfg.tracing {
+		stop, err := b.startTraced(ctx, dsn, hash)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	var pgVersion, vecVersion string
 	_ = pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&pgVersion)
@@ -358,10 +368,15 @@ type recallResponse struct {
 // no http.Transport) and reads the whole answer; the clock stops when the
 // body is read (decoding it is the benchmark's work).
 func (b *bench) serviceSide(conversation func(q query) string, memory string) sideFunc {
+	return b.serviceSideOn(b.conn, conversation, memory)
+}
+
+// serviceSideOn is serviceSide over conn.
+func (b *bench) serviceSideOn(conn *benchkit.Conn, conversation func(q query) string, memory string) sideFunc {
 	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
 		body, _ := json.Marshal(map[string]any{"query": q.text, "memories": []string{memory}})
-		raw, err := b.conn.Post("/v1/conversations/"+url.PathEscape(conversation(q))+"/recall", body, http.StatusOK)
+		raw, err := conn.Post("/v1/conversations/"+url.PathEscape(conversation(q))+"/recall", body, http.StatusOK)
 		elapsed := time.Since(t0)
 		if err != nil {
 			return 0, err
@@ -582,6 +597,11 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 	}
 	rows := b.report(qs, setOf, truth, svc, direct, exact)
 	fmt.Printf("(candidates considered per query by the service: %s — every message of the conversation)\n", spread(svc.counts))
+	if b.cfg.tracing {
+		if err := b.tracingCost(ctx, qs, func(q query) string { return convs[q.conv].id }, mem.ID); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(q query) (string, string) { return convs[q.conv].id, convs[q.conv].ns }, core.KindMessage); err != nil {
 		return nil, err
 	}

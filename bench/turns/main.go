@@ -59,6 +59,7 @@ type config struct {
 	convs       int
 	cpuProfile  string
 	profileCell string
+	tracing     bool
 }
 
 func main() {
@@ -73,6 +74,7 @@ func main() {
 	flag.IntVar(&c.convs, "convs", 64, "conversations of the distinct scenario")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of one service cell (see -profile-cell) to this file")
 	flag.StringVar(&c.profileCell, "profile-cell", "distinct/16", "the service cell -cpuprofile covers: scenario/clients")
+	flag.BoolVar(&c.tracing, "tracing", false, "measure instead what tracing costs: the service untraced against the service traced at sampling 1.0, exporting OTLP/HTTP to an in-process receiver, distinct@16, -reps interleaved pairs (tracing.go)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("turns", c.adminDSN)
 	for _, s := range strings.Split(clients, ",") {
@@ -94,6 +96,7 @@ type bench struct {
 	store  *pg.Store
 	pool   *pgxpool.Pool // for integrity checks only
 	server *benchkit.Server
+	traced *benchkit.Server // the same service, traced (-tracing; tracing.go)
 	body   []byte
 
 	// baseline's precomputed parts
@@ -153,6 +156,9 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Printf("each turn: 2 messages (%d + %d chars) → msg-N-0, msg-N-1 (chat, episodic) + snap-N with a %d-d vector (why, causal)\n\n",
 		len(userText), len(assistantText), dims)
 
+	if cfg.tracing {
+		return b.tracingCost(ctx, dsn, hash)
+	}
 	// Warm up both sides (connections, plans, caches); not reported.
 	for _, side := range []string{"service", "baseline"} {
 		if _, err := b.closedLoop(ctx, "warmup", side, 16, cfg.convs, cfg.warmup, false); err != nil {
@@ -420,9 +426,13 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 		defer stop()
 	}
 	conns := make([]*benchkit.Conn, n) // the service side's: one keep-alive connection per client
-	if side == "service" {
+	if side != "baseline" {
+		srv := b.server
+		if side == "traced" {
+			srv = b.traced
+		}
 		for w := range conns {
-			c, err := b.server.Dial()
+			c, err := srv.Dial()
 			if err != nil {
 				return cell{}, err
 			}
@@ -447,7 +457,7 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 				}
 				i := int(next.Add(1)-1) % nconv
 				var err error
-				if side == "service" {
+				if side != "baseline" {
 					err = b.serviceWrite(conn, convs[i])
 				} else {
 					err = b.baselineWrite(ctx, convs[i])

@@ -10,9 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	embedders "github.com/footprint/footprint/internal/embedder"
 	"github.com/footprint/footprint/internal/http/server"
+	"github.com/footprint/footprint/internal/telemetry"
 )
 
 // Server is the real service behind the real HTTP handler, served on a
@@ -29,12 +34,23 @@ type Server struct {
 // server's own timeouts. maxIdleConns sizes the client's idle pool. Close
 // shuts it down.
 func StartServer(store app.Store, embedder core.Embedder, maxIdleConns int) (*Server, error) {
+	return StartTracedServer(store, embedder, maxIdleConns, nil)
+}
+
+// StartTracedServer is StartServer with the service traced by tp as cmd/server
+// traces it (requests, the domain's retrieval spans; the store traces itself
+// when it was opened with pg.WithTracerProvider); nil tp: StartServer.
+func StartTracedServer(store app.Store, embedder core.Embedder, maxIdleConns int, tp trace.TracerProvider) (*Server, error) {
 	caps := core.Capabilities{Embedders: []core.EmbedderInfo{embedder.Info()}}
-	svc := app.New(store, caps, app.WithEmbedders(embedder))
+	// The domain's metrics as cmd/server keeps them (on a registry of the server's own).
+	metrics := telemetry.NewMetrics(prometheus.NewRegistry())
+	emb := embedders.Observe(embedder, metrics.EmbedderCall)
+	svc := app.New(store, caps, app.WithEmbedders(emb), app.WithTracing(tp, false), app.WithObserver(metrics))
 	// The real server logs one access line per request at info; format them
 	// but throw them away, so the cost stays and the terminal stays readable.
-	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	handler, err := server.NewServer(server.Deps{App: svc, Logger: logger})
+	// The handler is cmd/server's (trace and span ids on each line).
+	logger := slog.New(telemetry.LogHandler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	handler, err := server.NewServer(server.Deps{App: svc, Logger: logger, TracerProvider: tp})
 	if err != nil {
 		return nil, err
 	}
