@@ -45,14 +45,15 @@ func (b *bench) tracingCost(ctx context.Context, dsn string, hash *embedder.Hash
 		}
 	}
 	var off, on []cell
-	fmt.Printf("%4s  %-8s %9s %8s %8s %7s %7s  %s\n", "pair", "side", "turns/s", "p50 ms", "p99 ms", "cpu go", "cpu pg", "integrity")
+	fmt.Printf("%4s  %-8s %9s %8s %8s %7s %7s %11s  %s\n", "pair", "side", "turns/s", "p50 ms", "p99 ms", "cpu go", "cpu pg", "go µs/turn", "integrity")
 	for r := range b.cfg.reps {
 		order := []string{"service", "traced"}
 		if r%2 == 1 {
 			order = []string{"traced", "service"}
 		}
 		for _, side := range order {
-			c, err := b.closedLoop(ctx, "distinct", side, clients, b.cfg.convs, b.cfg.duration, false)
+			prof := side == "traced" && r == 0 && b.cfg.cpuProfile != "" // -cpuprofile: the first traced cell
+			c, err := b.closedLoop(ctx, "distinct", side, clients, b.cfg.convs, b.cfg.duration, prof)
 			if err != nil {
 				return err
 			}
@@ -61,7 +62,7 @@ func (b *bench) tracingCost(ctx context.Context, dsn string, hash *embedder.Hash
 			} else {
 				on = append(on, c)
 			}
-			fmt.Printf("%4d  %-8s %9.0f %8.2f %8.2f %6.0f%% %6.0f%%  %s\n", r+1, side, c.tput, benchkit.Ms(c.p50), benchkit.Ms(c.p99), c.cpuSelf, c.cpuOther, c.integrity)
+			fmt.Printf("%4d  %-8s %9.0f %8.2f %8.2f %6.0f%% %6.0f%% %11.0f  %s\n", r+1, side, c.tput, benchkit.Ms(c.p50), benchkit.Ms(c.p99), c.cpuSelf, c.cpuOther, perTurn(c), c.integrity)
 			if c.errors > 0 || c.integrity != "ok" {
 				return fmt.Errorf("%s: %d errors, integrity %s", side, c.errors, c.integrity)
 			}
@@ -70,11 +71,14 @@ func (b *bench) tracingCost(ctx context.Context, dsn string, hash *embedder.Hash
 	mOff, mOn := medianOf(off), medianOf(on)
 	fmt.Printf("\nmedians: untraced %.0f turns/s (p50 %.2f ms), traced %.0f turns/s (p50 %.2f ms): traced/untraced %.3f× throughput, %.3f× p50\n",
 		mOff.tput, benchkit.Ms(mOff.p50), mOn.tput, benchkit.Ms(mOn.p50), mOn.tput/mOff.tput, float64(mOn.p50)/float64(mOff.p50))
-	var ratios []float64
+	var ratios, cpu []float64
 	for i := range off {
 		ratios = append(ratios, on[i].tput/off[i].tput)
+		cpu = append(cpu, perTurn(on[i])/perTurn(off[i]))
 	}
 	slices.Sort(ratios)
+	slices.Sort(cpu)
+	fmt.Printf("per-pair CPU of this process per turn (traced/untraced), sorted: %.3f; median %.3f\n", cpu, cpu[len(cpu)/2])
 	fmt.Printf("per-pair throughput ratios (traced/untraced), sorted: %.3f; median %.3f\n", ratios, ratios[len(ratios)/2])
 	verdict := "MISS"
 	if ratios[len(ratios)/2] >= 0.95 {
@@ -88,6 +92,10 @@ func (b *bench) tracingCost(ctx context.Context, dsn string, hash *embedder.Hash
 	fmt.Fprintf(os.Stdout, "exported: %s\n", tracing.Received())
 	return nil
 }
+
+// perTurn is the CPU this process (load generator, HTTP, service, pgx, tracing) spent per turn,
+// in µs: steadier than throughput on a machine that others share.
+func perTurn(c cell) float64 { return c.cpuSelf / 100 * 1e6 / c.tput }
 
 // medianOf is the median of each figure on its own.
 func medianOf(cs []cell) cell {
