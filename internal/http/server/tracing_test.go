@@ -163,7 +163,7 @@ func TestTraceOfATurn(t *testing.T) {
 	const question = "What is the refund window for damaged items?"
 	body := `{"messages":[{"role":"user","content":"` + question + `"},{"role":"assistant","content":"Thirty days."}],
 		"evidence":{"decisions":[{"stageId":"policy","chosen":"30-day window","rule":"old handbook"}]}}`
-	for n := range 2 { // the second is predicted, and goes through the shared commit
+	for n := range 2 { // the first is written the long way, the second predicted
 		r, tr := e.turn("conv-1", body, "traceparent", fmt.Sprintf("00-%s-%s-01", remoteTrace, remoteParent))
 		if r.status != 201 || tr.Turn != n+1 {
 			t.Fatalf("turn %d: %d %s", n+1, r.status, r.body)
@@ -190,16 +190,11 @@ func TestTraceOfATurn(t *testing.T) {
 			t.Errorf("turn %s: statements %v under it, want the turn's lock and inserts, named by operation and table", root.SpanContext().SpanID(), statements)
 		}
 	}
-	// The second turn was written by a shared transaction: its span is the request's child
-	// (the transaction runs in the first write's context) and links to every write it holds.
-	commits := named(spans, "commit turns")
-	if len(commits) != 1 {
-		t.Fatalf("commit spans: %d, want 1 (the predicted second turn): %v", len(commits), spanNames(spans))
-	}
-	c := commits[0]
-	if !descends(spans, c, roots[1]) || len(c.Links()) != 1 || c.Links()[0].SpanContext.TraceID().String() != remoteTrace ||
-		attrString(t, c, "footprint.commit.writes") != "1" || len(childrenOf(spans, c)) == 0 {
-		t.Errorf("commit span: parent %s, links %v, attributes %v, %d children", c.Parent().SpanID(), c.Links(), c.Attributes(), len(childrenOf(spans, c)))
+	// The second turn, predicted, went through the shared commit (turncommit.go) alone: its
+	// statements are under its own request all the same (checked above), and a commit of one
+	// write makes no span of its own (commit spans of several: pg's TestCommitSpan).
+	if c := named(spans, "commit turns"); len(c) != 0 {
+		t.Errorf("commit spans for single writes: %d", len(c))
 	}
 	noText(t, spans, question, "Thirty days", "old handbook")
 

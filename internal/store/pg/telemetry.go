@@ -151,12 +151,14 @@ func nameOf(sql string) string {
 	return op + " " + table
 }
 
-// commitSpan starts the span of a shared transaction of turn writes. It is
-// the child of the first write's request (the transaction runs in that
-// context) and links to every write's span, so that each request's trace
-// leads to the transaction that committed it. end records err.
+// commitSpan starts the span of a shared transaction of more than one turn
+// write. It is the child of the first write's request (the transaction runs
+// in that context) and links to every write's span, so that each request's
+// trace leads to the transaction that committed it. A transaction of one
+// write needs none: its statements are already under its request. end
+// records err.
 func (t telemetry) commitSpan(ctx context.Context, members []*pendingTurn, namespaces int) (context.Context, func(err error)) {
-	if t.tracer == nil || !trace.SpanFromContext(ctx).IsRecording() {
+	if t.tracer == nil || len(members) < 2 || !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, func(error) {}
 	}
 	links := make([]trace.Link, 0, len(members))
