@@ -138,7 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		metricsURL = "http://" + mln.Addr().String() + "/metrics"
 		metricsSrv = newMetricsServer(reg, logger)
 		go func() { _ = metricsSrv.Serve(mln) }()
-		defer metricsSrv.Close()
+		defer func() { _ = metricsSrv.Close() }()
 	}
 	printBanner(stdout, cfg, banner{URL: base, Store: describeStore(cfg), Embedders: caps.Embedders,
 		Metrics: metricsURL, Tracing: tracing.Description})

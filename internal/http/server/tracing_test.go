@@ -128,7 +128,7 @@ func attrString(t *testing.T, s sdktrace.ReadOnlySpan, key string) string {
 	if !ok {
 		t.Fatalf("span %q has no attribute %s; it has %v", s.Name(), key, s.Attributes())
 	}
-	return v.Emit()
+	return v.String()
 }
 
 // noText fails if any attribute of any span holds one of texts.
@@ -137,7 +137,7 @@ func noText(t *testing.T, spans []sdktrace.ReadOnlySpan, texts ...string) {
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
 			for _, text := range texts {
-				if strings.Contains(kv.Value.Emit(), text) {
+				if strings.Contains(kv.Value.String(), text) {
 					t.Errorf("span %q attribute %s holds the text %q: content capture is off", s.Name(), kv.Key, text)
 				}
 			}

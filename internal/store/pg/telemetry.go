@@ -105,9 +105,10 @@ func nameOf(sql string) string {
 	op = strings.ToUpper(strings.TrimSpace(op))
 	word := func(s string) string {
 		s = strings.TrimLeft(s, " \t\n(")
-		end := strings.IndexFunc(s, func(r rune) bool {
-			return !(r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-		})
+		name := func(r rune) bool {
+			return r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		}
+		end := strings.IndexFunc(s, func(r rune) bool { return !name(r) })
 		if end >= 0 {
 			s = s[:end]
 		}

@@ -59,7 +59,7 @@ func TestCommitSpan(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range s.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if s.Name() != "commit turns" || s.Parent().SpanID() != requests[0].SpanID() || !slices.EqualFunc(links, requests, trace.SpanContext.Equal) ||
 		attrs["footprint.commit.writes"] != "3" || attrs["footprint.commit.namespaces"] != "2" || s.Status().Code != codes.Error {
