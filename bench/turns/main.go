@@ -60,11 +60,12 @@ type config struct {
 	cpuProfile  string
 	profileCell string
 	tracing     bool
+	scale       []int64 // -scale: table sizes to measure at (scale.go)
 }
 
 func main() {
 	var c config
-	var clients string
+	var clients, scale string
 	benchkit.AdminDSNFlag(&c.adminDSN)
 	flag.DurationVar(&c.duration, "duration", 5*time.Second, "duration of each measured cell")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "warm-up per side before measuring (not reported)")
@@ -74,6 +75,7 @@ func main() {
 	flag.IntVar(&c.convs, "convs", 64, "conversations of the distinct scenario")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of one service cell (see -profile-cell) to this file")
 	flag.StringVar(&c.profileCell, "profile-cell", "distinct/16", "the service cell -cpuprofile covers: scenario/clients")
+	flag.StringVar(&scale, "scale", "", "measure instead distinct@16 as the entries table grows to each of these row counts (comma-separated, e.g. 10000,100000,1000000: other tenants' rows), with the same-run baseline at each size (scale.go)")
 	flag.BoolVar(&c.tracing, "tracing", false, "measure instead what tracing costs: the service untraced against the service traced at sampling 1.0, exporting OTLP/HTTP to an in-process receiver, distinct@16, -reps interleaved pairs (tracing.go)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("turns", c.adminDSN)
@@ -86,6 +88,13 @@ func main() {
 	}
 	if c.reps < 1 || c.convs < 1 {
 		benchkit.Usage("turns", "-reps and -convs must be ≥ 1")
+	}
+	if scale != "" {
+		sizes, err := benchkit.ParseSizes(scale)
+		if err != nil {
+			benchkit.Usage("turns", "-scale: "+err.Error())
+		}
+		c.scale = sizes
 	}
 	benchkit.Main("turns", func(ctx context.Context) error { return run(ctx, c) })
 }
@@ -158,6 +167,9 @@ func run(ctx context.Context, cfg config) error {
 
 	if cfg.tracing {
 		return b.tracingCost(ctx, dsn, hash)
+	}
+	if len(cfg.scale) > 0 {
+		return b.scaleCurve(ctx, cfg.scale)
 	}
 	// Warm up both sides (connections, plans, caches); not reported.
 	for _, side := range []string{"service", "baseline"} {
