@@ -81,3 +81,72 @@ func encodeSegment(s string) string {
 	s = strings.ReplaceAll(s, "%", "%25")
 	return strings.ReplaceAll(s, "/", "%2F")
 }
+
+// PrincipalPrefix is what every namespace of the identity's tenant and
+// principal starts with: enc(tenant)/enc(principal)/. No namespace of
+// another principal starts with it, since enc never emits a bare '/'.
+func (id Identity) PrincipalPrefix() string {
+	return encodeSegment(id.Tenant) + "/" + encodeSegment(id.Principal) + "/"
+}
+
+// TenantPrefix is what every conversation namespace of the identity's
+// tenant starts with: enc(tenant)/.
+func (id Identity) TenantPrefix() string {
+	return encodeSegment(id.Tenant) + "/"
+}
+
+// ParseNamespace is Namespace's inverse: the identity a namespace encodes.
+// It reports false for a string that no identity encodes to (the corpus
+// namespace, a string of more or fewer than three segments, an escape
+// Namespace never writes).
+func ParseNamespace(ns string) (Identity, bool) {
+	parts := strings.Split(ns, "/")
+	if len(parts) != 3 {
+		return Identity{}, false
+	}
+	var out [3]string
+	for i, p := range parts {
+		s, ok := decodeSegment(p)
+		if !ok {
+			return Identity{}, false
+		}
+		out[i] = s
+	}
+	return Identity{Tenant: out[0], Principal: out[1], ConversationID: out[2]}, true
+}
+
+// decodeSegment is encodeSegment's inverse, or false for a segment it
+// never writes.
+func decodeSegment(s string) (string, bool) {
+	switch s {
+	case "_":
+		return "", true
+	case "%5F":
+		return "_", true
+	case "":
+		return "", false
+	}
+	if !strings.Contains(s, "%") {
+		return s, true
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			sb.WriteByte(s[i])
+			continue
+		}
+		if i+3 > len(s) {
+			return "", false
+		}
+		switch s[i+1 : i+3] {
+		case "25":
+			sb.WriteByte('%')
+		case "2F":
+			sb.WriteByte('/')
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return sb.String(), true
+}

@@ -568,4 +568,6 @@ type Store interface {
 	// SaveAblation records a rerun; Ablations lists a turn's, oldest first.
 	SaveAblation(ctx context.Context, tenant, namespace string, turn int, a Ablation) error
 	Ablations(ctx context.Context, tenant, namespace string, turn int) ([]Ablation, error)
+	// UsageStore serves the forward view (usage.go).
+	UsageStore
 }

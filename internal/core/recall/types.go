@@ -199,4 +199,6 @@ type Store interface {
 	// PutDocuments replaces the chunks of docIDs in a corpus memory with
 	// chunks (ids `<docId>#<n>`), in one transaction.
 	PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error
+	// ReceiptStore lists receipts (receipts.go).
+	ReceiptStore
 }

@@ -217,6 +217,26 @@ type Store interface {
 	// ForgetNamespace erases every entry of the namespace in every memory,
 	// in one transaction, and returns how many were erased.
 	ForgetNamespace(ctx context.Context, tenant, namespace string) (int64, error)
+	// ReadStore lists conversations and turns.
+	ReadStore
+}
+
+// ReadStore is what the conversation read side (read.go) needs from a store,
+// besides Store. Implementations are safe for concurrent use.
+type ReadStore interface {
+	// ListConversations examines up to q.Limit namespaces of q.Tenant that
+	// start with q.Prefix, after q.After in byte order, in which q.MemoryID
+	// (or, when it is "", any memory) holds entries, and returns their
+	// records, in that order, with live entries counted at q.Now (a
+	// namespace whose entries all expired may be left out), and the last
+	// namespace examined when more may follow ("" when none can).
+	ListConversations(ctx context.Context, q ConversationQuery) ([]ConversationRecord, string, error)
+	// ListTurns returns the records of q.Turns, or of up to q.Limit turns
+	// below q.Before, newest first: the turns that live entries carry,
+	// that recall receipts were recorded for, that runs were opened for, or
+	// that a turn was posted with links to. A turn of q.Turns with nothing
+	// stored or linked comes back with empty records.
+	ListTurns(ctx context.Context, q TurnQuery) ([]TurnRecord, error)
 }
 
 // ForgetReport is what forgetting a principal erased.

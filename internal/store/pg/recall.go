@@ -354,8 +354,8 @@ func scanScored(q recall.RankQuery, rows pgx.Rows, err error, withTotal bool) ([
 // database, and never a turn (turn writes keep the server's setting). In exchange a recall does
 // not wait for a WAL flush: on this machine's disk, with fsync on, the receipt took 0.36–0.47
 // ms waiting for it and 0.21–0.25 ms without; on network storage a flush takes milliseconds.
-const saveReceiptSQL = `INSERT INTO recalls (tenant, id, namespace, turn, run_id, query_hash, created_at, body)
-	SELECT $1, $2, $3, $4::integer, $5, $6, $7::timestamptz, $8::bytea
+const saveReceiptSQL = `INSERT INTO recalls (tenant, id, namespace, turn, run_id, query_hash, created_at, body, admitted)
+	SELECT $1, $2, $3, $4::integer, $5, $6, $7::timestamptz, $8::bytea, $9::text[]
 	FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
 
 // SaveRecall stores a recall receipt: committed (visible) before it returns, durable shortly
@@ -368,7 +368,8 @@ func (s *Store) SaveRecall(ctx context.Context, tenant string, r recall.RecallRe
 	// pgx copies the arguments into its send buffer: the body's buffer is free once Exec returns.
 	defer body.Release()
 	_, err = s.pool.Exec(ctx, saveReceiptSQL,
-		tenant, r.RecallID, r.Identity.Namespace(), nullInt(r.Turn), nullString(r.RunID), r.QueryHash, r.CreatedAt, body.Bytes())
+		tenant, r.RecallID, r.Identity.Namespace(), nullInt(r.Turn), nullString(r.RunID), r.QueryHash, r.CreatedAt, body.Bytes(),
+		r.AdmittedIDs())
 	if err != nil {
 		return translate(err, "save recall", "recall", r.RecallID)
 	}

@@ -238,7 +238,7 @@ func TestReceiptCommitsAsynchronously(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := conn.QueryRow(ctx, pg.SaveReceiptSQL+` RETURNING current_setting('synchronous_commit')`,
-		"t", "rcl_test", "t/_/c", nil, nil, "sha256:x", time.Now(), []byte(`{}`)).Scan(&during); err != nil {
+		"t", "rcl_test", "t/_/c", nil, nil, "sha256:x", time.Now(), []byte(`{}`), []string{}).Scan(&during); err != nil {
 		t.Fatal(err)
 	}
 	if err := conn.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&after); err != nil {

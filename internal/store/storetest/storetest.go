@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) app.Store) {
 		{"RankingEdges", testRankingEdges},
 		{"ExplainStore", testExplainStore},
 		{"Runs", testRuns},
+		{"ReadSide", testReadSide},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

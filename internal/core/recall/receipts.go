@@ -1,0 +1,68 @@
+package recall
+
+import (
+	"context"
+	"time"
+)
+
+// EntryInjectionID names one stored entry as a per-chunk injection, a
+// context piece, an origin and recall's `exclude` name it:
+// memory:<memoryId>#<entryId>.
+func EntryInjectionID(memoryID, entryID string) string {
+	return "memory:" + memoryID + "#" + entryID
+}
+
+// AdmittedIDs are the injection ids of every entry the recall admitted, in
+// receipt order (by memory, then by the memory's candidate order): the
+// entries it offered, whether injected per chunk or within a whole-memory
+// injection. Stores index receipts by them.
+func (r RecallResult) AdmittedIDs() []string {
+	out := []string{}
+	for _, mr := range r.Memories {
+		for _, c := range mr.Evidence.Candidates {
+			if c.Admitted {
+				out = append(out, EntryInjectionID(mr.MemoryID, c.ID))
+			}
+		}
+	}
+	return out
+}
+
+// RecallQuery selects a page of one conversation's receipts, newest first.
+type RecallQuery struct {
+	Tenant    string
+	Namespace string
+	// Turn, when above 0, keeps the receipts recorded for that turn and
+	// those the turn was posted with (its recallIds).
+	Turn int
+	// After is an opaque position from a previous page ("" = the first).
+	After string
+	Limit int
+}
+
+// RecallRecord is one receipt in brief, as a store lists it.
+type RecallRecord struct {
+	ID        string
+	Turn      int
+	RunID     string
+	CreatedAt time.Time
+	QueryHash string
+	// Admitted are the receipt's AdmittedIDs.
+	Admitted []string
+}
+
+// ReceiptStore is what listing receipts needs from a store. Implementations
+// are safe for concurrent use.
+type ReceiptStore interface {
+	// ListRecalls returns up to q.Limit receipts of q.Namespace, newest
+	// first (by creation, then id), after q.After, and the position after
+	// the last one ("" when there are no more).
+	ListRecalls(ctx context.Context, q RecallQuery) ([]RecallRecord, string, error)
+}
+
+// ListRecalls returns a page of a conversation's recall receipts, newest
+// first, and the position of the next page ("" when none).
+func (s *Service) ListRecalls(ctx context.Context, q RecallQuery) ([]RecallRecord, string, error) {
+	q.Limit = max(q.Limit, 1)
+	return s.store.ListRecalls(ctx, q)
+}
