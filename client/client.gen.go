@@ -768,6 +768,60 @@ type AblationInput struct {
 	Flipped bool `json:"flipped"`
 }
 
+// AblationLinks Where to read more of an ablation rerun.
+type AblationLinks struct {
+	// Self The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Self ResourcePath `json:"self"`
+
+	// Turn The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Turn ResourcePath `json:"turn"`
+}
+
+// AblationList defines model for AblationList.
+type AblationList struct {
+	// Ablations Oldest first.
+	Ablations []AblationRecord `json:"ablations"`
+
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// AblationRecord A recorded rerun of a turn, with its answer.
+type AblationRecord struct {
+	// Answer The answer the rerun got.
+	Answer string `json:"answer"`
+
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Excluded The injection ids the rerun excluded; empty for a baseline.
+	Excluded []InjectionID `json:"excluded"`
+
+	// Flipped Whether the answer differed from the original, as the agent judged it.
+	Flipped bool `json:"flipped"`
+
+	// ID An ablation record's id, chosen by the server.
+	//
+	// Example: abl_01JDRB2T7W4X9K3M
+	ID AblationID `json:"id"`
+
+	// Links Where to read more of an ablation rerun.
+	Links AblationLinks `json:"links"`
+
+	// Turn The turn that was rerun.
+	Turn int `json:"turn"`
+}
+
 // AnswerSource Where an explained answer comes from. `snapshot`: the turn's causal
 // snapshot (`snap-<turn>`). `messages`: no causal memory stored the
 // turn, but its messages are stored. `none`: nothing stored says
@@ -967,6 +1021,136 @@ type ContextPiece struct {
 // Example: support-4821
 type ConversationID = string
 
+// ConversationLinks Where to read more of a conversation.
+type ConversationLinks struct {
+	// Entries The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Entries ResourcePath `json:"entries"`
+
+	// Recalls The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Recalls ResourcePath `json:"recalls"`
+
+	// Runs The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Runs ResourcePath `json:"runs"`
+
+	// Turns The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Turns ResourcePath `json:"turns"`
+}
+
+// ConversationList defines model for ConversationList.
+type ConversationList struct {
+	// Conversations By principal, then conversation id (byte order of their encodings).
+	Conversations []ConversationSummary `json:"conversations"`
+
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// ConversationSummary One conversation, as a list of conversations shows it.
+type ConversationSummary struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID ConversationID `json:"conversationId"`
+
+	// CreatedAt When its oldest live entry was written.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// EntryCount Live entries of every memory in the conversation.
+	EntryCount int64 `json:"entryCount"`
+
+	// LastTurn The highest turn a live entry carries; absent when no live entry carries one (facts only).
+	LastTurn *int `json:"lastTurn,omitempty"`
+
+	// Links Where to read more of a conversation.
+	Links ConversationLinks `json:"links"`
+
+	// Memories Live entries per memory, by memory id.
+	Memories []MemoryEntryCount `json:"memories"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
+
+	// UpdatedAt When a live entry of it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ConversationTurn One turn of a conversation, with what is stored and linked for it.
+type ConversationTurn struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID ConversationID `json:"conversationId"`
+
+	// CreatedAt When the turn's entries were written; absent when none is stored (a turn under way).
+	CreatedAt *time.Time `json:"createdAt,omitempty"`
+
+	// Entries The live entries the turn wrote, by memory id.
+	Entries []TurnEntryIds `json:"entries"`
+
+	// Links Where to read more of a turn.
+	Links TurnLinks `json:"links"`
+
+	// Messages The turn's messages in order, from `messagesMemoryId`; empty when no memory holds them.
+	Messages []TurnMessage `json:"messages"`
+
+	// MessagesMemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MessagesMemoryID *ResourceID `json:"messagesMemoryId,omitempty"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
+
+	// RecallIds The recall receipts linked to the turn, oldest first; read each at `/v1/recalls/{recallId}`.
+	RecallIds []RecallID `json:"recallIds"`
+
+	// RunIds The runs linked to the turn; read each at `/v1/runs/{runId}`.
+	RunIds []RunID `json:"runIds"`
+
+	// Snapshot What a turn's causal snapshot says, in brief. Figures the agent did
+	// not report are left out, never shown as zero.
+	Snapshot *TurnSnapshotSummary `json:"snapshot,omitempty"`
+
+	// Turn The turn's number.
+	Turn int `json:"turn"`
+}
+
 // Decision One decision the agent took during the turn, with why.
 //
 // Example: {"chosen":"replace","evidence":{"daysSinceDelivery":2,"orderId":"A-1043"},"rule":"Damaged on arrival and delivered less than 30 days ago, so replace rather than refund.","stageId":"resolution"}
@@ -1161,6 +1345,43 @@ type Entry struct {
 	Version int64 `json:"version"`
 }
 
+// EntryAdmission One recall receipt that admitted an entry, and at what.
+type EntryAdmission struct {
+	// CreatedAt When the recall was made.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Links Where to read more of a recall receipt.
+	Links RecallLinks `json:"links"`
+
+	// Rank The entry's rank in that recall.
+	Rank int `json:"rank"`
+
+	// RecallID A recall receipt's id, chosen by the server.
+	//
+	// Example: rcl_01JDQ9C4M7ZK2W8T
+	RecallID RecallID `json:"recallId"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Score The entry's score in that recall; absent for strategies that do not score.
+	Score *float64 `json:"score,omitempty"`
+
+	// Threshold The threshold it cleared, when the strategy had one.
+	Threshold *float64 `json:"threshold,omitempty"`
+
+	// Turn The turn the recall was made for, when the agent said so.
+	Turn *int `json:"turn,omitempty"`
+
+	// Turns The turns the receipt was offered to, newest first (its `turn`, and turns posted with it in `recallIds`).
+	Turns []int `json:"turns"`
+}
+
 // EntryID An entry's id, unique within its memory and conversation. Its shape
 // tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 // `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
@@ -1205,6 +1426,46 @@ type EntrySource struct {
 
 	// Turn The turn that wrote it; 0 for entries no turn wrote (document chunks).
 	Turn int `json:"turn"`
+}
+
+// EntryUsage Where one entry was used.
+type EntryUsage struct {
+	// EntryID An entry's id, unique within its memory and conversation. Its shape
+	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
+	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
+	//
+	//
+	// Example: msg-3-0
+	EntryID EntryID `json:"entryId"`
+
+	// InjectionID An injection id that names one stored entry:
+	// `memory:<memoryId>#<entryId>`, as a per-chunk injection, a context
+	// piece's `sourceId`, an origin and a suspect name it (and an
+	// `entry-missing` flag's `entryId`). What follows the first `#` is
+	// the entry id, `#` and all (`memory:handbook#returns-policy#0`).
+	//
+	//
+	// Example: memory:why#snap-1
+	InjectionID InjectionID `json:"injectionId"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Recalls The receipts that admitted it, newest first.
+	Recalls []EntryAdmission `json:"recalls"`
+
+	// Turns Every turn this page's receipts were offered to, newest first.
+	Turns []int `json:"turns"`
 }
 
 // EventBatch Events to append, in order.
@@ -1953,6 +2214,19 @@ type MemoryDraft struct {
 	Type MemoryType `json:"type"`
 }
 
+// MemoryEntryCount How many live entries one memory holds for a conversation.
+type MemoryEntryCount struct {
+	// EntryCount Live entries of this memory in the conversation.
+	EntryCount int64 `json:"entryCount"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+}
+
 // MemoryInput A memory definition to create.
 type MemoryInput struct {
 	// Corpus A document corpus for RAG: filled by indexing documents, never by
@@ -2581,6 +2855,25 @@ type RecallInput struct {
 	Turn *int `json:"turn,omitempty"`
 }
 
+// RecallLinks Where to read more of a recall receipt.
+type RecallLinks struct {
+	// Self The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Self ResourcePath `json:"self"`
+
+	// Turn The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Turn *ResourcePath `json:"turn,omitempty"`
+}
+
 // RecallResult A recall and its receipt: per memory, the recall and its evidence;
 // overall, the injections and the system-prompt text. The stored
 // receipt is the same object; neither holds the query text, only
@@ -2618,6 +2911,48 @@ type RecallResult struct {
 
 	// Turn The turn the recall was for, when the request said.
 	Turn *int `json:"turn,omitempty"`
+}
+
+// RecallSummary One recall receipt, in brief.
+type RecallSummary struct {
+	// Admitted The injection id of every entry the recall admitted, in receipt order.
+	Admitted []InjectionID `json:"admitted"`
+
+	// CreatedAt When the recall was made.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Links Where to read more of a recall receipt.
+	Links RecallLinks `json:"links"`
+
+	// QueryHash `sha256:` and the lowercase hex SHA-256 of the query text's UTF-8 bytes. The text itself is never stored.
+	//
+	// Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
+	QueryHash QueryHash `json:"queryHash"`
+
+	// RecallID A recall receipt's id, chosen by the server.
+	//
+	// Example: rcl_01JDQ9C4M7ZK2W8T
+	RecallID RecallID `json:"recallId"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Turn The turn the recall was made for, when the agent said so.
+	Turn *int `json:"turn,omitempty"`
+}
+
+// RecallSummaryList defines model for RecallSummaryList.
+type RecallSummaryList struct {
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Recalls Newest first.
+	Recalls []RecallSummary `json:"recalls"`
 }
 
 // RecordedEvent One retained event.
@@ -2688,6 +3023,13 @@ type Requirement string
 //
 // Example: chat
 type ResourceID = string
+
+// ResourcePath The path of a related resource on this server, with the query
+// (`principal`, filters) that names it: follow it with the same
+// credentials.
+//
+// Example: /v1/conversations/support-4821/turns/3
+type ResourcePath = string
 
 // Run A run recording's state. Optional facts the server does not know are absent keys.
 type Run struct {
@@ -3106,6 +3448,19 @@ type ToolCall struct {
 	ResultPreview *string `json:"resultPreview,omitempty"`
 }
 
+// TurnEntryIds The entries one memory holds for a turn.
+type TurnEntryIds struct {
+	// Ids In the order the turn wrote them (facts after the rest).
+	Ids []EntryID `json:"ids"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+}
+
 // TurnEvidence How the agent arrived at the turn's answer. Causal memories store it
 // in the turn's snapshot (`snap-{turn}`), so that a later wrong answer
 // can be traced to the decisions and tool results behind it; the other
@@ -3184,6 +3539,67 @@ type TurnInput struct {
 	TurnNumber *float64 `json:"turnNumber,omitempty"`
 }
 
+// TurnLinks Where to read more of a turn.
+type TurnLinks struct {
+	// Ablations The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Ablations ResourcePath `json:"ablations"`
+
+	// Explain The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Explain ResourcePath `json:"explain"`
+
+	// Recalls The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Recalls ResourcePath `json:"recalls"`
+
+	// Self The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Self ResourcePath `json:"self"`
+}
+
+// TurnList defines model for TurnList.
+type TurnList struct {
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Turns Newest first.
+	Turns []ConversationTurn `json:"turns"`
+}
+
+// TurnMessage One message of a turn, whole or (in a list) cut to a preview.
+type TurnMessage struct {
+	// Content The message text, or its first 280 characters when `truncated`.
+	Content string `json:"content"`
+
+	// Length The whole message's length in characters.
+	Length int `json:"length"`
+
+	// Role Who said it, as in chat-completions APIs.
+	//
+	// Example: user
+	Role MessageRole `json:"role"`
+
+	// Truncated Whether `content` is only the start of the message.
+	Truncated bool `json:"truncated"`
+}
+
 // TurnNoop Why the turn wrote nothing at all.
 type TurnNoop struct {
 	// Detail The reason in words.
@@ -3246,6 +3662,57 @@ type TurnSkipped struct {
 	Reason SkipReason `json:"reason"`
 }
 
+// TurnSnapshotSummary What a turn's causal snapshot says, in brief. Figures the agent did
+// not report are left out, never shown as zero.
+type TurnSnapshotSummary struct {
+	// Decisions How many decisions the agent recorded.
+	Decisions int `json:"decisions"`
+
+	// DurationMs How long the turn took, when reported.
+	DurationMs *float64 `json:"durationMs,omitempty"`
+
+	// EntryID An entry's id, unique within its memory and conversation. Its shape
+	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
+	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
+	//
+	//
+	// Example: msg-3-0
+	EntryID EntryID `json:"entryId"`
+
+	// ErroredToolCalls How many of those tool calls errored.
+	ErroredToolCalls int `json:"erroredToolCalls"`
+
+	// FinalContent The turn's final answer.
+	FinalContent string `json:"finalContent"`
+
+	// Iterations Model-call iterations, when reported.
+	Iterations *int `json:"iterations,omitempty"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// Query The turn's query (its first user message).
+	Query string `json:"query"`
+
+	// Reported False when the turn was posted without evidence (no decisions, tool calls, iterations, duration or tokens).
+	Reported bool `json:"reported"`
+
+	// TokenUsage The model tokens the turn used.
+	//
+	// Example: {"input":1312,"output":86}
+	TokenUsage *TokenUsage `json:"tokenUsage,omitempty"`
+
+	// ToolCalls How many tool calls the agent recorded.
+	ToolCalls int `json:"toolCalls"`
+}
+
 // TurnWritten What one memory wrote.
 type TurnWritten struct {
 	// Ids The ids of the entries written (or, for facts, updated).
@@ -3303,6 +3770,15 @@ type PrincipalPath = Principal
 
 // Turn defines model for Turn.
 type Turn = int
+
+// AblationNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
+type AblationNotFound = Problem
 
 // AblationUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -3536,6 +4012,23 @@ type GetCapabilitiesParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListConversationsParams defines parameters for ListConversations.
+type ListConversationsParams struct {
+	// Principal Only the conversations of this end user.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Memory Only the conversations where this memory holds live entries.
+	Memory *ResourceID `form:"memory,omitempty" json:"memory,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ForgetConversationParams defines parameters for ForgetConversation.
 type ForgetConversationParams struct {
 	// Principal The end user the conversation belongs to. It separates data within a
@@ -3592,6 +4085,27 @@ type GetEntryParams struct {
 	Include *Include `form:"include,omitempty" json:"include,omitempty"`
 }
 
+// GetEntryUsageParams defines parameters for GetEntryUsage.
+type GetEntryUsageParams struct {
+	// Memory The memory that holds the entry.
+	Memory ResourceID `form:"memory" json:"memory"`
+
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // RecallParams defines parameters for Recall.
 type RecallParams struct {
 	// Principal The end user the conversation belongs to. It separates data within a
@@ -3600,6 +4114,45 @@ type RecallParams struct {
 	// shared by every request that names the same conversation without
 	// one.
 	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// ListRecallsParams defines parameters for ListRecalls.
+type ListRecallsParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Turn Only the receipts of this turn.
+	Turn *int `form:"turn,omitempty" json:"turn,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListTurnsParams defines parameters for ListTurns.
+type ListTurnsParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // PostTurnParams defines parameters for PostTurn.
@@ -3620,8 +4173,46 @@ type PostTurnParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// GetTurnParams defines parameters for GetTurn.
+type GetTurnParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// ListAblationsParams defines parameters for ListAblations.
+type ListAblationsParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // RecordAblationParams defines parameters for RecordAblation.
 type RecordAblationParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// GetAblationParams defines parameters for GetAblation.
+type GetAblationParams struct {
 	// Principal The end user the conversation belongs to. It separates data within a
 	// tenant: entries written under one principal are never seen under
 	// another. Absent, the conversation belongs to no principal: it is
@@ -4093,6 +4684,29 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/capabilities (the `GetCapabilities` operationId).
 	GetCapabilities(ctx context.Context, params *GetCapabilitiesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListConversations List conversations
+	//
+	// The tenant's conversations that hold live entries, each with its
+	// principal, its last turn, when its entries were first written and
+	// last updated, and how many live entries each memory holds for it.
+	// Paged with `limit` and `cursor` like every collection.
+	//
+	// **Order.** By principal, then conversation id, in byte order of
+	// their encodings; conversations without a principal sort as if
+	// their principal were `_`. A stable order that every page of a
+	// large tenant can be served in from an index; sort a page by
+	// `updatedAt` on the client to see the most recent first.
+	//
+	// **Filters.** `principal` keeps that end user's conversations;
+	// `memory` keeps the conversations where that memory holds live
+	// entries (every memory's counts are still reported). A
+	// conversation whose entries were all forgotten or expired is not
+	// listed; its recall receipts, runs and ablations stay readable
+	// through their own ids until their retention.
+	//
+	// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+	ListConversations(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ForgetConversation Forget a conversation
 	//
 	// Erases everything stored for this conversation (for this principal):
@@ -4135,6 +4749,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{conversationId}/entries/{entryId} (the `GetEntry` operationId).
 	GetEntry(ctx context.Context, conversationID ConversationID, entryID EntryID, params *GetEntryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEntryUsage Where an entry was used
+	//
+	// The forward view of the explain backtrack: the recall receipts of
+	// this conversation that admitted the entry, newest first, each with
+	// the score and rank it was admitted at and the turns it was offered
+	// to (the receipt's `turn`, and every turn posted with it in
+	// `recallIds`); `turns` gathers those turns for the page. Paged with
+	// `limit` and `cursor` like every collection.
+	//
+	// A receipt says what was OFFERED; whether a model call was SHOWN
+	// the entry is in each turn's explanation (`explainTurn`), from its
+	// run's recording. The entry need not exist any more: receipts are
+	// audit records and outlive the entry until their retention, so the
+	// usage of a forgotten or expired entry is still answered. An entry
+	// no receipt admitted answers an empty list. A document chunk of a
+	// corpus memory is found under the conversation that recalled it.
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/entries/{entryId}/usage (the `GetEntryUsage` operationId).
+	GetEntryUsage(ctx context.Context, conversationID ConversationID, entryID EntryID, params *GetEntryUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecallWithBody Recall what to inject for the next turn
 	//
@@ -4248,6 +4882,53 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/conversations/{conversationId}/recall (the `Recall` operationId).
 	Recall(ctx context.Context, conversationID ConversationID, params *RecallParams, body RecallJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListRecalls List a conversation's recall receipts
+	//
+	// The recall receipts of this conversation, newest first, each with
+	// the turn and run it was made for, when, and the injection id of
+	// every entry it admitted. Read a whole receipt, with every
+	// candidate's evidence, at `links.self` (`getRecall`). Paged with
+	// `limit` and `cursor` like every collection.
+	//
+	// With `turn`, only the receipts of that turn: those recorded for it
+	// (recall's `turn`) and those the turn was posted with
+	// (`recallIds`). Receipts are audit records: they outlive a
+	// forgotten conversation until their retention.
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/recalls (the `ListRecalls` operationId).
+	ListRecalls(ctx context.Context, conversationID ConversationID, params *ListRecallsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTurns List a conversation's turns
+	//
+	// The conversation's turns, newest first, each with what a timeline
+	// shows: when it was written, a preview of its messages, a summary
+	// of its causal snapshot, the entries it wrote by memory, and the
+	// runs and recall receipts linked to it. Paged with `limit` and
+	// `cursor` like every collection.
+	//
+	// **Which turns.** A turn is listed when a live entry carries its
+	// number (a message `msg-<turn>-<i>`, a snapshot `snap-<turn>`, a
+	// beat `beat-<turn>-<i>`), when a recall receipt was recorded for it
+	// (recall's `turn`), when a run was opened for it, or when a turn was
+	// posted with links to it. So a turn whose recall and run are under
+	// way is listed before the turn itself is posted, with no messages
+	// yet.
+	//
+	// **Previews.** Here each message's `content` is cut to its first
+	// 280 characters (`truncated`, and `length` is the whole length);
+	// `getTurn` answers the messages whole. Messages are read from the
+	// first memory, by id, that holds the turn's messages
+	// (`messagesMemoryId`); other message memories hold copies.
+	//
+	// **Links.** `runIds` and `recallIds` are explicit links only: the
+	// `runId` and `recallIds` the turn was posted with, its snapshot's
+	// run, receipts recorded for the turn, the runs they name and runs
+	// opened for it. Nothing is inferred. `links` are the paths of the
+	// turn's own resources.
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns (the `ListTurns` operationId).
+	ListTurns(ctx context.Context, conversationID ConversationID, params *ListTurnsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostTurnWithBody Record a finished turn
 	//
 	// Posts one finished turn of a conversation. Every memory of the tenant
@@ -4352,6 +5033,39 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/conversations/{conversationId}/turns (the `PostTurn` operationId).
 	PostTurn(ctx context.Context, conversationID ConversationID, params *PostTurnParams, body PostTurnJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetTurn Read one turn
+	//
+	// One turn of the conversation, as `listTurns` lists it, with its
+	// messages whole: when it was written, its messages, a summary of its
+	// causal snapshot, the entries it wrote by memory (facts it last
+	// wrote included), and the runs and recall receipts linked to it.
+	// `postTurn` answers this path in `Location`.
+	//
+	// **The snapshot.** `snapshot` summarises the turn's causal snapshot
+	// when a causal memory stored one: its query and answer, and the
+	// evidence the agent reported with it (how many decisions and tool
+	// calls, iterations, duration, tokens). A figure the agent did not
+	// report is left out, never shown as zero; `reported` is false when
+	// the turn was posted without evidence at all. The snapshot itself
+	// is the entry `GET /v1/conversations/{conversationId}/entries/{entryId}?memory={memoryId}`.
+	//
+	// A turn with nothing stored for it (no entry, no recall receipt, no
+	// run and no link) is a 404.
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn} (the `GetTurn` operationId).
+	GetTurn(ctx context.Context, conversationID ConversationID, turn Turn, params *GetTurnParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAblations List a turn's ablation reruns
+	//
+	// The ablation reruns recorded for this turn (`recordAblation`),
+	// oldest first, each with the answer it got. These are the records
+	// `explainTurn` derives its suspects' verdicts from. Paged with
+	// `limit` and `cursor` like every collection. A turn with no
+	// recorded rerun answers an empty list.
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations (the `ListAblations` operationId).
+	ListAblations(ctx context.Context, conversationID ConversationID, turn Turn, params *ListAblationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RecordAblationWithBody Record the outcome of an ablation rerun
 	//
 	// Records one rerun of this turn: which injected pieces it left out
@@ -4419,6 +5133,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/conversations/{conversationId}/turns/{turn}/ablations (the `RecordAblation` operationId).
 	RecordAblation(ctx context.Context, conversationID ConversationID, turn Turn, params *RecordAblationParams, body RecordAblationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAblation Read one ablation rerun
+	//
+	// One recorded rerun of this turn, with the answer it got.
+	// `recordAblation` answers this path in `Location`. An id recorded
+	// for another turn, conversation or principal is a 404.
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId} (the `GetAblation` operationId).
+	GetAblation(ctx context.Context, conversationID ConversationID, turn Turn, ablationID AblationID, params *GetAblationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExplainTurn Explain a turn's answer
 	//
@@ -5052,6 +5775,39 @@ func (c *Client) GetCapabilities(ctx context.Context, params *GetCapabilitiesPar
 	return c.Client.Do(req)
 }
 
+// ListConversations List conversations
+//
+// The tenant's conversations that hold live entries, each with its
+// principal, its last turn, when its entries were first written and
+// last updated, and how many live entries each memory holds for it.
+// Paged with `limit` and `cursor` like every collection.
+//
+// **Order.** By principal, then conversation id, in byte order of
+// their encodings; conversations without a principal sort as if
+// their principal were `_`. A stable order that every page of a
+// large tenant can be served in from an index; sort a page by
+// `updatedAt` on the client to see the most recent first.
+//
+// **Filters.** `principal` keeps that end user's conversations;
+// `memory` keeps the conversations where that memory holds live
+// entries (every memory's counts are still reported). A
+// conversation whose entries were all forgotten or expired is not
+// listed; its recall receipts, runs and ablations stay readable
+// through their own ids until their retention.
+//
+// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+func (c *Client) ListConversations(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConversationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ForgetConversation Forget a conversation
 //
 // Erases everything stored for this conversation (for this principal):
@@ -5115,6 +5871,36 @@ func (c *Client) ListEntries(ctx context.Context, conversationID ConversationID,
 // Corresponds with GET /v1/conversations/{conversationId}/entries/{entryId} (the `GetEntry` operationId).
 func (c *Client) GetEntry(ctx context.Context, conversationID ConversationID, entryID EntryID, params *GetEntryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEntryRequest(c.Server, conversationID, entryID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEntryUsage Where an entry was used
+//
+// The forward view of the explain backtrack: the recall receipts of
+// this conversation that admitted the entry, newest first, each with
+// the score and rank it was admitted at and the turns it was offered
+// to (the receipt's `turn`, and every turn posted with it in
+// `recallIds`); `turns` gathers those turns for the page. Paged with
+// `limit` and `cursor` like every collection.
+//
+// A receipt says what was OFFERED; whether a model call was SHOWN
+// the entry is in each turn's explanation (`explainTurn`), from its
+// run's recording. The entry need not exist any more: receipts are
+// audit records and outlive the entry until their retention, so the
+// usage of a forgotten or expired entry is still answered. An entry
+// no receipt admitted answers an empty list. A document chunk of a
+// corpus memory is found under the conversation that recalled it.
+//
+// Corresponds with GET /v1/conversations/{conversationId}/entries/{entryId}/usage (the `GetEntryUsage` operationId).
+func (c *Client) GetEntryUsage(ctx context.Context, conversationID ConversationID, entryID EntryID, params *GetEntryUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEntryUsageRequest(c.Server, conversationID, entryID, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5257,6 +6043,73 @@ func (c *Client) Recall(ctx context.Context, conversationID ConversationID, para
 	return c.Client.Do(req)
 }
 
+// ListRecalls List a conversation's recall receipts
+//
+// The recall receipts of this conversation, newest first, each with
+// the turn and run it was made for, when, and the injection id of
+// every entry it admitted. Read a whole receipt, with every
+// candidate's evidence, at `links.self` (`getRecall`). Paged with
+// `limit` and `cursor` like every collection.
+//
+// With `turn`, only the receipts of that turn: those recorded for it
+// (recall's `turn`) and those the turn was posted with
+// (`recallIds`). Receipts are audit records: they outlive a
+// forgotten conversation until their retention.
+//
+// Corresponds with GET /v1/conversations/{conversationId}/recalls (the `ListRecalls` operationId).
+func (c *Client) ListRecalls(ctx context.Context, conversationID ConversationID, params *ListRecallsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRecallsRequest(c.Server, conversationID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTurns List a conversation's turns
+//
+// The conversation's turns, newest first, each with what a timeline
+// shows: when it was written, a preview of its messages, a summary
+// of its causal snapshot, the entries it wrote by memory, and the
+// runs and recall receipts linked to it. Paged with `limit` and
+// `cursor` like every collection.
+//
+// **Which turns.** A turn is listed when a live entry carries its
+// number (a message `msg-<turn>-<i>`, a snapshot `snap-<turn>`, a
+// beat `beat-<turn>-<i>`), when a recall receipt was recorded for it
+// (recall's `turn`), when a run was opened for it, or when a turn was
+// posted with links to it. So a turn whose recall and run are under
+// way is listed before the turn itself is posted, with no messages
+// yet.
+//
+// **Previews.** Here each message's `content` is cut to its first
+// 280 characters (`truncated`, and `length` is the whole length);
+// `getTurn` answers the messages whole. Messages are read from the
+// first memory, by id, that holds the turn's messages
+// (`messagesMemoryId`); other message memories hold copies.
+//
+// **Links.** `runIds` and `recallIds` are explicit links only: the
+// `runId` and `recallIds` the turn was posted with, its snapshot's
+// run, receipts recorded for the turn, the runs they name and runs
+// opened for it. Nothing is inferred. `links` are the paths of the
+// turn's own resources.
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns (the `ListTurns` operationId).
+func (c *Client) ListTurns(ctx context.Context, conversationID ConversationID, params *ListTurnsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTurnsRequest(c.Server, conversationID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PostTurnWithBody Record a finished turn
 //
 // Posts one finished turn of a conversation. Every memory of the tenant
@@ -5381,6 +6234,59 @@ func (c *Client) PostTurn(ctx context.Context, conversationID ConversationID, pa
 	return c.Client.Do(req)
 }
 
+// GetTurn Read one turn
+//
+// One turn of the conversation, as `listTurns` lists it, with its
+// messages whole: when it was written, its messages, a summary of its
+// causal snapshot, the entries it wrote by memory (facts it last
+// wrote included), and the runs and recall receipts linked to it.
+// `postTurn` answers this path in `Location`.
+//
+// **The snapshot.** `snapshot` summarises the turn's causal snapshot
+// when a causal memory stored one: its query and answer, and the
+// evidence the agent reported with it (how many decisions and tool
+// calls, iterations, duration, tokens). A figure the agent did not
+// report is left out, never shown as zero; `reported` is false when
+// the turn was posted without evidence at all. The snapshot itself
+// is the entry `GET /v1/conversations/{conversationId}/entries/{entryId}?memory={memoryId}`.
+//
+// A turn with nothing stored for it (no entry, no recall receipt, no
+// run and no link) is a 404.
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn} (the `GetTurn` operationId).
+func (c *Client) GetTurn(ctx context.Context, conversationID ConversationID, turn Turn, params *GetTurnParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTurnRequest(c.Server, conversationID, turn, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAblations List a turn's ablation reruns
+//
+// The ablation reruns recorded for this turn (`recordAblation`),
+// oldest first, each with the answer it got. These are the records
+// `explainTurn` derives its suspects' verdicts from. Paged with
+// `limit` and `cursor` like every collection. A turn with no
+// recorded rerun answers an empty list.
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations (the `ListAblations` operationId).
+func (c *Client) ListAblations(ctx context.Context, conversationID ConversationID, turn Turn, params *ListAblationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAblationsRequest(c.Server, conversationID, turn, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RecordAblationWithBody Record the outcome of an ablation rerun
 //
 // Records one rerun of this turn: which injected pieces it left out
@@ -5459,6 +6365,25 @@ func (c *Client) RecordAblationWithBody(ctx context.Context, conversationID Conv
 // Corresponds with POST /v1/conversations/{conversationId}/turns/{turn}/ablations (the `RecordAblation` operationId).
 func (c *Client) RecordAblation(ctx context.Context, conversationID ConversationID, turn Turn, params *RecordAblationParams, body RecordAblationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRecordAblationRequest(c.Server, conversationID, turn, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAblation Read one ablation rerun
+//
+// One recorded rerun of this turn, with the answer it got.
+// `recordAblation` answers this path in `Location`. An id recorded
+// for another turn, conversation or principal is a 404.
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId} (the `GetAblation` operationId).
+func (c *Client) GetAblation(ctx context.Context, conversationID ConversationID, turn Turn, ablationID AblationID, params *GetAblationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAblationRequest(c.Server, conversationID, turn, ablationID, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6397,6 +7322,96 @@ func NewGetCapabilitiesRequest(server string, params *GetCapabilitiesParams) (*h
 	return req, nil
 }
 
+// NewListConversationsRequest constructs an http.Request for the ListConversations method
+func NewListConversationsRequest(server string, params *ListConversationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Memory != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "memory", *params.Memory, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewForgetConversationRequest constructs an http.Request for the ForgetConversation method
 func NewForgetConversationRequest(server string, conversationID ConversationID, params *ForgetConversationParams) (*http.Request, error) {
 	var err error
@@ -6679,6 +7694,106 @@ func NewGetEntryRequest(server string, conversationID ConversationID, entryID En
 	return req, nil
 }
 
+// NewGetEntryUsageRequest constructs an http.Request for the GetEntryUsage method
+func NewGetEntryUsageRequest(server string, conversationID ConversationID, entryID EntryID, params *GetEntryUsageParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversationId", conversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "entryId", entryID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/entries/%s/usage", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "memory", params.Memory, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRecallRequest calls the generic Recall builder with application/json body
 func NewRecallRequest(server string, conversationID ConversationID, params *RecallParams, body RecallJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6749,6 +7864,188 @@ func NewRecallRequestWithBody(server string, conversationID ConversationID, para
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListRecallsRequest constructs an http.Request for the ListRecalls method
+func NewListRecallsRequest(server string, conversationID ConversationID, params *ListRecallsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversationId", conversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/recalls", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Turn != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "turn", *params.Turn, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListTurnsRequest constructs an http.Request for the ListTurns method
+func NewListTurnsRequest(server string, conversationID ConversationID, params *ListTurnsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversationId", conversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/turns", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -6842,6 +8139,166 @@ func NewPostTurnRequestWithBody(server string, conversationID ConversationID, pa
 	return req, nil
 }
 
+// NewGetTurnRequest constructs an http.Request for the GetTurn method
+func NewGetTurnRequest(server string, conversationID ConversationID, turn Turn, params *GetTurnParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversationId", conversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "turn", turn, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/turns/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAblationsRequest constructs an http.Request for the ListAblations method
+func NewListAblationsRequest(server string, conversationID ConversationID, turn Turn, params *ListAblationsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversationId", conversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "turn", turn, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/turns/%s/ablations", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRecordAblationRequest calls the generic RecordAblation builder with application/json body
 func NewRecordAblationRequest(server string, conversationID ConversationID, turn Turn, params *RecordAblationParams, body RecordAblationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6919,6 +8376,81 @@ func NewRecordAblationRequestWithBody(server string, conversationID Conversation
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetAblationRequest constructs an http.Request for the GetAblation method
+func NewGetAblationRequest(server string, conversationID ConversationID, turn Turn, ablationID AblationID, params *GetAblationParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversationId", conversationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "turn", turn, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "ablationId", ablationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/turns/%s/ablations/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -8145,6 +9677,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/capabilities (the `GetCapabilities` operationId).
 	GetCapabilitiesWithResponse(ctx context.Context, params *GetCapabilitiesParams, reqEditors ...RequestEditorFn) (*GetCapabilitiesResponse, error)
 
+	// ListConversationsWithResponse List conversations
+	//
+	// The tenant's conversations that hold live entries, each with its
+	// principal, its last turn, when its entries were first written and
+	// last updated, and how many live entries each memory holds for it.
+	// Paged with `limit` and `cursor` like every collection.
+	//
+	// **Order.** By principal, then conversation id, in byte order of
+	// their encodings; conversations without a principal sort as if
+	// their principal were `_`. A stable order that every page of a
+	// large tenant can be served in from an index; sort a page by
+	// `updatedAt` on the client to see the most recent first.
+	//
+	// **Filters.** `principal` keeps that end user's conversations;
+	// `memory` keeps the conversations where that memory holds live
+	// entries (every memory's counts are still reported). A
+	// conversation whose entries were all forgotten or expired is not
+	// listed; its recall receipts, runs and ablations stay readable
+	// through their own ids until their retention.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+	ListConversationsWithResponse(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*ListConversationsResponse, error)
+
 	// ForgetConversationWithResponse Forget a conversation
 	//
 	// Erases everything stored for this conversation (for this principal):
@@ -8193,6 +9750,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/conversations/{conversationId}/entries/{entryId} (the `GetEntry` operationId).
 	GetEntryWithResponse(ctx context.Context, conversationID ConversationID, entryID EntryID, params *GetEntryParams, reqEditors ...RequestEditorFn) (*GetEntryResponse, error)
+
+	// GetEntryUsageWithResponse Where an entry was used
+	//
+	// The forward view of the explain backtrack: the recall receipts of
+	// this conversation that admitted the entry, newest first, each with
+	// the score and rank it was admitted at and the turns it was offered
+	// to (the receipt's `turn`, and every turn posted with it in
+	// `recallIds`); `turns` gathers those turns for the page. Paged with
+	// `limit` and `cursor` like every collection.
+	//
+	// A receipt says what was OFFERED; whether a model call was SHOWN
+	// the entry is in each turn's explanation (`explainTurn`), from its
+	// run's recording. The entry need not exist any more: receipts are
+	// audit records and outlive the entry until their retention, so the
+	// usage of a forgotten or expired entry is still answered. An entry
+	// no receipt admitted answers an empty list. A document chunk of a
+	// corpus memory is found under the conversation that recalled it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/entries/{entryId}/usage (the `GetEntryUsage` operationId).
+	GetEntryUsageWithResponse(ctx context.Context, conversationID ConversationID, entryID EntryID, params *GetEntryUsageParams, reqEditors ...RequestEditorFn) (*GetEntryUsageResponse, error)
 
 	// RecallWithBodyWithResponse Recall what to inject for the next turn
 	//
@@ -8306,6 +9885,57 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/conversations/{conversationId}/recall (the `Recall` operationId).
 	RecallWithResponse(ctx context.Context, conversationID ConversationID, params *RecallParams, body RecallJSONRequestBody, reqEditors ...RequestEditorFn) (*RecallResponse, error)
 
+	// ListRecallsWithResponse List a conversation's recall receipts
+	//
+	// The recall receipts of this conversation, newest first, each with
+	// the turn and run it was made for, when, and the injection id of
+	// every entry it admitted. Read a whole receipt, with every
+	// candidate's evidence, at `links.self` (`getRecall`). Paged with
+	// `limit` and `cursor` like every collection.
+	//
+	// With `turn`, only the receipts of that turn: those recorded for it
+	// (recall's `turn`) and those the turn was posted with
+	// (`recallIds`). Receipts are audit records: they outlive a
+	// forgotten conversation until their retention.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/recalls (the `ListRecalls` operationId).
+	ListRecallsWithResponse(ctx context.Context, conversationID ConversationID, params *ListRecallsParams, reqEditors ...RequestEditorFn) (*ListRecallsResponse, error)
+
+	// ListTurnsWithResponse List a conversation's turns
+	//
+	// The conversation's turns, newest first, each with what a timeline
+	// shows: when it was written, a preview of its messages, a summary
+	// of its causal snapshot, the entries it wrote by memory, and the
+	// runs and recall receipts linked to it. Paged with `limit` and
+	// `cursor` like every collection.
+	//
+	// **Which turns.** A turn is listed when a live entry carries its
+	// number (a message `msg-<turn>-<i>`, a snapshot `snap-<turn>`, a
+	// beat `beat-<turn>-<i>`), when a recall receipt was recorded for it
+	// (recall's `turn`), when a run was opened for it, or when a turn was
+	// posted with links to it. So a turn whose recall and run are under
+	// way is listed before the turn itself is posted, with no messages
+	// yet.
+	//
+	// **Previews.** Here each message's `content` is cut to its first
+	// 280 characters (`truncated`, and `length` is the whole length);
+	// `getTurn` answers the messages whole. Messages are read from the
+	// first memory, by id, that holds the turn's messages
+	// (`messagesMemoryId`); other message memories hold copies.
+	//
+	// **Links.** `runIds` and `recallIds` are explicit links only: the
+	// `runId` and `recallIds` the turn was posted with, its snapshot's
+	// run, receipts recorded for the turn, the runs they name and runs
+	// opened for it. Nothing is inferred. `links` are the paths of the
+	// turn's own resources.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns (the `ListTurns` operationId).
+	ListTurnsWithResponse(ctx context.Context, conversationID ConversationID, params *ListTurnsParams, reqEditors ...RequestEditorFn) (*ListTurnsResponse, error)
+
 	// PostTurnWithBodyWithResponse Record a finished turn
 	//
 	// Posts one finished turn of a conversation. Every memory of the tenant
@@ -8410,6 +10040,43 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/conversations/{conversationId}/turns (the `PostTurn` operationId).
 	PostTurnWithResponse(ctx context.Context, conversationID ConversationID, params *PostTurnParams, body PostTurnJSONRequestBody, reqEditors ...RequestEditorFn) (*PostTurnResponse, error)
 
+	// GetTurnWithResponse Read one turn
+	//
+	// One turn of the conversation, as `listTurns` lists it, with its
+	// messages whole: when it was written, its messages, a summary of its
+	// causal snapshot, the entries it wrote by memory (facts it last
+	// wrote included), and the runs and recall receipts linked to it.
+	// `postTurn` answers this path in `Location`.
+	//
+	// **The snapshot.** `snapshot` summarises the turn's causal snapshot
+	// when a causal memory stored one: its query and answer, and the
+	// evidence the agent reported with it (how many decisions and tool
+	// calls, iterations, duration, tokens). A figure the agent did not
+	// report is left out, never shown as zero; `reported` is false when
+	// the turn was posted without evidence at all. The snapshot itself
+	// is the entry `GET /v1/conversations/{conversationId}/entries/{entryId}?memory={memoryId}`.
+	//
+	// A turn with nothing stored for it (no entry, no recall receipt, no
+	// run and no link) is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn} (the `GetTurn` operationId).
+	GetTurnWithResponse(ctx context.Context, conversationID ConversationID, turn Turn, params *GetTurnParams, reqEditors ...RequestEditorFn) (*GetTurnResponse, error)
+
+	// ListAblationsWithResponse List a turn's ablation reruns
+	//
+	// The ablation reruns recorded for this turn (`recordAblation`),
+	// oldest first, each with the answer it got. These are the records
+	// `explainTurn` derives its suspects' verdicts from. Paged with
+	// `limit` and `cursor` like every collection. A turn with no
+	// recorded rerun answers an empty list.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations (the `ListAblations` operationId).
+	ListAblationsWithResponse(ctx context.Context, conversationID ConversationID, turn Turn, params *ListAblationsParams, reqEditors ...RequestEditorFn) (*ListAblationsResponse, error)
+
 	// RecordAblationWithBodyWithResponse Record the outcome of an ablation rerun
 	//
 	// Records one rerun of this turn: which injected pieces it left out
@@ -8477,6 +10144,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/conversations/{conversationId}/turns/{turn}/ablations (the `RecordAblation` operationId).
 	RecordAblationWithResponse(ctx context.Context, conversationID ConversationID, turn Turn, params *RecordAblationParams, body RecordAblationJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordAblationResponse, error)
+
+	// GetAblationWithResponse Read one ablation rerun
+	//
+	// One recorded rerun of this turn, with the answer it got.
+	// `recordAblation` answers this path in `Location`. An id recorded
+	// for another turn, conversation or principal is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId} (the `GetAblation` operationId).
+	GetAblationWithResponse(ctx context.Context, conversationID ConversationID, turn Turn, ablationID AblationID, params *GetAblationParams, reqEditors ...RequestEditorFn) (*GetAblationResponse, error)
 
 	// ExplainTurnWithResponse Explain a turn's answer
 	//
@@ -9307,6 +10985,129 @@ func (r GetCapabilitiesResponse) ContentType() string {
 	return ""
 }
 
+// ListConversationsResponse200Headers the declared response headers of an HTTP 200 response for ListConversations
+type ListConversationsResponse200Headers struct {
+	XRequestID *string
+}
+
+// ListConversationsResponse400Headers the declared response headers of an HTTP 400 response for ListConversations
+type ListConversationsResponse400Headers struct {
+	XRequestID *string
+}
+
+// ListConversationsResponse401Headers the declared response headers of an HTTP 401 response for ListConversations
+type ListConversationsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// ListConversationsResponse429Headers the declared response headers of an HTTP 429 response for ListConversations
+type ListConversationsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// ListConversationsResponse500Headers the declared response headers of an HTTP 500 response for ListConversations
+type ListConversationsResponse500Headers struct {
+	XRequestID *string
+}
+
+// ListConversationsResponse503Headers the declared response headers of an HTTP 503 response for ListConversations
+type ListConversationsResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type ListConversationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConversationList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListConversationsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListConversationsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListConversationsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListConversationsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListConversationsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListConversationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConversationsResponse) GetJSON200() *ConversationList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListConversationsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListConversationsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListConversationsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListConversationsResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListConversationsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConversationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConversationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConversationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConversationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ForgetConversationResponse200Headers the declared response headers of an HTTP 200 response for ForgetConversation
 type ForgetConversationResponse200Headers struct {
 	XRequestID *string
@@ -9690,6 +11491,129 @@ func (r GetEntryResponse) ContentType() string {
 	return ""
 }
 
+// GetEntryUsageResponse200Headers the declared response headers of an HTTP 200 response for GetEntryUsage
+type GetEntryUsageResponse200Headers struct {
+	XRequestID *string
+}
+
+// GetEntryUsageResponse400Headers the declared response headers of an HTTP 400 response for GetEntryUsage
+type GetEntryUsageResponse400Headers struct {
+	XRequestID *string
+}
+
+// GetEntryUsageResponse401Headers the declared response headers of an HTTP 401 response for GetEntryUsage
+type GetEntryUsageResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// GetEntryUsageResponse429Headers the declared response headers of an HTTP 429 response for GetEntryUsage
+type GetEntryUsageResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// GetEntryUsageResponse500Headers the declared response headers of an HTTP 500 response for GetEntryUsage
+type GetEntryUsageResponse500Headers struct {
+	XRequestID *string
+}
+
+// GetEntryUsageResponse503Headers the declared response headers of an HTTP 503 response for GetEntryUsage
+type GetEntryUsageResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type GetEntryUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EntryUsage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetEntryUsageResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetEntryUsageResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetEntryUsageResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEntryUsageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetEntryUsageResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetEntryUsageResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEntryUsageResponse) GetJSON200() *EntryUsage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetEntryUsageResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetEntryUsageResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetEntryUsageResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetEntryUsageResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetEntryUsageResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEntryUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEntryUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEntryUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEntryUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RecallResponse200Headers the declared response headers of an HTTP 200 response for Recall
 type RecallResponse200Headers struct {
 	XRequestID *string
@@ -9883,6 +11807,252 @@ func (r RecallResponse) ContentType() string {
 	return ""
 }
 
+// ListRecallsResponse200Headers the declared response headers of an HTTP 200 response for ListRecalls
+type ListRecallsResponse200Headers struct {
+	XRequestID *string
+}
+
+// ListRecallsResponse400Headers the declared response headers of an HTTP 400 response for ListRecalls
+type ListRecallsResponse400Headers struct {
+	XRequestID *string
+}
+
+// ListRecallsResponse401Headers the declared response headers of an HTTP 401 response for ListRecalls
+type ListRecallsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// ListRecallsResponse429Headers the declared response headers of an HTTP 429 response for ListRecalls
+type ListRecallsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// ListRecallsResponse500Headers the declared response headers of an HTTP 500 response for ListRecalls
+type ListRecallsResponse500Headers struct {
+	XRequestID *string
+}
+
+// ListRecallsResponse503Headers the declared response headers of an HTTP 503 response for ListRecalls
+type ListRecallsResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type ListRecallsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecallSummaryList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListRecallsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListRecallsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRecallsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRecallsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListRecallsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRecallsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRecallsResponse) GetJSON200() *RecallSummaryList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRecallsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRecallsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRecallsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListRecallsResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRecallsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRecallsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRecallsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRecallsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRecallsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListTurnsResponse200Headers the declared response headers of an HTTP 200 response for ListTurns
+type ListTurnsResponse200Headers struct {
+	XRequestID *string
+}
+
+// ListTurnsResponse400Headers the declared response headers of an HTTP 400 response for ListTurns
+type ListTurnsResponse400Headers struct {
+	XRequestID *string
+}
+
+// ListTurnsResponse401Headers the declared response headers of an HTTP 401 response for ListTurns
+type ListTurnsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// ListTurnsResponse429Headers the declared response headers of an HTTP 429 response for ListTurns
+type ListTurnsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// ListTurnsResponse500Headers the declared response headers of an HTTP 500 response for ListTurns
+type ListTurnsResponse500Headers struct {
+	XRequestID *string
+}
+
+// ListTurnsResponse503Headers the declared response headers of an HTTP 503 response for ListTurns
+type ListTurnsResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type ListTurnsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TurnList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListTurnsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListTurnsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTurnsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTurnsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListTurnsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTurnsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTurnsResponse) GetJSON200() *TurnList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTurnsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTurnsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTurnsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListTurnsResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTurnsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTurnsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTurnsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTurnsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTurnsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostTurnResponse200Headers the declared response headers of an HTTP 200 response for PostTurn
 type PostTurnResponse200Headers struct {
 	IdempotentReplayed *string
@@ -9892,6 +12062,7 @@ type PostTurnResponse200Headers struct {
 // PostTurnResponse201Headers the declared response headers of an HTTP 201 response for PostTurn
 type PostTurnResponse201Headers struct {
 	IdempotentReplayed *string
+	Location           string
 	XRequestID         *string
 }
 
@@ -10092,8 +12263,269 @@ func (r PostTurnResponse) ContentType() string {
 	return ""
 }
 
+// GetTurnResponse200Headers the declared response headers of an HTTP 200 response for GetTurn
+type GetTurnResponse200Headers struct {
+	XRequestID *string
+}
+
+// GetTurnResponse400Headers the declared response headers of an HTTP 400 response for GetTurn
+type GetTurnResponse400Headers struct {
+	XRequestID *string
+}
+
+// GetTurnResponse401Headers the declared response headers of an HTTP 401 response for GetTurn
+type GetTurnResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// GetTurnResponse404Headers the declared response headers of an HTTP 404 response for GetTurn
+type GetTurnResponse404Headers struct {
+	XRequestID *string
+}
+
+// GetTurnResponse429Headers the declared response headers of an HTTP 429 response for GetTurn
+type GetTurnResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// GetTurnResponse500Headers the declared response headers of an HTTP 500 response for GetTurn
+type GetTurnResponse500Headers struct {
+	XRequestID *string
+}
+
+// GetTurnResponse503Headers the declared response headers of an HTTP 503 response for GetTurn
+type GetTurnResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type GetTurnResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConversationTurn
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *TurnNotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTurnResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetTurnResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTurnResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetTurnResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTurnResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetTurnResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTurnResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTurnResponse) GetJSON200() *ConversationTurn {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTurnResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTurnResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTurnResponse) GetApplicationProblemJSON404() *TurnNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTurnResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetTurnResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTurnResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTurnResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTurnResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTurnResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTurnResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAblationsResponse200Headers the declared response headers of an HTTP 200 response for ListAblations
+type ListAblationsResponse200Headers struct {
+	XRequestID *string
+}
+
+// ListAblationsResponse400Headers the declared response headers of an HTTP 400 response for ListAblations
+type ListAblationsResponse400Headers struct {
+	XRequestID *string
+}
+
+// ListAblationsResponse401Headers the declared response headers of an HTTP 401 response for ListAblations
+type ListAblationsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// ListAblationsResponse429Headers the declared response headers of an HTTP 429 response for ListAblations
+type ListAblationsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// ListAblationsResponse500Headers the declared response headers of an HTTP 500 response for ListAblations
+type ListAblationsResponse500Headers struct {
+	XRequestID *string
+}
+
+// ListAblationsResponse503Headers the declared response headers of an HTTP 503 response for ListAblations
+type ListAblationsResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type ListAblationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AblationList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAblationsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListAblationsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAblationsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAblationsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListAblationsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAblationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAblationsResponse) GetJSON200() *AblationList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListAblationsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAblationsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListAblationsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListAblationsResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAblationsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAblationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAblationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAblationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAblationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RecordAblationResponse201Headers the declared response headers of an HTTP 201 response for RecordAblation
 type RecordAblationResponse201Headers struct {
+	Location   string
 	XRequestID *string
 }
 
@@ -10265,6 +12697,143 @@ func (r RecordAblationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RecordAblationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAblationResponse200Headers the declared response headers of an HTTP 200 response for GetAblation
+type GetAblationResponse200Headers struct {
+	XRequestID *string
+}
+
+// GetAblationResponse400Headers the declared response headers of an HTTP 400 response for GetAblation
+type GetAblationResponse400Headers struct {
+	XRequestID *string
+}
+
+// GetAblationResponse401Headers the declared response headers of an HTTP 401 response for GetAblation
+type GetAblationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      *string
+}
+
+// GetAblationResponse404Headers the declared response headers of an HTTP 404 response for GetAblation
+type GetAblationResponse404Headers struct {
+	XRequestID *string
+}
+
+// GetAblationResponse429Headers the declared response headers of an HTTP 429 response for GetAblation
+type GetAblationResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
+	XRequestID      *string
+}
+
+// GetAblationResponse500Headers the declared response headers of an HTTP 500 response for GetAblation
+type GetAblationResponse500Headers struct {
+	XRequestID *string
+}
+
+// GetAblationResponse503Headers the declared response headers of an HTTP 503 response for GetAblation
+type GetAblationResponse503Headers struct {
+	RetryAfter int
+	XRequestID *string
+}
+
+type GetAblationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AblationRecord
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *AblationNotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *InternalError
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAblationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetAblationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAblationResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetAblationResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAblationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetAblationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAblationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAblationResponse) GetJSON200() *AblationRecord {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetAblationResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetAblationResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetAblationResponse) GetApplicationProblemJSON404() *AblationNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetAblationResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetAblationResponse) GetApplicationProblemJSON500() *InternalError {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetAblationResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAblationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAblationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAblationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAblationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13234,6 +15803,37 @@ func (c *ClientWithResponses) GetCapabilitiesWithResponse(ctx context.Context, p
 	return ParseGetCapabilitiesResponse(rsp)
 }
 
+// ListConversationsWithResponse List conversations
+//
+// The tenant's conversations that hold live entries, each with its
+// principal, its last turn, when its entries were first written and
+// last updated, and how many live entries each memory holds for it.
+// Paged with `limit` and `cursor` like every collection.
+//
+// **Order.** By principal, then conversation id, in byte order of
+// their encodings; conversations without a principal sort as if
+// their principal were `_`. A stable order that every page of a
+// large tenant can be served in from an index; sort a page by
+// `updatedAt` on the client to see the most recent first.
+//
+// **Filters.** `principal` keeps that end user's conversations;
+// `memory` keeps the conversations where that memory holds live
+// entries (every memory's counts are still reported). A
+// conversation whose entries were all forgotten or expired is not
+// listed; its recall receipts, runs and ablations stay readable
+// through their own ids until their retention.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations (the `ListConversations` operationId).
+func (c *ClientWithResponses) ListConversationsWithResponse(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*ListConversationsResponse, error) {
+	rsp, err := c.ListConversations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConversationsResponse(rsp)
+}
+
 // ForgetConversationWithResponse Forget a conversation
 //
 // Erases everything stored for this conversation (for this principal):
@@ -13299,6 +15899,34 @@ func (c *ClientWithResponses) GetEntryWithResponse(ctx context.Context, conversa
 		return nil, err
 	}
 	return ParseGetEntryResponse(rsp)
+}
+
+// GetEntryUsageWithResponse Where an entry was used
+//
+// The forward view of the explain backtrack: the recall receipts of
+// this conversation that admitted the entry, newest first, each with
+// the score and rank it was admitted at and the turns it was offered
+// to (the receipt's `turn`, and every turn posted with it in
+// `recallIds`); `turns` gathers those turns for the page. Paged with
+// `limit` and `cursor` like every collection.
+//
+// A receipt says what was OFFERED; whether a model call was SHOWN
+// the entry is in each turn's explanation (`explainTurn`), from its
+// run's recording. The entry need not exist any more: receipts are
+// audit records and outlive the entry until their retention, so the
+// usage of a forgotten or expired entry is still answered. An entry
+// no receipt admitted answers an empty list. A document chunk of a
+// corpus memory is found under the conversation that recalled it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{conversationId}/entries/{entryId}/usage (the `GetEntryUsage` operationId).
+func (c *ClientWithResponses) GetEntryUsageWithResponse(ctx context.Context, conversationID ConversationID, entryID EntryID, params *GetEntryUsageParams, reqEditors ...RequestEditorFn) (*GetEntryUsageResponse, error) {
+	rsp, err := c.GetEntryUsage(ctx, conversationID, entryID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEntryUsageResponse(rsp)
 }
 
 // RecallWithBodyWithResponse Recall what to inject for the next turn
@@ -13425,6 +16053,69 @@ func (c *ClientWithResponses) RecallWithResponse(ctx context.Context, conversati
 	return ParseRecallResponse(rsp)
 }
 
+// ListRecallsWithResponse List a conversation's recall receipts
+//
+// The recall receipts of this conversation, newest first, each with
+// the turn and run it was made for, when, and the injection id of
+// every entry it admitted. Read a whole receipt, with every
+// candidate's evidence, at `links.self` (`getRecall`). Paged with
+// `limit` and `cursor` like every collection.
+//
+// With `turn`, only the receipts of that turn: those recorded for it
+// (recall's `turn`) and those the turn was posted with
+// (`recallIds`). Receipts are audit records: they outlive a
+// forgotten conversation until their retention.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{conversationId}/recalls (the `ListRecalls` operationId).
+func (c *ClientWithResponses) ListRecallsWithResponse(ctx context.Context, conversationID ConversationID, params *ListRecallsParams, reqEditors ...RequestEditorFn) (*ListRecallsResponse, error) {
+	rsp, err := c.ListRecalls(ctx, conversationID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRecallsResponse(rsp)
+}
+
+// ListTurnsWithResponse List a conversation's turns
+//
+// The conversation's turns, newest first, each with what a timeline
+// shows: when it was written, a preview of its messages, a summary
+// of its causal snapshot, the entries it wrote by memory, and the
+// runs and recall receipts linked to it. Paged with `limit` and
+// `cursor` like every collection.
+//
+// **Which turns.** A turn is listed when a live entry carries its
+// number (a message `msg-<turn>-<i>`, a snapshot `snap-<turn>`, a
+// beat `beat-<turn>-<i>`), when a recall receipt was recorded for it
+// (recall's `turn`), when a run was opened for it, or when a turn was
+// posted with links to it. So a turn whose recall and run are under
+// way is listed before the turn itself is posted, with no messages
+// yet.
+//
+// **Previews.** Here each message's `content` is cut to its first
+// 280 characters (`truncated`, and `length` is the whole length);
+// `getTurn` answers the messages whole. Messages are read from the
+// first memory, by id, that holds the turn's messages
+// (`messagesMemoryId`); other message memories hold copies.
+//
+// **Links.** `runIds` and `recallIds` are explicit links only: the
+// `runId` and `recallIds` the turn was posted with, its snapshot's
+// run, receipts recorded for the turn, the runs they name and runs
+// opened for it. Nothing is inferred. `links` are the paths of the
+// turn's own resources.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns (the `ListTurns` operationId).
+func (c *ClientWithResponses) ListTurnsWithResponse(ctx context.Context, conversationID ConversationID, params *ListTurnsParams, reqEditors ...RequestEditorFn) (*ListTurnsResponse, error) {
+	rsp, err := c.ListTurns(ctx, conversationID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTurnsResponse(rsp)
+}
+
 // PostTurnWithBodyWithResponse Record a finished turn
 //
 // Posts one finished turn of a conversation. Every memory of the tenant
@@ -13541,6 +16232,55 @@ func (c *ClientWithResponses) PostTurnWithResponse(ctx context.Context, conversa
 	return ParsePostTurnResponse(rsp)
 }
 
+// GetTurnWithResponse Read one turn
+//
+// One turn of the conversation, as `listTurns` lists it, with its
+// messages whole: when it was written, its messages, a summary of its
+// causal snapshot, the entries it wrote by memory (facts it last
+// wrote included), and the runs and recall receipts linked to it.
+// `postTurn` answers this path in `Location`.
+//
+// **The snapshot.** `snapshot` summarises the turn's causal snapshot
+// when a causal memory stored one: its query and answer, and the
+// evidence the agent reported with it (how many decisions and tool
+// calls, iterations, duration, tokens). A figure the agent did not
+// report is left out, never shown as zero; `reported` is false when
+// the turn was posted without evidence at all. The snapshot itself
+// is the entry `GET /v1/conversations/{conversationId}/entries/{entryId}?memory={memoryId}`.
+//
+// A turn with nothing stored for it (no entry, no recall receipt, no
+// run and no link) is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn} (the `GetTurn` operationId).
+func (c *ClientWithResponses) GetTurnWithResponse(ctx context.Context, conversationID ConversationID, turn Turn, params *GetTurnParams, reqEditors ...RequestEditorFn) (*GetTurnResponse, error) {
+	rsp, err := c.GetTurn(ctx, conversationID, turn, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTurnResponse(rsp)
+}
+
+// ListAblationsWithResponse List a turn's ablation reruns
+//
+// The ablation reruns recorded for this turn (`recordAblation`),
+// oldest first, each with the answer it got. These are the records
+// `explainTurn` derives its suspects' verdicts from. Paged with
+// `limit` and `cursor` like every collection. A turn with no
+// recorded rerun answers an empty list.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations (the `ListAblations` operationId).
+func (c *ClientWithResponses) ListAblationsWithResponse(ctx context.Context, conversationID ConversationID, turn Turn, params *ListAblationsParams, reqEditors ...RequestEditorFn) (*ListAblationsResponse, error) {
+	rsp, err := c.ListAblations(ctx, conversationID, turn, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAblationsResponse(rsp)
+}
+
 // RecordAblationWithBodyWithResponse Record the outcome of an ablation rerun
 //
 // Records one rerun of this turn: which injected pieces it left out
@@ -13619,6 +16359,23 @@ func (c *ClientWithResponses) RecordAblationWithResponse(ctx context.Context, co
 		return nil, err
 	}
 	return ParseRecordAblationResponse(rsp)
+}
+
+// GetAblationWithResponse Read one ablation rerun
+//
+// One recorded rerun of this turn, with the answer it got.
+// `recordAblation` answers this path in `Location`. An id recorded
+// for another turn, conversation or principal is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId} (the `GetAblation` operationId).
+func (c *ClientWithResponses) GetAblationWithResponse(ctx context.Context, conversationID ConversationID, turn Turn, ablationID AblationID, params *GetAblationParams, reqEditors ...RequestEditorFn) (*GetAblationResponse, error) {
+	rsp, err := c.GetAblation(ctx, conversationID, turn, ablationID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAblationResponse(rsp)
 }
 
 // ExplainTurnWithResponse Explain a turn's answer
@@ -14641,6 +17398,165 @@ func ParseGetCapabilitiesResponse(rsp *http.Response) (*GetCapabilitiesResponse,
 	return response, nil
 }
 
+// ParseListConversationsResponse parses an HTTP response from a ListConversationsWithResponse call
+func ParseListConversationsResponse(rsp *http.Response) (*ListConversationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConversationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConversationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListConversationsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListConversationsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListConversationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListConversationsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListConversationsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListConversationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseForgetConversationResponse parses an HTTP response from a ForgetConversationWithResponse call
 func ParseForgetConversationResponse(rsp *http.Response) (*ForgetConversationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15135,6 +18051,165 @@ func ParseGetEntryResponse(rsp *http.Response) (*GetEntryResponse, error) {
 	return response, nil
 }
 
+// ParseGetEntryUsageResponse parses an HTTP response from a GetEntryUsageWithResponse call
+func ParseGetEntryUsageResponse(rsp *http.Response) (*GetEntryUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEntryUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EntryUsage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetEntryUsageResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetEntryUsageResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetEntryUsageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetEntryUsageResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetEntryUsageResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetEntryUsageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRecallResponse parses an HTTP response from a RecallWithResponse call
 func ParseRecallResponse(rsp *http.Response) (*RecallResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15379,6 +18454,324 @@ func ParseRecallResponse(rsp *http.Response) (*RecallResponse, error) {
 	return response, nil
 }
 
+// ParseListRecallsResponse parses an HTTP response from a ListRecallsWithResponse call
+func ParseListRecallsResponse(rsp *http.Response) (*ListRecallsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRecallsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecallSummaryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListRecallsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListRecallsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListRecallsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListRecallsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListRecallsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRecallsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTurnsResponse parses an HTTP response from a ListTurnsWithResponse call
+func ParseListTurnsResponse(rsp *http.Response) (*ListTurnsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTurnsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TurnList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListTurnsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListTurnsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListTurnsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTurnsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListTurnsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListTurnsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParsePostTurnResponse parses an HTTP response from a PostTurnWithResponse call
 func ParsePostTurnResponse(rsp *http.Response) (*PostTurnResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15505,6 +18898,13 @@ func ParsePostTurnResponse(rsp *http.Response) (*PostTurnResponse, error) {
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -15654,6 +19054,341 @@ func ParsePostTurnResponse(rsp *http.Response) (*PostTurnResponse, error) {
 	return response, nil
 }
 
+// ParseGetTurnResponse parses an HTTP response from a GetTurnWithResponse call
+func ParseGetTurnResponse(rsp *http.Response) (*GetTurnResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTurnResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConversationTurn
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest TurnNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTurnResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetTurnResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetTurnResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetTurnResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTurnResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetTurnResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTurnResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAblationsResponse parses an HTTP response from a ListAblationsWithResponse call
+func ParseListAblationsResponse(rsp *http.Response) (*ListAblationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAblationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AblationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAblationsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListAblationsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAblationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAblationsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListAblationsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAblationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRecordAblationResponse parses an HTTP response from a RecordAblationWithResponse call
 func ParseRecordAblationResponse(rsp *http.Response) (*RecordAblationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15743,6 +19478,13 @@ func ParseRecordAblationResponse(rsp *http.Response) (*RecordAblationResponse, e
 	switch {
 	case rsp.StatusCode == 201:
 		var headers RecordAblationResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15861,6 +19603,182 @@ func ParseRecordAblationResponse(rsp *http.Response) (*RecordAblationResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RecordAblationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAblationResponse parses an HTTP response from a GetAblationWithResponse call
+func ParseGetAblationResponse(rsp *http.Response) (*GetAblationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAblationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AblationRecord
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AblationNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAblationResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetAblationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetAblationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetAblationResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAblationResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetAblationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetAblationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

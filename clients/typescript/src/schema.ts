@@ -231,7 +231,35 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a conversation's turns
+         * @description The conversation's turns, newest first, each with what a timeline
+         *     shows: when it was written, a preview of its messages, a summary
+         *     of its causal snapshot, the entries it wrote by memory, and the
+         *     runs and recall receipts linked to it. Paged with `limit` and
+         *     `cursor` like every collection.
+         *
+         *     **Which turns.** A turn is listed when a live entry carries its
+         *     number (a message `msg-<turn>-<i>`, a snapshot `snap-<turn>`, a
+         *     beat `beat-<turn>-<i>`), when a recall receipt was recorded for it
+         *     (recall's `turn`), when a run was opened for it, or when a turn was
+         *     posted with links to it. So a turn whose recall and run are under
+         *     way is listed before the turn itself is posted, with no messages
+         *     yet.
+         *
+         *     **Previews.** Here each message's `content` is cut to its first
+         *     280 characters (`truncated`, and `length` is the whole length);
+         *     `getTurn` answers the messages whole. Messages are read from the
+         *     first memory, by id, that holds the turn's messages
+         *     (`messagesMemoryId`); other message memories hold copies.
+         *
+         *     **Links.** `runIds` and `recallIds` are explicit links only: the
+         *     `runId` and `recallIds` the turn was posted with, its snapshot's
+         *     run, receipts recorded for the turn, the runs they name and runs
+         *     opened for it. Nothing is inferred. `links` are the paths of the
+         *     turn's own resources.
+         */
+        get: operations["listTurns"];
         put?: never;
         /**
          * Record a finished turn
@@ -1000,7 +1028,15 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a turn's ablation reruns
+         * @description The ablation reruns recorded for this turn (`recordAblation`),
+         *     oldest first, each with the answer it got. These are the records
+         *     `explainTurn` derives its suspects' verdicts from. Paged with
+         *     `limit` and `cursor` like every collection. A turn with no
+         *     recorded rerun answers an empty list.
+         */
+        get: operations["listAblations"];
         put?: never;
         /**
          * Record the outcome of an ablation rerun
@@ -1032,6 +1068,213 @@ export interface paths {
          *     `invalid-field`.
          */
         post: operations["recordAblation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List conversations
+         * @description The tenant's conversations that hold live entries, each with its
+         *     principal, its last turn, when its entries were first written and
+         *     last updated, and how many live entries each memory holds for it.
+         *     Paged with `limit` and `cursor` like every collection.
+         *
+         *     **Order.** By principal, then conversation id, in byte order of
+         *     their encodings; conversations without a principal sort as if
+         *     their principal were `_`. A stable order that every page of a
+         *     large tenant can be served in from an index; sort a page by
+         *     `updatedAt` on the client to see the most recent first.
+         *
+         *     **Filters.** `principal` keeps that end user's conversations;
+         *     `memory` keeps the conversations where that memory holds live
+         *     entries (every memory's counts are still reported). A
+         *     conversation whose entries were all forgotten or expired is not
+         *     listed; its recall receipts, runs and ablations stay readable
+         *     through their own ids until their retention.
+         */
+        get: operations["listConversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversationId}/turns/{turn}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+                /**
+                 * @description The turn's number, as `postTurn` answered it (`turn`).
+                 * @example 3
+                 */
+                turn: components["parameters"]["Turn"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one turn
+         * @description One turn of the conversation, as `listTurns` lists it, with its
+         *     messages whole: when it was written, its messages, a summary of its
+         *     causal snapshot, the entries it wrote by memory (facts it last
+         *     wrote included), and the runs and recall receipts linked to it.
+         *     `postTurn` answers this path in `Location`.
+         *
+         *     **The snapshot.** `snapshot` summarises the turn's causal snapshot
+         *     when a causal memory stored one: its query and answer, and the
+         *     evidence the agent reported with it (how many decisions and tool
+         *     calls, iterations, duration, tokens). A figure the agent did not
+         *     report is left out, never shown as zero; `reported` is false when
+         *     the turn was posted without evidence at all. The snapshot itself
+         *     is the entry `GET /v1/conversations/{conversationId}/entries/{entryId}?memory={memoryId}`.
+         *
+         *     A turn with nothing stored for it (no entry, no recall receipt, no
+         *     run and no link) is a 404.
+         */
+        get: operations["getTurn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversationId}/recalls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a conversation's recall receipts
+         * @description The recall receipts of this conversation, newest first, each with
+         *     the turn and run it was made for, when, and the injection id of
+         *     every entry it admitted. Read a whole receipt, with every
+         *     candidate's evidence, at `links.self` (`getRecall`). Paged with
+         *     `limit` and `cursor` like every collection.
+         *
+         *     With `turn`, only the receipts of that turn: those recorded for it
+         *     (recall's `turn`) and those the turn was posted with
+         *     (`recallIds`). Receipts are audit records: they outlive a
+         *     forgotten conversation until their retention.
+         */
+        get: operations["listRecalls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+                /**
+                 * @description The turn's number, as `postTurn` answered it (`turn`).
+                 * @example 3
+                 */
+                turn: components["parameters"]["Turn"];
+                /**
+                 * @description The ablation record's id, as `recordAblation` answered it.
+                 * @example abl_01JDRB2T7W4X9K3M
+                 */
+                ablationId: components["schemas"]["AblationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one ablation rerun
+         * @description One recorded rerun of this turn, with the answer it got.
+         *     `recordAblation` answers this path in `Location`. An id recorded
+         *     for another turn, conversation or principal is a 404.
+         */
+        get: operations["getAblation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversationId}/entries/{entryId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+                /**
+                 * @description The entry's id, e.g. `msg-3-0`, `snap-1` or `fact:name`.
+                 * @example snap-1
+                 */
+                entryId: components["schemas"]["EntryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Where an entry was used
+         * @description The forward view of the explain backtrack: the recall receipts of
+         *     this conversation that admitted the entry, newest first, each with
+         *     the score and rank it was admitted at and the turns it was offered
+         *     to (the receipt's `turn`, and every turn posted with it in
+         *     `recallIds`); `turns` gathers those turns for the page. Paged with
+         *     `limit` and `cursor` like every collection.
+         *
+         *     A receipt says what was OFFERED; whether a model call was SHOWN
+         *     the entry is in each turn's explanation (`explainTurn`), from its
+         *     run's recording. The entry need not exist any more: receipts are
+         *     audit records and outlive the entry until their retention, so the
+         *     usage of a forgotten or expired entry is still answered. An entry
+         *     no receipt admitted answers an empty list. A document chunk of a
+         *     corpus memory is found under the conversation that recalled it.
+         */
+        get: operations["getEntryUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2844,6 +3087,235 @@ export interface components {
              */
             createdAt: string;
         };
+        /**
+         * @description The path of a related resource on this server, with the query
+         *     (`principal`, filters) that names it: follow it with the same
+         *     credentials.
+         * @example /v1/conversations/support-4821/turns/3
+         */
+        ResourcePath: string;
+        /** @description How many live entries one memory holds for a conversation. */
+        MemoryEntryCount: {
+            memoryId: components["schemas"]["ResourceId"];
+            /**
+             * Format: int64
+             * @description Live entries of this memory in the conversation.
+             */
+            entryCount: number;
+        };
+        /** @description Where to read more of a conversation. */
+        ConversationLinks: {
+            turns: components["schemas"]["ResourcePath"];
+            entries: components["schemas"]["ResourcePath"];
+            recalls: components["schemas"]["ResourcePath"];
+            runs: components["schemas"]["ResourcePath"];
+        };
+        /** @description One conversation, as a list of conversations shows it. */
+        ConversationSummary: {
+            conversationId: components["schemas"]["ConversationId"];
+            principal?: components["schemas"]["Principal"];
+            /** @description The highest turn a live entry carries; absent when no live entry carries one (facts only). */
+            lastTurn?: number;
+            /**
+             * Format: int64
+             * @description Live entries of every memory in the conversation.
+             */
+            entryCount: number;
+            /** @description Live entries per memory, by memory id. */
+            memories: components["schemas"]["MemoryEntryCount"][];
+            /**
+             * Format: date-time
+             * @description When its oldest live entry was written.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a live entry of it last changed.
+             */
+            updatedAt: string;
+            links: components["schemas"]["ConversationLinks"];
+        };
+        ConversationList: {
+            /** @description By principal, then conversation id (byte order of their encodings). */
+            conversations: components["schemas"]["ConversationSummary"][];
+            /** @description Present only when another page exists; pass it back as `cursor`. */
+            nextCursor?: string;
+        };
+        /** @description One message of a turn, whole or (in a list) cut to a preview. */
+        TurnMessage: {
+            role: components["schemas"]["MessageRole"];
+            /** @description The message text, or its first 280 characters when `truncated`. */
+            content: string;
+            /** @description The whole message's length in characters. */
+            length: number;
+            /** @description Whether `content` is only the start of the message. */
+            truncated: boolean;
+        };
+        /**
+         * @description What a turn's causal snapshot says, in brief. Figures the agent did
+         *     not report are left out, never shown as zero.
+         */
+        TurnSnapshotSummary: {
+            memoryId: components["schemas"]["ResourceId"];
+            entryId: components["schemas"]["EntryId"];
+            /** @description The turn's query (its first user message). */
+            query: string;
+            /** @description The turn's final answer. */
+            finalContent: string;
+            /** @description False when the turn was posted without evidence (no decisions, tool calls, iterations, duration or tokens). */
+            reported: boolean;
+            /** @description Model-call iterations, when reported. */
+            iterations?: number;
+            /** @description How many decisions the agent recorded. */
+            decisions: number;
+            /** @description How many tool calls the agent recorded. */
+            toolCalls: number;
+            /** @description How many of those tool calls errored. */
+            erroredToolCalls: number;
+            /**
+             * Format: double
+             * @description How long the turn took, when reported.
+             */
+            durationMs?: number;
+            tokenUsage?: components["schemas"]["TokenUsage"];
+        };
+        /** @description The entries one memory holds for a turn. */
+        TurnEntryIds: {
+            memoryId: components["schemas"]["ResourceId"];
+            /** @description In the order the turn wrote them (facts after the rest). */
+            ids: components["schemas"]["EntryId"][];
+        };
+        /** @description Where to read more of a turn. */
+        TurnLinks: {
+            self: components["schemas"]["ResourcePath"];
+            explain: components["schemas"]["ResourcePath"];
+            ablations: components["schemas"]["ResourcePath"];
+            recalls: components["schemas"]["ResourcePath"];
+        };
+        /** @description One turn of a conversation, with what is stored and linked for it. */
+        ConversationTurn: {
+            /** @description The turn's number. */
+            turn: number;
+            conversationId: components["schemas"]["ConversationId"];
+            principal?: components["schemas"]["Principal"];
+            /**
+             * Format: date-time
+             * @description When the turn's entries were written; absent when none is stored (a turn under way).
+             */
+            createdAt?: string;
+            messagesMemoryId?: components["schemas"]["ResourceId"];
+            /** @description The turn's messages in order, from `messagesMemoryId`; empty when no memory holds them. */
+            messages: components["schemas"]["TurnMessage"][];
+            snapshot?: components["schemas"]["TurnSnapshotSummary"];
+            /** @description The live entries the turn wrote, by memory id. */
+            entries: components["schemas"]["TurnEntryIds"][];
+            /** @description The runs linked to the turn; read each at `/v1/runs/{runId}`. */
+            runIds: components["schemas"]["RunId"][];
+            /** @description The recall receipts linked to the turn, oldest first; read each at `/v1/recalls/{recallId}`. */
+            recallIds: components["schemas"]["RecallId"][];
+            links: components["schemas"]["TurnLinks"];
+        };
+        TurnList: {
+            /** @description Newest first. */
+            turns: components["schemas"]["ConversationTurn"][];
+            /** @description Present only when another page exists; pass it back as `cursor`. */
+            nextCursor?: string;
+        };
+        /** @description Where to read more of a recall receipt. */
+        RecallLinks: {
+            self: components["schemas"]["ResourcePath"];
+            turn?: components["schemas"]["ResourcePath"];
+        };
+        /** @description One recall receipt, in brief. */
+        RecallSummary: {
+            recallId: components["schemas"]["RecallId"];
+            /** @description The turn the recall was made for, when the agent said so. */
+            turn?: number;
+            runId?: components["schemas"]["RunId"];
+            /**
+             * Format: date-time
+             * @description When the recall was made.
+             */
+            createdAt: string;
+            queryHash: components["schemas"]["QueryHash"];
+            /** @description The injection id of every entry the recall admitted, in receipt order. */
+            admitted: components["schemas"]["InjectionId"][];
+            links: components["schemas"]["RecallLinks"];
+        };
+        RecallSummaryList: {
+            /** @description Newest first. */
+            recalls: components["schemas"]["RecallSummary"][];
+            /** @description Present only when another page exists; pass it back as `cursor`. */
+            nextCursor?: string;
+        };
+        /** @description Where to read more of an ablation rerun. */
+        AblationLinks: {
+            self: components["schemas"]["ResourcePath"];
+            turn: components["schemas"]["ResourcePath"];
+        };
+        /** @description A recorded rerun of a turn, with its answer. */
+        AblationRecord: {
+            id: components["schemas"]["AblationId"];
+            /** @description The turn that was rerun. */
+            turn: number;
+            /** @description The injection ids the rerun excluded; empty for a baseline. */
+            excluded: components["schemas"]["InjectionId"][];
+            /** @description The answer the rerun got. */
+            answer: string;
+            /** @description Whether the answer differed from the original, as the agent judged it. */
+            flipped: boolean;
+            /**
+             * Format: date-time
+             * @description When it was recorded.
+             */
+            createdAt: string;
+            links: components["schemas"]["AblationLinks"];
+        };
+        AblationList: {
+            /** @description Oldest first. */
+            ablations: components["schemas"]["AblationRecord"][];
+            /** @description Present only when another page exists; pass it back as `cursor`. */
+            nextCursor?: string;
+        };
+        /** @description One recall receipt that admitted an entry, and at what. */
+        EntryAdmission: {
+            recallId: components["schemas"]["RecallId"];
+            /**
+             * Format: date-time
+             * @description When the recall was made.
+             */
+            createdAt: string;
+            /** @description The turn the recall was made for, when the agent said so. */
+            turn?: number;
+            runId?: components["schemas"]["RunId"];
+            /**
+             * Format: double
+             * @description The entry's score in that recall; absent for strategies that do not score.
+             */
+            score?: number;
+            /** @description The entry's rank in that recall. */
+            rank: number;
+            /**
+             * Format: double
+             * @description The threshold it cleared, when the strategy had one.
+             */
+            threshold?: number;
+            /** @description The turns the receipt was offered to, newest first (its `turn`, and turns posted with it in `recallIds`). */
+            turns: number[];
+            links: components["schemas"]["RecallLinks"];
+        };
+        /** @description Where one entry was used. */
+        EntryUsage: {
+            memoryId: components["schemas"]["ResourceId"];
+            entryId: components["schemas"]["EntryId"];
+            injectionId: components["schemas"]["InjectionId"];
+            /** @description The receipts that admitted it, newest first. */
+            recalls: components["schemas"]["EntryAdmission"][];
+            /** @description Every turn this page's receipts were offered to, newest first. */
+            turns: number[];
+            /** @description Present only when another page exists; pass it back as `cursor`. */
+            nextCursor?: string;
+        };
     };
     responses: {
         /**
@@ -3380,6 +3852,30 @@ export interface components {
                  *       "detail": "`answer` must not contain NUL characters.",
                  *       "site": "recordAblation",
                  *       "path": "answer",
+                 *       "requestId": "01JDQ7Z3M4X8K2V9R5T6Y1W0AB"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description No rerun with that id was recorded for this turn of this
+         *     conversation under this principal. Another tenant's record answers
+         *     the same way.
+         */
+        AblationNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/not-found",
+                 *       "title": "Not found",
+                 *       "status": 404,
+                 *       "code": "not-found",
+                 *       "detail": "No ablation \"abl_01JDRB2T7W4X9K3M\" is recorded for turn 3 of this conversation.",
                  *       "requestId": "01JDQ7Z3M4X8K2V9R5T6Y1W0AB"
                  *     }
                  */
@@ -3927,6 +4423,185 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listTurns: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The end user the conversation belongs to. It separates data within a
+                 *     tenant: entries written under one principal are never seen under
+                 *     another. Absent, the conversation belongs to no principal: it is
+                 *     shared by every request that names the same conversation without
+                 *     one.
+                 * @example user-7c3e
+                 */
+                principal?: components["parameters"]["Principal"];
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+                 *     cursor that was altered, or that belongs to another query or tenant,
+                 *     is a 400 `invalid-cursor`.
+                 * @example eyJhZnRlciI6ImZhY3RzIn0.k3Jd9aQx
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of turns, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "turns": [
+                     *         {
+                     *           "turn": 3,
+                     *           "conversationId": "support-4821",
+                     *           "createdAt": "2026-11-30T06:15:05.120Z",
+                     *           "messagesMemoryId": "chat",
+                     *           "messages": [
+                     *             {
+                     *               "role": "user",
+                     *               "content": "How long do refunds for damaged items take?",
+                     *               "length": 43,
+                     *               "truncated": false
+                     *             },
+                     *             {
+                     *               "role": "assistant",
+                     *               "content": "We refund damaged items within 30 days.",
+                     *               "length": 39,
+                     *               "truncated": false
+                     *             }
+                     *           ],
+                     *           "snapshot": {
+                     *             "memoryId": "why",
+                     *             "entryId": "snap-3",
+                     *             "query": "How long do refunds for damaged items take?",
+                     *             "finalContent": "We refund damaged items within 30 days.",
+                     *             "reported": false,
+                     *             "decisions": 0,
+                     *             "toolCalls": 0,
+                     *             "erroredToolCalls": 0
+                     *           },
+                     *           "entries": [
+                     *             {
+                     *               "memoryId": "chat",
+                     *               "ids": [
+                     *                 "msg-3-0",
+                     *                 "msg-3-1"
+                     *               ]
+                     *             },
+                     *             {
+                     *               "memoryId": "why",
+                     *               "ids": [
+                     *                 "snap-3"
+                     *               ]
+                     *             }
+                     *           ],
+                     *           "runIds": [
+                     *             "run-3"
+                     *           ],
+                     *           "recallIds": [
+                     *             "rcl_01JDQ9C4M7ZK2W8T"
+                     *           ],
+                     *           "links": {
+                     *             "self": "/v1/conversations/support-4821/turns/3",
+                     *             "explain": "/v1/conversations/support-4821/turns/3/explain",
+                     *             "ablations": "/v1/conversations/support-4821/turns/3/ablations",
+                     *             "recalls": "/v1/conversations/support-4821/recalls?turn=3"
+                     *           }
+                     *         },
+                     *         {
+                     *           "turn": 1,
+                     *           "conversationId": "support-4821",
+                     *           "createdAt": "2026-11-30T06:12:41.902Z",
+                     *           "messagesMemoryId": "chat",
+                     *           "messages": [
+                     *             {
+                     *               "role": "user",
+                     *               "content": "What is the refund window for damaged items?",
+                     *               "length": 44,
+                     *               "truncated": false
+                     *             },
+                     *             {
+                     *               "role": "assistant",
+                     *               "content": "Damaged items are refunded within 30 days.",
+                     *               "length": 42,
+                     *               "truncated": false
+                     *             }
+                     *           ],
+                     *           "snapshot": {
+                     *             "memoryId": "why",
+                     *             "entryId": "snap-1",
+                     *             "query": "What is the refund window for damaged items?",
+                     *             "finalContent": "Damaged items are refunded within 30 days.",
+                     *             "reported": true,
+                     *             "iterations": 1,
+                     *             "decisions": 1,
+                     *             "toolCalls": 1,
+                     *             "erroredToolCalls": 0,
+                     *             "durationMs": 840,
+                     *             "tokenUsage": {
+                     *               "input": 512,
+                     *               "output": 64
+                     *             }
+                     *           },
+                     *           "entries": [
+                     *             {
+                     *               "memoryId": "chat",
+                     *               "ids": [
+                     *                 "msg-1-0",
+                     *                 "msg-1-1"
+                     *               ]
+                     *             },
+                     *             {
+                     *               "memoryId": "why",
+                     *               "ids": [
+                     *                 "snap-1"
+                     *               ]
+                     *             }
+                     *           ],
+                     *           "runIds": [],
+                     *           "recallIds": [],
+                     *           "links": {
+                     *             "self": "/v1/conversations/support-4821/turns/1",
+                     *             "explain": "/v1/conversations/support-4821/turns/1/explain",
+                     *             "ablations": "/v1/conversations/support-4821/turns/1/ablations",
+                     *             "recalls": "/v1/conversations/support-4821/recalls?turn=1"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextCursor": "eyJhZnRlciI6IjEifQ.Xk2b9Qe1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TurnList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     postTurn: {
         parameters: {
             query?: {
@@ -3989,10 +4664,11 @@ export interface operations {
             /**
              * @description The turn was written. `turn` is the turn number stored, `written`
              *     the entries each memory wrote, `skipped` the memories that wrote
-             *     nothing and why.
+             *     nothing and why. `Location` names the turn (`getTurn`).
              */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4882,6 +5558,99 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listAblations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The end user the conversation belongs to. It separates data within a
+                 *     tenant: entries written under one principal are never seen under
+                 *     another. Absent, the conversation belongs to no principal: it is
+                 *     shared by every request that names the same conversation without
+                 *     one.
+                 * @example user-7c3e
+                 */
+                principal?: components["parameters"]["Principal"];
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+                 *     cursor that was altered, or that belongs to another query or tenant,
+                 *     is a 400 `invalid-cursor`.
+                 * @example eyJhZnRlciI6ImZhY3RzIn0.k3Jd9aQx
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+                /**
+                 * @description The turn's number, as `postTurn` answered it (`turn`).
+                 * @example 3
+                 */
+                turn: components["parameters"]["Turn"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of reruns, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ablations": [
+                     *         {
+                     *           "id": "abl_01JDRB0Q5H8C2N6V",
+                     *           "turn": 3,
+                     *           "excluded": [],
+                     *           "answer": "Damaged items are refunded within 30 days.",
+                     *           "flipped": false,
+                     *           "createdAt": "2026-12-26T08:29:51.018Z",
+                     *           "links": {
+                     *             "self": "/v1/conversations/support-4821/turns/3/ablations/abl_01JDRB0Q5H8C2N6V",
+                     *             "turn": "/v1/conversations/support-4821/turns/3"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "abl_01JDRB2T7W4X9K3M",
+                     *           "turn": 3,
+                     *           "excluded": [
+                     *             "memory:why#snap-1"
+                     *           ],
+                     *           "answer": "Damaged items are refunded within 14 days.",
+                     *           "flipped": true,
+                     *           "createdAt": "2026-12-26T08:31:07.442Z",
+                     *           "links": {
+                     *             "self": "/v1/conversations/support-4821/turns/3/ablations/abl_01JDRB2T7W4X9K3M",
+                     *             "turn": "/v1/conversations/support-4821/turns/3"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AblationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     recordAblation: {
         parameters: {
             query?: {
@@ -4918,9 +5687,10 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The rerun's outcome is recorded. */
+            /** @description The rerun's outcome is recorded. `Location` names it (`getAblation`). */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -4934,6 +5704,465 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AblationUnprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listConversations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the conversations of this end user.
+                 * @example user-7c3e
+                 */
+                principal?: components["schemas"]["Principal"];
+                /**
+                 * @description Only the conversations where this memory holds live entries.
+                 * @example why
+                 */
+                memory?: components["schemas"]["ResourceId"];
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+                 *     cursor that was altered, or that belongs to another query or tenant,
+                 *     is a 400 `invalid-cursor`.
+                 * @example eyJhZnRlciI6ImZhY3RzIn0.k3Jd9aQx
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of conversations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversations": [
+                     *         {
+                     *           "conversationId": "support-4821",
+                     *           "lastTurn": 3,
+                     *           "entryCount": 12,
+                     *           "memories": [
+                     *             {
+                     *               "memoryId": "chat",
+                     *               "entryCount": 6
+                     *             },
+                     *             {
+                     *               "memoryId": "facts",
+                     *               "entryCount": 2
+                     *             },
+                     *             {
+                     *               "memoryId": "why",
+                     *               "entryCount": 3
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-30T06:12:41.902Z",
+                     *           "updatedAt": "2026-11-30T06:15:05.120Z",
+                     *           "links": {
+                     *             "turns": "/v1/conversations/support-4821/turns",
+                     *             "entries": "/v1/conversations/support-4821/entries",
+                     *             "recalls": "/v1/conversations/support-4821/recalls",
+                     *             "runs": "/v1/runs?conversationId=support-4821"
+                     *           }
+                     *         },
+                     *         {
+                     *           "conversationId": "thread-7",
+                     *           "principal": "user-42",
+                     *           "lastTurn": 18,
+                     *           "entryCount": 36,
+                     *           "memories": [
+                     *             {
+                     *               "memoryId": "chat",
+                     *               "entryCount": 36
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-29T17:02:11.480Z",
+                     *           "updatedAt": "2026-11-30T05:48:09.015Z",
+                     *           "links": {
+                     *             "turns": "/v1/conversations/thread-7/turns?principal=user-42",
+                     *             "entries": "/v1/conversations/thread-7/entries?principal=user-42",
+                     *             "recalls": "/v1/conversations/thread-7/recalls?principal=user-42",
+                     *             "runs": "/v1/runs?conversationId=thread-7&principal=user-42"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextCursor": "eyJhZnRlciI6InVzZXItNDIvdGhyZWFkLTcifQ.Qm1x0aZc"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTurn: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The end user the conversation belongs to. It separates data within a
+                 *     tenant: entries written under one principal are never seen under
+                 *     another. Absent, the conversation belongs to no principal: it is
+                 *     shared by every request that names the same conversation without
+                 *     one.
+                 * @example user-7c3e
+                 */
+                principal?: components["parameters"]["Principal"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+                /**
+                 * @description The turn's number, as `postTurn` answered it (`turn`).
+                 * @example 3
+                 */
+                turn: components["parameters"]["Turn"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The turn. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "turn": 3,
+                     *       "conversationId": "support-4821",
+                     *       "createdAt": "2026-11-30T06:15:05.120Z",
+                     *       "messagesMemoryId": "chat",
+                     *       "messages": [
+                     *         {
+                     *           "role": "user",
+                     *           "content": "How long do refunds for damaged items take?",
+                     *           "length": 43,
+                     *           "truncated": false
+                     *         },
+                     *         {
+                     *           "role": "assistant",
+                     *           "content": "We refund damaged items within 30 days.",
+                     *           "length": 39,
+                     *           "truncated": false
+                     *         }
+                     *       ],
+                     *       "snapshot": {
+                     *         "memoryId": "why",
+                     *         "entryId": "snap-3",
+                     *         "query": "How long do refunds for damaged items take?",
+                     *         "finalContent": "We refund damaged items within 30 days.",
+                     *         "reported": false,
+                     *         "decisions": 0,
+                     *         "toolCalls": 0,
+                     *         "erroredToolCalls": 0
+                     *       },
+                     *       "entries": [
+                     *         {
+                     *           "memoryId": "chat",
+                     *           "ids": [
+                     *             "msg-3-0",
+                     *             "msg-3-1"
+                     *           ]
+                     *         },
+                     *         {
+                     *           "memoryId": "why",
+                     *           "ids": [
+                     *             "snap-3"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "runIds": [
+                     *         "run-3"
+                     *       ],
+                     *       "recallIds": [
+                     *         "rcl_01JDQ9C4M7ZK2W8T"
+                     *       ],
+                     *       "links": {
+                     *         "self": "/v1/conversations/support-4821/turns/3",
+                     *         "explain": "/v1/conversations/support-4821/turns/3/explain",
+                     *         "ablations": "/v1/conversations/support-4821/turns/3/ablations",
+                     *         "recalls": "/v1/conversations/support-4821/recalls?turn=3"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationTurn"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["TurnNotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRecalls: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The end user the conversation belongs to. It separates data within a
+                 *     tenant: entries written under one principal are never seen under
+                 *     another. Absent, the conversation belongs to no principal: it is
+                 *     shared by every request that names the same conversation without
+                 *     one.
+                 * @example user-7c3e
+                 */
+                principal?: components["parameters"]["Principal"];
+                /**
+                 * @description Only the receipts of this turn.
+                 * @example 3
+                 */
+                turn?: number;
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+                 *     cursor that was altered, or that belongs to another query or tenant,
+                 *     is a 400 `invalid-cursor`.
+                 * @example eyJhZnRlciI6ImZhY3RzIn0.k3Jd9aQx
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of receipts, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "recalls": [
+                     *         {
+                     *           "recallId": "rcl_01JDQ9C4M7ZK2W8T",
+                     *           "turn": 3,
+                     *           "runId": "run-3",
+                     *           "createdAt": "2026-11-30T06:15:02.401Z",
+                     *           "queryHash": "sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0",
+                     *           "admitted": [
+                     *             "memory:chat#msg-1-0",
+                     *             "memory:chat#msg-1-1",
+                     *             "memory:why#snap-1"
+                     *           ],
+                     *           "links": {
+                     *             "self": "/v1/recalls/rcl_01JDQ9C4M7ZK2W8T",
+                     *             "turn": "/v1/conversations/support-4821/turns/3"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecallSummaryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAblation: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The end user the conversation belongs to. It separates data within a
+                 *     tenant: entries written under one principal are never seen under
+                 *     another. Absent, the conversation belongs to no principal: it is
+                 *     shared by every request that names the same conversation without
+                 *     one.
+                 * @example user-7c3e
+                 */
+                principal?: components["parameters"]["Principal"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+                /**
+                 * @description The turn's number, as `postTurn` answered it (`turn`).
+                 * @example 3
+                 */
+                turn: components["parameters"]["Turn"];
+                /**
+                 * @description The ablation record's id, as `recordAblation` answered it.
+                 * @example abl_01JDRB2T7W4X9K3M
+                 */
+                ablationId: components["schemas"]["AblationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rerun. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "abl_01JDRB2T7W4X9K3M",
+                     *       "turn": 3,
+                     *       "excluded": [
+                     *         "memory:why#snap-1"
+                     *       ],
+                     *       "answer": "Damaged items are refunded within 14 days.",
+                     *       "flipped": true,
+                     *       "createdAt": "2026-12-26T08:31:07.442Z",
+                     *       "links": {
+                     *         "self": "/v1/conversations/support-4821/turns/3/ablations/abl_01JDRB2T7W4X9K3M",
+                     *         "turn": "/v1/conversations/support-4821/turns/3"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AblationRecord"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AblationNotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getEntryUsage: {
+        parameters: {
+            query: {
+                /**
+                 * @description The memory that holds the entry.
+                 * @example why
+                 */
+                memory: components["schemas"]["ResourceId"];
+                /**
+                 * @description The end user the conversation belongs to. It separates data within a
+                 *     tenant: entries written under one principal are never seen under
+                 *     another. Absent, the conversation belongs to no principal: it is
+                 *     shared by every request that names the same conversation without
+                 *     one.
+                 * @example user-7c3e
+                 */
+                principal?: components["parameters"]["Principal"];
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+                 *     cursor that was altered, or that belongs to another query or tenant,
+                 *     is a 400 `invalid-cursor`.
+                 * @example eyJhZnRlciI6ImZhY3RzIn0.k3Jd9aQx
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The conversation: an opaque id chosen by the agent (a session or
+                 *     thread id, say). It is namespaced per tenant and principal, so the
+                 *     same id under two principals names two separate conversations.
+                 * @example support-4821
+                 */
+                conversationId: components["parameters"]["ConversationId"];
+                /**
+                 * @description The entry's id, e.g. `msg-3-0`, `snap-1` or `fact:name`.
+                 * @example snap-1
+                 */
+                entryId: components["schemas"]["EntryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the receipts that admitted the entry. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "memoryId": "why",
+                     *       "entryId": "snap-1",
+                     *       "injectionId": "memory:why#snap-1",
+                     *       "recalls": [
+                     *         {
+                     *           "recallId": "rcl_01JDQ9C4M7ZK2W8T",
+                     *           "createdAt": "2026-11-30T06:15:02.401Z",
+                     *           "turn": 3,
+                     *           "runId": "run-3",
+                     *           "score": 0.4583,
+                     *           "rank": 1,
+                     *           "threshold": 0.2,
+                     *           "turns": [
+                     *             3
+                     *           ],
+                     *           "links": {
+                     *             "self": "/v1/recalls/rcl_01JDQ9C4M7ZK2W8T"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "turns": [
+                     *         3
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EntryUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

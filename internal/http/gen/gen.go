@@ -775,6 +775,60 @@ type AblationInput struct {
 	Flipped bool `json:"flipped"`
 }
 
+// AblationLinks Where to read more of an ablation rerun.
+type AblationLinks struct {
+	// Self The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Self ResourcePath `json:"self"`
+
+	// Turn The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Turn ResourcePath `json:"turn"`
+}
+
+// AblationList defines model for AblationList.
+type AblationList struct {
+	// Ablations Oldest first.
+	Ablations []AblationRecord `json:"ablations"`
+
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// AblationRecord A recorded rerun of a turn, with its answer.
+type AblationRecord struct {
+	// Answer The answer the rerun got.
+	Answer string `json:"answer"`
+
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Excluded The injection ids the rerun excluded; empty for a baseline.
+	Excluded []InjectionID `json:"excluded"`
+
+	// Flipped Whether the answer differed from the original, as the agent judged it.
+	Flipped bool `json:"flipped"`
+
+	// ID An ablation record's id, chosen by the server.
+	//
+	// Example: abl_01JDRB2T7W4X9K3M
+	ID AblationID `json:"id"`
+
+	// Links Where to read more of an ablation rerun.
+	Links AblationLinks `json:"links"`
+
+	// Turn The turn that was rerun.
+	Turn int `json:"turn"`
+}
+
 // AnswerSource Where an explained answer comes from. `snapshot`: the turn's causal
 // snapshot (`snap-<turn>`). `messages`: no causal memory stored the
 // turn, but its messages are stored. `none`: nothing stored says
@@ -974,6 +1028,136 @@ type ContextPiece struct {
 // Example: support-4821
 type ConversationID = string
 
+// ConversationLinks Where to read more of a conversation.
+type ConversationLinks struct {
+	// Entries The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Entries ResourcePath `json:"entries"`
+
+	// Recalls The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Recalls ResourcePath `json:"recalls"`
+
+	// Runs The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Runs ResourcePath `json:"runs"`
+
+	// Turns The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Turns ResourcePath `json:"turns"`
+}
+
+// ConversationList defines model for ConversationList.
+type ConversationList struct {
+	// Conversations By principal, then conversation id (byte order of their encodings).
+	Conversations []ConversationSummary `json:"conversations"`
+
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// ConversationSummary One conversation, as a list of conversations shows it.
+type ConversationSummary struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID ConversationID `json:"conversationId"`
+
+	// CreatedAt When its oldest live entry was written.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// EntryCount Live entries of every memory in the conversation.
+	EntryCount int64 `json:"entryCount"`
+
+	// LastTurn The highest turn a live entry carries; absent when no live entry carries one (facts only).
+	LastTurn *int `json:"lastTurn,omitempty"`
+
+	// Links Where to read more of a conversation.
+	Links ConversationLinks `json:"links"`
+
+	// Memories Live entries per memory, by memory id.
+	Memories []MemoryEntryCount `json:"memories"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
+
+	// UpdatedAt When a live entry of it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ConversationTurn One turn of a conversation, with what is stored and linked for it.
+type ConversationTurn struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID ConversationID `json:"conversationId"`
+
+	// CreatedAt When the turn's entries were written; absent when none is stored (a turn under way).
+	CreatedAt *time.Time `json:"createdAt,omitempty"`
+
+	// Entries The live entries the turn wrote, by memory id.
+	Entries []TurnEntryIds `json:"entries"`
+
+	// Links Where to read more of a turn.
+	Links TurnLinks `json:"links"`
+
+	// Messages The turn's messages in order, from `messagesMemoryId`; empty when no memory holds them.
+	Messages []TurnMessage `json:"messages"`
+
+	// MessagesMemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MessagesMemoryID *ResourceID `json:"messagesMemoryId,omitempty"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
+
+	// RecallIds The recall receipts linked to the turn, oldest first; read each at `/v1/recalls/{recallId}`.
+	RecallIds []RecallID `json:"recallIds"`
+
+	// RunIds The runs linked to the turn; read each at `/v1/runs/{runId}`.
+	RunIds []RunID `json:"runIds"`
+
+	// Snapshot What a turn's causal snapshot says, in brief. Figures the agent did
+	// not report are left out, never shown as zero.
+	Snapshot *TurnSnapshotSummary `json:"snapshot,omitempty"`
+
+	// Turn The turn's number.
+	Turn int `json:"turn"`
+}
+
 // Decision One decision the agent took during the turn, with why.
 //
 // Example: {"chosen":"replace","evidence":{"daysSinceDelivery":2,"orderId":"A-1043"},"rule":"Damaged on arrival and delivered less than 30 days ago, so replace rather than refund.","stageId":"resolution"}
@@ -1168,6 +1352,43 @@ type Entry struct {
 	Version int64 `json:"version"`
 }
 
+// EntryAdmission One recall receipt that admitted an entry, and at what.
+type EntryAdmission struct {
+	// CreatedAt When the recall was made.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Links Where to read more of a recall receipt.
+	Links RecallLinks `json:"links"`
+
+	// Rank The entry's rank in that recall.
+	Rank int `json:"rank"`
+
+	// RecallID A recall receipt's id, chosen by the server.
+	//
+	// Example: rcl_01JDQ9C4M7ZK2W8T
+	RecallID RecallID `json:"recallId"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Score The entry's score in that recall; absent for strategies that do not score.
+	Score *float64 `json:"score,omitempty"`
+
+	// Threshold The threshold it cleared, when the strategy had one.
+	Threshold *float64 `json:"threshold,omitempty"`
+
+	// Turn The turn the recall was made for, when the agent said so.
+	Turn *int `json:"turn,omitempty"`
+
+	// Turns The turns the receipt was offered to, newest first (its `turn`, and turns posted with it in `recallIds`).
+	Turns []int `json:"turns"`
+}
+
 // EntryID An entry's id, unique within its memory and conversation. Its shape
 // tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
 // `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
@@ -1212,6 +1433,46 @@ type EntrySource struct {
 
 	// Turn The turn that wrote it; 0 for entries no turn wrote (document chunks).
 	Turn int `json:"turn"`
+}
+
+// EntryUsage Where one entry was used.
+type EntryUsage struct {
+	// EntryID An entry's id, unique within its memory and conversation. Its shape
+	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
+	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
+	//
+	//
+	// Example: msg-3-0
+	EntryID EntryID `json:"entryId"`
+
+	// InjectionID An injection id that names one stored entry:
+	// `memory:<memoryId>#<entryId>`, as a per-chunk injection, a context
+	// piece's `sourceId`, an origin and a suspect name it (and an
+	// `entry-missing` flag's `entryId`). What follows the first `#` is
+	// the entry id, `#` and all (`memory:handbook#returns-policy#0`).
+	//
+	//
+	// Example: memory:why#snap-1
+	InjectionID InjectionID `json:"injectionId"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Recalls The receipts that admitted it, newest first.
+	Recalls []EntryAdmission `json:"recalls"`
+
+	// Turns Every turn this page's receipts were offered to, newest first.
+	Turns []int `json:"turns"`
 }
 
 // EventBatch Events to append, in order.
@@ -1958,6 +2219,19 @@ type MemoryDraft struct {
 	Type MemoryType `json:"type"`
 }
 
+// MemoryEntryCount How many live entries one memory holds for a conversation.
+type MemoryEntryCount struct {
+	// EntryCount Live entries of this memory in the conversation.
+	EntryCount int64 `json:"entryCount"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+}
+
 // MemoryInput A memory definition to create.
 type MemoryInput struct {
 	// Corpus A document corpus for RAG: filled by indexing documents, never by
@@ -2586,6 +2860,25 @@ type RecallInput struct {
 	Turn *int `json:"turn,omitempty"`
 }
 
+// RecallLinks Where to read more of a recall receipt.
+type RecallLinks struct {
+	// Self The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Self ResourcePath `json:"self"`
+
+	// Turn The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Turn *ResourcePath `json:"turn,omitempty"`
+}
+
 // RecallResult A recall and its receipt: per memory, the recall and its evidence;
 // overall, the injections and the system-prompt text. The stored
 // receipt is the same object; neither holds the query text, only
@@ -2623,6 +2916,48 @@ type RecallResult struct {
 
 	// Turn The turn the recall was for, when the request said.
 	Turn *int `json:"turn,omitempty"`
+}
+
+// RecallSummary One recall receipt, in brief.
+type RecallSummary struct {
+	// Admitted The injection id of every entry the recall admitted, in receipt order.
+	Admitted []InjectionID `json:"admitted"`
+
+	// CreatedAt When the recall was made.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Links Where to read more of a recall receipt.
+	Links RecallLinks `json:"links"`
+
+	// QueryHash `sha256:` and the lowercase hex SHA-256 of the query text's UTF-8 bytes. The text itself is never stored.
+	//
+	// Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
+	QueryHash QueryHash `json:"queryHash"`
+
+	// RecallID A recall receipt's id, chosen by the server.
+	//
+	// Example: rcl_01JDQ9C4M7ZK2W8T
+	RecallID RecallID `json:"recallId"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID *RunID `json:"runId,omitempty"`
+
+	// Turn The turn the recall was made for, when the agent said so.
+	Turn *int `json:"turn,omitempty"`
+}
+
+// RecallSummaryList defines model for RecallSummaryList.
+type RecallSummaryList struct {
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Recalls Newest first.
+	Recalls []RecallSummary `json:"recalls"`
 }
 
 // RecordedEvent One retained event.
@@ -2693,6 +3028,13 @@ type Requirement string
 //
 // Example: chat
 type ResourceID = string
+
+// ResourcePath The path of a related resource on this server, with the query
+// (`principal`, filters) that names it: follow it with the same
+// credentials.
+//
+// Example: /v1/conversations/support-4821/turns/3
+type ResourcePath = string
 
 // Run A run recording's state. Optional facts the server does not know are absent keys.
 type Run struct {
@@ -3111,6 +3453,19 @@ type ToolCall struct {
 	ResultPreview *string `json:"resultPreview,omitempty"`
 }
 
+// TurnEntryIds The entries one memory holds for a turn.
+type TurnEntryIds struct {
+	// Ids In the order the turn wrote them (facts after the rest).
+	Ids []EntryID `json:"ids"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+}
+
 // TurnEvidence How the agent arrived at the turn's answer. Causal memories store it
 // in the turn's snapshot (`snap-{turn}`), so that a later wrong answer
 // can be traced to the decisions and tool results behind it; the other
@@ -3189,6 +3544,67 @@ type TurnInput struct {
 	TurnNumber *float64 `json:"turnNumber,omitempty"`
 }
 
+// TurnLinks Where to read more of a turn.
+type TurnLinks struct {
+	// Ablations The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Ablations ResourcePath `json:"ablations"`
+
+	// Explain The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Explain ResourcePath `json:"explain"`
+
+	// Recalls The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Recalls ResourcePath `json:"recalls"`
+
+	// Self The path of a related resource on this server, with the query
+	// (`principal`, filters) that names it: follow it with the same
+	// credentials.
+	//
+	//
+	// Example: /v1/conversations/support-4821/turns/3
+	Self ResourcePath `json:"self"`
+}
+
+// TurnList defines model for TurnList.
+type TurnList struct {
+	// NextCursor Present only when another page exists; pass it back as `cursor`.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Turns Newest first.
+	Turns []ConversationTurn `json:"turns"`
+}
+
+// TurnMessage One message of a turn, whole or (in a list) cut to a preview.
+type TurnMessage struct {
+	// Content The message text, or its first 280 characters when `truncated`.
+	Content string `json:"content"`
+
+	// Length The whole message's length in characters.
+	Length int `json:"length"`
+
+	// Role Who said it, as in chat-completions APIs.
+	//
+	// Example: user
+	Role MessageRole `json:"role"`
+
+	// Truncated Whether `content` is only the start of the message.
+	Truncated bool `json:"truncated"`
+}
+
 // TurnNoop Why the turn wrote nothing at all.
 type TurnNoop struct {
 	// Detail The reason in words.
@@ -3251,6 +3667,57 @@ type TurnSkipped struct {
 	Reason SkipReason `json:"reason"`
 }
 
+// TurnSnapshotSummary What a turn's causal snapshot says, in brief. Figures the agent did
+// not report are left out, never shown as zero.
+type TurnSnapshotSummary struct {
+	// Decisions How many decisions the agent recorded.
+	Decisions int `json:"decisions"`
+
+	// DurationMs How long the turn took, when reported.
+	DurationMs *float64 `json:"durationMs,omitempty"`
+
+	// EntryID An entry's id, unique within its memory and conversation. Its shape
+	// tells its kind: `msg-{turn}-{i}`, `snap-{turn}`, `beat-{turn}-{i}`,
+	// `fact:{key}`, `msg-summary-{from}-{to}`; document chunks carry ids of
+	// their own. In a principal-scoped memory a turn's ids end in `~` and
+	// the conversation that wrote them (`msg-3-0~support-4821`); facts keep
+	// `fact:{key}`.
+	//
+	//
+	// Example: msg-3-0
+	EntryID EntryID `json:"entryId"`
+
+	// ErroredToolCalls How many of those tool calls errored.
+	ErroredToolCalls int `json:"erroredToolCalls"`
+
+	// FinalContent The turn's final answer.
+	FinalContent string `json:"finalContent"`
+
+	// Iterations Model-call iterations, when reported.
+	Iterations *int `json:"iterations,omitempty"`
+
+	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
+	// or digit, then letters, digits, `.`, `_` or `-`.
+	//
+	//
+	// Example: chat
+	MemoryID ResourceID `json:"memoryId"`
+
+	// Query The turn's query (its first user message).
+	Query string `json:"query"`
+
+	// Reported False when the turn was posted without evidence (no decisions, tool calls, iterations, duration or tokens).
+	Reported bool `json:"reported"`
+
+	// TokenUsage The model tokens the turn used.
+	//
+	// Example: {"input":1312,"output":86}
+	TokenUsage *TokenUsage `json:"tokenUsage,omitempty"`
+
+	// ToolCalls How many tool calls the agent recorded.
+	ToolCalls int `json:"toolCalls"`
+}
+
 // TurnWritten What one memory wrote.
 type TurnWritten struct {
 	// Ids The ids of the entries written (or, for facts, updated).
@@ -3308,6 +3775,15 @@ type PrincipalPath = Principal
 
 // Turn defines model for Turn.
 type Turn = int
+
+// AblationNotFound An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
+type AblationNotFound = Problem
 
 // AblationUnprocessable An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -3541,6 +4017,23 @@ type GetCapabilitiesParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListConversationsParams defines parameters for ListConversations.
+type ListConversationsParams struct {
+	// Principal Only the conversations of this end user.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Memory Only the conversations where this memory holds live entries.
+	Memory *ResourceID `form:"memory,omitempty" json:"memory,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ForgetConversationParams defines parameters for ForgetConversation.
 type ForgetConversationParams struct {
 	// Principal The end user the conversation belongs to. It separates data within a
@@ -3597,6 +4090,27 @@ type GetEntryParams struct {
 	Include *Include `form:"include,omitempty" json:"include,omitempty"`
 }
 
+// GetEntryUsageParams defines parameters for GetEntryUsage.
+type GetEntryUsageParams struct {
+	// Memory The memory that holds the entry.
+	Memory ResourceID `form:"memory" json:"memory"`
+
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // RecallParams defines parameters for Recall.
 type RecallParams struct {
 	// Principal The end user the conversation belongs to. It separates data within a
@@ -3605,6 +4119,45 @@ type RecallParams struct {
 	// shared by every request that names the same conversation without
 	// one.
 	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// ListRecallsParams defines parameters for ListRecalls.
+type ListRecallsParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Turn Only the receipts of this turn.
+	Turn *int `form:"turn,omitempty" json:"turn,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListTurnsParams defines parameters for ListTurns.
+type ListTurnsParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // PostTurnParams defines parameters for PostTurn.
@@ -3625,8 +4178,46 @@ type PostTurnParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// GetTurnParams defines parameters for GetTurn.
+type GetTurnParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// ListAblationsParams defines parameters for ListAblations.
+type ListAblationsParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, unchanged. Opaque and signed; a
+	// cursor that was altered, or that belongs to another query or tenant,
+	// is a 400 `invalid-cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // RecordAblationParams defines parameters for RecordAblation.
 type RecordAblationParams struct {
+	// Principal The end user the conversation belongs to. It separates data within a
+	// tenant: entries written under one principal are never seen under
+	// another. Absent, the conversation belongs to no principal: it is
+	// shared by every request that names the same conversation without
+	// one.
+	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// GetAblationParams defines parameters for GetAblation.
+type GetAblationParams struct {
 	// Principal The end user the conversation belongs to. It separates data within a
 	// tenant: entries written under one principal are never seen under
 	// another. Absent, the conversation belongs to no principal: it is
@@ -4006,6 +4597,9 @@ type ServerInterface interface {
 	// GetCapabilities Describe this deployment
 	// (GET /v1/capabilities)
 	GetCapabilities(w http.ResponseWriter, r *http.Request, params GetCapabilitiesParams)
+	// ListConversations List conversations
+	// (GET /v1/conversations)
+	ListConversations(w http.ResponseWriter, r *http.Request, params ListConversationsParams)
 	// ForgetConversation Forget a conversation
 	// (DELETE /v1/conversations/{conversationId})
 	ForgetConversation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ForgetConversationParams)
@@ -4015,15 +4609,33 @@ type ServerInterface interface {
 	// GetEntry Read one entry
 	// (GET /v1/conversations/{conversationId}/entries/{entryId})
 	GetEntry(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryParams)
+	// GetEntryUsage Where an entry was used
+	// (GET /v1/conversations/{conversationId}/entries/{entryId}/usage)
+	GetEntryUsage(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryUsageParams)
 	// Recall Recall what to inject for the next turn
 	// (POST /v1/conversations/{conversationId}/recall)
 	Recall(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params RecallParams)
+	// ListRecalls List a conversation's recall receipts
+	// (GET /v1/conversations/{conversationId}/recalls)
+	ListRecalls(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListRecallsParams)
+	// ListTurns List a conversation's turns
+	// (GET /v1/conversations/{conversationId}/turns)
+	ListTurns(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListTurnsParams)
 	// PostTurn Record a finished turn
 	// (POST /v1/conversations/{conversationId}/turns)
 	PostTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params PostTurnParams)
+	// GetTurn Read one turn
+	// (GET /v1/conversations/{conversationId}/turns/{turn})
+	GetTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params GetTurnParams)
+	// ListAblations List a turn's ablation reruns
+	// (GET /v1/conversations/{conversationId}/turns/{turn}/ablations)
+	ListAblations(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params ListAblationsParams)
 	// RecordAblation Record the outcome of an ablation rerun
 	// (POST /v1/conversations/{conversationId}/turns/{turn}/ablations)
 	RecordAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params RecordAblationParams)
+	// GetAblation Read one ablation rerun
+	// (GET /v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId})
+	GetAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, ablationID AblationID, params GetAblationParams)
 	// ExplainTurn Explain a turn's answer
 	// (GET /v1/conversations/{conversationId}/turns/{turn}/explain)
 	ExplainTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params ExplainTurnParams)
@@ -4108,6 +4720,12 @@ func (_ Unimplemented) GetCapabilities(w http.ResponseWriter, r *http.Request, p
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ListConversations List conversations
+// (GET /v1/conversations)
+func (_ Unimplemented) ListConversations(w http.ResponseWriter, r *http.Request, params ListConversationsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ForgetConversation Forget a conversation
 // (DELETE /v1/conversations/{conversationId})
 func (_ Unimplemented) ForgetConversation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ForgetConversationParams) {
@@ -4126,9 +4744,27 @@ func (_ Unimplemented) GetEntry(w http.ResponseWriter, r *http.Request, conversa
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetEntryUsage Where an entry was used
+// (GET /v1/conversations/{conversationId}/entries/{entryId}/usage)
+func (_ Unimplemented) GetEntryUsage(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryUsageParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // Recall Recall what to inject for the next turn
 // (POST /v1/conversations/{conversationId}/recall)
 func (_ Unimplemented) Recall(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params RecallParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListRecalls List a conversation's recall receipts
+// (GET /v1/conversations/{conversationId}/recalls)
+func (_ Unimplemented) ListRecalls(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListRecallsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListTurns List a conversation's turns
+// (GET /v1/conversations/{conversationId}/turns)
+func (_ Unimplemented) ListTurns(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListTurnsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -4138,9 +4774,27 @@ func (_ Unimplemented) PostTurn(w http.ResponseWriter, r *http.Request, conversa
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetTurn Read one turn
+// (GET /v1/conversations/{conversationId}/turns/{turn})
+func (_ Unimplemented) GetTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params GetTurnParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListAblations List a turn's ablation reruns
+// (GET /v1/conversations/{conversationId}/turns/{turn}/ablations)
+func (_ Unimplemented) ListAblations(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params ListAblationsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // RecordAblation Record the outcome of an ablation rerun
 // (POST /v1/conversations/{conversationId}/turns/{turn}/ablations)
 func (_ Unimplemented) RecordAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params RecordAblationParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetAblation Read one ablation rerun
+// (GET /v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId})
+func (_ Unimplemented) GetAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, ablationID AblationID, params GetAblationParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -4333,6 +4987,78 @@ func (siw *ServerInterfaceWrapper) GetCapabilities(w http.ResponseWriter, r *htt
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetCapabilities(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListConversations operation middleware
+func (siw *ServerInterfaceWrapper) ListConversations(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListConversationsParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "memory" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "memory", r.URL.Query(), &params.Memory, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "memory"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListConversations(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4581,6 +5307,96 @@ func (siw *ServerInterfaceWrapper) GetEntry(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// GetEntryUsage operation middleware
+func (siw *ServerInterfaceWrapper) GetEntryUsage(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "entryId" -------------
+	var entryID EntryID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entryId", chi.URLParam(r, "entryId"), &entryID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entryId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEntryUsageParams
+
+	// ------------- Required query parameter "memory" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "memory", r.URL.Query(), &params.Memory, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "memory"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetEntryUsage(w, r, conversationID, entryID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // Recall operation middleware
 func (siw *ServerInterfaceWrapper) Recall(w http.ResponseWriter, r *http.Request) {
 
@@ -4614,6 +5430,155 @@ func (siw *ServerInterfaceWrapper) Recall(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Recall(w, r, conversationID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListRecalls operation middleware
+func (siw *ServerInterfaceWrapper) ListRecalls(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecallsParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "turn" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "turn", r.URL.Query(), &params.Turn, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "turn"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "turn", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListRecalls(w, r, conversationID, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListTurns operation middleware
+func (siw *ServerInterfaceWrapper) ListTurns(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTurnsParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListTurns(w, r, conversationID, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4686,6 +5651,134 @@ func (siw *ServerInterfaceWrapper) PostTurn(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// GetTurn operation middleware
+func (siw *ServerInterfaceWrapper) GetTurn(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "turn" -------------
+	var turn Turn
+
+	err = runtime.BindStyledParameterWithOptions("simple", "turn", chi.URLParam(r, "turn"), &turn, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "turn", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTurnParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTurn(w, r, conversationID, turn, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListAblations operation middleware
+func (siw *ServerInterfaceWrapper) ListAblations(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "turn" -------------
+	var turn Turn
+
+	err = runtime.BindStyledParameterWithOptions("simple", "turn", chi.URLParam(r, "turn"), &turn, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "turn", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAblationsParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListAblations(w, r, conversationID, turn, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // RecordAblation operation middleware
 func (siw *ServerInterfaceWrapper) RecordAblation(w http.ResponseWriter, r *http.Request) {
 
@@ -4728,6 +5821,66 @@ func (siw *ServerInterfaceWrapper) RecordAblation(w http.ResponseWriter, r *http
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RecordAblation(w, r, conversationID, turn, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetAblation operation middleware
+func (siw *ServerInterfaceWrapper) GetAblation(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationID ConversationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", chi.URLParam(r, "conversationId"), &conversationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "turn" -------------
+	var turn Turn
+
+	err = runtime.BindStyledParameterWithOptions("simple", "turn", chi.URLParam(r, "turn"), &turn, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "turn", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "ablationId" -------------
+	var ablationID AblationID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "ablationId", chi.URLParam(r, "ablationId"), &ablationID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "ablationId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetAblationParams
+
+	// ------------- Optional query parameter "principal" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "principal", r.URL.Query(), &params.Principal, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "principal"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "principal", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetAblation(w, r, conversationID, turn, ablationID, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5727,6 +6880,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Put(options.BaseURL+"/v1/memories/{memoryId}", wrapper.ReplaceMemory)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/turns", wrapper.ListTurns)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/conversations/{conversationId}/turns", wrapper.PostTurn)
 	})
 	r.Group(func(r chi.Router) {
@@ -5781,10 +6937,37 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/turns/{turn}/explain", wrapper.ExplainTurn)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/turns/{turn}/ablations", wrapper.ListAblations)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/conversations/{conversationId}/turns/{turn}/ablations", wrapper.RecordAblation)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations", wrapper.ListConversations)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/turns/{turn}", wrapper.GetTurn)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/recalls", wrapper.ListRecalls)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId}", wrapper.GetAblation)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/conversations/{conversationId}/entries/{entryId}/usage", wrapper.GetEntryUsage)
 	})
 
 	return r
+}
+
+type AblationNotFoundResponseHeaders struct {
+	XRequestID *string
+}
+type AblationNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers AblationNotFoundResponseHeaders
 }
 
 type AblationUnprocessableResponseHeaders struct {
@@ -6236,6 +7419,142 @@ func (response GetCapabilities500ApplicationProblemPlusJSONResponse) VisitGetCap
 	return err
 }
 
+type ListConversationsRequestObject struct {
+	Params ListConversationsParams
+}
+
+type ListConversationsResponseObject interface {
+	VisitListConversationsResponse(w http.ResponseWriter) error
+}
+
+type ListConversations200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListConversations200JSONResponse struct {
+	Body    ConversationList
+	Headers ListConversations200ResponseHeaders
+}
+
+func (response ListConversations200JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListConversations400ApplicationProblemPlusJSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListConversations401ApplicationProblemPlusJSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListConversations429ApplicationProblemPlusJSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListConversations500ApplicationProblemPlusJSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListConversations503ApplicationProblemPlusJSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ForgetConversationRequestObject struct {
 	ConversationID ConversationID `json:"conversationId"`
 	Params         ForgetConversationParams
@@ -6667,6 +7986,144 @@ func (response GetEntry503ApplicationProblemPlusJSONResponse) VisitGetEntryRespo
 	return err
 }
 
+type GetEntryUsageRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	EntryID        EntryID        `json:"entryId"`
+	Params         GetEntryUsageParams
+}
+
+type GetEntryUsageResponseObject interface {
+	VisitGetEntryUsageResponse(w http.ResponseWriter) error
+}
+
+type GetEntryUsage200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type GetEntryUsage200JSONResponse struct {
+	Body    EntryUsage
+	Headers GetEntryUsage200ResponseHeaders
+}
+
+func (response GetEntryUsage200JSONResponse) VisitGetEntryUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntryUsage400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntryUsage400ApplicationProblemPlusJSONResponse) VisitGetEntryUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntryUsage401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntryUsage401ApplicationProblemPlusJSONResponse) VisitGetEntryUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntryUsage429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntryUsage429ApplicationProblemPlusJSONResponse) VisitGetEntryUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntryUsage500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntryUsage500ApplicationProblemPlusJSONResponse) VisitGetEntryUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEntryUsage503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetEntryUsage503ApplicationProblemPlusJSONResponse) VisitGetEntryUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecallRequestObject struct {
 	ConversationID ConversationID `json:"conversationId"`
 	Params         RecallParams
@@ -6900,6 +8357,280 @@ func (response Recall503ApplicationProblemPlusJSONResponse) VisitRecallResponse(
 	return err
 }
 
+type ListRecallsRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Params         ListRecallsParams
+}
+
+type ListRecallsResponseObject interface {
+	VisitListRecallsResponse(w http.ResponseWriter) error
+}
+
+type ListRecalls200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListRecalls200JSONResponse struct {
+	Body    RecallSummaryList
+	Headers ListRecalls200ResponseHeaders
+}
+
+func (response ListRecalls200JSONResponse) VisitListRecallsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecalls400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecalls400ApplicationProblemPlusJSONResponse) VisitListRecallsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecalls401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecalls401ApplicationProblemPlusJSONResponse) VisitListRecallsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecalls429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecalls429ApplicationProblemPlusJSONResponse) VisitListRecallsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecalls500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecalls500ApplicationProblemPlusJSONResponse) VisitListRecallsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecalls503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecalls503ApplicationProblemPlusJSONResponse) VisitListRecallsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTurnsRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Params         ListTurnsParams
+}
+
+type ListTurnsResponseObject interface {
+	VisitListTurnsResponse(w http.ResponseWriter) error
+}
+
+type ListTurns200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListTurns200JSONResponse struct {
+	Body    TurnList
+	Headers ListTurns200ResponseHeaders
+}
+
+func (response ListTurns200JSONResponse) VisitListTurnsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTurns400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTurns400ApplicationProblemPlusJSONResponse) VisitListTurnsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTurns401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTurns401ApplicationProblemPlusJSONResponse) VisitListTurnsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTurns429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTurns429ApplicationProblemPlusJSONResponse) VisitListTurnsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTurns500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListTurns500ApplicationProblemPlusJSONResponse) VisitListTurnsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTurns503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTurns503ApplicationProblemPlusJSONResponse) VisitListTurnsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PostTurnRequestObject struct {
 	ConversationID ConversationID `json:"conversationId"`
 	Params         PostTurnParams
@@ -6940,6 +8671,7 @@ func (response PostTurn200JSONResponse) VisitPostTurnResponse(w http.ResponseWri
 
 type PostTurn201ResponseHeaders struct {
 	IdempotentReplayed *string
+	Location           string
 	XRequestID         *string
 }
 
@@ -6958,6 +8690,7 @@ func (response PostTurn201JSONResponse) VisitPostTurnResponse(w http.ResponseWri
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
@@ -7165,6 +8898,301 @@ func (response PostTurn503ApplicationProblemPlusJSONResponse) VisitPostTurnRespo
 	return err
 }
 
+type GetTurnRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Turn           Turn           `json:"turn"`
+	Params         GetTurnParams
+}
+
+type GetTurnResponseObject interface {
+	VisitGetTurnResponse(w http.ResponseWriter) error
+}
+
+type GetTurn200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type GetTurn200JSONResponse struct {
+	Body    ConversationTurn
+	Headers GetTurn200ResponseHeaders
+}
+
+func (response GetTurn200JSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTurn400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTurn400ApplicationProblemPlusJSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTurn401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTurn401ApplicationProblemPlusJSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTurn404ApplicationProblemPlusJSONResponse struct {
+	TurnNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTurn404ApplicationProblemPlusJSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTurn429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTurn429ApplicationProblemPlusJSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTurn500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetTurn500ApplicationProblemPlusJSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTurn503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTurn503ApplicationProblemPlusJSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAblationsRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Turn           Turn           `json:"turn"`
+	Params         ListAblationsParams
+}
+
+type ListAblationsResponseObject interface {
+	VisitListAblationsResponse(w http.ResponseWriter) error
+}
+
+type ListAblations200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type ListAblations200JSONResponse struct {
+	Body    AblationList
+	Headers ListAblations200ResponseHeaders
+}
+
+func (response ListAblations200JSONResponse) VisitListAblationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAblations400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListAblations400ApplicationProblemPlusJSONResponse) VisitListAblationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAblations401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListAblations401ApplicationProblemPlusJSONResponse) VisitListAblationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAblations429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response ListAblations429ApplicationProblemPlusJSONResponse) VisitListAblationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAblations500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListAblations500ApplicationProblemPlusJSONResponse) VisitListAblationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAblations503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListAblations503ApplicationProblemPlusJSONResponse) VisitListAblationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordAblationRequestObject struct {
 	ConversationID ConversationID `json:"conversationId"`
 	Turn           Turn           `json:"turn"`
@@ -7177,6 +9205,7 @@ type RecordAblationResponseObject interface {
 }
 
 type RecordAblation201ResponseHeaders struct {
+	Location   string
 	XRequestID *string
 }
 
@@ -7192,6 +9221,7 @@ func (response RecordAblation201JSONResponse) VisitRecordAblationResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
@@ -7365,6 +9395,164 @@ type RecordAblation503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RecordAblation503ApplicationProblemPlusJSONResponse) VisitRecordAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAblationRequestObject struct {
+	ConversationID ConversationID `json:"conversationId"`
+	Turn           Turn           `json:"turn"`
+	AblationID     AblationID     `json:"ablationId"`
+	Params         GetAblationParams
+}
+
+type GetAblationResponseObject interface {
+	VisitGetAblationResponse(w http.ResponseWriter) error
+}
+
+type GetAblation200ResponseHeaders struct {
+	XRequestID *string
+}
+
+type GetAblation200JSONResponse struct {
+	Body    AblationRecord
+	Headers GetAblation200ResponseHeaders
+}
+
+func (response GetAblation200JSONResponse) VisitGetAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAblation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetAblation400ApplicationProblemPlusJSONResponse) VisitGetAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAblation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetAblation401ApplicationProblemPlusJSONResponse) VisitGetAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAblation404ApplicationProblemPlusJSONResponse struct {
+	AblationNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetAblation404ApplicationProblemPlusJSONResponse) VisitGetAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAblation429ApplicationProblemPlusJSONResponse struct {
+	RateLimitedApplicationProblemPlusJSONResponse
+}
+
+func (response GetAblation429ApplicationProblemPlusJSONResponse) VisitGetAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAblation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetAblation500ApplicationProblemPlusJSONResponse) VisitGetAblationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAblation503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetAblation503ApplicationProblemPlusJSONResponse) VisitGetAblationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10789,6 +12977,9 @@ type StrictServerInterface interface {
 	// GetCapabilities Describe this deployment
 	// (GET /v1/capabilities)
 	GetCapabilities(ctx context.Context, request GetCapabilitiesRequestObject) (GetCapabilitiesResponseObject, error)
+	// ListConversations List conversations
+	// (GET /v1/conversations)
+	ListConversations(ctx context.Context, request ListConversationsRequestObject) (ListConversationsResponseObject, error)
 	// ForgetConversation Forget a conversation
 	// (DELETE /v1/conversations/{conversationId})
 	ForgetConversation(ctx context.Context, request ForgetConversationRequestObject) (ForgetConversationResponseObject, error)
@@ -10798,15 +12989,33 @@ type StrictServerInterface interface {
 	// GetEntry Read one entry
 	// (GET /v1/conversations/{conversationId}/entries/{entryId})
 	GetEntry(ctx context.Context, request GetEntryRequestObject) (GetEntryResponseObject, error)
+	// GetEntryUsage Where an entry was used
+	// (GET /v1/conversations/{conversationId}/entries/{entryId}/usage)
+	GetEntryUsage(ctx context.Context, request GetEntryUsageRequestObject) (GetEntryUsageResponseObject, error)
 	// Recall Recall what to inject for the next turn
 	// (POST /v1/conversations/{conversationId}/recall)
 	Recall(ctx context.Context, request RecallRequestObject) (RecallResponseObject, error)
+	// ListRecalls List a conversation's recall receipts
+	// (GET /v1/conversations/{conversationId}/recalls)
+	ListRecalls(ctx context.Context, request ListRecallsRequestObject) (ListRecallsResponseObject, error)
+	// ListTurns List a conversation's turns
+	// (GET /v1/conversations/{conversationId}/turns)
+	ListTurns(ctx context.Context, request ListTurnsRequestObject) (ListTurnsResponseObject, error)
 	// PostTurn Record a finished turn
 	// (POST /v1/conversations/{conversationId}/turns)
 	PostTurn(ctx context.Context, request PostTurnRequestObject) (PostTurnResponseObject, error)
+	// GetTurn Read one turn
+	// (GET /v1/conversations/{conversationId}/turns/{turn})
+	GetTurn(ctx context.Context, request GetTurnRequestObject) (GetTurnResponseObject, error)
+	// ListAblations List a turn's ablation reruns
+	// (GET /v1/conversations/{conversationId}/turns/{turn}/ablations)
+	ListAblations(ctx context.Context, request ListAblationsRequestObject) (ListAblationsResponseObject, error)
 	// RecordAblation Record the outcome of an ablation rerun
 	// (POST /v1/conversations/{conversationId}/turns/{turn}/ablations)
 	RecordAblation(ctx context.Context, request RecordAblationRequestObject) (RecordAblationResponseObject, error)
+	// GetAblation Read one ablation rerun
+	// (GET /v1/conversations/{conversationId}/turns/{turn}/ablations/{ablationId})
+	GetAblation(ctx context.Context, request GetAblationRequestObject) (GetAblationResponseObject, error)
 	// ExplainTurn Explain a turn's answer
 	// (GET /v1/conversations/{conversationId}/turns/{turn}/explain)
 	ExplainTurn(ctx context.Context, request ExplainTurnRequestObject) (ExplainTurnResponseObject, error)
@@ -10982,6 +13191,32 @@ func (sh *strictHandler) GetCapabilities(w http.ResponseWriter, r *http.Request,
 	}
 }
 
+// ListConversations operation middleware
+func (sh *strictHandler) ListConversations(w http.ResponseWriter, r *http.Request, params ListConversationsParams) {
+	var request ListConversationsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListConversations(ctx, request.(ListConversationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListConversations")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListConversationsResponseObject); ok {
+		if err := validResponse.VisitListConversationsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ForgetConversation operation middleware
 func (sh *strictHandler) ForgetConversation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ForgetConversationParams) {
 	var request ForgetConversationRequestObject
@@ -11064,6 +13299,34 @@ func (sh *strictHandler) GetEntry(w http.ResponseWriter, r *http.Request, conver
 	}
 }
 
+// GetEntryUsage operation middleware
+func (sh *strictHandler) GetEntryUsage(w http.ResponseWriter, r *http.Request, conversationID ConversationID, entryID EntryID, params GetEntryUsageParams) {
+	var request GetEntryUsageRequestObject
+
+	request.ConversationID = conversationID
+	request.EntryID = entryID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEntryUsage(ctx, request.(GetEntryUsageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEntryUsage")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetEntryUsageResponseObject); ok {
+		if err := validResponse.VisitGetEntryUsageResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // Recall operation middleware
 func (sh *strictHandler) Recall(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params RecallParams) {
 	var request RecallRequestObject
@@ -11091,6 +13354,60 @@ func (sh *strictHandler) Recall(w http.ResponseWriter, r *http.Request, conversa
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RecallResponseObject); ok {
 		if err := validResponse.VisitRecallResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecalls operation middleware
+func (sh *strictHandler) ListRecalls(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListRecallsParams) {
+	var request ListRecallsRequestObject
+
+	request.ConversationID = conversationID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecalls(ctx, request.(ListRecallsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecalls")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListRecallsResponseObject); ok {
+		if err := validResponse.VisitListRecallsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListTurns operation middleware
+func (sh *strictHandler) ListTurns(w http.ResponseWriter, r *http.Request, conversationID ConversationID, params ListTurnsParams) {
+	var request ListTurnsRequestObject
+
+	request.ConversationID = conversationID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTurns(ctx, request.(ListTurnsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTurns")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListTurnsResponseObject); ok {
+		if err := validResponse.VisitListTurnsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -11132,6 +13449,62 @@ func (sh *strictHandler) PostTurn(w http.ResponseWriter, r *http.Request, conver
 	}
 }
 
+// GetTurn operation middleware
+func (sh *strictHandler) GetTurn(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params GetTurnParams) {
+	var request GetTurnRequestObject
+
+	request.ConversationID = conversationID
+	request.Turn = turn
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTurn(ctx, request.(GetTurnRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTurn")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTurnResponseObject); ok {
+		if err := validResponse.VisitGetTurnResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListAblations operation middleware
+func (sh *strictHandler) ListAblations(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params ListAblationsParams) {
+	var request ListAblationsRequestObject
+
+	request.ConversationID = conversationID
+	request.Turn = turn
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAblations(ctx, request.(ListAblationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAblations")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListAblationsResponseObject); ok {
+		if err := validResponse.VisitListAblationsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // RecordAblation operation middleware
 func (sh *strictHandler) RecordAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, params RecordAblationParams) {
 	var request RecordAblationRequestObject
@@ -11160,6 +13533,35 @@ func (sh *strictHandler) RecordAblation(w http.ResponseWriter, r *http.Request, 
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RecordAblationResponseObject); ok {
 		if err := validResponse.VisitRecordAblationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAblation operation middleware
+func (sh *strictHandler) GetAblation(w http.ResponseWriter, r *http.Request, conversationID ConversationID, turn Turn, ablationID AblationID, params GetAblationParams) {
+	var request GetAblationRequestObject
+
+	request.ConversationID = conversationID
+	request.Turn = turn
+	request.AblationID = ablationID
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAblation(ctx, request.(GetAblationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAblation")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetAblationResponseObject); ok {
+		if err := validResponse.VisitGetAblationResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -11744,901 +14146,986 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rkhvHtS6KvkoGtCLYPWcBxK1v6FB4UxQ1RYukaLJleVrgdmWjEo0yC5lwZaGbMKNXrF874vzdsSP2",
-	"E5zz/7zC2W8yn+TEuGRWVqFw6WbTljy5Yi6ribrldeS4fOMbH1sTM18YrXRhW6OPLfVBzheZwr+fXGay",
-	"SI1+oyYyy+CXRNlJni7gx9aodTFTIpZ8Uyxy9belssVIxDezFfwTnrJCWpFORWy1XLR7sUjSRGhTjLX6",
-	"kNqiwxf6sUityKV+rxIxTXNbCKkTMU+tVVYUMyWKWa7szGTJuX/XWKdWZKktVCJu0mImciWt0SJWHybZ",
-	"MlFJHImlthOTqwRfx+/PpC0i+GGs4c3qOk2Uniih5VxZkRYiDd/REa+MKJa5FiYX+VJjQ9XE5IlKxtpo",
-	"bF2uJipdFCMhRa74Jm0Kem7wyIqJ0YX6UHTGuhW17HI+l/mKh5AeMFO+GbtiloWgXo7gPbNUX4lJpmRe",
-	"G4zIX02tSPVf1aRQSStqXctsqWDGJrmShUqeFK1Rq9/tH7d7/Xb/+KJ7Ohr0Rt1+56x39OdW1KJHU6Nt",
-	"a/TLu6g1V3OTp7AMfvnYcgME75PJPC0KlTw1S120Rt2oNZE6SRNZ8M3uhtZoKjOrolaatEYtmuQWv3j1",
-	"HH67ma1aUQvmpDXqRS2avNaodakyc9P2XYTxgilsjbqd/knUglFqjfq30dZv9TZ/qx98y81yy723d/su",
-	"7NJTA7uhUK1RkS9V1JoYbdNE5X4A+vBbvljaZ/NFsfINSdK50pbGc3A6jFpqfqmSROXYmpm0s1ZUfnz0",
-	"i2v0u6hFo6GVzJUtXqbWuo7/bany1ffw6KhlZ7J/dDxKJuryeDgYTvrHk2TY7Q8GR73h8WRyfHwse/Ls",
-	"LOkf94+OTobdU3U26J4Nuqenx2rQPesng7OuVArGRNGiKftjlcwns5cmUThAclLAFBS5LNQVrNnCLH6A",
-	"8fITNOp2Tm6j1jST1yZvjXjcmyZgrqyVV4oXWfnOj633qU7Kd1Ojfk51Ym5ao163/rWIbhz1bqNWsVpA",
-	"QydyaWXWun33+QYK5Bl2Jp9kf+n2fv/tm296Pxx/O/ju9Pvu72GMVrZQ89e5mS9gu7Vub6PWU2zWE508",
-	"nclimyCdGH2tcouyFIXBTAlTzFQunEiOhCzwZ1vIvPACY9gRFzM11mqRWpOkExFPZrKIxQ2OnsA9AlLN",
-	"Cpt+EG4GxIFWN8oWLGwvV2MNuyMSJkvKn1OSbgvs0uE5/oMGWtDcijhRkxQXejzWBzAroheV8kl0OyeH",
-	"KHdLwaVQstmZKWzkmkcifRCPNcppFK+2PBskPc2bAo+FjniuxaUpZsLJKrhlrJ1MENNcXs3hWIvEX02q",
-	"3RkhxWUm9XuRpVqhoKfOvTY2xWNsrEGy55GQucKPUkcfWT7QBIhxcbkqlJianP44gPtmSiYqH+sil9cq",
-	"s/Q1uEBD6ZpzGAlrhLpW+UpMZkv9HiV3YYW50WPt5fC5MDpbCT688EYrJjKHIc9VkafqWmYxHJ/BooND",
-	"lM604saE7bUbh2DtQMIlBedYdZ55nmiaYCF2O2c9PERpUcxkwStu++nTaw+6F93jUe8ITp9h72Tt9Klv",
-	"DuqGSsSjub1q99rdR+IAFpQ4Pmw1CZ008f8aQbO+4sf8d6Bhta36kjo5zc1cKJlnqcpp7ae2ujEPeDjG",
-	"LXj1uHU4GuvxstsdTPhCbjL19bi1tCoft3CDfj1u9cYtsVzAgZJ8Pa4NRPdodNTr9LvDP49b+Cb1fRqJ",
-	"xIiVWQo7SxeiMOKp1DKRv6MvPaZP0c0gZHaNWM+N2NGdRqy3bcSaOi2tTW0hdXHfnv+nsh3xtpA6kXmC",
-	"nV+AauMHQBTyvbLiCH45EZdLm2plrUjkynbuNTb9cjUN7zA2/e2rafeC6G8bltNR76RzPOj6YXkqtXgO",
-	"W0xfkUhKVJaiAJFJksMIGC2kFmahQElNVP67e46GXymDO43GQ6yUuw3Jf8JxuNRFmom0wJViR9T/H6H/",
-	"NhKLdPKeDlH4AQXVZGaMVeJZkhZu5O63bAblsunfYaAGn7psBlvGqNcfDXudo0Hfj9HLFff9SbvXHQ6E",
-	"zPP0ujwDJrmcgDVkJ7lSuiNolV2pAm2YRSYnCs6r391zhPxS6t1phB5iKd1tmJ4/mgtr4GCVl2B2FTNZ",
-	"dMTzR9cKF5RKwtEQb14+aR8d9Xt4+IfDey6kWORqIVN4AFoiMnmpMjjejcYT/kauQHKtzDIXai7TbP/V",
-	"hwc+DC4dwH5sI9IQ8DTePc5eV/uKXrNtrJ85qxgPxYW0ZMxa0k1r5+JorF/DHe4D4oBs2UrzRmLceqg1",
-	"2RrrtsiVNdkSv++uioN8mamR+FbO5ZVKUDDCJ2SGEoAFJ/gAQGwWM6nFoIsHiJBXBlUz96ZcovaN9+Rq",
-	"utRJ59D7Ckbi47iFPXmejFujcYv6M25F4xa87W2qJ+pbFtNjMKvgd2gT3l3t57h1C90pjMkEaUx/CTp7",
-	"sPlLZMbir/TypG10mzs8bt0eiv/6P/5PaGk+l/y0W7/8PEzTC1imeBEXpUqwPU+0vVH5SPwzt0frNmp5",
-	"ZRfWqHcWeI/AWW/NEr29g//ieIv/gix+2j9eNgUmLUitVtQi++E7Vu//u0ipqFW1m1qjo8CXQ76UwW20",
-	"dTy79x/PX+m5uD4qw8DrtM+o9B94lf2K1Kr1wRm4wRlscOutDc6DLZl/iga+PgJ9NwLD/Uag98DL459r",
-	"n62PR8+Nx1HpkN0+HnuuiN+whb8+Sl03Ssf3dVsfN7utGzynk+nl0SA5TgbJ6VT2eupocjrpnR31k6O+",
-	"OpoM1fTy8ujsJBkM1XQy6Z/JaXI0HST9Xn/Ym3RPLrvrLuZuxZvMTqNd/mOe18CBDJErXfzWZ3esx/q3",
-	"sFfHep+B+mdI1TuM4K/nMNxvOH8tes0dhvi3rtVCz1ojNoYxmtQQpfKObpv+XbVG/W4ZhnJRmNZttNXw",
-	"6O1neHg7PRCF3opvOue+mO1fzPZ/utm+RWNZs92bbKJdyIFwB6zH9LfgB46H98QPrH9xsN8XB6f3VdEG",
-	"n4AsaMQQHA//QQre58IQhJOwQRH8Iv6+iL9fgfjbS4v4XFiXB9nQa1iXP5w9Hb48+fMP/Z9PL+COpabL",
-	"S93my/0/vVkHwXyxzL5YZl8ssy+W2SdaZtDPL2f7l7P9V3C2kzY/RHDnTBZ0wGEA3YPonmjh0Zi8L3k5",
-	"MSjTawMhVg6Vfa/nb4bOdY9Gg7NOrz8A6Nw6kDRXE+h3uBkica3yS1mk885mjAB7WHMlkx91Vhoc9/R/",
-	"RC0WNrt6AK0k3391SL/N5bSojatIQMQt9SMrJK8GOp2mqUZLU1zLDO0rAvxrk89llloVAOVtYXKVbBn5",
-	"X+2Q4viw2fgGIbKpvmpAEyOEEwCrS90Rz66h6X2Rq7bU2iz1hBMqPOgS5KfCu7pimqosGWvYK/gnyp+0",
-	"gD0hAXi6ULKIR+K9WiA4mKGyoKvC0GojbGYgyQFTQ8gyTfVVLJYaNh59pffIioVcZUYm4kaWyRRC2rGO",
-	"Pybp3EY4c7cxIWvzpcYbtSncDsftFNOTz9xnbHxYh7M+ERMeMOGSLBCBjC2xkTBa0Y9qTgJd8dqhkUKn",
-	"WrBS6DG0OVOdqA/o2JirQsLFG5llTzMzef/Stka9k7Pjbu9s0O0Pe2DYcodbI2+tVpX2wWVv2p0cJX11",
-	"Is8uTyfD5Fj1pl3ZvxxMhsmROp6edE97Z305uBxOjpJjdTI97Z71/PXdSJ/dOj3MXWC1lOYG5674/JLb",
-	"yPe/t7v//aNq//2ygH/AbLMjA6aczJxGm79sj4eEdND6CZvT39Wc4Vm3/1udDlqezmG0cXLeRa0pyD14",
-	"eGpMschTXXRyJzA61z2y36jza14oL+KwbXa5WJi8aA9P+/BYkpvFQiXPeB90o5bSyUaA97Bz1u2DjMd9",
-	"U/q1QFrbWenqRoT8G1XIVPO7n5e7S35wXzvqdrvgWkz1JF3IrDVCpbx9MhmorRZpIfM9QOhFvtQT2P1B",
-	"5/xZfxu1SMyo5Jku8lWD1J0pYdVc6gJSMKZyUtjYHf7qwyLNFcH8lS4wWUFOC5U7VW+sD+KiyF7a+DAS",
-	"M1RyY37oSRFjgoe4VpPC5GIi56wBg2iUV0oXjzh5YG4SlYmDU1H6CCNRGPFeqQXezZkkws5MXqzJyvh3",
-	"1NyvsfGgd/ePU40pSl+XonwkpEsiKVMcJlmqdNGGxZKlKnFtTQuU23Ti4t2hMJWTibI2iIc0pKp1+xe9",
-	"4ag7GPW6nf5xF9dSKT5+6XZ6/ajd7Qx6UbfTPY26neEQ/t09ijBnqt3t9M6ibudk8C548FuUOafBL+Co",
-	"hPUkJ3PVdkser7ZPMVGLp4JadtLu9trd3lrLaqiE8oTgM35ur1pRK5O2eIJdb+7r0ejoqHPSw30TCEKc",
-	"lBaJt0SiiLuNWtYsc4ovebSE+6tJAWsc0EAPcm7Un2dKi5sUskdmqqJOg7H9u9LDBRsQRFNVicMt8h1s",
-	"6tfySlV1OL/K0M2DiyxL52nxdT8ecZIP5iVBBotz8ka00uYmV7CeJ2auKqcybSmKooWLqrtNjS5t3tYa",
-	"yq883PaZusY3NmEXmmduTXCddp+cXLSC2Ij7a5tOXfl4w5T+Ojyi3i9RWzTRQ8zc3Tfdb2LmHshDsXXT",
-	"votaWn0oni5zi3aMWv2+m/zp98vnfzV/f/H094vL+ZtMPX1+/PL7bucP87PrP37o52iPfCcnhT8RQ70b",
-	"5JVIUlukmBVwuRISs6qLXE4KfzIeeHGwyM00zVR8eI6PWjGT1wosCpd6TTO76fwY3G3BwCdGOKp/SZOW",
-	"XyxTClTtWC393mh40jnrHtVWC3fh0xbMPdbJ1KEMup2zqPVewQQEfQP1kBUUmHnQFuCiSBPYtLSoOuUr",
-	"2Z2zLtVhqm2ju6NUfHhafTLI5UrYdJ5mMk+LVYTiIVFTucwKK6a0MlJ9Py/IyajX73S7w1InUHkZAd1g",
-	"kbtTdB+TfL/4zJGLz+BuBx2uNeofnfW7+P+8mu5GaLtfJOxTbfBNfmWKQulnHxaZ1JK0zroSGv/Hswvx",
-	"+Lr3ONTj7WOn0ZycDHqP0Wf6ePBYwYtS/TuvT3/ttWlIw0X1NP722YtnF892vLLxFewE4LM5cgwJFv0y",
-	"jjTCZ/rKXAmVS6sSSjLOl3qsvcnCbArojICrKBJQsrAbCNKZTSGG3eGhz0kd65nRyhYrMc3klRVWrsTN",
-	"TKIv48pg8q8tlEzA/s+UvMbvFMIsC06ozlRypXL+jp2ZGytituduZquvmIQi8JC4FgmTp1epjsZamxsR",
-	"T93Uxecks7XhZmNuboXCgfJ9m1girJxzx2lqinrOOGja/lMjSh8GOTN45Fws/I1MTStODWoL/OUEVUsb",
-	"rUAAsHEJ12hLc+Z+vuRUXffbx1ZaqFx6EO8iVZNqcL6Wj3/ZVUl32psOLk+P+oPecXd6fDTtq8GwlwxP",
-	"T0+OTs4G/WQ47CfHYIYnA3WanJypy7Ph2eUwuZy0nDVMdlrVVC4lbgvmOF9ybrH7vWLYogXVvh5WBvwt",
-	"XSTzSoQvEddD9Dds6NXwSPZlb3h21j2eHvdVf3A66Z32z4a9s4E6uzy+VKfTZNhTk2m3e3Y6OVJTdaK6",
-	"Ug5OzqbT6WkjHYZPaJeX5lpV6T/qw+BQJ6fHW8bES8RgNNbWdWU46vlnvYb8s1NMx64BOt7dRpWV0f+y",
-	"Mv4JK6P3q1wZ76I179O6dylUmAYtWE+bXVRwFLWiFqMMSFDxEcC0AoVMwcp/VYkEwMFg6WRgAh4SiHAU",
-	"hQ6bG+XPKHED9vF2CcxhgSuUpm16Zes2qjTDUTTw2egDmYXSUuORkqXIWFQY17aD8hwNmsN+mDSvNOiw",
-	"2gb6WJteWW3K2iRHeOBp/PBMCfIspZoOlIjO45uyszRSa4NBzYNWwCCuNq4nbiPe1J6n1oJ3BxYIHaSc",
-	"xedf4Z/zIYyNb15joLGFLEC/bPm244c2ORXt0i7UpOBjz2nptxHjWjb4OJ4w58fCO8k2uS4qeYpfIoC3",
-	"0V1G4b+RBdBgn8/+rN9kk/T58fP5n2f/OXjz9+e623k/+H1yJv/woVWu0ReyaYnCOgEzVxyYHHXFQ1yt",
-	"X9bm5rX5jsYUXZKNLg/nFmf2pjoh05rLA38+jMRfl7YQ0LO7ecc/nzus3x11B51e7/S/qzvsNmq9kVeb",
-	"6LqeuHP7ZmasYqMwVTZmBkE0vWAFxDOpk0tj3seC9o8ghqyjaKy9CBHdztEhhXjA5+2VOuJ8erSRx2qs",
-	"txNZiYDHChHY3CjHZzXW3AsyQq0RSk5mARuVCMioSoIr+h6TXI31BparjnhSFHl6uSyUwDlkfcVO5IKx",
-	"GVJMMgMn/VgX8gpU6TRRQlK/H1lsFrQmUdMlAjiscRobXtLqWuXiMlfyvR1rcGmbKTb9EoK+60CAN0/+",
-	"g2dhhANN41uON7TJBVERF3C5gv8QRgAR/msa9h48V4PeaDjsdM+6e/BceVWaHOu2vTBZOll91X1EAb9Z",
-	"USzs6PFjDuN1Jmb+2K2wx/xMZ5FMG1TwKp9PLq9qAWr3mq/qn95GEfLGt5hkgPWQXfq3SAFpWH/juCUS",
-	"M/l63Nq3O+MWHk2MEoVVmOqrr8cth6hLCzW34xZ19utxC7rrYYxwDWMdLCcEw9LERGpxqTiGwZsqLbF3",
-	"ZlpiXiEGIsU0V9VQGP26zDIHxmPcInXesbnsZLA4HdT1ie0MMLXx7N1vcfTLxXFyfM/FsQdXz5aF0PsH",
-	"LISTY7cQ3ig02xEthre782IxM4URl2oKg1GCsWcKXycu5eT9ubhRFMnaFPzixYOSIsBr32FF9IMVcXK8",
-	"viLuwGnS35lamJjJT3naGu098q2oxcPdGlWH2y2VBrkRKA7una2ohVomOoLqqYtfxMlucbJnZt1pI8nI",
-	"55/23j2m/Yug2CAotrBjVKVFYyrjfpPt+rE22891oXIKM8nMd9dNu/v34wlmrGzZ7ndKlhz+g3Mkj9Zy",
-	"JIe9xpSqfm8w7aoTeTrtTo77vcve8bEcdNVxr3t6edmbnKjusJf0u6dHw0l3oHr9o5PL3uB4eNofXl4O",
-	"J4PJeo5kr5YjKbXenSF5dLt2TjeP+obsyC8SdqeELRNqvkikBon0gImN3m12dLvuI7t99/n24Tru9knv",
-	"u9PvB6+OX3f/sJ7B+GXTfNk0n6Tv30att0x43uA2vCgp1R0telALonQWljzrhyP8sPuBHBSUqgXuqk0+",
-	"xP0hdTWgbHCCBlBZPkWrLCUsAODf9wfdVdP87+9qxCBg60bm89YnOB7L1uBZCh4/Mshxi7SiiiVGS601",
-	"qqXTtaL1FDxU4jiLrgK6gnTBQN1+2HxBioBdUWi3zFZEeZssKUyP+RKnwy7i9GX29NcCIfU4AotjR7kf",
-	"D+kPLsx7pX+yHCtJ9WIJitqgBxO1LPBfp8ewsozJnnrgi8yvsFrO2lwGOu96LiTMtMpzTEVzaquWc1o7",
-	"9YRLfJVdZsXrXF2n6qY1at0nhZLi51U3t5NMTUBt2M1fw15mZHZNTFnKzsIoEsjpwwfGZH8RQ1/E0Bcx",
-	"9N9ADGFg9S3bEU9lITNz5VZ9PX6MmujE3YOZp1ZAFMtCjpmAnW9FqoNbcEDOEVgz1qxyOjgnhYpjcWCm",
-	"U5XLy0wJqVc3M5WrQ1znMcnD9O8qRojpWJd3wl0jETNeJSYcEaUjLzKzwtU3w7RV8eLFy7V0q4sb47FF",
-	"HDHGPkS414RVOcS3HGD0xYuXAqHeV8ta9jIbYE7YVofsB6UW1CgU07HFnrjP/tf/+r/KgkDE6FHLW48Y",
-	"jG9ycalkgXf5ykS2I56IxTJXgigOqJkR/NfLaVvCWwtT9kBcLkk518v5pcop/JmnV7PC4cNxv2KiWrsw",
-	"7blK0uUcy8zYDmZk4TzuiPrXL/FUEZjHT6TzLi1kLue4h/6HnczUXAbOs79ao9v0a8fkV4+TXE6Lx/1u",
-	"v9vu9R/z7VFLJklKLrPXuVmovMBZ4X21CH5yzUbvjC3CRq6veWdi4+pGUnTq48cWjxV0t/7g9+ZGzKVe",
-	"ubXFaVVu6jktEMZyLj+k8yWk3hJeZZ5q/re3y1NdqCtFGR9Q5i/NqWoZduKdv81cYjCovGnO6dLv0Mm3",
-	"wCVaAfC1QugVvwhvCpAaAXBGyxxk77VqvVuPkYG3MFdYMBDRfFOQjYIDw8VMeZiJKGSajRjYZguHSYnp",
-	"v+X2sIVciVzeoCTAik20kE2G6RMA9ssSSnL48dUzQcF0AsyBDIUQvpILAs/RCufdD8/e5GlRKI0GJx6X",
-	"UtiFxMKBeCThcaVrxyf+sIB/LXNdVl8imJzMKMgOyfkd8dTYwgpJX8e2jbBVIs6yeSwO4PAzoDPkgVyh",
-	"7Z1alj4sA/EVMWSxZukkLbJV8w70ohJ0rmzeGrXmqzb8EbXmrK1dLYr20LRhhZErBk/049uo6R3lbsXX",
-	"Vbes21P/1D0btnafbYujUl+2zzEDQWoU8bvnRBxYpSghQy7kZZql0LpD3sgvlL4qZq0RcP0tZFEoUDdb",
-	"//svT9p/lu2/d9tn78o/O39pv/vYjY4Ht/+jVXrgihzBl37Omg5hvCRSWnw8CJa2BOf9wLHVEa9g0ziB",
-	"rpJaG/vdbsNn3aIIhNtx0+jW5Bks+gqO7C5SLRSo4Xe+A3gO7jlZiEzBCYozgXLVfRm2XGZkopKOeHJp",
-	"lS4iUdykkMLNAmVrc/qNzam4INdWTIg6BzlRnYZz1B60TUFJcadpasXSI5clNrM2Hafdhvm4p7xvhdt+",
-	"s/BvFPjvWB90e8sphs/11Ky7zvwWLLfb3dSnL2fIlzPkyxny5Qz5cob8S50heIJgXtCbpX5apjFuyJeF",
-	"hMbHmNzymHMemXWlkuHlZKVzxjkIrUqYkQWcSD3KFHIUUiSFqVCtF6P2nEvrjrVVE6MTFvwwB5kpgofD",
-	"z9GSiNyRkerCQAFyJTCnznNiYdbXSPTiusfhDfTPHWQ3Jgd/FItggsQGDYxcWXPqnm9CSkV3K+DXLzmg",
-	"X3JAv+SAfskB/cfkgN5GLcKUbDcMakybQMOqbend3WwCfHGZfnGZ/ou6TGHr5EZfvcEo3D+CSYQIvhK1",
-	"KGZf90EhGesnKKBUu0ASD3pfLXUYFBmjfcDZ7av4ZraKx5pyqHqRCFOoTiKwexyjaRygZZACNV+RcpZL",
-	"PdbSCsmUGCpBXtCDGIQLkHngH333xyCOKCsqpB1Fta3SYEwdKix+guxd+MuKPv49oFeUqmKa22Ksy0xu",
-	"3xTS4OBZZDId615HIJtrjzwNTN8zUzJZYGY7ZG8mKhfftPv97skhBx3PS2rAsRbCc6QgQIwisGRyyMlE",
-	"LYqtsLAOvuF5YX3YX8TMfELZWPxaN+Dso4AryDsiM3wBYcBQQKlMTYrc6HRiwaLoDZnZXve5s/0RSFVH",
-	"NE8k9JRgTkNYpmyxmOyM9YCfHUSiTy9kmhTXj1Ggz9ILbNkRSeMEx5Q4oF/7sQDRp6yQhQAuwZJYhseT",
-	"2WItrQchxKDbTuSKBfu4daN4rGujO251BO5CnGEYrclMpnokYnpvLA6wBYOIsu2JMpvJBjDzDdWnsW4g",
-	"o3HqOcyg434JlHqgmeSXdOA4/KX7roMXYvoI+YD8uEQCBT55p3i1jnXsYJNvTl72/3D2px+GF8ffwBgG",
-	"h30knAJQ26NSJ2NNPDngZ1O6wA97R9bK2VDENSB4X4qDGNP/O7g3orHmf6JqwI2Pmfjhl+67OOLXEDOm",
-	"UKWkG8FCGmuewpQO+mDmiKMKv+rHm4LMLqtzrB3pZqj5Rcw37VNDZUjekJbcRfCRsXZ0xlX70WknIz8K",
-	"4IZUuUImTRism8rCARnJDAVwazlvOBM4bbgaUj3NlsgqWgaLIQM1tWGsGifbwgYmDKiTjwo1J/UBmUBB",
-	"0NFGuAHjk6mTp1kKSlu4O9iJ2Rv6oSWxhJhJaRWkkYL9DLOcpLiX8TUd8T3xn6Lik89VEpM8KCmjAIKA",
-	"OhJb0NBZ4IicpZMZyrWJyXOVueSFRW4+pJyWuxaEJ5glJFqkViVC+rWAW/fcT1mNd9Xbw00OgGZypY0I",
-	"HvjQGoBnHaYzDHE6JPADnM6bu4l1cQDNIS8Ct/qwisohib2GyOn3e92ozsUxaK2BdP5T2ZHYJALDlpDf",
-	"uoDfQXRjbRaUD39byiydrhjZwyS+Dqnzpj0YnHUDTA8NSAM+Z40BxAF2YAPRU+GBags0P8B/Dt6rjvjW",
-	"I538wXJlRgisfs4tdSge6OnvWnWDJbCt3BG6EeQzPD0tQT7HvT1APrwQAouQF9QewB4YyQ2YHrzmYD04",
-	"1h6408gJ9rGRvbd/dNHrjrr90fCoc3pypxToHZbkBpaIJkN1Y4bqQ9QTqTYMjv0fg+UoDsqVdegRYYUB",
-	"qLgAayMz+kokRjwntsvCuPWduooitA1HvLraZPK0SUhZV1vkjpt/W9UQajgiuCZwUhgsFjJuBVpbpRjH",
-	"f5ol7gXfbs4j2G/fw27HnlMxn0FPfKsmCs3bfTKnjz+p9v9dSnA2cgl9luKbX1bUZ1tR+ybPHm+oPb6r",
-	"LCWtijsVpOyflAUp75b62H/o8pD9Ez4ba17Libo8Hg6Gk/7xJBl2+4PBUW94PJkcHx/Lnjw7S/rH/aOj",
-	"k2H3VJ0NumeD7unpsRp0z/rJ4Kwrldqd+vhQ5SFp+D9jYcgvW/Mzbs1/asnEB1nka3mFoYHcpBZ+UUd+",
-	"UyvU5XR84b/9Evv8Evv8Evv81fPf7u19qsnxmjPKCd7WKBS7rYd0R+3leur1TtddT70G19NnPANC51Jv",
-	"i3PpwY7dmt7Qu4s76awbpIwNTmvepHdf+N03SbF7bM7ew5FT11mh12mgeyOBuK9K9cQgeCh6PlaF9xOS",
-	"WBsROy3Vxh3x80wWjpTUBXqIfhqBwSkASgmtjITPS/1emxu9lVO6Qtl8R1rl3m1lSJrYn2Gd/gM3ezWN",
-	"+B+xtbeX7upddM9GWCKsM+h1/4wu3gchxQ6O1l1GTPUgdWTaHMtrOOb2WgMfWxD5IX/97uZrUygu7VkP",
-	"86woLCQROaBG4tRBOeggfETh5tQWqZ4UAIGEuN5ksixr0qNg64hnGO3ikiAN0a1Uiz68e1CPk5VRYhfk",
-	"Eg0xruqYk7QdBIN7dFJxh2TqQzqRWdtcqzzDxXit8iSdFFT/kcJkqHx9pnGcGAs96XZOe+JSFTdKhcNV",
-	"D4wfOJ+TAH+TC8zNlbTLXFlhZxLLAVJFksN/+mCf9iqD7bAzbZmlV9pVgG0a75AR/pbI01SO8ZlnF/Kq",
-	"iTfYgvJ05YoUm5yR1ymIcd5Dkgh3rUJMCaZ2ILvv82n7ldGq/VIWk1lcAXS1xq2TSS85uuyqMzmYDhNI",
-	"wW6FsCM6wRxE62MI2e71T5sQ288TNV8YELJvIAF8pZL1/rymFtMsxPCNOKIwOddHSK0oA+2c547oKqMZ",
-	"I8K1hgtX4Cb2352s2j+oVTzyWDg47BxOAF9dpHNF8dxyJKARrbCnSgMs6xe68K4CVh829fuFmWxAREG8",
-	"8Kc3L8RCEr4C2sxBL6z7DppHdVoAPuWCEY89gfkec9I/Om5q2xtZqBfpPC2aG4eB6BxRN3OZahizvy1N",
-	"IcXB82cX3wnE37VTVUzbANGTi7QNax6LL7Z57R6Oxjoet6j+xLh1nn9NjEbQamULqh2EP6nzgq8RgN3y",
-	"EYqbcTl5rxBplALoBG+P6zNV+crgrH9efN1vbRqPbnfreLwmg6FxVGgInN8q7NzfuAOXy9y6Tt3UOlUY",
-	"7oZIi90d+dvXw273/ObuHVFFvnoyLVS+3oe3ZUtuJAgEYq7K4REIUIdt6e1YX4RRPD0eVjCL3UbM4s8/",
-	"//xkWcwUiEJZbGBjkOUd4ITEj6GWs7S1vfCNkjlipmQ2/3pc1iUetz5xU/zpDa3N50lzE3npAlwncTQ2",
-	"vE/iP7X54fbzJCahxSVrUUJHY42g3ZvUEm4FnuYMqiulFWwfSNjJrAERjdl9cHxeZmouLk2yoormuWtg",
-	"zBzjfCe/KTNXyKleX1fIJ3Py58HL4Z9Of+j/8ezN0cXxf/Z+7j75prVNlDdmbHX+Mmq/+9iLev3TpkSt",
-	"21uG8qqCD7ANixFKL3DtdEdsYotcyTlVZxRXKA850RCE9Llo95AmaKwZeHtIUA5bYmmIOT7n8s/0+tpg",
-	"AAtMCg0gJdxDGRDjVxkOD+9t94Iy2Kkujochbves2z3pnZ31j4Ynw+7ZWS/YDu1mDO/TwLL7Ls02Dw+X",
-	"rwssM3/Ih9ZhdXvUymw39bVmWoad/h+5mrZGra8eg81qNEwPA6zt46fVx+pd2bRtwq8h/sos5N+WSqSJ",
-	"IOcRYvUczBRSQa2yGIkwORU3kIlIk0hYuTrsiOdoxkJP7EJOVEIJqCg3cVN4I8Hh5MYa9YE0EUudwL03",
-	"pryJ34Q/WgUrt6i22NY3U9P4wkG+ZXg3C6W7DjcXbWka5ris6hI7pWIBSByztEiqFYmlJghs0hE/0hzA",
-	"gNn0SkOFKjnWE3ycYLgguyQsTpVEwv0I8Wd9hUeIJIkmcG0J4+YgGmvU0IbdrohTjdKvTe9dO+92lp7Z",
-	"sHxpFDaIriNgN5qn2v27t1Unnax+UA3H/Uv5XpGeWYB4lVPVET+TAwDG9b1aPQJXylSB5igO+kMxM8vc",
-	"wkp2wmmsvSr6Xq3KAuf4C4p0UmIJN8rlKEjHjcRcQkrdWJdKbNF22vNIsH4MrzTLAlVZxzxJZR2vZKrP",
-	"/dfG2jdAiiRF/4wuqA1oL0yXvvTXsN8f6zgNVOf3atXOFdwRd0QPZr5/dIQbqEDuoidvnz5/LiYzmcsJ",
-	"yHyw98Ya96aF3M+ffnr+LSntV8bglk8nayfUYNqdnF2eqfaxPBq0h/JUtc+So6N2f9q7PJl0FRgibjWQ",
-	"glkuh5qev1FhOjqqr4vwgBuPP/R77fH4w8kzON76R0eNx1vUej4F4wltpwa7TIsYLLbYoXAFu+m8QYsu",
-	"pYmZz2XbyZtEZKl1tABzUBVyEf8bpBv8zHoEgQPn8E3F+ZShNXRpkhTJ0wbd4bpO2WjQNY9kaBhuVA26",
-	"/UZz5znV92/I/6hU/M+sd1xhLgO6nR5ZV+f/AMwCZEkot9KIL3Jys8yv1GH1zPNf2CAxUm7bvqIXyVVd",
-	"h9CWk7ZAd23TIfcWta/2W9hUz0ijAdOVVMQ4Tbw4xiwwVErII3uNtWgwt4KLWuPjb9EALLVIOP21VpPC",
-	"upQI1JNyZZdwdGHiliuzmxaQ3yAKlF8L+AohAcDfI2K8Z00M9/rdTSsC+t3GRrWff7vZFNmysdq/+wXy",
-	"/EFjPNuwozYYosAjKSDXqjLXRxv0NzQ+m/W3o26grvX3SLJ66b2ajXQDXPVIpEl1FbJd3qAReDfpfXWB",
-	"N8rHI6CBr0tHaFMLlU4wwWe9rmR5fqMi5SSQFYkspHNxy7Gms3xUVqxkbwlpUJgo7pqAm5IqKFnlbhlr",
-	"Vg8CEoLNbRE60MhGVAJ5rNm5d7liI4eNH1JEWGtz5+la0pdZFpjQXl/rodu4aRn5ZuwtK8q5qMzMa1gA",
-	"W2cnEpJ6EPuPxqxNeQsKJEelb7lZwnT57s87riPVFRf2435LrtqvN96dv7GEGQeZcGNg36S74qqgirSo",
-	"7hhPm372dPjy5M8/9H8+vWjujw8n3H8H8QuwN8uN1kq+1A1b27Oynj3t/+nNhiYuP0XbpyZB4y7QEdzU",
-	"Njg1H1nO2sUhjhfGFhcYqAsGWRy4zL+wE4PGVnvk/k5nT783PBmeDo6HJzsEKMKt7cJoS8m2Tzjf5ie9",
-	"yM1EWUt5vwGm8mNLLoDNB297zH6Pf/+rJedpkG48IZynsyumqUJ8hg95+sS3+dIW6LeHb8hUi1c/vQiU",
-	"VETw4g51wIao5Z0rOz0macFL0uSJ61xQEHbY70etIi1w5TynpgrXVB4t10n7uNqX2/23Jz5Pw93kq6KF",
-	"bJbFxID1C1WHs6wNfgyViN+//fEVZoFPpIZRuiyztM6h1rz3k49EXGkgayV+nJk1tTq8JHSDIEboHdvU",
-	"Mb79ceCFw759IxP+5e5LBj/O7S9t5xpjPv4emruUb99s6FYLSVYWozdL/WoMXp9Skh65/kr2pNTaZejW",
-	"wW90xNtCIqRApv40E7Ezosul67+4/9J1S7TbXV+i/nUb1yjfAdPCP/2eB7w6ps60hC7DUtsyajhjtTFz",
-	"J334GmoirtuDpVYfFlRdEQ5TKNYIMBUBDopVocSQMtAeZlS4/RvHBDsQjMhrd3bXa7rWj/bUs8Hl4JTZ",
-	"Mkb+mYqoQ42XJd2lElILFsFke5Kp3u2eiytTiKNuF+EW6QdWgXkJObX5YcYqbOjGAStvCkbtp2J6Wh8w",
-	"MhGY3qiyGH66+K59eodFFTso/y+9dx0WIXF1ZeErxYFbQidH57TYMG3XjTHeRKdqnpvcVvE2930fbGgD",
-	"c5ejTHRtfdx77KTd7Ts/YQ09+eTpeymz4FzYa7EzhOc7PLSa9/8MVUA8NUhRx5NLJEbROMELGuaQ39xw",
-	"tnNk3U+ce7mZCunQR4maphpTcjri2zRBWM5cgWnNT6/i322YPmYIWYmxi+GPW4RWYpevSmozxbeF0+N+",
-	"+tQp+YlGYbPaUB0mPCkfSHEg2Yu8crwsRmsbkOTw2oIea1zR5+STYp8jrx3eEaXDkRyYIoaRw3rH7MMc",
-	"6znipsjQIwUjLSJnY5KjFB8NyflL3Q7oFcZ6o5yF090RlyGEAoY28ouphKdh+GEmbe3WkuIOB5R945sO",
-	"+rGunPQPqhk9NXqapZP76kW0Y559SG1hq1v4aa4kepThTEloHlJQj3IlE95jKmnYu/TKtqJ3Bnv3iduf",
-	"Y/SSjFsN7+uI1z8RUUwF6eBm2bL1yBstTe63x84CsUdN8q1d22PV7tyWpQbCkQ9I8bChqDi7gKbMlOBn",
-	"GoaLr7Qn7nU1PahpzAr3PjEgZFW/I95ghMwpjFInIlewClZUb4KCPsHYlS36tAH8I7ckaP/aGK718eFE",
-	"FTillP84h5FveLGSnBiJuDKJbL5MeIGPdXWFg9tUiwOKOBa4tePXP13EBN7AZSjS4jAScb1b8Vjjm/P6",
-	"GnB3xv4j2iCWU+UgMjASQx90og+mfH0mC2J30eD7fkgh8q2ZLJEo6hOtc2xIsqT71POaUvCjViLhL+GA",
-	"IyOp0+w43LBJm1vXBNyr7C+Ddx1wsKdW1KvEjVuRyNL3SgR3d/HujngGkYewPXO5EnKxUDIvSY2xWcGu",
-	"qX30Hh4DRDb4Af/FFap791C+g1tEYj55ism81Ql4Dp8mbbowpbpUrkmEaNKDd5iJDVKKXucHmN6L8Xg/",
-	"iIHnAYeFWUg5gGG95xm9F2jQVPygVNlPfItHB4hahloKZPTiJpF+4Sv1Q9SUcTOAMMHPYcUfZxh95Dxo",
-	"5wRrKmQeFqRVMgGchrt9c5bpluqUpTHvBn//VaXq0MCNSw2m5uGW2UMJ8C2L4TwEa3YanVAUYOep3rzo",
-	"wLcDkhk0sjThXW5JAo11KIIeVK4+Y+Dyd1ir6JO8nQ4D3Z7Su2r7z10W45ZM5LjFuRwU1L9c4W7yRN4H",
-	"ywWHD7+/uHgtht2e+EkD9s4AcXhy2BFPZ2ryHgflyevnCF0IyL9B93WsTSA6GAyB8nNpFX6LCOZbJV8A",
-	"5tfJ+2gbR91gmboRFX4Y1hbq+ki57r71+kvvIVZvXPsSRLZFruamCOajCMwprRSBzWlaUmDtk2L44YOw",
-	"y8mMoiWXMnFjHgmpvR2CAxpR+VS0tkh9GGvGxjkGdMqOs4d4p4sGoAy0Zq5oNy31Eg94LkEFFlwUGDgU",
-	"WgD7iEPukZD8Z9Vo8uQQoI28YQSpuAGYAuzDmcoWAYzXDckj6xcTiXGyncbar09ScSyBV2Ja53EQ7fOD",
-	"6+D6boLHmhYNXsD6WagJFkZMYEF3xKt18PfDbnhd5KtXpvjOLPWn7XdtivbUEJVXuNNzxeojYibEuDW3",
-	"V+2zdhfOXL12DG+ECt5D5x+Wu/AV5EJw49b2X9nyh9hkr4yABCvuLgOoJOprKLbLnLPGvooD2GXkNUDt",
-	"XyUR8PelDtEGK2Fq8isDa+EQf9KG9iO990HXB5fBz57luck/aX2k/Kb7SdSK25ZeJAjBIqhpjQoAf/Gh",
-	"Tn52ipDwJFQLOoxw47qTf25yJbyMox6cO6r7CuC5hq4LcdLOgZMrWzzofP5jtnptV//W9i9uJpfSUm5T",
-	"gpd0xBMOrdG/H9nyViaaDUCUN3L10PP30iTpNG3KR4JRclcZx1XNmgoSryrgPDhncCmfA+pSLcTSsltT",
-	"TORkRhVFg/SstS65fK9tXcF7bqNP6v5rucqMTC6MeSHzq08Lx0N/24UxbcTmbY3mqQ8TpRIret3h6dHJ",
-	"MQZH7P1WdW9Qrupv4N2FMcK1YG1p19r4UIKs0ikKydnOXH6ABn0DfYupQk5cL5FD4IwHWss+fekTLY1c",
-	"Fqqd8Ysq0+g3LbrT0aFdWAH3C7wftMN+tyt8etcC8WCQcHTOKOpUix7/dL8J7weuxwtjiGDdfbBpzivd",
-	"eagZ52GAHUwnlO8yHlW1YZFZZm6QLfm7H3+8eP3m+auLv7x5cvHsLy+ev3x+EQfDFAnMHsPM8vrN3/z0",
-	"5u1F7FVtJqSO8R9tTLCJ+S12TaBUUv22LaryxnBFtcuMuL0e5ttdKlrbp/9sfbrMWvtEsUYwL/Lsf74T",
-	"OnYOF2eajOE+ZcHnSCnK3h/hWRGqJ5/jxHcvQgh4iejzwV66+kvv3ac7hv7J2sCFJ02HfLn6ADZ6JDkw",
-	"BHrDWFeGLzTmPG9ySZuNZBc30kUBHlRvoBX2j9H+qGti3AiU/O1pgzU2kopFV9MNwXgTVdttrCsGGz2e",
-	"FlWjL9oA3qK3Hn6GlfAQcRNt/kCUIKHL/pVKsemSkUMaHUCI62YQCA1BiQLZ221PLUenlHXvHxFRQIz/",
-	"iCn2xd/BsJmxnMBQaQGYV9wAMuPcI3RAIl2/Nptb7X3vLeSQSdJE3BAneqJ8UX5Vq3kv0HNUVsj/XSkx",
-	"HUjvHmBOmWW/hMl9vz5/Oe+fTVhOqhDvy/3w3VOTQyp+zYEuCzfTjmHBSR2/6tx1XHdjHcMcxs2T+KC7",
-	"aqlLTML9NdmlboQh5EstxjU497jloQj0CKRHKu0K9+AzlPjgpElKDqRMyWuFhSXA0wBrFY6gTBVhevci",
-	"nbwXkIlQLtIQKX7/6Pubpd6CXQgG4CGWH41cRWJXx4wL39A/4kMewrTYc+Q6D7qAvkt1amf3MYYs36d0",
-	"LYL9BH/jrQVgIfoCDEuD5IWhcLes2cPNS9C/URaCeJp67UH3ons86h2NusPOWbf/Z/J6Y26XNmR9UAo9",
-	"D7f065Woq+BfECntPMhiCzrUuNz8dZgF+scTwDFUB5LmBgZSCkeMhk2WVshLqRPTjC26x5C6FeqHloUW",
-	"ffTrIl9iNaAg+lhOgsdel/cjL3YIv+YL/+jBfbDjZIn1nX2faQe7f8aHozKTsLrauPgOE1xUR9fXpxOx",
-	"Gx90li3VQ58S/yAVvHFp/eY077rw3sMVu9TOCysqTtiHm0RXdvEzGuqFWbwPAMPVYn41hDCgNOLfiR9S",
-	"Rzc6kVa1sXZxkV4rx+OHFfJ8wcDLZXKlCk8JSdW3GfahPhS5ZFjfRIJaOltd5ikW7buHMV9WXPqVOPfd",
-	"YKJzQxY8qEhGAX9a0BYxnuydG8KCBKG7UVV4wNV0YcxLqVdvkJXtMztBQdWGgo1YzU8QgZwv4I8+Pwhr",
-	"0VEnJNzg2JbgAYLWUn7sb98TCmMhuQo5DsfBUrsz4VBQrVQbasSlTzRsFuiMPGBY2Kt5uB7yDIG8yS+e",
-	"wl+np5BTXe/sJ2TQfZOf8HOAPmAJfb7F41rv4czUw2WuxYnnDQwRD+MKSfBvTk1p7C3MM3a5qXiFo3TC",
-	"SQ8oBDxIJsVCh4WKhF7zP4ZFFUmjpXuITZTSikByh/c1KEphe1w5yJrK9NBL7iF8jg5J9TK1c0dmE6SA",
-	"ZKnShSdeYTYb6jmhzQJgBk6W0aoJOuw+056772yCD2Ot63GLM34qXx5juaFxSxwMTocl9sweerLdqg+Y",
-	"6lsz//Sj8mUlmHjckpO5arvtgq1sn0JB1T+GHy7ZkrDTIVAVpkpCcEG8VTppbm/o6yiLcm90FeEtgVAv",
-	"H+n4P6HSUXYPB6cjCtjPxemxlsGsbUZb+ptgfaYVaq03yBy1niGIW6PG3NRMUdXk126kp6ovrPrbx3ux",
-	"TDF+llCauqTt8RRfjY2EHJylVUIiGpbquxqOe8MriKUR+szzxrS85KKBZz7FYXOfGQ5GB7/vx3BtmjeM",
-	"dpC825AFWpMfqOFkSDRXugl8fa27pH4Ee6KMTqA6zh/DzR9Xr/XRKlmhUYcA8zY3hoMeRjuU4aKMU0Qi",
-	"1sssi7lurqzEPLThz/kAxi+/dDu9ftTudga9qNvpnkbdznAI/+4eRVgTrd3t9M6ibudk8C6CN79r2ujB",
-	"oHzmBXD35BL+hSRkPVt7Es54FSycETPU5mmmh3bN8y+9dzSdJ4xTtjTXwa0csoCbTl219rJFkhQJOAVY",
-	"UMPEM3haJ/hYWlhuL5FRBxWbMbNYuW83y+mgrf+wGfSjt3EK+Y6Hcx3iOO7mFGGVu5rMMdZPTaLsSMRr",
-	"B0iMBK+8lB5Zd4c79rwjh1LlWA2pnf7BcV9DCfu6y4dREBCjm2PgHa0u4dQKNV8Uq8iTnGhD7tFCjbUj",
-	"4TG5qOYI0+KBHMENLIpMYrvGT16eO41HzCGpqLVA3oOqlmEmyCdZM8vwRcGuRk1Jap9ZIq2In/CdzA/L",
-	"7M7Enf1erRxV9v0smV6YUV9pU0NCfXD9weCB1BusqYMp9alFPGiZKC7D9Jr3qu5e/fnnn9t18uxtU1rn",
-	"2v5EONVPWl7LNHsAM6N+XNSTZUIiIgTKbrMllkGzdmVDuQIOjoCTuRSp4jpl4xCcbihkUcCOt4cOsmhn",
-	"Ji8yKBzOtudC5Ta1hY0oq4S9EIXFqhHI6Z8yIaNPUPGpLSn61NmbRW3CKhxGJqT1P0S+1KBBh6+O1mY1",
-	"PrwPT4oCy1qsqe7w817zVf3wp/UGUhTSiRI/be9MtQ8PE/lO1ELpBDXltV7zZGtz49ZMAzZzrB04U8RB",
-	"A+NRaT+vv5kTvjIzeY90/WNdpHDMQrA8ODqr71tPQpuYZUaLDeg5/Lv9u6JKttiwfwb/PvrwgftRWqeP",
-	"7FhfgrNHYel8dEUeVLK0sHaH+zA57CBbfh2R+s8AhlZcJs90kRare0q0S5mrH1LdZNS6gAix8spcYUgE",
-	"RwLrkaZUipRyOaIxLl/8RS1Sa5J0gr+61+AVCjRByfzN6rN7oIktZ1VhiDKXUMrHcxNA62IiiKKViIRL",
-	"5Uc74kmtG+uhNFrE/gbOtllmqiypQ18FNjr0H6HmUmYCKpEGbu4yyCVoH14qCxEDjhzBd+wmAqYdHW1m",
-	"76HqgJz/zWnbProH9LNAmHVbJ/hZtR4ghEdKP3mvKRCxX6J20IaNKn/Zu612+pNy0Xr+mz1ZyTYSNK06",
-	"MGzBugP0YOYMp4CdDCJozE8WspOtjTW+71MH/HEwqfcc9zuYyqzovSFazTmLmKq4SNQiMyu4JjI5eU+E",
-	"qf7+kfARZVrG2ogXL14G6mLD3PBn28F76gpS7F8bl3PPSFAt4iybx7xxS5pC9njA58tMXd8O8V//6/8q",
-	"LTw8b4iaBWUKdbkjnrr7hdEKT52lVSAUYc9VRB2IwPTvIBiPb12U7L1SC+sQecoWnh/iWuWXskjn2OaJ",
-	"sYXHQAa0Ds3b+nh9V3eybH6/hRbm9txnjb1ky6A6c2srrWmCmffjO5Nf4O31dQYvKWnXKEvcC+2RQGyC",
-	"MDpk0fDla/0Co8dU8sMaAmIN7FCCHOihVF9Bw/Apd9C13kVuzbqxb1M4KW9jpyuozVq7GjsTYz/KNQ1+",
-	"+fApWCx8OzU9Qq6QSHDDyduDTT/3L0ttWXP2ciVc63HFw/LFofW/EjtCp3WP46SDt36eMwUDKxsX3lsv",
-	"AwxVvOThX1t6zfP0gGwgnrpvD8+SmxWCm3Abx7pA/RZ8SzAQIXEARP4iRzZHtYJUlkQinqYfaJ4JpYas",
-	"CgWLseBDjJBGHdcqFQtUJZCQi15fyMxcLVXg3qofxZAKOJMLBb4hR9/nr4FLqnGEY3FAPDaVHcjadnWD",
-	"xRXHFjmIgm/5HxqEyEM7kjxl4kuVpNLJpU9wKPkXtufwxjUhga4lT1MIjiWu7NqGj49E+D34jlN71Yfi",
-	"8SKT6T0xsr2j0MPkGymwkRu30obuPGhSKivqmIYBw7E2AA8GvfLNrrB9b2CKD4puQgOYdDMl04qLID5p",
-	"qAbxc1BSzb2m0woKcyWyUO0inatWpTTj8XqxEjirsLTHBgp4X+9UpAmbM9Bc4Z46J78wh+xcvVCu6T23",
-	"uybveVBO9Rbb+pwe6wUl/WSeS8yi5CKmjQNCOISyGAw7jJOyIBrVPZZIx8NvvjQmU1K3bonQantb3WQy",
-	"NX3JEv9LCxnQ/ECWDY2CWXznv0r2GHw0eGVT+RzJl3mSuZpAtVAYaaVVhn55yUWGv+lfnPw8/NPZD4OX",
-	"1ZUwHFbLlAwrdUrg+bLK3buPvW407DYVLAl6QLXRP7ZkkqRU8vZ1sJwRLt60PR0nO1cvpcXlw1PruyIs",
-	"vV9/F10LFumVKTrVfqOV1X3wXQAZejbI6OTf48Pm7VFu+X/OJpFFdZcEVQMZJOL2Ctkn0gY16f4KIF9X",
-	"vqK+j2r7ItgSvrSAa1/jfsCb3nIZ+oYOoNYh1Ac8pXyNsCCK2RGxq98fj8IeQcllmY21uyoO8MY2BVfg",
-	"JvxLAfSyjJgjeooedfo2Q3wwblVgSXfQxmD+3VMYWqfbOiLWRqug3i4/DuQuQJPJKhOVKnOexwOoBA+D",
-	"HGvTpl9jdh26wruuG7C8yyg5fKv1LhQF4X3BNjhu2sqY1fNGWSwUtLkeCCgZgUe0pIasHl9mqRteA9Xb",
-	"ER3L5S6x8/BCKlQJ5/RNJHK1ULKwgmtVVQ+3u1SdbCjCGrWS3DTvEN84jtibLFGuSpWlUvOXSmnBLxDW",
-	"iKnMH7ZxWLbzDVftRKbK5rmoFAittrdW8/NBm1fkSz2BE42Ke+2eYG4aJl0o8J6ijere8hmGsCaCaB2W",
-	"k944wuv9apJO32B6w7dqktqNpaxjyoEoTe9HVlzmUk9mHRFD+mOMmUTwFwS3Yf9PU0gaje37dNHG04IE",
-	"V65QvwuSWOEhL+Tgbm3a/LkRkQOVJarRuvhAKiKkgN+ImAftAuKvYDPBDsY6uqhC8M9ITBrWBqeWVoUP",
-	"/AaKv2+x+4dvUFUI8f27BNBTqZM0aayK/KMHJQV5KxOjbZooFLPPKFM3lsk8LQqVxExh5tze2FGJqr54",
-	"wvcgTFNMZM7ANPVBTsgKgn+uxGJZEGwCjer5AngKY/rru1xeoal46Bz7aS6YE1lT1SG68bWxqA45+V3T",
-	"Zrglmw9r0PKVLhxBq2tJsw47WatAe5eaqlErMZOf8nS9Md96HtHZUr8nBBDleJS8wUUJKanpXP1mjQvs",
-	"J/jzDl/jR+BjFg5cBDzXvnbU+LE02VR/rODydU4fGKBTwF61B+0u/AkOoxEm2P8lhfhQqoUsC7S17cQs",
-	"VOJ0A/fg/wwxS3FDvTcOjP7P+JBDm0ml048whbhC4fxVNz6sdXXQ3VZssFKm+n/7968ff/U/sVj1oLtB",
-	"lZ8Hlf72rb8HX7xS+84hzBnc32lFdy+lFbWqW6/BYir3tas4GWzplOpf5enlEtkPi6B84ViTNe8VDmF0",
-	"UERbIlIHtHhTqNxdAygsberaYm9e71V5sKP1kei2wVpImNuhIobEAf8XrxHzfS71+8Pd49p4psOz6+3p",
-	"IQk84nZsEYG5aScmJ+I6eIKUWedujYTKrPJGaXn4UfEIpNvlaAWNKVlE5A0+vOeCIIm+U865Y+UN3Y4u",
-	"GkZzVLv81NhUK2HTeZrJPC0QuAz9QSjluZBYvhGbXvac7KnEkIcJh+hyFbyj6pgxSwJr+N5uqJFO8UFo",
-	"a7G1BB59HdM6ROEEWkQ8FujpvNfQNrk3wrqdsGCi8vRqUpbqo95wwsFhPnG3OWVHuLd2RIyKS7uY5coC",
-	"7BBVJ8tjfCMtFmcDYpRr6ru/sSNiQBO15/JDm2Nj+Cw9mohZejUTSpvl1WysETaL6a7isYjn8sMzfoL0",
-	"VZc3j+UQ3Iud1gXvTNKEGjJN2ZZDgBvd4h6Aiiz1pwQ/NNbw1aczmdu4w9EW5TqL/3I7T2VZoMy9hR/B",
-	"V92AHaWHGbzpD2aftRLQMkvmDscl/oiI6dm16Bc0qH8xD0Tba1gjOgspTBSF9Z0XWLGNBw61qEKk/B0S",
-	"XUg1kFL+HlkBcE1BNFVPFGDNbiyjzOBdVt6ItIhostKSpd+JTCqhYBDhowtHWWCL8hUg45mR0LtnEvYQ",
-	"rPttMFZC1SNhfJwf7vB8fWgI2UFtgn3hIXRUqBXHe6zLZW6NZwtPuYoztkHCMYlqJ4Vb0NqcyWSsXdG7",
-	"tKhq4bXd0Ypa9UXvfvJ52fW16LKx0S5qyk6qT3ro5qyo+OuNCRWVfqO2HwSJRx9rmrFrjG2S0j7Y7u8i",
-	"juzLZZoV7VSLGFKOYqK5B8TMjVxhBWgU30uN9cGTFOFPyd5uOIchfK6npuqHOx6uu+Fose165wu6C+7P",
-	"5tv7ChHzNtNIpEaXPPbWORlR6Gvq9N69evHi5X4dQk3XbisDLeiWiMxaJT1UAXYIQRf4Rni3j0Cnxd6N",
-	"fQsfWG/uaUNrHV5z6+vgJnpd3XHplx/PjHujn1g/II2HH4Lnn/lUiDs6xl3aXel0hcaD2gpiXWVTTuFx",
-	"ZXhCYKLfE2Nd8losc33OAonPBMQjlSmAa8kFlAJyrca6TAJpsmCrz21YHZycoMrcQ28qCl8Ni1jVKukK",
-	"kMhaMZvWTzJ6N4GXccDm4mDY7zceiodN2nrdgmowi9i92tg31152c7mbo2pqFVdfKROxDiidCgslNeRT",
-	"aYiLu5oVHvDBWopDcGB03a1pPEgG/fZlWohpZiQS0+AwMnUZ9d3vMv+HV03xqVaDAhrss95ZP2pBywkE",
-	"T6Ve6luvvP9oLT4RtT60r0ybf/vl3S/v8LODfniljb4ks6Dd0vY4RfjcbcS0dltmw00Ge/7xforQkOkR",
-	"EvCV4zzWoZ8fxldsG94RMzOsDGSi/P/+v4POsNs/7Q+O1CAs7CcOht1uCX/goLov8ZcWkVCdq1KJKzO3",
-	"fum+cyv2EyarOjmNUs5v3kZJRn7E16mabHDLLeAS12aHW2Ex46bE/HLwrqUqiXjXupvaPqIGWeLaLDWX",
-	"LizdxY9smX/u0tcIlokaO4cIYiyPT3Hf4DULYvR+ZB3rCr8X004RuwtM1GMdX6nizVJzL8Eb47QEzHJz",
-	"dIDufdwdi2pgWswcEyuiKlDAAWyGVou0vkkJ2eiYJqGSJjHKYJDvpd1QKB8UGugEc3zCzVHlE50GybYm",
-	"y5otfXg/odivZYaaqFNz/duxt41e+m1W+brBx+91bpZdXWjsA038lshDmlDKD5wL7XBZWDLpphAnSZxL",
-	"NbW8hH36PKzbgy5N/tpAGD1Rhw8bU9ngjahOC960x7x4D8OaaLCZ2RDXY3cS3OAdzoUhySRiu7KFmsd7",
-	"LTC7MXTLlEiwhummisvYfYt0AfC7ptoW+RJFBEQl4sKY7C5teL7B40tX0eXbEd+ZnK0/78Mlx2AY8Aev",
-	"P10bUbDYeULwX+or+hEdL+43ECSs8CJlHHJqcFB9TQkZNvfCwVYbhxLtzQiW7I3JKQlg984prbPGkfGX",
-	"P2GV1Q4Yt1c3nCy1YEUdIVVR/dKkBnxBxXjEpb2PjkWmikLlNhJJegVSkjJEO7B2/gL/M4L/+d/gf/4d",
-	"/udr+J92DGSR8m9L5Tx9pEafE1hyIScqGeuFZziBl5bOf5rJINYeOP1rE3J0fAdPPbrp+0fHzW76MP54",
-	"B5sCq07yo+X4icKY9yJZ5q4wByEauHroqgIr+tiiCUCGYDQ84Cq7bHD+5Mq+TfVEfauy9BqVtH7UQucv",
-	"THCLCIpRhi9xwL6Vc3lFznY4V0HMwQAn9LhKBBrqSK4y6Ap4vZBXBl1U3AKRS4dpoRRGqqdgC3mFEqCV",
-	"K2uyJY7B7dqhy93ZtMPw+n5bKxwGqVc/TjkZp7Kg9YrQu6gkoBYDqnSndRutlVyB35HGFLKDB52uyzqA",
-	"B1yRZp2I2OniMXNTqulUTVh5uVQWiaNFDA+g7NygurtN+S5qGoliFqwcjCdTYEKDcyzs0mEn1OJdcaap",
-	"nKiPt3fQ72lxNONPMvTykYZBfrSM2IioJKxJJ3tOmF8hzdgKtXAaI28T+BQxcSfurCqXVuO5tNWsrMlJ",
-	"15rIrckmgeliat84hqI77H73LPLAByU/pS8NCUoPRsyZnbmyU3xxyubx8pfPuUp2rYTs3v4d10xCE+7C",
-	"utUGsWzkttFrPmrcs40QS6JCcEdNt3uvo+axO2+egwZPUVGZKxGT+pBWtQkHRqsfMdWY8M5Vty0cTKfM",
-	"pmBwdSbucdTw83691Y4SBzVozYpiYUePH/O1zsTMH7u6so+5u51FMm0FiAF/cNCi4mq0a2NDoWkwgtWH",
-	"AlLX4G6GP8Jxo0TC75lITdnG8AbWd9Ly0DFTdyY5JOc0V6pScp9+XWaZP4VuGzZRI7qCYI0VNAV8C0Ix",
-	"M4ieptqRtQF0PTGTr+NPRFhcBFgK+C6a7SWiovnD/MDax7cBLvba6wRqVYVMZCE3LzU6saod+S5XChNj",
-	"hHve4StRgyGPJ262TqtBJjRjF9AiAl+cH5rUspHSNC5wqx+Uu0awaWVuk6kAuFQfinOIYsmrXC5mjC9V",
-	"8APnYl1mYLRnqVa2EfDc3XUAYYQXG9MkOyuRj7VQTaKmshEy6jBMPuUMtx56X7QpY5CYOwaGNx8967im",
-	"ymv3sYfOqXgiooSdGwd9wMypmKkP5B8ItEfnZm0YwIb1XfLurbeIHnUKhPdoF2BnJ8uJnyNeF8ddFtxb",
-	"1kl6R1TO+1TvfMLNKubvwxbc7MF3oaZHXNFYpEkFDVEJvrmJ3cNYb1qFnPwXDHDkl1h1KWxbqo6UoNoX",
-	"iguOqu010ynsnHJBHvDyiESiCpXDzNginYAzNjYLpWUaj4TUpJ8/x5icLNLLjCvbheSGbuAAB5Blci4B",
-	"qQmP4j9c8kYlrAtNbEUt+hD8gbdWo618zy5AJZbhbfbaspgkTCUnX7jy4VQfvF4qt4ZcnEyUtU93gLyL",
-	"dK6sACcrNoXIyHIlXfrAw/nQPhX6uCvbymNrmOY/t4Un0b135pVbKNuxiSRAztkjjYEk9p9+7d8Qkz1Y",
-	"Oq1T4qI2tVysTw0gBI3+Np1vMAcyL/9KEIoXF2HrnLFxN1m4f8ixCQOzqyHbfYtUMtnusUz4Too7OZyh",
-	"iIsie+nA187PxuvosCOeYNMiKvZ173W1+7B4Rs5KvHlzisGCsYpOHS5KzJlCfxwHQw4Y9trD3OHeYeVo",
-	"SBMrHILFjfLWnbzX0QXtd+cW4DCfoDjae//CIySHLleheDowuZuNSKRTmge88fDes3E/WO1n0Yf9IJyL",
-	"+OPtWrWrqv5VnqmlU3/nnHDqFjy0XKjcqkTtBnW4O7HjRaryXU9cpHtCIxuXKcK6Geu9da1GVLIZ5L2c",
-	"FLbT2iWZlotEFndbhJ96hpScFP86Xkd/+DHaJRIy7AIBRZA9gOnI4JxjXqPRWI91G4H48UjEH8et3GRq",
-	"3IrE2AVZx61b8Ku0aRHwXRhyp9umqZbZU3cv/JIWKkddwdK/nTcU/jnWQoxbEJ16KrPM3bCk+1/yvxES",
-	"+hPgDeDjyJhRByjAew4a8QkEXNDoHMdsR0cl5eGSC2MLCFQIVweSugerlrsH5JHYEuJ1wD/B3PMDM6VX",
-	"lWNzqaR72N3Y6XRuQdFAmQIzLQuxyJZW+DRGpg+BEqVCyCSxPM4Uy3Icb/QvMq1dX+wC6wVjbJafSswE",
-	"WdyqqRGkLH+6lxn0v0Z7skdi0R8DRIubKwK0wbZktCeAKfkucYASAg3z5cKqnO3y92p1/1jx3XHZbDqR",
-	"TAjOkLK3oaIbyqu1UzSqaPj+DGg0uViZaMpgL/NrIrHUKQTaWJko1SJmKwqsDfSR4gYf60JlGTERE0MP",
-	"CvGPsHNu2x/TWy/L6Sf4J6zLyh1jTVk8H9+r1a1L7+FV2P4ISuFt+2NhbuPz2lpzyWFwLpgpwkzSHDIa",
-	"OuL5tjQg6XY2PKg0kqfH/zMmP/FaLlAVwT8XB81ZRIfndAwhprLapbqXmJ//lGyhHblCNOdkhTQYmLzp",
-	"EHltMZ2flwIzwUNqf4A5jKNAVe8EtrC/o2r+lj/vaQM3ewN+pkR4d9bYjjs2PByv488I6bLAff449Gqs",
-	"ic2NO8QCV4oktUWKoAL4KarLhI4Xr3KsNZhWRXqtArHaCWWm9BIT7PQsKQ8HbzqMNeixJZlZZ5P0xFZz",
-	"zKfqdphbGE3oHcgrIq+CprRKKAImCFZnYm5rc3C6aQpepLZogHkzUH1tbl4FuUKYfMQZ8nhaaA5h1e2S",
-	"A20K79tLOXfqcH+AN7SzagP3mxgWtPpQPF3m1jTwULxeg485pCq6lKkkKDhzLXoEL+XkPXqRJ/i+Nd96",
-	"r7/LZ+ZGcKNk3s2mAHdVszerk0QlWneZL0v2pOyfr5QW56KLijd3QmhDN9H1g5o0PtxlPNaGBlvSOC7X",
-	"9wyjPrt2MVQqi4oeZ1xl66OmfIL8fovvemPcc1fgU21IWa+qSXhXajrfcGqHv9ZO53DK4OYkIrartJgt",
-	"LzEUBymPcMwVwV+oSGmZPYbY3WN+L7YKO/EfcrE+/28DugIXCUAwnuNS4BpnmAEzcYRjYHlDDm5u5jGM",
-	"elyYmMCDlosQVsccbmxee6RZ4+dFZuxDsyKY5q9m8rN9tLYGsOfYkI0L/r6hXJzgcs3XArlzRU6KG5ll",
-	"T4Gg+SUs2pOz427vbNDtDwcDDLQhfJbud3D6gQ85tK4WRXto2tDf1q1vf5bNOwyYXo+muu9+inPEITmC",
-	"tnPVBUR9AGsM/BqJeZplKfNWC5tqzrlQCzOZHa77TKobDwjGOm/kzUvq+R1slGDY/tXM+2saX5qFKoyI",
-	"1H+sHZQzVzyShqD2PEeV1WL8pYL4TokydqFkUXGDW4/dnklGiiMI/L1aWZdWjT/Qx7yfDH/D9kBB6WuV",
-	"j/XxUPyQfgMqFDY2LXzTPHtI5F2GiP5fN1bvvxgK5g3ceYhcEBVl7SxcIfueW1EbhcQF9aTRMi51Gxh9",
-	"EgvkjHFDfCPJLKb8+HROteTw5+o4rYtuxzj1zapQO+MKIZ1bgPXHaSnUhwLP5Ut40wMjtWeyf3S8oXXm",
-	"RuUTaZWYqQ/i7fdP2oBK3aOxnXU3X2CmHVep2X7pts9ke/ru4/GwyTKrzXp1UH37N88+r7F1O573K2U6",
-	"SEZARaSMLxdIYN0/aQJGISTKoaNGDgQVcx5Ih4DWKmHjOEbB61WNTsNtudqVRGIxuYNTe1EgEHBQCwzf",
-	"vllqMKbjK7mIKVMHw7CJS5hzJx4xLNVt63qLaiZo/3S3kf2uNLb/0hm1333sRr3+yQZDO8TXNqQHQIKM",
-	"i98GrAugOI3EjQOyeqIcTsXEn8c6SR1QBlxbPkeZpoefQAdQLL4uqXX4l39HSh0aBPoJkvkoGxzSELnh",
-	"XDCIBHFe2EfoDME/YV2kOiidjIr0FpqcXeHmTUw59+DE8IOxQRaV1yM4E4mAg7TMve3Nku9oTeNvMjvL",
-	"Tz51xfY3Qm7i8uaYi+QyGMr9XmFP+g50P0xGZGqT1FJocrKEFHiXeViWrpYVCiVYVLKAKlS2ELwofkZm",
-	"j9gndCnrql808haFq23LDJfdIush6MQ95xldIc+QxGp9onMMN/ggWcjHJbG2NQg+1wZwPzhLliuJcGI2",
-	"feRwE7ipxPNvWy019rEdGKQ3awwtAY9S9SBl5ofA/XafeDxh/O8S4txMuelIRUMiH114RyyhxcLaxyGL",
-	"A6RSVmgcIgLsoR3hKHNueJ8wR1jIWTPWAQGDVTT5c8i4NpYSsGqXqZDiWFf2HIpVxqmXfBPiwBFU0AN1",
-	"KYvnZVWowkmllYT9A7T4MSmYkBftC/dh+6qJotv9vusx6h2UoibbObffmSzxhxWE8e+wJmdue+dIPolE",
-	"4ihLDkjwVPmBet09FmUwZM0CHIU2JdURuJ8JWSaZknmVTqYKGdEYEEqtVWsopnuw+2hTNGpcK5IyS720",
-	"S5mVyEZxgCbrzcwTkZb1fMviRr4g7+F+SGE8jhvELh7mPEmoIxCVij/csV2183tvb2uwWIL1d7y+/FBA",
-	"udTYba/8g78R9eBgG205Unji73l+WCXzyeylSXaTTZR3wnM8aDuf4vsc2GVLDt9WkQ9zPSnKNS0kL/6Z",
-	"xPyZS0VESp+2ntfSWnxtnnIO14/7qKbg1eeuUfWpHt3hLc3mDVAG6w2GLXi50O/siYWJP4ni7Z6+z9HI",
-	"IS0mQXlJf47Yr1BiKj3a2T0WZLre0O9hKTJlC3mZpXbmiOns0i7UBEkcdOKKHiRqUcximifRO8QbmXKJ",
-	"qIhtNZYI55XXR3D7+v41lGTfxLO9dQ+Xo0rUzazNOVj7ns9y+v1D4Dh5PBo044YhjBi04BsCygUNFL2m",
-	"DFmMNY2qT+N9ZEkniTDDSSz45sjV5MEnyR4Ya1ykrjwGOoUzda0ySixZFDNaFMp5TugL9hGoMvCNDrys",
-	"zuCx59g22BbrEnZmYAluSjaunCzBUq3xDhUOXc8lNfY+Cb6nr3+XyavdsY+InRp2G1O7Siin321Ct/lq",
-	"WzRyDkDy/RH7FjIEwLxRtsfevfgRm7XXcHvcwO7aFu5GRNSRTGjuOI+Ko7i7XNFCNsDvDt5ZkepptiR2",
-	"NRbL0Vhf5Wa5oNvdrzAmvoKL05cvS+JGDrrC25GBJs8Vaevg3crNBxxX8oJCyFzZO6zbt9TFvQZxR5zR",
-	"i7qHIEDEb60Jp4DU3sm8cnWWmyqYuVI+7Tijnmwpc8DYEgcGs55q/juiWHEIBTrD8OCNCEA21vRQVHpn",
-	"4HiBWgT0sAvOVJjz3Y+RAAd6kChQMuHPo4AGGV/HM8m5SrQmmZQPsCsBxI6YmoPvSWtTW0hduC83nU8e",
-	"gtcQavQIjZKm2N1NNI7VsO1+mamB3b0DHlCC/3a2DQyfzASp95iPXyu4kCuqjrNBNVtXT0vrQpXQrD3h",
-	"4OHMbF1+ISIxCrIIN8/7vqU4SrTlXuOHSnzJOGT3HsuqQVkxKRtV/fsCuTfRhwV0YOVK5dHlrRXSid1x",
-	"wboA0w5Cru18WnsxaO07r3eDkewHOq8UDLmNAqDtTgx5eedtVOJ39xIncDfxBKnkHlNzwR/bKUvq5tQW",
-	"DOa6Mt2sy4VyHfcMGDOU1noQ50ttmdHehQ7gsuFKSkBJjluMHDI1kBBdWv/sM1BD6Cr8R6WLQmQpEqUW",
-	"xrcHhxHypyNXxeJuvvQ3+AEuXrLbowU93eDYZ4MtU8kV8YahHpUvdWOr79fYZWjy3IXjANsd+cFuXgqI",
-	"wU6NfsW+pQCt4QHaBK+ABuvFssDNAGtw2A3lHOIA4XtmWQR3DU7X0BjBez96SCF9wMW/3u3Gak5llgEi",
-	"rqSM3p2IW2n/x4ZY72eQ6dXhuONHazMawLfLQWya1+8yeW3yZkcWb6/Uk9wifTa9GlCgVuSKiPBUDWoN",
-	"QTx5RfdM0kIlaxBo53xA9oI4ooT3OPKEAPXKRL5cai5rsF1/ZQdetOJK3izGGov3Jilz96euHhfgck1G",
-	"bM8/vnpGYg/IHrPMVRW2KkhCQLTZBRrcnbgw+Jc4yLnau1kWNzIHIRBif+1hmcjAWF1u3ep5EodJfoT4",
-	"PChS8uFnyWHk2K/x6zCFEsorG6JOOYd4wNJi613pKGq0QnJU7zLIEnzBuS84NVU3LrU95hrUXpsoi8pA",
-	"0Bs83PFUpplnxC7VKUG/Y/d4ldlCrlRSFhs+wFJYLsDiy9HCg4fY/OnS+je74fEk2jOTF56I3J866HFg",
-	"fo3Ic2bjCMHna6WOHR24fQ9RfFQ3O4K2p6NiLIIsdq8FBpGTSplN2B6MiW73CEePf/X4rxP/20m7B2vc",
-	"LRm0JSsS6RQQvCAIR2VGdxPqrS5Uzo7LwpotWr8lEhtlc5jE0GufIPiP2nCyznTFXfq4OUK0PSbUFBTy",
-	"ff64i7zgk0Q0Dt7H3WmWLhl4Zw7vJ0nvkN5y9+HkZrA8E/1U0q52NduiFu0zvID7ZZ/zMlgOawMUwE7C",
-	"lQL4oXf/zv9pRJwUZp9ZXSewgo42nlsmB5JVX1Yu1EZyCT0d9c7WFQq+tLm8GHvZ0V9Hd0ecdM2ohM9T",
-	"PK45YPcWZBJKL491QwZtcyMKA8L8ShVI9ou+UmvmylfY2o9vxLsMuTrFD2qxLagFBEJ+iMx0Q6ZSWmaQ",
-	"oHuU6Wwr2Um+aNuI/KOuYIF/4yM6T6ggYvjoI9sRDjLokSWVd0PRAH1FePqx9m/siPjbZy+eXTwTQKfh",
-	"f7aPP/q/b2MeVBvI8M8Ereal2LS2v1cyK2a1Ve3Ftnm/DlsuJUIt4ks1CmLzPg4ToMz71rsd+tL+OzH0",
-	"szfHwGaOESqMiZTuf+/7j4QFJSXVtlAS8WeZmhagHDVwx3FV6mbeHh8tKK1OPOrnSmrruWWC5tyV9JTz",
-	"CzaVK4w9x3Tbg1PjuncpqFUJdiC/8mHlyp6uulot2CnP5Z7hlaccfb6LK6aeaABf9LXGdyyzpyZRW/Lu",
-	"ti8yrJ3a9vNDtVjzpR5r/xuVkKlb5UjjQDA2vARzliZc/969w8GIiNiVtHCfx1x3jaRWcOF4NJgalgyC",
-	"YsvP8RJBD3yliiiQCVeWZHzIJXecby10ZYKwddG0yodTzZVAVP3LqRWYeyhA3RTAZwFee3kpdWK0Svyg",
-	"yixr02M8sFUPTXV4kGR9faAhhxOWbZvbSLRI1fgocutpM9Yg6lXusnqwOAGdluhXJLEFrY/5EMfieya/",
-	"MkWhdCwgp9wV68cavWVp3MbiuqJSW9dFPuqVLMMFRn6V+sxWfi2HvRXxs+U4tqJWZTToFvpu1RBueHJX",
-	"tRysU7qpNu/PTvGg9KoGdD3Z8tuAlXgDnfZOJUg1QBzvCYzhpjRkEajc+xjWoXl3KIqN73csgnd1pLnm",
-	"RW5omiRZ/RuNhya/yffp/oMP+aAKY9UHlBbpAaSU00CM4rmam2uqdeK/ed/Kf3djaWxiH9g6ehxwfkMP",
-	"NQ/hW68LS90QoxZaqcS67ECkjNcUYfQFXrBmrXtJwRmkhNXRhXH4uPW08vqu9L/uNrx8194GMK71yZUu",
-	"HAZUAGXXXP26sqoPF6P4j2cXqPL6e9sllgtlHuc2t8GczzAv3c4k0vuAQkSlwrhuZRmdg2Ry5jakejRY",
-	"uHYkJmvVDoHjoGSvE81vq8jPWoNaUWv9U9VRXn9it+irDbajoWzai2sYB3L+pFYkapGZFRcZwaL3aaO2",
-	"ugfV5FxJu8x9pSvMsLAOrFXwT5iQNlmDR6z2U1vdGbIh7cNvqPXOeQecXS4W2aoC0ok9HCS+g6Bt2MYV",
-	"aTtcK/JDVB98mfPXQP3a+1t+X4G/xrV5c7pDfQyw66lySQ/BeDVj8MMB3TztG0SRG2EyWdICfrNC6hXW",
-	"doqELIQ2uEL+wWNek9c4AdVkzFrPw7Eul+BW2e4mqpneoRRfm9Batf2aKtuAPxIHk5mSCx9oO7z7QFZk",
-	"xw7EcTOKdRPJgrfIdpRHYgW7MOt1xamW1ELlZV4Nnqv3qTzCxRtiXzkmPgy8L/BWwBVOuYiyFbkCItSk",
-	"Ug7ZtxUOUUijRG0E/oiooOVNCulCrtH0mNja1ub653sT+8L3F8osMuUiEaSR25KMH7urEvGIqN0eiQNM",
-	"yepFfOB2O2e9w3g/b9vUx9q2pjzQXRvKi28dDWFyceep7bTWo2kjD236ivrdUFsmSP44rTqG6RVlOuK7",
-	"kAYIExOPB7cHX20rJX74u0YvMuEw9/ZmOMQRbj1euHs//MY/0aii8mTWJR+3cOuW3giEoiAkbWUU8x3x",
-	"FssktXOICfL+uYKjuDCuhNJr3OxI1crpHVgzG27wUKB1jWQzgIghPvgJmZRlMGrEvfeHC21AXoa9aZDr",
-	"IDSc445uraZi7iqVfrttRjbwjIX1mkqacctpsSXV8QicCHeWqNIKCZKujfKz/FhUFrQbaxT0QPHqkAJx",
-	"VHpDKEXSmQPYOK4unAgIfNb8KAK8bPAubgko/7jkpibLqDSyAynHX5Ul8FySXIS/4ruhlJnrsSur8FW1",
-	"UsJXXR/CrwuXm9mKxEqtntHgpF/NKeveQ6581dnGMNawu5tcCfUpCXNe8NIjVzAczw04EVykvlLvCtO+",
-	"mjwnzSXznhdU7dmXxb8n//+G0m/PC9tgnoXF6D+5qvwdaoHx2ESlHuGt84Bj+uGyhiZUaBdHvkk8u5LF",
-	"a+rmXVny92O8Z/J5cszyIHBl6Ykvz3wvsvvGzvm60Y1VFl7LK/U2/fsGPoAYOTdiKmkaloMWV+k1scyW",
-	"i3R3EuVcfvjGJKsNlBwvZH6Fme/sv7s0yYprOkNuyGV6hQA6zfUwXUFUVE+HvcH28EmvezI4GfZO+8M9",
-	"Grl9UDJupxsc18S7jUZt9ipDE63NTrVZTfP8EmVkw2FWYn/hBlh9qU6bSfgpA26HWYx+iBLUhY/g+fzm",
-	"yX80W8P7cOG7os2eDB/bqZJ7ExlvNQWAuomskdIQOEcnB8xPvshVsbYFN6j23st3J0lxP4Ng//cvchNY",
-	"kdtTgvydBEZJftTZatNM5UsVEUKNU3LAt8/FDn0O/bkjtNXZqiyH6bgA19cHQgh2K5TwaizYfp981ztT",
-	"gQOvfgP42Odi+t7SEFjGivAVzCEISb6IoN8jHhxN9xaG/jURNugdDY67a7kFjUKsWO07osTutB/XeCk7",
-	"KOlwMpP66hP26C7OZBYcAWey0d4Fh1i+z02GjPdEYeKx3yEuYTi0CHfRIm8W3N/mclo0Se81sU3WQwJj",
-	"sNQCy4BLquQ/EhqGIkP86QEfISBPcf+l+pA4kdCXi2cCBamZoJ5qC2H7SaXFWiue8D9owEza5prTn+X0",
-	"+CLIvwjyL4J8X0H+yUJss4i6D99nk/wqDAv27QooF4Hb8NoNImTkpN3ligLp4BVz9/o84ssV8xt0BIwC",
-	"Pix9wTa/HFy4ktmq3PhtYp36Iqg+XVBtm/TfuODyXMxfpNcnSa/NAqo5ZuiQyXszZ9PLfmu87b6bm8eH",
-	"chqbw4r1UJ1Dm7vS/VjfNhGyaCImL1Or9iVouqs0euhcaaTwxiVeKJeIhOAxiiy4MDH6JmcpQi/d7bll",
-	"kcNRmDIP6vDzREf+UUrVp+3VIO9wXd/wBpKfkaDE/bYFi0benXWOsJDyuttLvEX6llRlIBDhkGB9JKLq",
-	"QxA/cazJImaTKBZXS5lDYpu37Jhez1t3xCXrvIFka6VXmhCknHEmBYCyYvJtcpVolBMoAJbaWdQ7zKvf",
-	"nG60xQX4JBgwweP1xev3RQf7ooP9Cl2BD7pZN7r/LgJXFA4iiUVYTZfSYj4exK+VpjBUmSuNrqqx5tlI",
-	"kfjT6V38wsjxeMMJgUnFDEwdds/G2on7NkTisnRSQA3PRZHOsWKzmBg9Wea50pNVUF3VkbABp1sKc3uT",
-	"avsJKWR78EftrRO/dbvK7+sK61QraqziUwFvubQ/yAEkKm//OFe34HcfjpCGlsi/K4l7UOOMEBQLTMCW",
-	"hGWt3ELfg7QUn5UXjxyuTekESWIe2fI1wOaK2SRlSt/jv8SHEU0D5savWEqZqaOrDr5JOSmyKFMPGQsm",
-	"E6x/5UgQNNaTwJvVHGst+lQQaJJLXRMvZT6ZYQkHzVX9oRqXuql+FG9cAUX2BIjlYyZpiA+biv0JOcmN",
-	"tdU8SEsrjnkBbSEL0nRuUq1TfXWOV5nZ2Kfoj7Wj8SJ6bSjF5crR7aogh7DBxhJylEp/YyqPu0NhYrIs",
-	"TdQ5J8xQdB4zc1YI86uW6HuCtwmTu3EPUDfaVFYFThF1gwWuy9fBamQbquhBL6AixoKLA1RLXlq5Etac",
-	"CymG/X4JTHCxaGwHgWLKquaxs7kATvOGw9GcZxGrRWpNkk5iD2eU9XRWPzue8uccVlQJr2fuHHwlK3Nj",
-	"fcAQ/csVr+lg+WYwMiiayu2LgwC6pjbFmBVM4ph0IdYKAr8mHfzLq6j78ufdyQ3B4bIhda9CAGc7weCN",
-	"/BgFWQfBryi6wyQDJH/jPcXl8uBRXxSPaS+oLB5coTJ8UOcVAFm4Bv1OiUq95XLVjJyxzHoSjKBrfJC8",
-	"0IpavgXILbu09RENnto9oNYxUt2x9BIPG+0TzLirU1UwPrH10lXLedLudYcD7wDAo1KKSS4nkLxnJ7kC",
-	"3eWp1OK5uFKFkO5sBZn0u1aE9XJboxaIylYDkcQWZjjX2oaiJptJwUym9rS+38Ct9ZMVn498u5oP1vLx",
-	"hgVt+EAo8JhLNSgvRZvz/FA8Pnn9vJI+hEMTtTxPYctBIltEJFZdKHz3zkUC6KKnm/09JSMLLoZ8WapR",
-	"jrKKKU/TgkteEzdZpUrShlp1nnJvU7ELINYXdCKEVRfzpY6IWLVXEu0F37NQ3nKuEi71dyVBs2u4rTw8",
-	"EsyVQNgi5UQBd4Sny3JAxXukutHg7O1U5A++hqf2Kc9R94T6AfVfblqar4xZlGRXNfy4Nm0PCy4JOZGw",
-	"W5tQzmrThkXm7sZ8WK28BoQYHa4TgBoQ6GzatOEshqRWTxOFb4W/+VGX/MuHNuUDc51NQpXxiURC/Bqr",
-	"WPMVONjaBMV0R2HkSQKw6r4/jPFpPuk9cNiVTuDf47EG08Eenpc/uTRf8nkwH201tzdwX9UGiX6pDsFa",
-	"km7tgV2JaswAvCEzLeQlrtMSywpIGY4xa7Jrl2wN7NN4Ac7UicmRfQvQkezR8mDNmNk5XKEKaX1CyVjL",
-	"IiqXgUsY52xvbI6j+QNcMjP9AfL43Ju+kEYe1kGovyVJE5cRjoWVwruRHSRMCBe1fPCDINkbSjT7TO8G",
-	"1xq+Zz8+Zl/TVW2qUu2rzWO9ZjJgZFEmtRD+2ZWNHrS78GcDgnpnteUNORJ7EZ3XaB/u515vhjJD/+FK",
-	"fcVw7OAeoGa3dvbjbKS2bQBCQ+Pw0obWfQoEuqRi2b2M3tK9v27gdLieKnXh3dqPtrHDhPuleR4CERVk",
-	"NgSVDTwXtdDmRhygHYS0FahgIq+KIrKgm5KxgOTiYbML/dOKAWwnM37rDWyXMiCLJnbjfVXZ96ne2cay",
-	"Gvlm4t31djHm3x/La3WUPw8FbzON7EvPIojGWkSWWVTSEuKhVGORjJgbnIgMJktMnupH3W4X1G00/vI9",
-	"CX3uVl+az6C7Fpm+u9Dbhcdk+YU4TOdCvp8jtrbrcdntAi1WpFizVc/UE2Za7m3P4UIlb9PqliXXH4bN",
-	"4xEHD3j7e3KXjih3/8i9AFL/feF6evWBxNXk/WlRiDrMVZtJNgKanrSgyoKAj7xxDJBrYqVT0smMkGPH",
-	"u1kuLl7AsYecVWMdKB90X5UDTVrhb+iUyonrNXpqXNd1UtLROAX1IC3YyYZAAtaYy/YQSU+iMlU4mz0t",
-	"aPBTZVk2Or2Wx7wVtdzQwkXqJa0oamg1hTv0Bbnnd9mkr8M6Fes1QXWCGjJoTRPQOcmB67jWR6KHm/zo",
-	"uKksqKsI+hdfFvR/g//5d/ifr6lKKGTHCTWXaSZkkuTKglgu7FquGmrpJ5NBbef0j453l+L0Ka2Yz9o/",
-	"Om5ORvMDUSczbNhHxEsHZkXo2/QUhSklDxW51JZomms+HcnF7ywasuE65AhWa9QbVi8A4GWdIhArbHta",
-	"7qEjve6tOXWCL26sxJcreNqdQAH5H3vsqXs+zjx/WHK0xlHYSQ1JhlBloMRMZf8Ynsja/GxsbMOIrrfY",
-	"delhm7i+YPYYUrWFSxKb6ix4f9vDNnojz/ybCoGZ3T2wn3fJNjPMv1nqgLxgrY1rbcJ4XZo7BkK3VA87",
-	"n4/usrpwm/dew9opZyZyLPWlXGlSSV7n5jJT87vV8H+ixZvvnoqz4dGJWNALOuIbrElvXRQUo1ZALXoj",
-	"pLtJzOWKomdjjdGGSExMotp2oSbpNJ245xydBChVlqOlFgY/KA+K1w4jETvo0A/BzXhRSCyUzdgiCyFO",
-	"vjnVVxBYcXfDXez8pOtC4hsOiUrIYGY4Q1fazNCNV8pfl1pey5Tr9fufY2bldv9G38ahA0BRZWvSBrkl",
-	"Qb7r9xcXr5mPL1pz+eTKLoy2ygUYNthtu8sh8vQ7RsqtLKFY1/kmp0I5qcVUl5ATpAMhWgc6uFTFjVKw",
-	"zTIlrapbFcMNAKE8N3nDhn2uk/Q6TZYyIwQaIhAc95MvDIzFbkC/I2m3l4eZB+A7eOsz+Po+hVjTD005",
-	"R9cyW7JPkZjTL0NcWwGU/VD17gAkOZadxwdQiHxoX5k2fKYNbtW2w9G1FwYxVp69Cd6wofDYdKo0iDMa",
-	"ILeDPMKspM/5pfeug0z0e6BlSSYpW2xy2fFlXNiRkJk1DnsQ/6n9hi62gXx/pmSi8hJzonLQwzNz1Wko",
-	"3b7WCquaaadyhE+h53JucuV6DextZYfjToNKuv6JtFCb4y40rZw87T5DfncK1P4C8ap3e35qgwEIHwu2",
-	"PcrGih18dHYWHCLDbuORV6RFU4jt7czkhSf+90ceyWV4yx658yUsqr72f3rzHEZH5QgL0HLuKIzDL0Qi",
-	"fsz/to8/Qu9u9xmwZhQPddMPZkTibssR18yCSy41kNuRmMvJLNWqDesJfnHhD0IS+IPuaZaiGmBv0mIy",
-	"w+MB5KGDgkK8hORo3BGvEMgCxyIcfSAQkqSOHUg1piO2/2qZEYf+yVsr+GUhczlXhcqD3wK4MHPjhj+5",
-	"P9vaFO2pyds8eGyRtgPeseCdKEGCF7p/k5XcJhR+mbfpUV8YzYHvLMkXouWymBkoDQL/BPBuuzCmjUwA",
-	"eJ1hMSppz1WSSt86VcxMgm2WQLSikqBxBPVvlWBSoGuZy2IyC24itkn4IVHzhSmUnqza79Wq7fn+ienF",
-	"dyVf6uo/APdsZ3grDGEbWQtUEn7X1wpo0gKo/8G/UJDrOn6hYRp3xbfWT6wGlortZN/uEFe52pP33p1D",
-	"zTI4rcJ+YKYZrYbn3Gt6Wji6Myc/v3JCevV43wOpJgtcu7YyYb+u4Hur7X+KmJLSdqJS90TxupB5UWI+",
-	"PL7FF2CZmRvAK8ae+4vjw7UyhzUcDQoSi5qBWWr0ek3MfJ4W7vHQ6Q2eOyjHFY8osIsOrar08F+ro2Xo",
-	"pWChLLPaqguf2eV9+kNY9rsWG7cz2T86HpXAMNis+URaJWbqg3j7/ZM2OJ7MNPCeg+/5kRU/XXzXPkUy",
-	"OwtF/RlhnhZWZVN05qEs5ZqaFUcTf3QyvTwaJMfJIDmdyl5PHU1OJ72zo35y1FdHk6GaXl4enZ0kg6Ga",
-	"Tib9MzlNjqaDpN/rD3uT7sllt9r1k17FS3VSdVPxJ6Fch2xP3308HjY7qN5gLSZl7aZaBAg0Q7mMcbbW",
-	"wtjiKlf27hUK8E0QyhFS9LvdcyGdTlXwJte4VGWycmtJHHUHIYAGL+4sbOAbuwsrbnJFIZXmUgjuPU07",
-	"9E0QqlzPSgkdCqxoVh2d1PHqKskn2V+6vd9/+4ezp8OXJ3/+of/z6UXNBBlWHZPVai3wfMCc9bHXjYbd",
-	"TbOOrb9Hnq/jr+M+Tk1Oe4F2SmpFjH/FZOQgajtitjou81EQkW5Z0TpeWrA7HQiM8JauwCUujRlSHuOT",
-	"58xVrFXKXAMqKGLmqIIOANsZV5QDKkBWzOKx5iZuihzCtqYiP2/Aiayb2XTxBgKm8FmCSKtH1qOqph7i",
-	"ei7iy2VypYp4rPn8AMm9SCfvKfIA7mlxUNA7UchiLAQErUqzgzLSJR6L4WEcQNIRTDGHxEJidkhzQcUG",
-	"GuqU7ixUqj6gl2izN3cUFA9OcQrLSvFYQQ12MColHYHlG1PKsqqw7LGqXWfYi+7BsCcOPDUekN4FcWwY",
-	"o1fGD/eK4v+WOT1thMgFK0xOw03VYFzBWRDqULaAnzC1VQb/MrpiN8/ktRIzuVgorRJaoky1MT/netpa",
-	"IVqHm0OPeU5UeoFVSiMnHxViyDDiA8sLYzqMYGaeVodz4jkj0sCEdlmJ6OdnGF6NfUzDhzriSZ35EDDY",
-	"OMqC7/Ko6474Ds0KdOlzvC+sdx+JTMlrwN4VWPsOnUYYOY4RvHVAw8jFJqj0Txk5521zCBUXHFErdtws",
-	"i4mZK09PCxfcgrxLbfs6FGa7xyTMJq6jsrIVL313U5hYio4mgkv6XUr4bQdPr4LkGNGlPaApMaBgvKJd",
-	"4iHTeBtcGmu/yXB7iWF3eIdRqCXO+kE4HjaNwba02kqk0xoxlXlUBbiXPn06HohKnA8Ij/P6B1cmVh9q",
-	"B1gklnYpM5pUn3yibnwVccqPhKU4k3ZWRqs/E3hiF0zBF6iElkxNfs6bRXEBS+VxdS4ZlUvak4ODdxwo",
-	"7YktISB3LnO/QSXaFOJ8Eiacw1hyI0cBE3QUClp3n5Nh52Nt0FGa0W0Bc6d30RGTLqd2I5pcXATpYm5c",
-	"WIZbhC1g+8+9QoHYgJryH6GR5RQHsCziRt1hD/o77lwu9b2z6cqOb6YXpnvWEt07d5aV+0CYtwlL1AJC",
-	"EeYSLSKnNmHDyixJaa2aXxKPFWdflCTAd6B1oNW4W8b9LTQWt722tCrviVS8mxjYwZVcrvaQNxqFm8+B",
-	"c5vqrybVLjYYj1vjsYb/a8UQzpaTIls5BD7lCtgZ6iZWNQDENlEv7yG2fCMZFBOtJ19ZmSb3FUeV3A43",
-	"6uH0Vqna/Iqt7KfasG8w/FDWYhGuZsh2rgqJI47B1xpKAwFJrdHRCdhuq8zIpDVqfRxjkYVxazRuWQXp",
-	"hX/BbWHHrWjcys2NHbdGv3wct/DX5wneSAk7eAcZrPhroiB9E8QdXMANw8/a90u84+LJN+1et/3Nix/w",
-	"lr8VYN6XZatGH1sE4pIZ87cOe/2zs0HEbozWqHU26fVOj+TR5EidTSdHw+Ne/7R7enZyotTp9Gh4etnv",
-	"H50mg97liewmg0lPnqoz1Z/0pt1pXw4vT0q3PKa9dHJffb2WXUJj1URyTJFIojdgeHqXslZAB0+cEkI+",
-	"GXKhPmyYfq4KebcQNGU6FTKRhSQuCMZrdVoN68wvjo8tqVc/TmEO12LaYVQOLUC9hLpbt1H91lfwu/hx",
-	"ofST18/FoNNFm1obfIAjHaiuw78pJAyeQCvUdKomzG5zieFyIUUMD6Dv093uelzrxrumMcBdAfTIMA7S",
-	"8oxRFVYMZZPO4jL9BIpqS3kEXtORVsQfk3SONUTz+W0sDpY6U7Ystki32vJFlk0LqRFISP5xweNMqjSJ",
-	"M9QBXDTIFuxTRZsQhxul7IFVSsRlHT/2JviwaGvUguhI5428eekTQfYNmuZqoeQGJQqukI+XLaZ2aV1X",
-	"Urag9eBhprJ+Y02azYHXfLjnkYtPm5z+OhxRHVqnyke4stLCvUEbYTNTeGM5nssPXJJwEytIRbpspw5S",
-	"urigu1n72IfWgB5rZJZCEeKpatyu2izZG709T3zaHGmuoXy3kSvUiHzGTbRJzdWBKBhdf5WmtLz0ammW",
-	"VtjldJp+cO4yFnoHshBzYwvR64r/5/8Ox39/YqLqMdag5DWiCFh67vPqVF99R7eT6rOH4rNeMpReQM9H",
-	"biC3zt13volNg803CaWvVWYW6pFltqfQyTw1pljkqS46/oHOda8ajthwz+5Q2L4l7e5Ux25U1rEb682F",
-	"7ERMf7XRHsLADv7Fijk6xNy9Yx1n2RzvWUtrdZAfADSDxlip/Z9i7hmZpwV5wiJO0DS1VJYDOp2ZVIJZ",
-	"auk3V9uXktzGuizRVcM0B7X3ws61qPy7Y+qvzB1f2BFECvwkjXVD6tDlSZaW2OXjYZCdENEZAt3hpGqC",
-	"NY+1yQnYjAatrqOdI+GQzlj0px3X8cswMev24h7I5caqGs2BgqXeJA39wn9ERVjBT8LnGSV4hKgZX1sO",
-	"wvNk5xE87L1a2SZ6UC6Wuk7txEFuV5UDjd3CCqWTDZz0n5gKtKMMdB2OW6nZS1VR+Q3Q0vdKLcI06EvA",
-	"HdiHrgedbM8mcTiBc9LqHOkEjTiKlvt6JrDXT8GfvmWgeGhkXp5+58xz8qHwyiGe2xhPwlP1Dd+J04DV",
-	"VcW/i/Jz8cMOoRuhLcvvwA8YDJ8rknyIXFikOWtDTObU3+bFuaFvmzA/pclTW25VNUIcqL8B7rAwol4y",
-	"+oFtIKd4bEKhLUDmJ6ktUj0pSiwyWxWdhhjVrmypRZhZsh0l6W68u+sFxPX2PcS3nFdSlRl8FHEBJYx6",
-	"83WkYWkQCvfeal6j3imY+KuQ/c/aLyVScTo32EDQXmwV6v3+1Q+7WHY4iFyKF0bQMK78EI6gJaW0BsW3",
-	"A5RUVbRv3o0VwbY+9OE+aNRNPQvFhqM0iBlnKrlS+YhChgF1h6dhZKoOMy3rh4W0HT5Pn15bKqd1SSDk",
-	"pblWojvWVH00ECZrFeSBC9MVjReIChDlQ1gTv6l2fCkVUa/LZKFyfjcDC8sC9esKQHOqxsVMVcrcc+wM",
-	"O+8GpIxB7e8x9hQqe3m7N2snZQUEHBh/1O6trdxR26BZ3qJz4HpIi3AlPHSyyt6CdfferG9IWgUb9hTe",
-	"9ZrpkRrKp3r6I7cV7mm0f6o53cgofSUXe/k0/kMuHAH1k2mhtvBP4wkUKBykZBNPWKBorfFQI0ll/BnT",
-	"gtRWyUgK1R1BSLAN3BZDdfcuFsRFvlRB6AEtGTmZqcTtzIhl3E2Qfe1lWdO2XcuD4k9v6PKmxAR5xapv",
-	"QGaz1I650CTLCQgSRlrgSe2L5CBeg1jrOEM9LRSQDpIN2yEQxiGInyKXE+VWAJurvf6pNz7Husy1FTtT",
-	"besmKeCQEcN22n1yctGQJ3G3vNpe/3SjXXq/KhU4ogbPqY54hoNH7s8UdA96TefB+ST2U5S/ff724vmr",
-	"pxduB7tdCyCdlSPRSq3P0MHqz2MdoicXxqZFek1FK+H0KcKzmj0tkeh1gUHhHDwr01wyMsuKHMxRlYjE",
-	"3Ohz1hB6cCf8f7hhksk5m7JpUSM+9SQka3wp99TZUaQ+89773ZzFPyi1gGFSeTpxUQPoUO5cZVgh9XHw",
-	"LxujAwLOCa8bSysItJNqWyiZwMVqqKH56H5YG8Ptfr4v8m4mCJ4DQGWSmcn7KjUtHmXego7nqpCdG5ll",
-	"T+HWlza+v7GxXXVnZaTGLArraamd5LIPBzNZ6ub6D//cKg2bEndfGrTPJ0pDoN2ZN07p2E+5WOqdKsW6",
-	"ctV85CJNcHMR1N011QsiVVoodGRZz1l6MzPz2hBt4GC5D/c3vGSTLYB3NmTD4vLDj90RNuKoscvBrmNG",
-	"otZSp39bKr6MEbv1QrQYbarWDad+NE4KhvxfNmZ7fY/ZyOCcR2IQ5zsnlADzlACt8MgRH0udYKE4ogZB",
-	"uCvcJbUGbz4GyHPzIZ3DLeRLOvj+1dufD8mfDXM8R4NNgoixKndoUDDacJ8w7lWW9L/aponK60li2K5W",
-	"1JJa1xhQ+cIOEP/b9+lGjsOfZ6sSGkl8PB6kGnsKQc+z4n9BWut8sbTAA0vX1qrURU3lE/hhSPDCYAbF",
-	"PKiCAglbJiVkSDjSFdID0Kp2QZyBilli/Dxi5tlY820eP0psiZhzpA0x3BTG0d0edhhE2WaccfvG5Al2",
-	"SYpJkB60KmmTy1wgr/p6xqrcFkRwzYDHsWZwAL4WPwwHJtOqmL+mkRi3fjduHWIEyb3XwxJ55CBc7nhz",
-	"H7nAEpFOhrzfIdOyXaeIQMYX11qPUBYBSbQDaOeKlCCsuFEY6jo6kiqr0i+FsCSan1b6uzJjDkRUHWy8",
-	"sb2BNNm/d1c0EFNQmqXxPqRgQQYLkfTZP+Io2+2eCQr6YRwR6Pscfv9yxZMUEiAjXKAaNxRBCubhHvYQ",
-	"80xV2tcoBX1v1tO2PNUoIT8B4jlRloG44oDnTNhlfp1eK9jUuULVCfaKS1mKR+I1/0kOtcUVr8pgfdCX",
-	"wALgW6tT63/dHUF8G9SsuANRRSkbPCseyQzkliBUvQoMF0duD1cjpsleLwkKmRKz1WWeJiCtgkxzkaXv",
-	"1U1q1SFhZfGloBEzvz+8Fn0J1MxL2t24KjC518aEQXqLa9IlK0xkITNztXTcnRGWwxHVLPfHH+Hlt3Uj",
-	"0q391k2qE3PTiloWS3T3u2sAsf02CQ1nY6YXvmBtMW6H8QRT67buuvvJD4BjZpXMg1tGsok31UGw76WL",
-	"uZWC4VX04jPD2cTYYk9avGDc960gdfdhLxnFNnIysERZHyYfO4bc62x1LtR8UbhkAhxDBKzdAfriP3Z3",
-	"TS9q+S/uKIAb9AAbnirrSxr7BkQi7aiOuOEHJeaEqdxhcPFbVYRgYHHS/rureAl360GSy2kh+t1+t93r",
-	"i2szkZfLTOarQxIrUOMi1ckjy2JhNNZMxwi6bOQcCjbiSDauweCDlpOVnOiySOsJCmMRd8Rz1r9oYrwa",
-	"RkSfklCNpIrqlefnITphyrEXM5Wr83LU8EhTaPFLBPY4/3cFl1aeOOGy22ebbYDiuBVJjpa0EMh4JvXq",
-	"BtoXCVkgN7m5i8n3aWsUlaftNhPdwoaS6yB3SKR6VKv/MtYU0DwPVS+2pEMzLLTCcCwo1jPWa5rdAW0G",
-	"fAgAhq4uwuEdkplqlmJgIe81TPe3LB1HzT/BuGR1qmpbVlay65hfB6WQ90IjlGMVuscGtSwsqfWvB0d2",
-	"c4nGMd0JDg2rnNQio6MkxiderzCTl+sJejXMy8uO+FZl6aWCG7MVmYZLjfIvR9fuWKPhUiNYwoRBTb2P",
-	"I/RKKevEJBeCT40+dAleY11CrbgGE99lSCi6rF2m0bAzuVAOjFYo5JC5GmtImg6cnlJcKY2+VP6yynO0",
-	"psa6LeKPY1yJmFFAihplIqR/V2PU1eJRWL0ohguxpyMUz3i3R77iYCQ8F0Rn7QuUPo1fAF86vcV/R3L1",
-	"NXKzuY/Az9MUThJMrBb0jvLT619hJuK/K0q7wLeNW6PjaAygQbxlMlNyQe2AoDH+drUo2kPTBkfmuAXt",
-	"QZhXTM/H4lrll7JI50A8liWc8GIZ/W8qJTrKxp3zYSO1ePHi5XpToRojNoP+GA3gT0chPm6Nup0jNwPo",
-	"xrHBsKBfn8Duk6JS7ca9oCPe+lkhh0LQHge5JJgL24zt0kNl8oYJZNcFNpn/Njle4RgQjRxihTKCPxAs",
-	"RBeG4YQmd7V83u6zZBI1kSv83kxm0xfpVL2EFXN6PMSwPnwtU+WoTGXitsSVKudh/b1kRdFi9xKAU2y2",
-	"74h38E08HGzJ+rZzJ4x1g+kUY3K4Fd5E8yJHHJQsNqTlAYtgM2egg/6w0cCHiL2LPRYaSpjDMJUT9fH2",
-	"DrkOFUOhGfiG0tCXjiqlLm7GMogv3irVZGfGoX3vO0HioBWVux6r8Cx+aEVuheIxO8FjmWa96gvwr9rX",
-	"E9Actygb2kT2E5qRKVUQK21Lrl5cHYf9kwAqZmxFLznZEV8I2tyoMywXKrcqUckGtZpZux0PdSXWjqQg",
-	"6L4pQE2kzV+rmTfW79XqkOSboyAoC+TRolZOSecyAx1RiQIZLNuHzfAObf7mnEHxGnF7n6PAwP5c9I09",
-	"7LS2x82iFuoRd89Pw+HwJOxs6kQkABVIUzGmV9OfCEDDv4BQjfK0QZA3ZLTVFhC1r3ntIJ9HI+qeK0dQ",
-	"UAP8UFg0SE+zJXw58JxxapInpxprUoGI90MlQs6NS/Ci71nvSPPKvQiKiFj0rZs8V0Q8ITOIbH5YYZlI",
-	"qJ8+X04ChJ7IFaUxu5pV8HG4d6wpaEKOejWitShrbNk+zY3ceXXSC9TpcMRztG5FOTSkuVLuB/PLMygV",
-	"Yd6EDoFTThvXKgbNsY+F4kVw7HBx1iSdhAWA6i10UBWKWDhyECJVGeupq+/Ew5IWjlUEsLNY5DVLNb/V",
-	"XxLaaHU4IlcBdJJKgLjQLd2G4ZJCTDOq/xQMMxXknMu/GtRqQJUtRKZArPTLhnNHDmJ4g40hk6oviFdG",
-	"xHQxjsba/Sn+6//1/xb9Q6bpr7ecW3FOEaKg1dDgsebt5PuX6rJJPXpFhJ323al9Zqzr30nBjJhkSwsc",
-	"bSWRTMRUz5htMlO82MZ6Y3uXulC2cE2Fb9bmIi2aBCAO2i6AIizF9fnp3K8O2/2LHmlTbK0Q5OgjeLHD",
-	"7GCMJxJWrkrSjEAYECXeh9V+Htbm8klPGiVQGByMRM9RVczSq5myvD3vXV2pGaHg56y+NcIlcL8521Kc",
-	"KZDaOKgHXUSioTyJM/Uhncisba5VnslFHIl2L7jsFOW2zNIrPQcrC0uhNsjnSFTk7aeXftqvDvlz17vQ",
-	"bc7ra6dWRsvhj3z39mJNIXPqhBLfcLmVX/MTH/Gm5Q2x5ez9Y9nQDS7RMg+7dnJZCaeZWRbCM3O5goz8",
-	"8jhAN2YQdQqEfFSXnyCAK5IOz7H9hVZQ7JbeyMHe8N/h+9EBR++uh3TLB3ap+xdpE1D3CZrGWOY0VbnI",
-	"5KXKAIyRpa5cnwqqJdRLzYcmzMzArN7IfI4x7KzWVLq8A1yB/HU/3aO6bAnBZ7o6f/g7joUK2QX6DHsD",
-	"AEyZZYH/Oj1uIHpg32IdtUVEPvihhwWuu8asGVw+z/UzfHZtJ0MTfFuaNuSFMb626x1LABfGZGVRHcHI",
-	"jGSZO2aDhrLAMiecJdOMtEZMMoJChJA4rUTO5ZUCDEUbqfwJrYm+QZX49mg5x22TK1movwSVgvFVdpkV",
-	"r3N1naobYj/J55JZTd68fNI+Our32AUHjXwBWwUvYlEflYxbt+tkIa7t/2LuaZlfLSkuykokTyQq8VuJ",
-	"+e/tkfFzuQ1EQuxpOB3N0UlaAY0mrjEZ1/dvYnDfUfyytno2sKN7zg5B91MAfr2+dGNVh9o+xZ407s5l",
-	"rp8xPdk9Uxhoc7qi23y6MjKL1WVRZ3wm0Atk16cVJJeHYnHt0Y/w+60r3k9uF0rDojAAvX+smXwQMwP8",
-	"UVRSQqN6DMKERtKKSzVLNZVmhjvR9hhr37z0SlP7muwG/9rmmasRUd8jl+tbfsMeSTjJkkotv9ygFGcm",
-	"kJQwBO+xPfM0y1KrJqaeul3qk+tnQKlC+grP21TxMMntgNZIZsxClA8fVlu2I5e2OSOzogNsG9RAW7il",
-	"UuVPNyfowWUnpu4xgf7I2wPy3Lgj75MYAgemT9ZzoHZZgbQ35IhVchO2OgCRHCLIZcBk+VJwbB2PUMjc",
-	"mZiUUJAeUxrsWPKpuvLZSDZcolubqUtLrlJ6bZWpdKzDuzxq51fAVMry0d0ULErxM/nCtELDwnnGiJJ6",
-	"rPmJyBdmTK2rwSkO+t0uPRBrYxbx3XAL+zKZOio7u5HSplK7jNx/ATWmn3l/nhAu3CeUEUGLRH52eFfM",
-	"t5HLZl6p6A0e0dSiMxStlQ+LLJ2kBZbzFjGzjF4g9+/UAEQnqB/PHy9MQAT+oawdjhlFEStNtuxQxROK",
-	"vXH0wh3xJiADQ6ZxDOHX2YzduxyiaayZePfApYDQvx8FVdKwR573OGBWxj5qZ/EuTE56mbQu+V8cAMCZ",
-	"hqydYZnz+JCdEGOdK0mcq3fZBSWDZJCafNywVO5MM/uKDqWt2YgF4q7xxkhIMUt10REvCS8SeYiCNlR/",
-	"pFDC5GNNRdR6jltbWtGLOFzs881yQoxBrhmXU4AvOarW1CKv1UHZzMg7wYDgkG+kh/5d9A7jDjcG9yiC",
-	"In4vr+Vb7BZgXkFN7pCGl05XsbAKPo/+pFfyFbNVP9fYixWhyuVYE63PIxv2EHulctbasHv8aXhH0OfO",
-	"GHcDSdpBv32ZFiMOv3sf2jFBrF3fZsYWpaT2xWGxm5w2T5CBXB1WGe+73ZLxngk147FmsvW4HMeYa8RZ",
-	"Q0KZ5hY2yvEQWiimmWEpj1gCfRD31NnZGTyXS9b/Jc0Uyv2S4JMGyxPBz5XUtVjyYKv7rRyUjbbShgrm",
-	"Xv5vUtNfGbNoTiMJkmaDNBIB2nKWNSFzmwvVkDRGTnbnP96vUE3uU1y27VtoPyfD1PvOL9haUAaGYGvx",
-	"WRmMQeSO+0t38K8PA0fIG/HJwBKvAt5fRlPxI3EZpltaZf3vJh8JxtnEIwipUY0qn6ZSwYAQywE/qZKO",
-	"8EmTrgqDM27IRMVLaCjTgOJpXzNjKYmS4SiiBKlosLpxkzlwFIqKqcwyyBOkWYl9zeY7yPZnfhBfmaKO",
-	"YDxqEPGaV/EufRFXO7irSbvbAnFMHSSksvoZtgu92VttX+b6LX9unUVjvSs7IuAslZhonbVR5+2lHXoj",
-	"A2XM6WA7A+P8xN5DEpXcK6V3VnHS2Z1G52f+8u7RqW1w1+RyPjdt8beb5vtJRYOvzTXBJVb/AFnnSnrc",
-	"TfXfT0IG6YLrpwN/1r9r0wD+vGl1oJDEkzfIOVwfsXSTop4mvmivW0Z+7ZqcapKiiIsEF+TfH8bzjGqi",
-	"7LXt7jMDm0cTuvuuCeph1WQJwXdEoNHQXCqZq/zJsqkc6BMtwNP6Xq0I1nC1zAO+SKIQPIi/+/HHi9dv",
-	"nr+6+MuT18//8sOz/3yLvi10oIFZ8IRr93Gpmm/wgxTSnwB6ZYk1Y0jZhE9ZlSnHU0g2AMluHAP0ZuIb",
-	"Su/mrCgWrdtbDEY3Jf54VlCqe+PqLmBhRl430Jl0gnmJAOwkNdsiggP/FFSh0471v/2bk0b/9m8ArIA2",
-	"EM64JAc9jMTCeBxgxYHB+rZ9jzouMidjVYWiymrsifeMVo4Qg2+dmLlLlKvWn7EGwDChD1FUXYiYPu9C",
-	"WpDs67R1Z/V5DyIDTVIbJuFeq9yKmZIZWKaVBAyPfKPfyxSbRxbcmAt5mWZpgdhAHm8czrQsE1HJ9TVU",
-	"zjkoWz3WBzCgGCIBzR1ZIBZqgr9wursr0n/jgqFVx2wCeEtHdb8+eBXqTEuzFFiVduQ5T6tWezimbhg5",
-	"IlCz5Yug4kV5ZMnCP+YRcR75EFbxsTX02Rzn6KuvBGwvpYuUqJnhx7eK6LTd3kXkKW0axlx7hhoocBs7",
-	"ov8RPCyEEJNlnon292Lcat67/6Pc8j88+89xS8AOHD1+3OufdLqdbqc3Ou2edgHt6ebAAZegOYma+PLe",
-	"tL/PRZBoLcVPb14QLApzhmENaxga9gs4RwFTlfOGqvsMchaUvmTdsDv0dRUgtzIgaan6xACx4HhujfPJ",
-	"Q7vRLIuH3V5MlccRnB///PPP7WAKlBukOFB+WVRiJN7VoAoEKnCduLR3+Gym2s4XEnMqV0wIJ5fAwxNW",
-	"vo3B9MAP/Ji26N/ZdH6MVFN/jxlwoZVKgrtxBWHtT5wiEjTDDx/w2aMPH3j4oGUxBsVplbniu//+V9Sx",
-	"D1wN98OOeIu1bMfaaEAQJCqOuAhmark8Lr67LKKFOatBZd2YbYFzX/wW3Q5U67KsEY5vmfsy4R3xR5+A",
-	"Qda3zCyVkbZyRbBTsJltWihfc+4wImkRFAu7MTngEA/iafoBaneFscmVWeJqXEhbKMBuTd4fBqDWsH40",
-	"xHqUig9rW8qK9p/E6x/fXuzeMWI8pifFnXZi5alHT6k6XxsynEYinECYuEfh3Yl49HHcShNOp5CUEwCn",
-	"G/7i0sBCgP2qgqm/fUTv+kpAwsrHMZZRxjvqpWnxHTABeDX8lV+A/28M1dHHrdFO/D78Q9GXqgDzcSvq",
-	"dDq3MAVvyoKyqXLuGe8cdFlBsOD5Dlg0jioW/SqYYDnWVNKDnWaxr2ken4u/LUkyy0KkjJwmVyR5Y1zR",
-	"Z95zrkFpYr3IrhU6P9hIPO14v9rxufCk8/3TsS7ZrZFUzAGvcOlijXRWHMwyt+dBmbtASM0hYj5G0ONy",
-	"0RHPqPzSjVxR/vJcWTrzmouz58oujLaKq7RTZYfUnTY8BiTXybftxs+Ny2t5hXJ1rJ+aLPOVpHJXEcr6",
-	"KhCS6ctRhxYHJdVHJDqdDm5MVyAqqOyfWq7vHpe8RBBWse89/gkuEP/Q5Qr2umVIK3R7rJeaBE4SEhGd",
-	"ixgpW2NhFWuu+AJYpOKAZbg46kZuusa63+0edgQ1gDu4kH9bklyz6RUSdMLf0AXKG/Mt5NMBSTi4HFaF",
-	"jQ7Ug3XJcy8p8minoPod9vzrvt/+//V//J+w/f3R3xr90ul03kXjgAqKZMrq97M/6zfZJH1+/Hz+59l/",
-	"Dt78/bnudt4Pfp+cyT98GLdu/7FdAFOkf0xz+vWu1j3iFfvU5emRhuN14bL+WagBk+pAtgIoFvGzC3kV",
-	"n6Pb2y0ykUJ20fNp+5XRqv1SFpNZzFqOKJffmoYTD7pD8coU4qVJ0mmKMDzEqQNg2SSr+opI8YiofAZc",
-	"fSeTXnJ02VVncjAdJoD4ebT5tAqELY8GqO2alfaxvkjnilY3qAiDweAMpMFPF09JDoUxe3EQ97v943av",
-	"1x50L7rHo+7RaHDW6fUHf44Pz8fawQLodew6qr6BBzzNOcqkSPjEL30JFCz1H1iEZe351qjVg84hCm2h",
-	"tFykrVFr0Ol2BpieW8zQXHbaFfx9pRrTIWg2MAw5SzPlaqVNlLWoBIGpqa/E9xcXrzHZfjJTE4xqgeGk",
-	"dKL0BKquItcTaLiX0iphlgUIFK+qgpjGzNh8MlM4CyZ35CqBOD8fazjoSi2QRIhkk9osGLeAoLIrVXyP",
-	"vSMwGApy7HS/2/VFeIlEvq5KbCpTbd4T3hgUul2+Df42GvLrnppgBCVEmsANQ4cMNjE8hjZ9iG9//Kc3",
-	"7tiBjwVukdbol3cu8WzVGrVeQPQSPgoHF+ahSQAV/MLlyFrv4GEe2j0XhNKlIRiUF504NmL0rafaFlJP",
-	"6AZA3Ix1kcvpNJ3QkXDUHYgDinG/UUW+aiMJbXzo87UmUmvDVRbxsMX9MNblp1MEhm5YBWX18QdbCNvq",
-	"le+3PMpGNawQuEg1E3igHmx5RK2j7mDTI35wHv+k5bVMKTS2bUn5XmxfU9e9x+GpsXFxMfKbxYrj2lhq",
-	"oiZyKcFWHKRJxFRESTpX2jILCFhmpOylFS7SwwhfAK4wV1bG0k+0fNjqcWHHgiOi1Wo1PkDvKwniOYuh",
-	"eQU5SBMu2T/W/tSEkHBJHiOmmbwigQ+jviwcdzZ0uYNHr4IbXUIWHqZAJVo9PDcs86fhCDMFgypwxfzS",
-	"PN/lLY+fT+ED+H6EiN5/n+ATfj+MPgarpcqLhaVJlmkGpcX83MIgEyb2OVYDkkUKA1LJBof5ffHiZSvI",
-	"P3TXLUNymcC1KQHxG/5kBKgQTFaSSCdTqBxiOrZIJx3xglJDiCTGJYLAKsTivNADk5OE8zaK0O2rXM6p",
-	"lDdSkhRwlgk7k7lKKH4R+Yg1uOVgU5fLtzUanA7B2Q0uYColyRnRMyoHuouYdn3UYN+V8LGyolLtu72j",
-	"wTF/GFWFtG3nAI3zDaBffZ2jEWZktv2b2wN+ABYO7YmARhfI099iKvdRF0MH35hkxTUfe93h6dHJMf5c",
-	"3tfvQs53ls1pNrFhmHwctCBgQ8DPOi6aX5rxntgSdIWRw5aYRdGfHXpmH9mSv2Ahc4TxMploJRnXk5+M",
-	"fvGuBLiVF0oravnceiSYB/dN6906BLzWHvTeMMFm8DVXBF0nRKCIXBrKUXq59pUsgUHjdrXonT/CfP59",
-	"wD1XJfsjmpjbqPV3lZun6O+rbu/nuu3T59EoXdvdaP3BJvhvuH8/w974su4fcN17SsbGVb+3Xlc5hTco",
-	"/2FEqWJO19Q8OP93qXd4z230SSrhoDvcrRK+MoWzxOF7w2539zPfyIQ/RY/09tI82SPC3+mf7X7ojSzU",
-	"C9hc9MzRPm17rguVa5lhuICUXC/JvmUWyjrHXqDfehUvUHHDGN/jj1X2hlva9s3VIp7l0jriPuYYpVAm",
-	"2bepre6LA/+zX/zgmg+qNJROSleeW31YpBTuViUElTDKmgwybQklhFb8jUwLy1XbECpzqTAayWiCMkTo",
-	"W0U2flpwZAaTfTIlr526h6HfWEFPk9jhFwOkwljnam6uIV08CH9W0fEOOl0ZI1lapFQJ0n1lJLoxSWyA",
-	"hIuXDbHaXImlLswSDNYAgIs+U+w2nIYqoUi2wxnD7z1if2hSxan1T6ti827aeFCi4NN1cRqM6lH9REzN",
-	"Mm9jV4A30uRFZaBH4tQD2dHnBCGUOBKn+A+EkMSRGPhkILrJ59XElbOdv987u731xMdIw1tr1KsAckVz",
-	"2/Sa7h2E8Xc4FQxJ3CCMK+srxTV/ZYpC6Qe0uf/VhOV9vQh+qmliars7lK7BzxY0iDtuoDoXzru9RPRj",
-	"FkW7/BMBGAPCNygmuaRysINAgCKI3Au4g4oQJr/vdWrBVjuMHIcdMaUD4cvlijE2WLfV8cSTjAty8ny+",
-	"hHj14wX+ysQGTNzE+BsMzR3Ec3sFdfm7iGCHTzLQGi+ctXuQf/HMYcfKcDy2wy7BvSKtw5BZkxdIpITh",
-	"ru/SrFA5tNMRaUchm3RcpAgjKPOTcASQrRA+QoXVKRMfDqevy2oqHfEiJbgM88dIjdgBa1GlpxACXBnr",
-	"mH7nep0Qf3NZHS6khW3hQBdBJ/CghGQRF6FrkuoQ4edx+RRxHm1Kp/IKuKPELTHRa7V4U3gQI2UtnwPt",
-	"1dd93Y8h8q6xUfUGwVRWmzO3Vxtaw/Sh+7UFkYWOOHtrU3x6ToXloNNaJyZoahTcu3ejkF4B27PLc0bL",
-	"tbXHrSh197mRC8w8wOGP0uT1luRLdzPNwnf+dhDX7nDf+exbvpOevL3TxMPWbjqbw/J6PP9VGfnlfP58",
-	"5zNMipAbfAS/mnP68UdFoOTbjSc2rCJ/CCNhVACvdnVQKgm4ePqtEEqNLOBElSwWKve2FNZAU3nlOXFA",
-	"OrJL2wANmXKpDPjyUU/AM3bQ7nKyvDsmKcOKoM8dgvdIwoRobnaZ7VU5+QDFFhx34sooK5YLZC407BiL",
-	"4Xx+gndBIbBYgI1lRWGENjdlSIOBcXZmbiwnIeKXsXAj4TEul/NFRxy4o9jHbrFxnUMAFzv9hisFhmBF",
-	"B1Kkd5GNiABFlTQdt1cKT9vV+lm7mUUbXgzjXJqV9zg+Sww6OR/vd5zeSSHY94B5gNNAbiaG8sL8Oznh",
-	"sS9Tnnc+xLnG/jl3dux9dPgn4Yz3OuLuUwvvVAk/frejZ5NJ6JfOb+142cePhz1/ZYrvzFL/tg6lN0gZ",
-	"rnl+PuMpFH3ctCiwcGoksGSWl+aRICaUQYy0YbDJRmh6/SVN4jWNGR5xQghwOKUM4sPs3kLIZ+jse4xS",
-	"/gC89hNPbapjtDGFKxFIUmSmNZ9kvtRrqSKSbdpnEmxNeDhMbGFb1uHJXQqo0Yrhk+CG8tBJLD0Kv4uw",
-	"einlviSeLOKQU1FsGYuvnOxjfSDLom10iyqh+S7Xwx6WiRglt6J3KfoUlpw02VCfgPdRwnKhEm4NQkDJ",
-	"AUdoeYDUWxG7HI+GUnxlibwoaIojnxxrCGxEHufgag4n8xQ/iwDTdApDFHGGKaQHwRTiWdn5t38TRBPA",
-	"XjIuD8fseEiNEAmVMay95F/QPgUIOZeJ9cJ5F3nCuKN8hksuVY+pUsSdoRC4G1XgF0FiOnYXgNo+OR1B",
-	"0DF4PBAb7xoLkH4P8nMcIrgsYHTEAUGyI6bxhzrFaiLRfU5F8Sq8QzQ+zGbPTCdIdw9j9WS9nCKOtRWy",
-	"nLOxLglny9lKrXjyzY9/fEYLzX3gvJqYmjLHPqyLCnUI8XI4f3Z9kUAC8VjHyJ3Q9u9GXgMlc2ULYF2I",
-	"HX7m0tOB8lhR0j0wFiiJNYOgUouZL4rXWBPYaP8oOZ/YT0X3YDNpZcDY8Ah6HlULwxaXtCKeZEEURiyW",
-	"RfVlHQEZ4CUfDOV/++U8mS0Bu0P41Gkur1zZJ1lE4q8m1bxqxjoet8ZjDf/XinE51juEPYmE+ttSZq7M",
-	"PWwDSjJbUf2/sYa/ohKXTaTR3BcyF6BJDtq9GlHKYJrgf9VX9E8+A+g3IKb0GznOVZGn6hoq4uCMEMs0",
-	"Sxiex0MuqokEXFUiEWRzzlWSFkHG3ELizgvB85V2E7cy3H8zM6UY3tAH2F0xAb+IVNEvBhqxMWWGubwl",
-	"actceleLyirYW0S5Tm9q5/Bhlgd2rGunyCM3HZVZFeGk8jp7QwwtsMgqGYip9ZEkKumHt7mazp6XZqwP",
-	"8ChzqGb6jKsDQLfZxx/d/ciIVk4ekslQ/kBMddJLujQdpuZ5gnB4AieNEn6IO36sK1Q2HfGKBKMbZGy5",
-	"5ilzRwWOF1lGhJlkkD0ycqP8IeH4vbSzWBy8/f5Ju3907Jjtfrr4rn2Ky9weUqEIzvBDui77Rs1lqrHm",
-	"tZtr48h4MNUUpDlVK9W09R13Ar/mXMQkbOOg6gLW2qJeTxlidyCJKwq7AIvHLudKaEMoPHGpVsbjpc2N",
-	"RmIXdtjGh7wEHLc5ChqmcXWld3gNlM76u+xTWDql4MI96fmWWQFRc0hiKVNkLRy22BUWqmQOR+G6cKSa",
-	"THzr8jUDxzx/hTlh5guJktqj6Akz6xcCCX+3mDyRbVgf9ZH1IwNMufBeVLHcb84xUMmYDTLOrFKaNlJQ",
-	"Ixi2AeXEj3X5dsetVDK+Q1mhZTExc36mTknf5ClgJfZTQ6yoUgD85o4mtaMmroYy3+B04VwNYCNxjLV9",
-	"cjLolVPviQjLmrZhhLmyLiqhUBrBMk1+dDNbfYU2SA8y5Uvytl9aN7MV/ETuDtLIv2n3+90TzGlazDAU",
-	"ZQuD/GwLmeZY3RgKSl2jnOkPRSJXVsgrM8KV+FzYIs0yQfE7UMB08ju01EJ6tHIovALp5ANqgWElYJpr",
-	"HvNzkkjFjSmDbH6K/QiEPSzJHiPy8LwLm/JLMJsUv4NhvVGct8s00tCuSS4nkCxpJ7mipGJSYYic9ndg",
-	"lhk04qDtaCSWL65ffOeoR4YU8/4DDX91iThOJSyIFWithyOn7wrJQ6cRiLFx0KpD09j155ZVE6kZYoKq",
-	"+nOc05nKFpgPCi8NeiqtTW0hNdDGQkf+1tQNIrcxuTvIkKwN74wCBm9XKwOW9pAMvXypw4Y3Hyut0TFS",
-	"TLgF/KlTuGSpsdTtbu/33/7h7Gn/T29awXTdAcGPJz3yQN7e3tat9ttP9taFomWrE8zJR2pR69YB3Z7o",
-	"5ClsiF3PPw3vLl+Sy6unVGN61wveyCv32B2HbzM241nJ7eR1PLZoHMsBlWmunLpka1sqi5I4FXLBFN/A",
-	"zCsuAlWp1P1Q3aMiKKTv0Vnzr+gBpJEnOFTFEdjbwz33Wq4yI5MLY17InOKEw97RPi3lM1AlL1WSSlel",
-	"ctjv79vinzRnTZFv8B/rudyjleyLzr9Doq8HcXgSvwebwLTUq4m9KLZKTyiflHtCEh/D0/Yz+v8g4YMs",
-	"4V20t2ySNbn5xtpRbLgSclSswJXdRRDjj6+eiQDDiBydPslfh7B0Njo9S6v0+HARQ2G2WKzdPWdPQZlL",
-	"gWkqJdccP0F1BesschGXBYH6UNVXy5JM2/UY6xulhXUHKBZupgJTOatNAWFsisXXtcx87U2wL72LkIut",
-	"8zWq5YdjqNC5GpJMiYOYsZ1xwEWm1Y3DkybWkUOsAnbfsa7yGR7ETB7mTa6LkmeN/DsBRyS5YGepLkaO",
-	"o2Qfks81Ik/kir0jkSfZWbD+HW0q4H/SRFFVVJ/a6GixrbLUhvPAvnrkLHvWbZlowHIc99/+zUEaC0OL",
-	"lhyDlfpY5UoMqIFr88wL3o0yJU8HeZglPzDwzWJNJ2oXwIK1qZDdkXcbjGfXyJ+R0MSp1DhJ7h9IgYAu",
-	"Tdo2TPRsKiA48rEn4qBcFzXWZxGQPh+eM9dB6JQf67pXHoxDCfUfspX/UCO3En6Kp5CXsEPOWe4gEWOL",
-	"cvtCH9GvHJe/xRGXZ0Lgfzn3Y+1z9bjAhKjUwfW5LR6UDZ8eee+4Wxn04nCjP+JdLg7QELhcsZjw/T2M",
-	"At84uW5c8/g1Idl0oj5QqSKVlG+sybaSQP/cscky24tzW2JRtE4wMC9NorJYzJe2QPIt78KpOg14g7n2",
-	"efYnz4GJa7B02bNnE332bgjb89Ri2g1EbvhVfpVg9fM18cDjQLRGGfICws2VUAC9yLkBXwDpMi5y9sOR",
-	"+4dKBel16glqOAZQvHKIkYo9eLHR27+JD7sjvjHFDJdvXueYpi1O80I00eg42Y/6Gr7qnWtlYGCsUz1V",
-	"ee69DOmcSaHYJnHcU2vk1vQGM3VcqRR9q7BX0+YP/ZjIVGrNofe+Fk66OEKv+Hmi5gtTKD1ZtX9Qqxga",
-	"T0wAIldw6lg5VewLlnOF5TjLwwl+onRw3JcrG3CSudE4YBe//1LRfoM3o9MrX6r4MCxGDfIjrZRjuEkn",
-	"ypEkw/d8C6RIUnTF6oIa4Vdd0Kn3atXOFSz3RtcVKE0XpMB9CqB0x83BKP+gVp/q7nIeAcBlVj0BP1cP",
-	"KWSuhzPpcBRKl4oT4x/ht6iSkB+BZjypF0poDFyTxuX1VaZkq2qtnsOcjgHLiiLsQPBBk5w8OK1kqReG",
-	"SndzFAaGVtiZyQsO8244cdfhZbSkygngnLVAJDC7OjTFy3NqVFRJ5QmdbXDirqdmumGqHgsw1JO5ajv3",
-	"Jl5tn7YqDrhfup1eP2p3O4Ne1O10T6NuZziEf3ePom6nfwJ/9s6ibudk8C76pdvpnsEv/X7U7fTgjqMe",
-	"3gEP9+gS/Hp8+q50a97lE7dV/yhjwnBEt3oOQSkEvycJfl9pSthZutjuHHTFpvBWWiKpxkG/XFpiT0AX",
-	"qzvLZK5mZmmVsBOpwQdGfFdUpqqzzyrvkR2Jk3LBFMhh8g9fChTRcLn4cMGB0aWPOiL0njFUMeYwElR4",
-	"wJ04GJ/QSYOzNqxBElTmgfGFA1OjEx8HtFUtWEJFwLDAV+jXa0UtGK+3qZ4odlSvWiOo/VYvKIb1CnCs",
-	"vsVXIdsr1xPjtGHn585gGjATYtD1Hm80ErhtFVp6cnvDXNhCXikORFiTLVGAwHyEdX96p8NutSZPv14Y",
-	"Z3MRu6AQzi+/reJp72437qeXq4pr1tem4rO1OuFAjQGBBxdy8C3dvu+eP5oLa5Cfij3EsuiI54+ulTAL",
-	"pVUSvkr4XYrZPEHbzpHuTi1kmvAe5LKKGOTHtQ98coWhbYoDsHGXBpVWfmnlk+wv6IQ+7X4z+OPxq7M/",
-	"9H8GGbTmpD7tPjm5aFX3+OAOruqyYNFncVRr87Ix9PNEk9buvFReImhfJ4Gov0tGdi6B51ZNR7yqWq+O",
-	"Jb8Trndt2u6BCh89JMh7JvZf3lEo5ier8pclqrXSWj9XZHfeudmhbsOBXK/4eEdAruZwTuZ79w3e6jq4",
-	"u38/kw5L7t16gmW13Gdprm7tZfmYSwViC6D+lsD94wsV4HYCfxNBU5po9dljsc9QsILOPBPVwfgY0I63",
-	"EjOx4bOE38MtWBmxO22hzcGKV+vdGomitjoqnp76ahlr+rER6MgDDSgIx27E/pJI8PBSGjfa1+w2Qb8j",
-	"dhvu8Xl2l6vAvXMuqjM21pUp6zivEs9mOpmdBx4vQmSE8zfWwQQGbqZqJKXBGtsVUCkf8U98IulBv9u7",
-	"q5iT8/U8apxgp7KrpFlTD7dXuGDXBMkjG0xOmWIBX3b1sYM1HgS+g03CjjaGMX/KBxa5maaZ2uP1T6pu",
-	"uSWmo05ThDS4xFVKGqG7rKuY7T111S/PpE4ujXm/YQtTsLYX7mWuivALQqx7CLGmv0pEBL0aFf7baO/7",
-	"yTKg+PdGlfoCC6yXSnXVvJrlqvSW7lwL/5SxHGwcy4Efm8FeY7ntfh7L8gHCzbfebVjXwZ0VVH3rXeM6",
-	"vX04ge5P9kCid6rO/oYSMpHwURQuXseJq5VCRVTwpRS8RXNNGPDcl/5+X/Pn1yZHf1WhbZjU31JgG9r7",
-	"3zGsjexb1aDwlnyeOwSzH1M54scOO/MA0e3dHlY8DzZHwam/FAcnHKeZhpEiLijAsH2xSNWElD2nswEY",
-	"NcBkVmAvmKiaEpKbAghlZOKRLeGWAEcOwgRpIa5MEa0xX7rr5Ny2Y10mvJD2YPL0CiPO0JuDeJqREIvE",
-	"XwHEiyeU9yUddsSTsaYu48tdJypJDOKbJ2+fvXj+6hmSORQKMnHKJpWpM0HFBayaF1XZgNxgcbzhjypP",
-	"0klhGeobRE4SRQUVUSYzfhbUomt6Ikb/KYlvbHpQHnQaxLKAVa2paxbOYoj18zxy4Hrq9XSYezVHa4ge",
-	"gtYbTd0SRTpXZXHJ1JpMFgQVoJZi99oixoIbOQRUR8FrsLAizkhlsrWQYi7/avK0QNMCXi1EpqQtRL/s",
-	"Hne32p+UV4k24lJahYx7eCO8gj/WwSaBbhg2K62ijLEZBX+1R+/AeJ7C0JLAYXFv3PDN6gdTPTGQHGvT",
-	"axWPqhGCiEmu6Pxcle+BN0CUHL7I44MddiwijYuKDCD3K7qTuMW8XQ+pRUtdKFtg77WpDWw4pJzmTXJB",
-	"5hBXWhSlJ7aSWA4DQeRHnhAZgnklT1ENUbBGIJaWhZHPBXQ8pn7HlbQ44uQntL/hdAEhxaufXgQciRTk",
-	"QpKWMM1qAy47gG7/0/DZbt7rdlt1XZUJVG6SIhqcK8C0UzoTyz0au1CL519Grf9UdiRuFHuHnaPf+ZPN",
-	"1LmbV5SlU8DvALCGCBaBqiHFKJ2u2EuJSZHKex3ftAeDs9A/SUBuyjClVpNPiDcJe3pvb4NfKgE7ziJw",
-	"Eq3dC5z9gfignZGMRI+w4DhYYtBtHINnmZoUudHpxJaE4DAcyg9Ib7hrQByunEOGUCJf5WJhLHIlUdit",
-	"114pCY6GPJe6WLmKXrglCcYukP1yJOwMovTP0emLr4bra8P4u+owNiPr/Th6MtT9jA23De7ghO09yEJH",
-	"yvTaUndiKZw/igIkT4rWqEV1C/rt/vFF93TUPxsd9Trd3umfd6wz5j6Vl+TUfvNN9w9H358+7b86/mNr",
-	"4xrEQCtduF/zBr1R96QzHPb/fOf5W2tw/+Lk5+Gfzn4YvGzdY243mZH1zJa0VCj+VTkGqDrsb8EAc5P3",
-	"TzXCHsKawjOKVxjx5joTiBZgYF6xNnw/w8o9vJEiT2bvuaYSmg5Ge9OhUpyfE1CrRQZrCClSAp0Fknvg",
-	"YTVVr1J2cKw98owxxaWh4bMC8I0+C64EXwH6goLa5+VlbQoX6cadSyutWowfs6iKVQxFGckXd7VUtoSB",
-	"eswZsZm5JBlCUKGBMKLM0wBO5tvFSLk1XoKoZH9lgj0wbyi44LgQ0H5yft8SvXZO2TcuDLrz/Zy4Wv/A",
-	"5Sq0DB2eDlOVeMS4L2iI0uWOeJJlzggiBkBj4NblQgTEhtBShFc6DDhENEbrhRHTpIpDC1gLaLlBWVOn",
-	"7x6GnrtH1sEtHQgbC+rBUUEpnnAT/gW2BcOxQ7B15LUlG5W4CPz7vdJQqQajgDDOacLFTGQF4rlyK9lo",
-	"xdQJZet8Vf4ybIR3BFBrpBwaoQkVR1hc4gqWS6xN2/U4GA/eITgg/DeNSFliFOFKsOiBB0qzcwDtUNoL",
-	"nHw8IkvWzTGebplKrmBM6B24kC9Xwb/G+sAqJWLgY13qp+77QYZpuWTCXZBqMV1mWZgJX+JTfLb/k1ff",
-	"ilyxA8UnntqI8Vjk97ZuNH5EXR4r3sak1yPHBsMta9LF+2VSXZhyQ0XUaMoSTwtb8ciIau6wc1VvySCu",
-	"0TfXN1DJa3DgScH8T9gwCaE7k6m25zZzzSmMiYJ2wsSmSVDGkma4TIeGCj32kFlHqVFA/EmGrqfy8HNv",
-	"H401TT5LYm381VrjidWFxKg12bUHD3m2MY8j1uaG8iBorB24yGWAoHV6WGYqjPVGSoRKajw2kFexSMuW",
-	"ibQYa1nzh3EJUzTM4kWurNIFijfcISmswJgRJAlQNcRMf8Y0QM4+J4mZQuCNchxich1RiziyWkvv5yxY",
-	"WRbxZWq2TXsVZJc2bX+7rzUjKgnjCO6mTfCW89NxF7hk9WAb8MYgrokggRORkZrOBKoZvOJV4gvdiFRP",
-	"syVuUZ8iDrt/rOMstcVzd7VkYuGCsDB7pZ0IG4xsPWwD8/G5KpCpAVG8yM0HZoakekFLqyyvswbfHjw+",
-	"VyFEsqIkrbn62EcLo1tLRT+EIndKxDyMrhSZEvkyUzzE36pFMStzDRL4ZyxeEW+L6LEICcsih1WRwVND",
-	"k8DUi4gxZv2LqY742RhRpa9Epq5VBqII/KOdsX66mmSOaXjuzGeYsInRtsiXQa4Uvh8Mdlx4l8oRFajE",
-	"cwCqtSY636BHy1hxqabEFsPJMGV7oRWEWlcJeT9JthRqQcyFIMWYQAfKXGJNGZVXwmyOrvBGZu+FwiJ5",
-	"hSdkLzi9vFC2OB9rN96XYIUwODz9u5dgtHqxJnplBlyRwQ1utIqbebfj7UAbry6sCUZSq4Kfw6rdh0Eq",
-	"zBM/A1U2fBn6AaOKuDDTqo4Xuq5JprkNzKcky1YrrjBfj5SJJsde4Ex/UCbk782NmIOrllexmfKSKoxb",
-	"RSPRo0QDV9fLXbAuNQF6R+CXPpVLdn221XXrAhlwenl2WZgNa4TRvrCpOKIR8Axu/Wb6SFxqFW5hX8Om",
-	"hxVc0vly3hodRa15qunvni/4z8Ufgbft0xke3WrYTfPo7nxWJm0g/2Ju9NUbdL/tfMfP5b2Vt+xPw1h5",
-	"qpmMsbzlv4275Lfie3hGu0/Iqonf6GuI/lFhWHZqeB2kXdIKbfRagOyp8TDBWYjaJAgLpx9FjoPMzuTC",
-	"HSVjzV9YleVy2URyFx4RDVDkFdi5knaZo4XiDCx2CNuKDnrx/fO3QQEaVxARj5agsmDknQRKLPVc+bfB",
-	"Q1Scwymfhy6CyFUC2uA3z+QiHrmO5f6MDM3dR5bym/UEQ19YD0scTKRV7anJEjYG4Eku9I39cLW+CQNV",
-	"FvSGV5hczE2uDjnwDNLaTCbLkjQuVRP1yDJRVVcUBnJ/v8uVwtLqlZJfkZDZDQUVeEwoIOfyHykzEkaD",
-	"+zkxNtVK2HSeZtLFRetfpRhhsjYWkcv6TMqYXaWoE0t/eL6sbNjucRdeKYXlff2184aKiDGUDYvDN4Tr",
-	"JixLRrhiQxpJdRGz4hwuYfpUXWP3ZetJJfEpke53YXQlYO5LqXvGQtmkmoPLhg1HnORckQ/OhvElTyqo",
-	"FXpg8zSjVFiEJJLPrHTSVRX2Js0cNwkHomuBc19icxQ2gEk5MSdx3wLWheF0BKiwj8kjUK+aSiQ7VRCJ",
-	"LCl4tqmkRIMt9M+u3amNQ/zUY6aBHAoWkV+eSYre80rgJpS9jeTd+8gbJ2xIiDjxskt8VAE1NQFSlR6U",
-	"+EoCxJ91YKU3rGjS7N20OcOTHHtYxpkFLYXIWD+syVpYCm7ruVhUKLDh2XUF+emayLpUxY1STd3dW2z5",
-	"PHYWWU3y6u7j0CTQeAz2EWfVYfTVIVvlgK7L9eqYckSyNqjBmwjQW5KN717tgbwWB5WeUe2fJXAAf1n7",
-	"X9b+Q679/Vd840jWFvzedln9WNpYpeVi1uDtS4mQotSGCWjxpbrlr6O6JcylKDZM3LY4cZk3vcGMuggj",
-	"d/O1eosRrQPOY0iQc/pD8ZRrcWE5S2WVi/ZxxIwjflgKCJkw7TmCXb12Jm1Zz+sgCAjIuXJFvw4p704y",
-	"9K5RE3tZ5mfcTf36VVd1IjB8paxTJu/07At3+/7Sgx/co7DT+hr5UtXpM1d1CvKQ3Eb3P7273YRh/xZm",
-	"CHHIPGXOn1wL1FO8ppxP2NWTmcJkbjCjAPT/QSWMvCsP6twWxAwkM3GTajuqWJ+PrHj7/ZPXzwi3ay7h",
-	"tHep4lRiEBANs9VlDqYkWdfIFETpx3Ep3uLINQcDHMscsMPZyoU7A9x5SW108Z+vn2HVpQUTyGMpPNQB",
-	"x9o1ujSZ4SL9Bf5dyrGjp91X3F2PrED8rCVSa7rw5tkffnr+5tnLZ68u3gZRt0odYnFAptfCF82gvmMC",
-	"KPfvkKKM1DoKJfT7VEMbbNNFbi4zNYd2O8YbbIuvmACheYG6LHvOTf7eAuI//cDROpp+d8QfxFYp9i79",
-	"qCFkPCFKBR9Rr64KArU6dczFgpwXwmlknPeW6giDeBYJ+Xv4eSniF4aEZCxIBuDHKdj2uyRfvVnqr5Hk",
-	"p+QLwsFBsooQIB5Oe0p0ctNcKXEw7J65WH6bDh8Yl8tlEWYwcPdMLnKFKmUyAm8IAaqDTq9RthXVrSLx",
-	"TCu5tIH8TnmOu4Og/xGmCdhCzhfocdPm5hApCRmWzYW2HG2Sm2spciUzQWBK+pAvh7FCynWF1F3IcpJa",
-	"l0xCZHSwmG3T4Umve+kKaG0t1/VHaJ0sFKP787nMqOZAtjqnjnogTxh1YbRmU+AFZ7k58sI2IEdZLo3J",
-	"lNQuynJ/PHmusFblbjJnt5oPR+AmQpR/ys41X8jUL/nQcEyTsliZvz5qUW2Slu+Rr8APUp4EQN2GpUd4",
-	"u/AFYchidY8LX/us2gBAXbfXWuHr5fMHo7qZy5d9YyHm2hr1uqAgzWQ2fZFOFXCinB4Pu12kduYnsNIK",
-	"Gj/67cTkqjXqdvrozm/qb4WcuGK215Jn4aB68+Q/2tNMXptlrpoYaib8JlpneGfeGsE3WgwSribRJsR+",
-	"Rbc3jA1w7bUi+s/oqOyBs+GwB3Q1bPxbvuzOWB+Bv1wFlu86ORMC78Fd7FpLebZbm+bgMTDKR64xA2hW",
-	"kcH09I/O+l2eoKbW8/xW2v+suqKQ5sodLsj63u96NFvYiybM9ISmMIQjXqv8UhbpvOO6uXlx1lZfv9u4",
-	"iu6o0H5GBpVyNLcTdc8k2Smrb3M5Le6skrun1nTyb/MVgQXA7jqoHp7E31Y7vVHCkbLH7HdjXbsrPM4u",
-	"lc+QvuYjIKE4lwP1sdSGk9cd+ecVthD3vDXwWqbU8GdiJGKfIxAjM2S8XCT87wel8r57Zobb6DurLtqX",
-	"ntbkzgvizmthkzfHZalLzzFSmeZmha5mtTm9bNfY+vt+Mznoe1h6T42eZumk+HUnPlQSHp7pAg6W35It",
-	"Swapt0ebrdma3+rxR4fEvaVjJ1OFarJ14Xdbk3od8c3KO4pDbofUoYpsIVcedE/K7IGsuDgcjrJGYpom",
-	"wipHNY43HAJ+7XeLZX6l2ILBDFB3ixU3ChKgU12+JGA/b9LSqbP7aelPMmvogyIEJQdl6b00Th1EuMKL",
-	"uZ/ujt27h+peOWmHm+YvQX4tkFr/qrCh3yRkiCZnx76NNhfzXvMYlqDxUYlWcNpE6D9YZEtLYPPSkkY3",
-	"hjelg4OOU1dVkjpNxSLTr5y8h5LgHNVHtqfXP12A45ng9Fgdkr0//r2HGypcvyyLTn+S9vibVDA2Kg9f",
-	"9uc/vcjyrt15twAJW09cKGTZyJCCWRT1I5cTGdHxhszFrm6wapdWRFlNEsJGzrmFjhj2EK/5PDGwxDz0",
-	"hx3xvLClITHWZRV94Yvol7YE1c8/r5gbcPBTrYEfF0U6p7D6xOjJMs+VnqxGBCeCzvnvYNJ/rmRS1uDn",
-	"XJKxnso0Y5wWOiD5mfaENctYpFNhzVxB+zApjB9NAsf1WKfaBck7wuX6l9/3RjmSC+bodWdQO5Oqy6Qs",
-	"chk7iejFINp3dgSE51wdgAqkovYDHmTKzsOx5rgedTUcuceVoZW5Yk+5y8YkeQqJQ6xsyQza5RPnHHXG",
-	"uS9X4o+AK3Otcm19wUVM+YC0omb9iEcwEMn39RDmipwOVaqFhN37rsDw1VLmSZlDydNCo875CJ/oItnt",
-	"Fhk2uUWiFreFaaRzEGEXebqoO9qg9CmulHJJ4HJBNAyej00uNtbs1hP6e+1B96J7POoejQZnnV5/AAn9",
-	"9+i29955ERb6ikrnHTdk9ygNmkfJr9vtPQgH844HKEvFB/c4/banY7jvdPTb3d5F92zU64+6g87w6Lgy",
-	"Hf2Hd5c4IbzuLyHBtN1n8q+p9nxxmPx6FDtcnff2mDz2fKN3p9SraoCNAIPnOlEflC1ZTTmteS2es+5S",
-	"4RovdN2XddkU94GMvxWVqSrjLKAK2rAkUZXfalQRcGRVCoTrybwsTxWRzhLWpWLzE93qM5UzdVFJ60qg",
-	"ifZNmqgROVLGOvxUjQeaeuAr37nyVlBXHkKmUNkcMPpuyLA8GaTZw6fsIksLYbSAebnK5WI21pgaKaHt",
-	"4uAyg2SXLNXKHtLYcwl9M/XZcP+zF3W73SCN4xwQHf6FjqgJSyQ4bjH6rkNrIprVASZTbdOE8kQ7AnuB",
-	"bIYwcDElySdmUkub177kNqWEOjqPrki17/hYE77kICaUgW0vTJZOVl91IVBQ+60XR6LT6Ry6GoTY7bF2",
-	"SQEYnAgGNDGTn/IU3gMgJvgvSGVMuUbtdq4KmchCQk5OahtQpx5XUqJN4UHK714uoB+uXL5nOijT9yc8",
-	"TL6sUtsRAsP0P+e/w33jqjmlpfaMjxAEhg2vtBjh602WuHlHbRyZGMDkSbyZAoeZ0bhdiOsWvYBGV1yQ",
-	"ROhVNgJbYGeYUJUpea2s0Aa8pDJT7oOXapbqpCO+DUQAvpd1cWwRN50vjXW16CNuS4ELCsYHNhuyIrBT",
-	"h2sIMqiGwIG2M5cfQM3/ZlUoG4uDYW/AGdppAX5YtN0yOGh8yblUO5pH17ZGZAS21ffmk4wKH3+usmfd",
-	"GOGuhHzQxKlYlq4st6jFPSqUNsurGYG4btxOr9gbpbD/Bf/1U55CkLkoFnb02PmHOhMzf+wa8Jj3VWeR",
-	"TFm1QQyzr72SFmpunQJY3YTIWE37Br6emYnE4hlY7CVX1ykpbSfoe7iiPFyQbHBwwFsZB49FRASXPynp",
-	"5wKgUTMfHw6EFIj5CWuC0K9L3ARY8IVoG4nme+a+5PwMi5kpjEuAt7N04YPf0HO0kM7FjaIKIZuKinAj",
-	"YQbD6kAdSpjeax7cp9cmglUKRrK729yMuH8/nkgtE9nyI/y2kHBKJEGfDFRkkYkkshBxBL+cVBpszyER",
-	"LYd/0T39zt34ud2++Ybymj6HDUSrHrjPWapwUSL6ud+8Um+j8pbehqFD1Mq+SPtEfdjOQ16qRDeqlIAj",
-	"sVC5vxaJmUufZ2maFoAfm8i5OhcGZVW2fhO+0NGbj/V/B4vkV2tg+IPivx0hOO6Bdc2ffRTb7BTPUGYf",
-	"f/R/bw3uotMivZoV7cK0VY4pOAh5HHGItVmbUZ5KjnAunoDMtQkpiUrWGKUTqu/yX//r/6oEUc10i56f",
-	"5jaq3w1f811r24lZqMR/daxdaSs1x085JU0uk9RRyFliF2aFYFQvWxqNdYV4xEZEo4G8atEaQ477QmHm",
-	"l7YwWlmkb64ZSI5cwvkyO+IACCdUUTi260r3ASmGCCJj621f6iLNaHBErgqlvXpJZ34l4RnUdiw9Cr8T",
-	"wwe6Znx7zsW0bIakKXJVUDqHYJ2NNauJ8BYiZlJQ9VmWs9BI+BKge9mQ/LvKje2Il2s5DqjILnVhlpNZ",
-	"c2owNbJkS/nkECGu7TV4KHYf24paYGUKCTO6tvLKmjAl92/Jtd+NKuT97LVvjXrD6gU6Xv3L/X0DVyHN",
-	"tkZDLIRm2Q3No/22MHm9H6/WUGLlPoQe3rGt3bWmdpua2g2a2nVN7d5BwfGzSxtjuw5Qrr00WM1fkmU+",
-	"n7+MZsXJCBTKWCo7OI/K0+ceUVE//a9lMStpS5pPtMdKFzsz77DQPd+48+TALWK08icVsl/CPaPyIcB+",
-	"oghcx/iUJ5Yo5PJqVjDsSeXXKaXE3ihbcGaPtEJWnmZGs5TJybLUenrAsWZKPMBTrBHhE98WkzgRkWXA",
-	"EoMsfESL2aH69yC3AQ0tcmULWXAVAiQJq9by9SQQ1A24l7wnRRlcBZ68hcqtSoCxriO+S7OCCPA4RwS8",
-	"QZiOxPXCi1Tl8Tlmu7lYKiUkciCUshYpybgyOMjotz5C+CmIu+3B2stPx5vyHV/XJdoOUBjScIS4N1fE",
-	"hLpewXwFlcOagF/eAb2foHyjaEpRVEWN7aq3CSah2iJYBBuaAzfv3RgYrRUmgOxqS8mqC4cS+AlgOVRb",
-	"NTObGlVQAHjPWlYp0oftUQscU57UPtmq/4y0VkxbqOko8KOw4CfxTAs1mVDZ2pQuHB75XnRC9VxMSnsK",
-	"Ct7aQY87o8jTRXuRUd3lVkNgtDtod/sXve6odzTqdjvdbvfPYdbFKEkVTCnHLnnVZdIWT/DTu1/VWH8v",
-	"cI7BIYXbAfpGxdv6VJqOJRMPerVfSaq1yttpoqRtuaJvw0p8Xk9d5eVu5zRqvVcrfE4VpSfouVASZLqd",
-	"cQ6cmCuM4/JrWgtlJ7KQeSqJBW4tKts9avd6wNvf7Y96A9fnu7ZCzsW1ulL0IQB1BE0oL4ASEMR77+J8",
-	"wl2+TwJz5YwtT7Xq+fdFTfvMOc2OupL42Mkklk73/5zaGlsAjz86bvXbjRraE2d3l4A1VyGJTEeVjCql",
-	"AB/5cB8qEy4WVKv/VRrkdmULNW8vcjNfFEya5oNOxGILtzJ7XJX5niIiAIVzRLpGF/AbPoxHE75xxNQM",
-	"Mf70PTCUQTy1RsrueZ/ZJB52hyJL3yuO2MBk+cqjCO7bgI994xL1PvFcIc71JzoBNOtuyGt4Nzdhf8lB",
-	"D2w35thI5WH6V8WB0Ej8lkGwVUdZIErowj3EyBsWE4EEWertVl25q5baRhSHJ9RVtvLkvnDKRMIsKLQD",
-	"F3S2cv40M23Wm7xA7IjXjRYKgCqYWAW3r7MCs0xtzDMB0+LNUtvWp/B9kmG1j/JZJRT+Vam08GfJb9Ma",
-	"tdTq97M/6zfZJH1+/Fz/vneZdm9e/rR49tPF1c0fLpKfnutuZ9L/44d57w8QfaOVAQEpM1+QM5tyadaU",
-	"Ow46tIen/V4raiW5WSxU8uya4rfdqKV00gjuA8Vz2DnrUvEkuJ9V40HUcsU53Vdxjb1RBZJ547vRbY/v",
-	"n8sP7mtHmDHsl1Zr1MLy9SeTgaI+YYvzpW5DzaU/nD3t/+kNglWx1NmGNvY7w94JtLHIl3oii0rnWJe9",
-	"jT7rSPVHw17naNCtj9Swd++h6nXvNlan3ScnF9vHqg9gzePj3vaxGtwhPvlmqffRg2GxflFzP7Oam5Nc",
-	"9afQUm+j7PlxobStc8IbzbVZ4WXIS2GoNl8BmAQz5QIr0C7W1Owyv8Z6qZIM7bygEj7EXIPOKXfunPs6",
-	"E1zsh2JlRLMn5ggDgAYsFx0BraPanB6g5NBJRLSCtSa7Z1Q4yJGvhOVs5AJru/oNBSkKC1JYv33+9uL5",
-	"q6cX3BOR814cEUst1p5plxVSpNZmqRnzcYCsPa5CTofuoqIeUDkTxm5qTAG7tuis3QV1foyFfYERZOhE",
-	"mihdAPtfBLntiqOE9Bccw2ES53u1ImokLOgAY0XlR2ZwM5Hs5mqhJAOqqEinNsJmhqmXCO6Es5laP7uy",
-	"EL2u+H/+b/JuTuTiXFyqldGJUETjizdiO0yWKFu4kbsyzoXLl7HaDxRXCEUn+zM3yL0YQ2nWYDXgcL7C",
-	"8qNSLIxNC3BhY5xMuZIPB91IaHUl4VKEkyAvLRQXFnMltU8ZgnS/SPS6AFA8p2XOVTZAyAJqMbViksn5",
-	"QiVjXZjyArhfpzkFemUGiwhuzXnkEnOjaWRdz4MOMLwbH9FCTaeOZ/jf/o2C5BBOhVX6ajlXeToRMs/B",
-	"uU1wPqlFrNxtvL78v21Mi2EqpF9MsNdKm82K+GOSzrEcZz6/jSEvEYmImRD5WfAqaGi+dHVJ3sIuxvxE",
-	"3EH+PAk6RKReQVEqnFuwQhkGOVeF7NzILHuamcn7l1BTrFogw3lHwN684VJCKFUQc8LLJ+I6OnAjNJBK",
-	"nnIztKuw1qRnmoXSxPxzf1AdL5uayzGoGsc3QD2eQJABURKNUxpyHd/euvP1Y0N5PohbDGk6WQmpKOQ1",
-	"J9hWreXTtS2nMt3eRQ34PLVL6U6ntrl0lLvrbYFK1g01Mn7j59Vet6ql+4/wxgqiS+RcgSXfnFuSL/V5",
-	"yIZGZHRp8YWWI9DilvoZKhH/RBTYHs28MOal1Cs0of9ZyuaPXCg5RAWt652BA+PxR9wat1sdGf5VQulr",
-	"lWGk2R0QoD6Qd8GpanRcRKyOjDU50ukgrtzigOpU/YH8HEV6tTRLK+xyOk0/hGU6lJyPwuNIVE8jf9LB",
-	"m+CYS0mBSTkuTLUONys6qAbVVCMMZzvgJRx/unAgYShv8IRKNOEweMSyRJUNgJpwSmMQmyUaVdVKrUiW",
-	"VOZC/MjaN0bKbHhQeScrnKI0TJfEr/terXwWBpUqtVixPtQFNo+SNqCpkKUcC9Y63FS6hgon1Tc5d/nw",
-	"/jTPrj85djl1+cY3fj3fyaXrn7mNtq3sf1lX7lL/pv242wXZnZ24qAbcvmsQgI/ZINwuCFGI8J1cOHWE",
-	"RiFWWClrpkZlQRoPsnTVkgmukkQkLHw9Q3p3uSAhouOEl7dpocWxqyJaKxiDWUgePoc8qUYTbQpp4mBA",
-	"vMYmYb6ZAwZtMakBWdRkTot9rWngE/DmtBS/f/vjK8EkwPiDr0xqtAqGj5gdyE8x1q6uJb+KoLuXKvdQ",
-	"KTTASXNytXWhnLHKoAHAchCJGKvdxFRwAcc8zlWRp+paZshZCfdAjlNwCzgwpH7/Gq1bKE/DZR+ZE0GU",
-	"VOdB60SZfRZUdkLcMrIKd8Rz51WoDLVPmYL+M0Mx9ovfG4maB+LQlWVMXCFZeJqrRlAIgBwO4F4hXCy2",
-	"RLWrnw3f4BMTX/qpwLXypOZpuVSQi2RdVW9sclrYcoZg2AuVh0otW6Rp4UzQ4IYDh5Lg4rauFrctzILc",
-	"V5VG0wReKkICUy/dWgD/CbD2vCpZfrmiNz1VpMiabHL6J8U/6awc0WarDg8VxsUFZqijMOxXEp7DYaMf",
-	"ux3xlCK+uRprxnyxf4gyGgkHTSoKLXsKINPHXFbg91SPHAYdgYEoYvi4h5RUXCa+lGypmGXGQogXV2Nd",
-	"jUkte1S6oZto4poruGZFB+UMHbb4EBpgXBipqBozWEt3plw8Gjw7UidGM80jg/TwC3MJFT/cR7jc1Qa1",
-	"gotLf7p24c26GiZJC99Q7A5FtGm4XBYlDE6v3/WLgrqBVUUGNPlGVwkyCEr8y8eWX9KI0CHxz4EgbDqE",
-	"3THpSPaPjkfJZVcl3WlvOrg8PeoPesfd6fHRtK8Gw14yPD09OTo5G/ST4bCfHHcnR0kyUKfJyZm6PBue",
-	"XQ6TywkOE+5wNFttZgp4OYIJWiXWqJWWFWOt/71inKM0b18PW+ER/JYustM5fIm4HsIh+i5at/9r9n2v",
-	"320wvr85+aH3DA/84sY8pdHboQVyY4I1cicPSPnQbbTnuf5FI/wVaoRFWQ2ftUNQexx7Ehxaka9gzwiU",
-	"z6gyqmtHqrBDY6zbvZx2SlYtpQWyiI6xZDOgoVkSMUDA5fG7GD+nBHEhFqwyHNZhQeE81nOTq6qtTXGa",
-	"MqqyVo+Fvt8RF0YsDJUaLq1cUD7Aa0WvjOhpT0dF/QB2LCtv+Dz7D7lADeLnwCR1jAL8rbVaEjxWCDla",
-	"N/IxbonGrnWFo2sP4mdYBbqSi1gEsPSUySrwvXBoQl2E3MyxLGBcmJiLC9j0Wh2OxhpDZ0tQw0zqkuHh",
-	"3FbXKZatAk1bkcfIWeX2fbrAUIVNM8R68FB8hxW08bBOr1VZXPwJ8maNEKVFS6pNCyMOKx2mcMiKt+ge",
-	"aL+FDpKMdYsIW0ZFukuLnjKwUnTCoG1vuY6F0omrtU6jlVoig4KzfKyFECJNRoKIG8Jlir8ougOfdDeB",
-	"bhteBG3OX4PiGBz9eEaTQw6fLKV0d7AL3MNAY5aridHalwqJoZJNG59sP//WUzZSdvIiVxNFXAvmWmGk",
-	"D5fVIc+cZeXb1UKXvFCpyEbD3I51MLk4KGUqBK9h3H4YbMT1xTQm1OWP4xYaD63Rf/2v/080bhWG/ryN",
-	"uXQC8q51xFMzR10WxgDslhGm0kGNsGsVH5LVg18n71rvSFgYlcSua2R/W6aq6HjZ4JxHYw1q0spXZ1dy",
-	"vgX3w0f2XeUjip4HhfDAZJNnLnkIaPqVrPGfxb/DpfD1sBuPnEgaUtG43lnFXxaUxBeTLKUqvnOFwrKC",
-	"U7/2fAspxSZQ72FrCBuZX2Fj8rnEMX/z8kn76Kjfg3PRpQ3kcvL+L5CPDsuiVVJlFcZkHcIyvotcd2CJ",
-	"EYSlMK1Rr3eGisaCi0Otd7bdg/3VP8Yl8nWfS+nSwoYMQifR8cQoDLgA1fYudgnbDheDYGJr1Ds5O+72",
-	"zgbd/rB3clsZhUYteHDZm4J621cn8uzydDJMjlVv2pX9y8FkmByp4+lJ97R31peDy+HkKDlWJ9PT7lnP",
-	"X3cYfkLfjxI1QcoJ+5XVctEetFyyH6mgk+wvHP8Zvjz58w/9n08vWnXVuRz6ulsDl6+b4t39Hwyq/fcV",
-	"FAClhdoKWD6Loj007Xmq0+DLWTbv5E4dhFKC7pS/Gx2d29e+DNjaIVMJ6LVYpF/JxVjXxdmw56QZLDcQ",
-	"1HBE9Ppdji2PhF+pwcN0atCOGGPvxq3RuFzU41Y0dmM0bo0+jnE/0D2VHYE3wj6iu3An4W1uL41B2YZm",
-	"hZK0bGbPN5PGloRKY0t7YUsrd681lpc03vmfZplXSEig6VYUZm7y3Nx0oIHQnhpxdhVqvvmEL6Pyj6zf",
-	"r+6Ed857hHLN5YcXSl8Vs9borNs96Z2d9Y+GJ8Pu2VnPLzBb5Bv84iE4zH3G5Fygb4u2ckiaYHqt3GHz",
-	"xYL6VVlQIAREMcuRQMjkrC0KWVlSD2cxbUK3PVkslMY6b5eymMzCZZbqAEMVGB7nQvJD5OYk3gPSkPIU",
-	"K1El7DokFZyiaKm2hUSQCmqKYDARY5cc6/6HDwEMiVoSxuYC3fhKse8UhDCv7bFmJfIiVNG9B9Jrm/zq",
-	"UcnfQn1FpZxAYOBiX+oC3Mv+pooWYo2YSiq5h3nMHNB05g5XiiKTiG2NF8SPBa5bNhyJ/40/vlA5tStC",
-	"NRacdMWEKDLi//2XJ+0/y/bf3/F/u+2zv3RG7Xcfu1Gvf3L7P4Bnq9slx+lNatVhSYMM4AZyeqd6C0fX",
-	"IYZOaWwJcxezTI3RzEHGLuaiOx6KH9JvnI0AQ/zqxwvHAI0fhn/zSI0IyARB0kUhvA9QHAS+aXGpQLex",
-	"pBJjrXeTJY7uCQcRAzbwCH4SBN1hVJa7IW4KmYkMRSy24e33T9r9o+MS4oV1530D4qgKwhNxDXbiPfTs",
-	"gKctwnxNZQTZ6ftILQ3eNHehMVWYtoxX6+8PtiqWuUbgWT3Bk7MsvA/bxQPYEVNQFVjx4sVLUa/bFeiT",
-	"/z21yH+Y7niX3MnrgLUrqqyLD22drOG/Wh8DPaney3VdCcYHb6URwhtS0uE2DPu4dRuNcajoDcFgjetr",
-	"5HasP66pbTgI6y3B8cPbghHE29wwj7Gk2l7fHgzg21uUugsXonSeOAtONLD724nKSClAWTNCp0jMsJTF",
-	"soh9yVSQ2PBEeEbKimiHq7YjvinJQNmHQO4okrmgSQQFTzMsxGNFTC37JX0H/i/m0QHxo41uB/SiTNhJ",
-	"0mZq8rmEBX+JZKpVvfP4pNc9PT0eNuqbD12DjcX/mnhCXA5cgaECgGBZm99pHBDoYcWaHa7uZRVYJ6IT",
-	"CWLoP4Y2fgVP9Dww/teAhciFAwdTMwXO5s/2g29u+GLT9+5CaEPnzfbUR1KRMGaJd6vkv4t+vydG8TuH",
-	"XP1VoxR/DYYILTcnDlHFyZd63fJoirmQynN3IutdVslLmb9fh8IhtG4tiuIKXRyUWS5eEzuMyAQm40rl",
-	"FswHeq+yHqXAJj1rhWOtdKWaiIvqlwYJSV7U/o3uiCBQD8ENDPz7OsjQgVxqgYAOIrQ7AEF7iFF7aYMY",
-	"+AGGbYErF8Es0kP/8CVo+GCuAyMGUTmldc4ZQC6iVFFRqzXSgrZyWvlYVwopU6SCCzMx/XCuAOKUWmHl",
-	"VJ2X96LZgRWal4rTFvbThunip+Yd+JGrsfm6bAlpxWRZCDszeQF850U6V2YJ8TsxyaWdufnHmPphVdhX",
-	"Iumw9sufmr6VKzmZMWpB6aT5XXi+3sldSLP7ec7pDaO3HZXhYBjaCA9xjeBfvCi3DGIzHCFMOKAjfe8s",
-	"0F6/KelgA75hkw7QPK1PKltv82x+SSLekK1x+4D5Gq7z6zkb+VJ/UXu+qD334yXEkdqh7IQ12bfgSnyx",
-	"rIksZGaulioSk5mSC48ZGfmCVZfL5EoVEVeRT/+uIgF1B6Mx+DNzOSkigRXcI0GV4Z3zE1HGjJ1gpIX/",
-	"bGKU9WBNLsZBrkTSjkRaRPQY0vDhOWLhGLwx+XvMJKFzgTAdGP/Xb3F/ulRmQv9Gzu2J2s3F98/fikQt",
-	"MrOiwiKScCkpIpXNdKpQWYoD+pylnivfAg+0jRmOGB+ySpMVjk81hm7E4gAVIiADYwwo/Myds4eULuI/",
-	"SJVex7r6UGob2gog4g5iLR0bYDnjv4NvfO1KI1HAtvYN4rvXwt+kIadR5RVHtIMgg+r27EJexedUxs7h",
-	"fGAAnk/br4xW7Zdg1sWYV0ukmZcmSTEtZNAdMtTA8eXOQL0hNW0TkOBtuXz3YSUs+86DHBSqDQe8yr0X",
-	"FI9qJOADwXC3GlEkS9ZpAWMc9JEwa41tnFyhzU1HxKh88FOOygWB/1pDsvcTTOXhmheM4xrrsIebK+/6",
-	"5VDp4Fq13T34BKcw/S/J2ffuAYiaWAztRnKyCHnqn9j/5HbPbuK1IHYBLxBTXf7LO80wMDPFDb+e9wO7",
-	"Zdchjvd8Yn7lYE/y+5cmSaepO8T/tZg11lkyyho7wV4LTspykTUcl48/gtzdnMj4ow7WBh9ulySsxcFE",
-	"WtW2ShOPwQiQgIsfoFKRKfDv9zEGrSBRn5jq8DFMYRmimMQoFvxoY85OQeJXl9R3rTQkCMAJfZlhgsB7",
-	"ghUR6YNv1wZovFv3O8t/lwc0tIWOGhGTIhBXhagvzodiZiGL2RqvatX+Czdp6OkdRq15qt0/GxAG/3Bh",
-	"5BWdPWDlfKcb4ed6au5QZPlnvK368J2lGT+2XZrRiv0iru5n27ih/mfgNmpF1GGGLxUzxPht3Sji4Ek1",
-	"WeZpscLNfqlkrvInS9hnv2D+BQEdmkTBRZlMTMqKL8Yn5+RNJP2cyrkVVswMc8WAicWpUPHjxEzs45hB",
-	"14jAGLcuwDOHTCHjlq+i5WK//puyoL8TCmq3otYyB3/A49a6mvVEYN0o9zClLToODyGTJFfWRlzriZGY",
-	"+AWtVIJ6rry0JlsWSvz05kXHf2tWFIvR48e9/kmn2+l2eqPT7mkXJQyPd70hL9JrpZW1zE4sk1T7L5t8",
-	"MlM4ZSanGwhPIDOpJyq3HfHKiMK8VxqbRfERFqg+Jlz/4M9e613XJkfl4bF+LAa+Yy7qYiOItNMFW5hc",
-	"cVk2ThSA/In23FgkMNWJmLjT6FzIseYXrwSZE8hAtEyzwuenWiWKG07d4k6Va3W9X+ulMwBv7QvoXfzn",
-	"62figOxDV/qBjKq3F2+eXDz7j/8UBzNz40tAE3ELF088FIW5IoMwUZM0UWRoSkcxnxY8PPizq8jnapyF",
-	"PfBlaZqWZIV1MaVVhnlSk5mxSos0iSiUukCK+YXnUaXUg5CjEbYWpo56Nzk2FR30AYOCq0hLPYDWEw6F",
-	"LCGcVne6K7U4Rw1DmBwXKpvnMJCex7wwwipYIcxby8PEn0H0kauq4jJryh4Xhsrq+O3rZj24qXHgdFlC",
-	"B9JYRVwWJfClByqfsodcasVxr4/1ej0D7PI+JQ1gnJWt1DTgkdrMNRwRHM4NxDwoGlHp+6IkIr6NmiQu",
-	"zoTFmqCyqCCKeHlGYRd8EVOuDWpymG++BRaHpkxpzbKVCILLQJEvMuky0LGIToLl9WF8oCG5gshSMk+L",
-	"QiVUYrFgBw/vLb8BMcMBtxxyAKOADTLMLdYVEkVVCORMs7s2HG8qlYkCwrpIzIxWtvDEdW5jVaGtY+1C",
-	"X7jyZzKnKgo0dDWEH7HSkWst4gA1pb47uJ2mALayEW9CkRbnNF/sFonEIgRIwkRQEA8mBYN6UWWzBSn9",
-	"25PQquO11JsWDzQCMc8d8QyGPdW8aKjAJzl3osq3S9oBmPoso0o6M3Ojo0aBAFPqnvWKAA7wgUtiUYti",
-	"xlhergCFbeCHqYAHnSgvUldsFFZJOoERg/GGVaynKkdebO86pClO0gSNKlxKQfIUrD22rfxLOG+7I57r",
-	"abbEhY5Z/FZgMVK7tAs1gXyyJRUYnZg8VxkXSQQBbD4wofs1OsWWVtnzgIatVh4LGezzOczxJFMyH+vS",
-	"M8OTp2haAFX1/x8A",
+	"7P3rkhtHsi4KvkoYtM1Y1SsB4lY3lMm0KYpaqhZJsYulVq8WOMqozEAhm4lIdEaCRTSttp1fx2z+Hjtm",
+	"8wTzAPMKM2+yn2TMLxEZmUjcikVderFtLbEA5CUuHh4e7p9//qEVZbN5ppUuTGv0oaXey9k8Vfj3k+tU",
+	"FkmmL1Uk0xS+iZWJ8mQOX7ZGraupEqHki0KRq38ulClGIrydLuEj3GWENCKZiNBoOW/3QhEnsdBZMdbq",
+	"fWKKDv/QD0ViRC71WxWLSZKbQkgdi1lijDKimCpRTHNlplkan7tnjXViRJqYQsXiNimmIlfSZFqE6n2U",
+	"LmIVh4FYaBNluYrxcfz8VJoigC/GGp6s3iWx0pESWs6UEUkhEv8ZHfEyE8Ui1yLLRb7Q2FAVZXms4rHO",
+	"NLYuV5FK5sVISJErvkhnBd03eGRElOlCvS86Y90KWmYxm8l8yUNIN2QTvhi7ki0KQb0cwXOmib4RUapk",
+	"XhuMwP2aGJHof6ioUHEraL2T6ULBjEW5koWKnxStUavf7R+3e/12//iqezoa9Ebdfuesd/T3VtCiW5NM",
+	"m9bo5zdBa6ZmWZ6AGPz8oWUHCJ4n41lSFCp+mi100Rp1g1YkdZzEsuCL7QWt0USmRgWtJG6NWjTJLX7w",
+	"8gK+u50uW0EL5qQ16gUtmrzWqHWt0uy27boI4wVT2Bp1O/2ToAWj1Br174KN7+qtf1ffe5ed5ZZ9bu/u",
+	"jd+lpxmshkK1RkW+UEEryrRJYpW7AejDd/l8YZ7N5sXSNSROZkobGs/B6TBoqdm1imOVY2um0kxbQfny",
+	"0c+20W+CFo2GVjJXpniRGGM7/s+Fypffwa2jlpnK/tHxKI7U9fFwMIz6x1E87PYHg6Pe8DiKjo+PZU+e",
+	"ncX94/7R0cmwe6rOBt2zQff09FgNumf9eHDWlUrBmCgSmrI/Rsk8mr7IYoUDJKMCpqDIZaFuQGaLbP49",
+	"jJeboFG3c3IXtCapfJflrRGPe9MEzJQx8kaxkJXP/NB6m+i4fDY16qdEx9lta9Tr1t8W0IWj3l3QKpZz",
+	"aGgkF0amrbs3n26gQJ9hZ/Io/aXb+/M3l1/3vj/+ZvDt6XfdP8MYLU2hZq/ybDaH5da6uwtaT7FZT3T8",
+	"dCqLTYo0yvQ7lRvUpagMpkpkxVTlwqrkQMgCvzaFzAunMIYdcTVVY63micniJBJhNJVFKG5x9ASuEdBq",
+	"RpjkvbAzIA60ulWmYGV7vRxrWB2ByNK4/Doh7TbHLh2e4wcaaEFzK8JYRQkKejjWBzAroheU+kl0OyeH",
+	"qHdLxaVQs5lpVpjANo9U+iAca9TTqF5NuTdIupsXBW4LHXGhxXVWTIXVVXDJWFudICa5vJnBthaIf2SJ",
+	"tnuEFNep1G9FmmiFip469yozCW5jYw2aPQ+EzBW+lDr6yPCGJkCNi+tlocQky+mPA7huqmSs8rEucvlO",
+	"pYbeBj/QUNrmHAbCZEK9U/lSRNOFfouauzAiu9Vj7fTwuch0uhS8eeGFRkQyhyHPVZEn6p1MQ9g+PaGD",
+	"TZT2tOI289tr1g7ByoaEIgX7WHWeeZ5omkAQu52zHm6iJBRTWbDEbd59eu1B96p7POodwe4z7J2s7D71",
+	"xUHdULF4NDM37V67+0gcgECJ48NWk9JJYvdpBM36gm9z74GG1ZbqC+rkJM9mQsk8TVROsp+Y6sI84OEY",
+	"t+DR49bhaKzHi253EPEPeZaqL8ethVH5uIUL9MtxqzduicUcNpT4y3FtILpHo6Nep98d/n3cwiep75JA",
+	"xJlYZgthpslcFJl4KrWM5Vf0psf0KroYlMy2EevZETvaa8R6m0asqdPSmMQUUhf37fl/KdMRrwupY5nH",
+	"2Pk5mDZuAEQh3yojjuCbE3G9MIlWxohYLk3nXmPTL6VpuMfY9DdL03aB6G8altNR76RzPOi6YXkqtbiA",
+	"JaZvSCXFKk1Qgcg4zmEEMi2kFtlcgZEaq/yre46Gk5TBXqPxEJKy35D8F2yHC10kqUgKlBQzov7/AP03",
+	"gZgn0VvaROELVFTRNMuMEs/ipLAjdz+xGZRi099joAYfKzaDDWPU64+Gvc7RoO/G6MWS+/6k3esOB0Lm",
+	"efKu3AOiXEZwGjJRrpTuCJKyG1XgGWaeykjBfvXVPUfIiVJvrxF6CFHab5guHs2EyWBjlddw7CqmsuiI",
+	"i0fvFAqUiv3REJcvnrSPjvo93Pz94T0XUsxzNZcJ3AAtEam8Vils75nGHf5WLkFzLbNFLtRMJunu0ocb",
+	"PgwubcBubAOyEHA33j7Ozlb7gh6zaayf2VMxbopzaegwa8g2re2Lo7F+BVfYF4gDOstWmjcS49ZDyWRr",
+	"rNsiVyZLF/h++6s4yBepGolv5EzeqBgVI7xCpqgBWHGCDwDUZjGVWgy6uIEIeZOhaWaflEu0vvGaXE0W",
+	"Ou4cOl/BSHwYt7AnF/G4NRq3qD/jVjBuwdNeJzpS37CaHsOxCr6HNuHV1X6OW3fQnSLLUkEW0y9eZw/W",
+	"v4mOsfgtPTxuZ7rNHR637g7F//4//y9oaT6TfLeVX74fpuk5iCn+iEKpYmzPE21uVT4Sv+XyaN0FLWfs",
+	"gow6Z4HzCJz1Vk6id3v4L443+C/oxE/rx+km70gLWqsVtOj88C2b9/9dtFTQqp6bWqMjz5dDvpTBXbBx",
+	"PLv3H8/f6b64OipDz+u0y6j0H1jKfkdm1ergDOzgDNa49VYG58FE5jexwFdHoG9HYLjbCPQeWDx+2/PZ",
+	"6nj07HgclQ7ZzeOxo0T8gU/4q6PUtaN0fF+39XGz27rBcxpNro8G8XE8iE8nstdTR9Fp1Ds76sdHfXUU",
+	"DdXk+vro7CQeDNUkivpnchIfTQZxv9cf9qLuyXV31cXcrXiT2Wm0zX/M8+o5kCFypYs/+uyO9Vj/Edbq",
+	"WO8yUL+FVt1jBH8/m+Fuw/l7sWv2GOI/ulULPWuN+DCM0aSGKJVzdJvkX6o16nfLMJSNwrTugo0Hj95u",
+	"Bw93TvdUoTvFN+1zn4/tn4/tv/mxfYPFsnJ2bzoTbUMO+CtgNaa/AT9wPLwnfmD1jYPd3jg4va+JNvgI",
+	"ZEEjhuB4+CsZeJ8KQ+BPwhpD8LP6+6z+fgfqbycr4lNhXR5kQa9gXf5y9nT44uTv3/d/Or2CKxaafl7o",
+	"Nv/c/9vlKgjm88ns88ns88ns88nsI09m0M/Pe/vnvf13sLeTNT9EcOdUFrTBYQDdgeieaOHQmLwuWZwY",
+	"lOmsAR8rh8a+s/PXQ+e6R6PBWafXHwB0bhVImqsI+u0vhkC8U/m1LJJZZz1GgD2suZLxDzotDxz39H8E",
+	"LVY223oArSTff3VIv8nlpKiNq4hBxS30IyMkSwPtTpNE40lTvJMpnq8I8K+zfCbTxCgPKG+KLFfxhpH/",
+	"3Q4pjg8fGy8RIpvomwY0MUI4AbC60B3x7B00vS9y1ZZaZwsdcUKFA12C/lR4VVdMEpXGYw1rBf9E/ZMU",
+	"sCYkAE/nShbhSLxVcwQHM1QWbFUYWp0Jk2aQ5ICpIXQyTfRNKBYaFh69pffIiLlcppmMxa0skymENGMd",
+	"foiTmQlw5u5CQtbmC40X6qywKxyXU0h3PrOvMeFhHc76REQ8YMImWSACGVtiApFpRV+qGSl0xbJDI4VO",
+	"NU9S6DY8cyY6Vu/RsTFThYQfb2WaPk2z6O0L0xr1Ts6Ou72zQbc/7MHBljvcGrnTatVoH1z3Jt3oKO6r",
+	"E3l2fRoN42PVm3Rl/3oQDeMjdTw56Z72zvpycD2MjuJjdTI57Z713O/bkT7bbXqYO+/UUh43OHfF5Zfc",
+	"Ba7/ve397x9V++/EAj7AbLMjA6acjjmNZ/6yPQ4S0sHTj9+c/rbmDM+6/T/qdJB4WofR2sl5E7QmoPfg",
+	"5kmWFfM80UUntwqj865H5zfq/IoXyqk4bJtZzOdZXrSHp324Lc6z+VzFz3gddIOW0vFagPewc9btg47H",
+	"dVP6tUBbm2np6kaE/KUqZKL52Rfl6pLv7duOut0uuBYTHSVzmbZGaJS3T6KB2ngiLWS+Awi9yBc6gtXv",
+	"dc7t9XdBi9SMip/pIl82aN2pEkbNpC4gBWMio8KEdvNX7+dJrgjmr3SByQpyUqjcmnpjfRAWRfrChIeB",
+	"mKKRG/JNT4oQEzzEOxUVWS4iOWMLGFSjvFG6eMTJA7MsVqk4OBWljzAQRSbeKjXHqzmTRJhplhcrujL8",
+	"ipr7JTYe7O7+caIxRenLUpWPhLRJJGWKQ5QmShdtEJY0UbFta1Kg3qYdF6/2lamMImWMFw9pSFXr9q96",
+	"w1F3MOp1O/3jLspSqT5+7nZ6/aDd7Qx6QbfTPQ26neEQPnePAsyZanc7vbOg2zkZvPFu/AZ1zqn3DTgq",
+	"QZ5kNFNtK/L4a/sUE7V4KqhlJ+1ur93trbSshkoodwje42fmphW0UmmKJ9j15r4ejY6OOic9XDeeIsRJ",
+	"aZF6iyWquLugZbJFTvElh5awfzUZYI0D6tlB1o3601RpcZtA9shUVcxpOGx/VXq4YAGCaqoacbhEvoVF",
+	"/UreqKoN56QM3TwoZGkyS4ov++GIk3wwLwkyWKyTNyBJm2W5AnmOspmq7Mq0pCiK5gtVd5MZXZ55Wyso",
+	"v3Jz22XqGp/YhF1onrkVxXXafXJy1fJiI/avTTZ15eUNU/r78Ig6v0RNaIKHmLn9F90fYuYeyEOxcdG+",
+	"CVpavS+eLnKD5xi1/HM3/tufFxf/yP71/Omf59ezy1Q9vTh+8V2385fZ2bu/vu/neB75VkaF2xF9uxv0",
+	"lYgTUySYFXC9FBKzqotcRoXbGQ+cOpjn2SRJVXh4jrcaMZXvFJwobOo1zey6/WOwn8DAK0Y4qr8kccsJ",
+	"y4QCVVukpd8bDU86Z92jmrRwFz5OYO4hJxOLMuh2zoLWWwUT4PUNzEM2UGDmwVqAH0USw6IloeqUj2R3",
+	"zqpWh6k2je6O0vDhaXXJINdLYZJZkso8KZYBqodYTeQiLYyYkGQk+n5ekJNRr9/pdoelTaDyMgK65kRu",
+	"d9FdjuS7xWeObHwGVzvYcK1R/+is38X/OTPdjtBmv4jfp9rgZ/lNVhRKP3s/T6WWZHXWjdDwP59dicfv",
+	"eo99O948thbNycmg9xh9po8HjxU8KNFfOXv6S2dNQxoumqfhN8+eP7t6tuWRjY9gJwDvzYFlSDDol7Gk",
+	"ES7TV+ZKqFwaFVOScb7QY+2OLMymgM4I+BVVAmoWdgNBOnNWiGF3eOhyUsd6mmlliqWYpPLGCCOX4nYq",
+	"0Zdxk2HyrymUjOH8nyr5Dt9TiGxRcEJ1quIblfN7zDS7NSLk89ztdPkFk1B4HhLbIpHlyU2ig7HW2a0I",
+	"J3bqwnPS2TrjZmNuboXCgfJ9m1gijJxxx2lqinrOOFja7lUjSh8GPTN4ZF0s/I5UTSpODWoL/GUVVUtn",
+	"WoEC4MMl/EZLmjP38wWn6trvPrSSQuXSgXjniYqqwflaPv51V8XdSW8yuD496g96x93J8dGkrwbDXjw8",
+	"PT05Ojkb9OPhsB8fwzE8HqjT+ORMXZ8Nz66H8XXUsqdhOqdVj8qlxm3BHOcLzi2231cOtniCar8bVgb8",
+	"Nf1IxyvhP0S8G6K/YU2vhkeyL3vDs7Pu8eS4r/qD06h32j8b9s4G6uz6+FqdTuJhT0WTbvfsNDpSE3Wi",
+	"ulIOTs4mk8lpIx2GS2iX19k7VaX/qA+DRZ2cHm8YE6cRvdFYkevKcNTzz3oN+WenmI5dA3S8uQsqktH/",
+	"LBm/gWT0fpeS8SZY8T6tepd8g2nQAnla76KCragVtBhlQIqKtwCmFShkAqf8l5VIAGwMhnYGJuAhhQhb",
+	"ke+wuVVujxK3cD7erIE5LHCD2rRNj2zdBZVmWIoG3htdILNQWmrcUtIEGYuKzLbtoNxHveawHybJKw06",
+	"rLaBXtamR1absjLJAW54Gl88VYI8S4mmDSWg/fi27CyN1MpgUPOgFTCIy7XyxG3Ei9qzxBjw7oCA0EbK",
+	"WXzuEe4+F8JY++QVBhpTyALsy5ZrO75onVPRLMxcRQVve9ZKvwsY17LGx/GEOT/mzkm2znVRyVP8HAG8",
+	"C/YZhf9GJ4CG8/n07/oyjZKL44vZ36f/Nbj814Xudt4O/hyfyb+8b5Uy+lw2iSjICRxzxUGWo614iNL6",
+	"WTbXy+YbGlN0STa6PKxbnNmb6oRMKy4P/PowEP9YmEJAz/bzjn86d1i/O+oOOr3e6X9Xd9hd0LqUN+vo",
+	"up7Yfft2mhnFh8JEmZAZBPHoBRIQTqWOr7PsbSho/QhiyDoKxtqpENHtHB1SiAd83s6oI86nR2t5rMZ6",
+	"M5GV8HisEIHNjbJ8VmPNvaBDqMmEktHUY6MSHhlVSXBF72OSq7Few3LVEU+KIk+uF4USOIdsr5hIzhmb",
+	"IUWUZrDTj3Uhb8CUTmIlJPX7kcFmQWtiNVkggMNk1mLDn7R6p3JxnSv51ow1uLSzCTb9GoK+q0CAyyf/",
+	"ybMwwoGm8S3HG9pkg6iIC7hewj+EEUCE/4qFvQPP1aA3Gg473bPuDjxXzpQmx7ppz7M0iZZfdB9RwG9a",
+	"FHMzevyYw3idKJs9thL2mO/pzONJgwle5fPJ5U0tQG0f80X91ZsoQi5di0kHGAfZpc8iAaRh/Ynjloiz",
+	"6Mtxa9fujFu4NTFKFKQw0TdfjlsWUZcUambGLersl+MWdNfBGOE3jHWwnhAMSxOR1OJacQyDF1VSYu+y",
+	"SYl5hRiIFJNcVUNh9O0iTS0Yj3GL1HnL5rKVweJ0ULcnNjPA1Mazdz/h6JfCcXJ8T+HYgatngyD0fgVB",
+	"ODm2gnCp8NiOaDG83O4X82lWZOJaTWAwSjD2VOHjxLWM3p6LW0WRrHXBLxYe1BQeXnsPieh7EnFyvCoR",
+	"e3Ca9LemFsZZ9GOetEY7j3wraPFwt0bV4bai0qA3PMPBPrMVtNDKREdQPXXxszrZrk52zKw7bSQZ+fTT",
+	"3rvHtH9WFGsUxQZ2jKq2aExl3G2ybT9WZvtCFyqnMJNMXXfttNvPjyPMWNmw3PdKlhz+yjmSRys5ksNe",
+	"Y0pVvzeYdNWJPJ10o+N+77p3fCwHXXXc655eX/eiE9Ud9uJ+9/RoGHUHqtc/OrnuDY6Hp/3h9fUwGkSr",
+	"OZK9Wo6k1Hp7huTR3co+3Tzqa7IjP2vYrRq2TKj5rJEaNNIDJjY6t9nR3aqP7O7Np1uHq7jbJ71vT78b",
+	"vDx+1f3Lagbj50XzedF8lL1/F7ReM+F5g9vwqqRUt7ToXi2I0llY8qwfjvDF9gtyUFCqFrir1vkQd4fU",
+	"1YCy3g7qQWV5F62ylLACgM/3B91V0/zv72rEIGDrVuaz1kc4HsvW4F4KHj86kOMSaQWVkxiJWmtUS6dr",
+	"BaspeGjEcRZdBXQF6YKeuf2w+YIUAbuh0G6ZrYj6Nl5QmB7zJU6HXcTpy/Tp7wVC6nAEBseOcj8e0h9c",
+	"ZG+V/tFwrCTR8wUYaoMeTNSiwE+nxyBZWZY+dcAXmd9gtZyVufRs3tVcSJhpleeYimbNVi1nJDv1hEt8",
+	"lFmkxatcvUvUbWvUuk8KJcXPq25uq5magNqwmr+EtczI7JqaMpSdhVEk0NOHD4zJ/qyGPquhz2rov4Ea",
+	"wsDqaz5HPJWFTLMbK/X1+DFaopG9BjNPjYAoloEcMwEr34hEe5fggJwjsGas2eS0cE4KFYfiIJtMVC6v",
+	"UyWkXt5OVa4OUc5D0ofJv1SIENOxLq+Eq0YiZLxKSDgiSkeep9kSpW+Kaavi+fMXK+lWV7eZwxZxxBj7",
+	"EOBaE0blEN+ygNHnz18IhHrfLGrZy3wAs8q2OmTfKzWnRqGaDg32xL72f/8f/3dZEIgYPWp56wGD8bNc",
+	"XCtZ4FWuMpHpiCdivsiVIIoDamYA/zo9bUp4a5GVPRDXCzLO9WJ2rXIKf+bJzbSw+HBcr5io1i6y9kzF",
+	"yWKGZWZMBzOycB63RP3rP/FUEZjHTaT1Ls1lLme4hv6HiaZqJj3n2T9Mptv0bSfLbx7HuZwUj/vdfrfd",
+	"6z/my4OWjOOEXGav8myu8gJnhdfV3PvKNhu9M6bwG7kq8/aIjdKNpOjUxw8tHivobv3G77JbMZN6aWWL",
+	"06rs1HNaIIzlTL5PZgtIvSW8yizR/NmdyxNdqBtFGR9Q5i/JqWoZduKNuyy7xmBQedGM06XfoJNvjiJa",
+	"AfC1fOgVPwgv8pAaHnBGyxx07zvVerMaIwNvYa6wYCCi+SagGwUHhoupcjATUcgkHTGwzRQWkxLSv+Xy",
+	"MIVcilzeoibAik0kyFmK6RMA9ktjSnL44eUzQcF0AsyBDoUQvpJzAs+RhPPqh3tv86QolMYDJ26XUpi5",
+	"xMKBuCXhdqVr2yd+MYdPi1yX1ZcIJidTCrJDcn5HPM1MYYSkt2PbRtgqEabpLBQHsPllYDPknl6h5Z0Y",
+	"1j6sA/ERIWSxpkmUFOmyeQU6VQk2VzprjVqzZRv+CFozttZu5kV7mLVBwsgVgzv68V3Q9IxyteLjqkvW",
+	"rqnfdM36rd1l2eKo1MX2AjMQpEYVv31OxIFRihIy5FxeJ2kCrTvkhfxc6Zti2hoB199cFoUCc7P1//j5",
+	"Sfvvsv2vbvvsTfln55f2mw/d4Hhw9z9apQeuyBF86easaRPGn0RCwseDYGhJcN4PbFsd8RIWjVXoKq61",
+	"sd/tNrzWCoWn3I6bRremz0DoKziyfbSar1D993wL8Bxcc7IQqYIdFGcC9ap9Myy5NJOxijviybVRughE",
+	"cZtACjcrlI3N6Tc2p+KCXJEYH3UOeqI6DedoPWiTgJFid9PEiIVDLktsZm06TrsN83FPfd/yl/165d+o",
+	"8N+wPWjXljUML/QkW3WduSVYLrf9zKfPe8jnPeTzHvJ5D/m8h/xb7SG4g2Be0OVCPy3TGNfky0JC42NM",
+	"bnnMOY/MulLJ8LK60jrjLIRWxczIAk6kHmUKWQop0sJUqNapUXPOpXXH2qgo0zErfpiDNCu8m/3XkUgE",
+	"dstIdJFBAXIlMKfOcWJh1tdI9MK6x+ES+mc3stssB38Uq2CCxHoNDGxZc+qea0JCRXcr4NfPOaCfc0A/",
+	"54B+zgH9dXJA74IWYUo2HwxqTJtAw6pN6d1dfwT47DL97DL9N3WZwtLJM31ziVG4X4NJhAi+YjUvpl/2",
+	"wSAZ6yeooFS7QBIPel4tdRgMmUy7gLNdV+HtdBmONeVQ9QLhp1CdBHDusYymoYeWQQrUfEnGWS71WEsj",
+	"JFNiqBh5QQ9CUC5A5oF/9O0fgzCgrCifdhTNtkqDMXWoMPgKOu/CX0b08e8BPaI0FZPcFGNdZnK7ppAF",
+	"B/cik+lY9zoC2Vx75Glg+p6pkvEcM9shezNWufi63e93Tw456HheUgOOtRCOIwUBYhSBpSOHjCI1LzbC",
+	"wjr4hIvCuLC/CJn5hLKx+LF2wNlHAb8g74hM8QGEAUMFpVIVFXmmk8jAiaI3ZGZ73efO9kegVS3RPJHQ",
+	"U4I5DWGZssVqsjPWA753EIg+PZBpUmw/Rp49Sw8wZUckjRNsU+KAvu2HAlSfMkIWArgES2IZHk9mizUk",
+	"D0KIQbcdyyUr9nHrVvFY10Z33OoIXIU4wzBa0VQmeiRCem4oDrAFg4Cy7Ykym8kGMPMNzaexbiCjseY5",
+	"zKDlfvGMeqCZ5Id0YDv8ufumgz+E9BLyAblxCQQqfPJOsbSOdWhhk5cnL/p/Ofvb98Or469hDL3NPhDW",
+	"AKitUanjsSaeHPCzKV3gi50ja2nPUMQ1IHhdioMQ0/87uDaCseaPaBpw40Mmfvi5+yYM+DHEjClUqelG",
+	"IEhjzVOY0EbvzRxxVOFb3XhTkNlmdY61Jd30Lb+A+aZdaqj0yRuSkrsIXjLWls64en601snIjQK4IVWu",
+	"kEkTBuu2IjigI5mhAC4t5w1nAqcNpSHRk3SBrKJlsBgyUBPjx6pxsg0sYMKAWv2o0HJS75EJFBQdLYRb",
+	"OHwydfIkTcBo81cHOzF7Qze0pJYQMymNgjRSOD/DLMcJrmV8TEd8R/ynaPjkMxWHpA9KyiiAIKCNxCdo",
+	"6CxwRE6TaIp6LcryXKU2eWGeZ+8TTstdCcITzBISLRKjYiGdLODSPXdTVuNddefhJgdAM7nSWgQPvGgF",
+	"wLMK0xn6OB1S+B5O53I/tS4OoDnkReBWH1ZROaSxVxA5/X6vG9S5OAatFZDOfykzEutUoN8S8lsX8D2o",
+	"bqzNgvrhnwuZJpMlI3uYxNcidS7bg8FZ18P00IA04HNWGEAsYAcWEN3lb6imwOMH+M/Be9UR3zikk9tY",
+	"brIRAqsvuKUWxQM9/apVP7B4Zyu7ha4F+QxPT0uQz3FvB5APC4J3ImSB2gHYAyO5BtODv1lYD461A+40",
+	"coJ9aGTv7R9d9bqjbn80POqcnuyVAr3lJLmGJaLpoLo2Q/Uh6olUGwbb/g+eOIqDUrIOHSKsyAAqLuC0",
+	"kWb6RsSZuCC2yyKz8p3YiiK0DEcsXW068rRJSRlbW2TPxb+pagg1HBFcEewUGRYLGbc8q61SjOO/sgWu",
+	"BdduziPYbd3DaseeUzGfQU98oyKFx9tdMqePP6r2/z4lOBu5hD5J8c3PEvXJJGrX5NnjNbXHt5WlJKnY",
+	"qyBl/6QsSLlf6mP/octD9k94b6x5LSN1fTwcDKP+cRQPu/3B4Kg3PI6i4+Nj2ZNnZ3H/uH90dDLsnqqz",
+	"Qfds0D09PVaD7lk/Hpx1pVLbUx8fqjwkDf8nLAz5eWl+wqX5m5ZMfBAhX8kr9A/ITWbhZ3PkDyWhNqfj",
+	"M//t59jn59jn59jn757/dmfvU02P15xRVvG2Rr7abT2kO2on11Ovd7rqeuo1uJ4+4R7gO5d6G5xLD7bt",
+	"1uyG3j7upLOulzI2OK15k9585ndfp8XusTh7D0dOXWeFXqWB7o0E4r4q1RO94KHouVgVXk9IYp2J0Fqp",
+	"JuyIn6aysKSkNtBD9NMIDE4AUEpoZSR8Xui3OrvVGzmlK5TNe9Iq9+4qQ9LE/gxy+isu9moa8a+xtDeX",
+	"7upddc9GWCKsM+h1/44u3gchxfa21m2HmOpGasm0OZbXsM3tJAMfWhD5IX/99ubrrFBc2rMe5llSWEgi",
+	"ckCNxKmFctBG+IjCzYkpEh0VAIGEuF4ULcqa9KjYOuIZRru4JEhDdCvRog/PHtTjZGWU2Aa5REOMqzrm",
+	"pG0H3uAenVTcIal6n0QybWfvVJ6iML5TeZxEBdV/pDAZGl+faByjzEBPup3TnrhWxa1S/nDVA+MH1uck",
+	"wN9kA3MzJc0iV0aYqcRygFSR5PA3H+zTXmWwLXamLdPkRtsKsE3j7TPC3xF5msoxPvPsSt408QYbMJ5u",
+	"bJHiLGfkdQJqnNeQJMJdoxBTgqkdyO57MWm/zLRqv5BFNA0rgK7WuHUS9eKj6646k4PJMIYU7JYPO6Id",
+	"zEK0PviQ7V7/tAmxfRGr2TwDJXsJCeBLFa/25xW1mGYhhHeEAYXJuT5CYkQZaOc8d0RXZZoxIlxruLAF",
+	"bkL33mjZ/l4tw5HDwsFmZ3EC+OgimSmK55YjAY1o+T1VGmBZP9MPbypg9WFTv59n0RpEFMQLf7x8LuaS",
+	"8BXQZg56Yd13sDyq0wLwKRuMeOwIzHeYk/7RcVPbLmWhniezpGhuHAaic0TdzGSiYcz+ucgKKQ4unl19",
+	"KxB/105UMWkDRE/OkzbIPBZfbLPsHo7GOhy3qP7EuHWef0mMRtBqZQqqHYRfqfOCfyMAu+EtFBfjInqr",
+	"EGmUAOgELw/rM1V5y+Csf1582W+tG49ud+N4vKIDQ+Oo0BBYv5XfuX9yB64XubGduq11qsi4GyIptnfk",
+	"n18Ou93z2/07oop8+WRSqHy1D6/LltxKUAjEXJXDLRCg9tvS2yJfhFE8PR5WMIvdRsziTz/99GRRTBWo",
+	"QlmsYWOQ5RXghMSXoZWzMLW18LWSOWKmZDr7clzWJR63PnJR/O2SZPMibm4iiy7AdWJLY8PrJPxbm29u",
+	"X8QhKS0uWYsaOhhrBO3eJoZwK3A3Z1DdKK1g+UDCTmoyUNGY3Qfb53WqZuI6i5dU0Ty3DQyZY5yv5Cel",
+	"2Q1yqtflCvlkTv4+eDH82+n3/b+eXR5dHf9X76fuk69bm1R5Y8ZW55dR+82HXtDrnzYlat3dMZRXFbyB",
+	"rRFGKL3AtdMtsYkpciVnVJ1R3KA+5ERDUNLnot1DmqCxZuDtIUE5TImlIeb4nMs/0+NrgwEsMAk0gIxw",
+	"B2VAjF9lOBy8t93zymAnujge+rjds273pHd21j8angy7Z2c9bzm0mzG8T72T3bdJun54uHyddzJzm7x/",
+	"Oqwuj1qZ7aa+1o6Wfqf/R64mrVHri8dwZs00TA8DrM3jp9Xb6l1Zt2z8tyH+KpvLfy6USGJBziPE6lmY",
+	"KaSCGmUwEpHlVNxAxiKJA2Hk8rAjLvAYCz0xcxmpmBJQUW/ionCHBIuTG2u0B5JYLHQM195m5UX8JPzS",
+	"KJDcotpiU19MTeMLG/mG4V2vlPYdbi7a0jTMYVnVJbRGxRyQONnCIKlWIBaaILBxR/xAcwADZpIbDRWq",
+	"5FhHeDvBcEF3SRBOFQfCfgnxZ32DW4gkjSZQtkRm5yAYa7TQht2uCBON2q9Nz13Z77aWnlkjvjQKa1TX",
+	"EbAbzRJtP/c22qTR8nvVsN2/kG8V2ZkFqFc5UR3xEzkAYFzfquUjcKVMFFiO4qA/FNNskRuQZKucxtqZ",
+	"om/Vsixwjt+gSicjlnCjXI6CbNxAzCSk1I11acQWbWs9jwTbx/DIbFGgKWuZJ6ms441M9Ll721i7BkgR",
+	"J+if0QW1Ac8Lk4Ur/TXs98c6TDzT+a1atnMFV4Qd0YOZ7x8d4QIqkLvoyeunFxcimspcRqDz4bw31rg2",
+	"DeR+/vjjxTdktN9kGS75JFrZoQaTbnR2fabax/Jo0B7KU9U+i4+O2v1J7/ok6io4iFhpIAOzFIeanb/W",
+	"YDo6qsuFv8GNx+/7vfZ4/P7kGWxv/aOjxu0taF1M4PCEZ6eGc5kWIZzYQovCFeymcwdadClF2Wwm21bf",
+	"xCJNjKUFmIGpkIvwT5Bu8BPbEQQOnME7FedT+qeh6yxOkDxt0B2u2pSNB7rmkfQPhmtNg26/8bhzQfX9",
+	"G/I/KhX/U+McV5jLgG6nR8bW+T+AYwGyJJRLacQ/cnKzzG/UYXXPc29YozESbtuuqhfJVW2H8CwnTYHu",
+	"2qZN7jVaX+3XsKiekUUDR1cyEcMkduoYs8DQKCGP7DusRYO5FVzUGm9/jQfA0oqE3V9rFRXGpkSgnZQr",
+	"s4CtCxO3bJndpID8BlGg/prDWwgJAP4eEeI1K2q41++ukwjodxsb1b74Zv1RZMPCan/1M+T5g8V4tmZF",
+	"rTmIAo+kgFyrylwfrbHf8PDZbL8ddT1zrb9DktUL59VspBvgqkciiatSyOfyBovAuUnvawtcKhePgAa+",
+	"Kh2hTS1UOsYEn9W6kuX+jYaU1UBGxLKQ1sUtx5r28lFZsZK9JWRBYaK4bQIuSqqgZJS9ZKzZPPBICNa3",
+	"RWjPIhtRCeSxZufe9ZIPOXz4IUOErTa7n64kfWWLAhPa67Luu42bxMg1Y2ddUc5FZWZegQBsnJ1ASOpB",
+	"6F4asjXlTlCgOSp9y7MFTJfr/qxjO1KVOL8f9xO5ar8unTt/bQkzDjLhwsC+SfuLrYIqkqK6Yhxt+tnT",
+	"4YuTv3/f/+n0qrk/Lpxw/xXED8DeLNaeVvKFbljajpX17Gn/b5drmrj4GGufmgSNu0JHcFPbYNd8ZDhr",
+	"F4c4nGemuMJAnTfI4sBm/vmdGDS22iH3tzp7+r3hyfB0cDw82aJAEW5t5pk2lGz7hPNtXmbFt9nCJd4W",
+	"TKwi50Dkg1c8ZpfHf/zDkN/UyzSOCOKps6I9ySjPxY90uqSecUtec7zp6/7VyU/Dv519P3gxbomkfo6m",
+	"hJ0mTFyHR4SdQVscKBy6GnbBLkoKFJiXEDLgZvIA2c6Zx2Uf7nZfjXgvjW5VMl5mHKrgI4Ys4Kx7K+vd",
+	"tfFY2+Na5ikfjuEqpzw64gmf8mhDcPXfbSKod8i5lZwS5QUvfK/Yuh7y5Y897xt20krNj3qeZ5EyRl5b",
+	"Qbin6NjT6CRRaUV8XLrkbGEKjPbAO2Sixcsfn3tHG8R9o163cJh9xCQpWJFleWw754tPv1+KzwU1Vdim",
+	"rohQtS8PIUbk4ST1ly2KKJspTBpUadoG75eKxZ9f//ASuQMiqWGUrsvcvvOx9qIrIxFWGsi2rBtn5tqt",
+	"Du+DSs/XMuZv9hcZfDm3v/S41Oos4Pe+k4RYGprdI9XyoxVhdM4MJ43e4xNK7SSHccm5lRiz8Fc1vqMj",
+	"XhcSgSgyIV0Ap6jQul5K0XVvvIeG666KqHvcWhnlK2Ba+Ks/84BXx9Q6JKDLIGobRg1nrDZm3J3KY6iJ",
+	"KLcHC63ez6kmJ5hgUOITwE0C3FrLQokh5S0+zKhw+9eOCXbAG5FX1uKrVwKuG4SJ4xDMwZW3YYzcPRVV",
+	"h+ck1nTXSkgteOMmjwU5eLrdc3GTFeKo20WQTvKeD04sQvaw9TBj5Td07YCVF3mj9mMxOa0PGB0smRSr",
+	"Igw/Xn3bPt1DqEKbAPJz702HVUhYlSx8pDiwInRydE7ChsnedozxIrLF8jzLTRWldd/nwYLOYO5y1Im2",
+	"rY97j622u3vjJqyhJx89fS9k6u0LOwk7A7++xU2ref1P8eCAuwYd73DnEnGmaJzgAQ1zyE9u2NsZj+Em",
+	"zj48mwhpMWuxmiQaE7k64pskRjDXTIFDhu9ehl+tmT7mlVmKsUV+kKm50BwoUHFtpvgyf3rsVx87JT/S",
+	"KKw3G6rDhDvlAxkOpHuRjZDFYrSyAEkPrwj0WKNEn5Mnkz3VLDu8Iko3Nbm9RQgjh1Wy2fM91jNE25EB",
+	"TAZGUgTWM0HudbzVL+lQ2nZAyjHWa/Us7O6W7g6BNzC0gROmEtSIQaupNLVLS2JEHFCOqKzb6Me6stM/",
+	"qGX0NNOTNInuaxfRinn2PjGFqS7hp7mSGIeAPSXmgwiYR7mSMa8xFTesXXpkW9EzvbX7xK7PMfrWxq2G",
+	"53XEqx+JXqiCj7GzbNjnwAstie+3xs48tUdNcq1dWWPV7tyVBSr8kfeoFLGhaDjbMLhMleB7GoaLf2lH",
+	"9nE1O6hpzAr7PDEgPF6/Iy4xrmoNRqljkSuQgiVVKaFQoTd2ZYs+bgD/yi3x2r8yhit9fDhVBa5M5V7O",
+	"4INbFlbSEyMRViaRjy8RC/hYVyUcnO1aHFCcusClHb768SokyA+KoUiKw0CE9W6FY41PzusyYK8M3Ut0",
+	"hghglYPKwPgdvdCqPpjy1ZksiBNIQ8TkIZXIN1m0QHqxjzydY0PiBV2nLmpGwQ9aiZjfhAOOPLbWsuMg",
+	"1TprbtUSsI8yPw/edCAskxhRry04bgUiTd4q4V3dxas74hnEq/z2zORSyPlcybykwsZmeaum9tJ7eAwQ",
+	"D+MG/Gdb3vDNQ/kO7hC/++QppoBXJ+ACXk3WdJGV5lIpkwjspRv3mIk1Wooe5waYnosoDjeInucBh4W5",
+	"aznsZVy8Ar0XeKCp+LioHqT4BrcOULUM0BXIA8dNIvuC3s6xdkZbAS4JX4d1ouzB6ANnz1vXaVP5e7+M",
+	"sZIxoHvs5etzkzfUNC0P83bwd5cqVQeUrhU1mJqHE7OHUuAbhOHch/h2Gp1Q5LHkqV4vdODbAc0MFlkS",
+	"8yo3pIHG2ldBD6pXnzHc/VuscPVR3k6LnG9P6Fm19Wd/FuOWjOW4xQ5jgoJcL3E1Ofr3g8Wcg87fXV29",
+	"EsNuT/yoAbGZAd18fNgRT6cqeouD8uTVBQJePMp4sH0t1xeoDobQoP5cGIXvorIErZJlArMy5X2sjaOu",
+	"J6Z2RIUbhhVBXR0p293Xzn7pPYT0hrU3AR5C5GqWFd58FN5xSitFKQo0LQlwPUoxfP9emEU0pRjbtYzt",
+	"mAdCancOwQENqOgunrbIfBhrRlRa3nzKqTSHeKWNIaEONNlM0Wpa6AVu8Fy4DE5wgXfAoYAUnI8YqBEI",
+	"yX9WD02OUgSskUvGHYtbALfAOpyqdO6Bv+2QPDJOmEiN09lprJ18koljCPIUkpyHXozYDa5N8rATPNYk",
+	"NPgDVl1DS7DIRAQC3REvV1MGHnbB6yJffrrA2BVR/qH5iEgbMW7NzE37rN2FPVevbMNrAaZ/pHAYpOVx",
+	"dysxMVTbZaZiY1/FAawy8hqg9a/iAFgfE4uDBEmYZPlNBrJwiF/pjNYjPfdB5eNCFyrXMn2W51n+UfKR",
+	"8JPup1Erblt6kCDck6CmNRoA/MaH2vnZKULKk7BQ6DDChWt3/lmWK+F0HPXg3BZIqMDka5hMH11vHTi5",
+	"MsWDzuevs9Rrq/qPtn5xMdlEqHKZUgy6MSbNl376qPTLrHiRxckkacpig1GyvzL6r5pr56XrVSCdsM+g",
+	"KJ8DVlfNxcKwW1NEMppSHVovqW+lSzZLcFNX8Jq74KO6/0ou00zGV1n2XOY3HxeOh/62iyxrI6JzYzRP",
+	"vY+Uio3odYenRyfHGBwx95Pq3qCU6q/h2UWWCduCFdGutfGhFFmlUxSSM52ZfA8N+hr6FlJdpbBeWIkg",
+	"PQ8kyy7p7SNPGrksVDvlB1Wm0S1adKejQ7swAq4XeD1Yh/1uV7ikwDmiCCFN7Zyx94kWPf7qfhPe91yP",
+	"V1lGtPz2hU1zXunOQ804DwOsYNqhXJdxq6oNi0zT7BY5tr/94YerV5cXL69+uXxy9eyX5xcvLq5Cb5gC",
+	"gTmHyEdQv/jrHy9fX4XO1GYa8xA/tDEtK+SnmBWFUkkQ3SRU5YW+RLXLPMqdbubLbQJj2yWNbby7zHX8",
+	"SLVG4EDy7H+6HTq0Dhd7NBnDdcqAz5ES250/wnFpVHc+W0nBPggTB0ocqAv20q8/9958vGPoN7YGrhzV",
+	"PmRZ1gew0SPJgSGwG8a6Mnz+Yc6xbZdk60iRcittFOBB7QaSsF/H+qOuiXEjvPaPZw3WOGwqJ7qabQiH",
+	"N1E9u4115cBGtydF9dAXrAFv0VMPP4EkPETcRGd/ISIZ32X/UiXYdMnIIY0OIMwGYBAIDUGJAtnZbU8t",
+	"R6eUsc8fEb1EiB9Cin3xezBslhlOe6m0AI5X3AA6xtlbaIPEIg86W99q53tvIfNQDHhXYtKPlZDXGZc3",
+	"inIZAdmRiXKFvlxmeH/S7nWHg69KjWlBevcAc8o0/dlPCf39+ct5/azDck6l8YtE8dWTLAcCh5oDXRZ2",
+	"pi0vh9U6Turs7yh3Yx3CHIbNk/igq2qhS0zC/S3ZhW6EIeQLLca1JIBxy0ER6BZIqlXalnvCewhTbbVJ",
+	"Qg6kVMl3CsuRgKcBZBW2oFQVPinAPIneCshfKYXUzy+4f/T9cqE3YBe8AXgI8aORq2js6phxuST6EB7y",
+	"ECbFjiPXeVAB+jbRiZne5zBk+DqlaxHsJ/gdLy0AC9EbYFgaNC8Mhb1k5TzcLILuibIQxO7Vaw+6V93j",
+	"Ue9o1B12zrr9v5PXGzMCdUanDyJe4OGWTl6J8Aw+QaS08yDC5nWoUdzc7zAL9OEJ4BiqA0lzAwMphaXT",
+	"wyZLI+S11HHWjC26x5BaCXVDy0qLXvplkS+whpQXfSwnwWGvy+uRTd2HX/MPv/bgPth2ssCq4K7PtILt",
+	"x/BwVOafVqWNSzYxLUp1dF1VQxHa8UFn2UI99C7xK5ngjaL1h7O868p7B1fsQlsvrKg4YR9uEm2xzk94",
+	"UC+y+VsPMFwtAVlDCANKI/xKfJ9YktpIGtXGitdF8k5Z9kesq+jKTF4v4htVOCJRqtnOsA/1vsglw/oi",
+	"CWbpdHmdJ1jq8R6H+bJO1+/EuW8HE50bsuBBRQoT+NOAtYjxZOfcEAY0CF2NpsIDStNVlr2QenmJXH6f",
+	"2AkKpjaU+cQakIJoBykQb9jnB2Et2uqEhAssRxfcQNBayqr+43tCYSwk167H4ThYaLsnHAqqsGt8i7j0",
+	"ifrNApuRBwzLwTUP10PuIZBt+9lT+Pv0FHKC9N5+QgbdN/kJPwXoA0ToUyZDU+sdnLnMdj5xbJM+4mFc",
+	"oZb+w5kpjb2FefaTncWaXOexdsnOoxIkk2B5zEIFQq/4H/1SnGTR0jXEQUtpRaC5/esaDCW/PbaIaM1k",
+	"emiRewifo0VSvUjMzFIgeSkgaaJ04eh6mAOJek5oMw+YgZOVadUEHbavac/se9bBh7FC+rjFGT+VN4+x",
+	"SNW4JQ4Gp8MSe2YOHUVz1QdMVdE5S/5R+bASTDxuyWim2na5YCvbp1CG96/+i0uOLey0D1SFqZIQXBCv",
+	"lY6b2+v7OspS7mtdRXiJp9TLWzruT6iPld7DwWnpJXZzcTqspTdr69GW7iJM6KwQsl0i39hqhiAujRrf",
+	"VzOxWZNfu5HUrC5Y9aePd+ImY/wsoTR1SfbkiOEaGwk5OAujhEQ0LFUFzjjuDY8gbk/oM88bkzmTiwbu",
+	"+RiHzX1m2BsdfL8bw1VvdvNoe8m7DVmgNf2BFk6K9ISlm8BVZdsn9cNbE2V0As1xfhku/rD6Wx9PJUs8",
+	"1CHAvM2N4aBHpi3KcF7GKQIR6kWahlxtWVZiHjrj17kAxs8/dzu9ftDudga9oNvpngbdznAIn7tHAVbS",
+	"a3c7vbOg2zkZvAngyW+aFro3KJ9YAPZPLuFvSEPWs7Ujf8arYOGU+MTWTzPdtG2ef+69oek8YZyyobn2",
+	"LuWQBVx0amv8ly2SZEjALsCKGiaewdM6xtuSwnB7icLcq/ONmcXKvrtZT3tt/dVm0I3e2inkKx7OdYjj",
+	"uJ1ThE3uajLHWD/NYmVGIlzZQEKkBWZRemTsFXbbc44cSpVjM6S2+3vbfQ0l7Kp1HwZeQIwuDoGttirC",
+	"iREKymgGjuREZ+QeLdRYW+qmLBfVHGESHsgRXMO9ydTHK6z25b7TuMUckolaC+Q9qGnpZ4J81Glm4T/I",
+	"W9VoKUntMkukEeETvpJZhZkTnBjX36qlJVi/30mm52fUV9rUkFDv/f5g8EDqDVZiwpT6xCAetEwUl356",
+	"zVtVd6/+9NNP7Trl+qYprTO0fySc6kct38kkfYBjRn27qCfL+ERECJTddJZYeM3alg1ly35Y2lZm4KQ6",
+	"/ZSNQ3C6oZBFASveHFrIoplmeZFCuXk+e85VbhJTmICyStgLURisNYKVIBKm8XQJKi61JUGfOnuzqE1Y",
+	"uyWTMVn9D5EvNWiw4aujtd6M96/DnaLAYigrpjt8vdN8VV/8cb2BFIUkUuLHzZ2p9uFhIt+xgtAvWsor",
+	"vebJ1tmtlZkGbCbkKxA4U4ReA8NReX5efTInfKVZ9BaLPIx1kcA2C8Fyb+usPm81CS3KFikJG9BzuGe7",
+	"ZwWVbLFh/ww+H71/z/0oT6ePzFhfg7MHOq0oOfegkqWFFV/si8lhB9nyq4jU3wIYWnGZPNNFUizvqdGu",
+	"Za6+T3TTodYGRIjLWeYKQyI4EljFNqECtpTLEYxRfPEbNU9MFicRfmsfg79QoGncuttgPtsbmthylhWG",
+	"qOwaCkA5bgJoXUgEUSSJSLhUvrQjntS6sRpKIyF2F3C2zSJVZSEmeiuw0aH/CC2XMhNQicRzc5dBLkHr",
+	"8FoZiBhw5AjeY9YRMG3paDN7D9WU5PxvTtt20T0gLQbCrLs6wc+y9QAhPDL6yXtNgYjdErW9Nqw1+cve",
+	"bTynPymF1vHf7MhKtpagadmBYfPkDtCDqT04eexkEEFjfjKfnWxlrPF5Hzvgj71Jvee473FUZkPvkshY",
+	"Z6xiquoiVvM0W8JvIpXRW6LZddePhIsokxjrTDx//sIzFxvmhl/b9p5TN5BC99iwnHtGgmoRpuks5IVb",
+	"0hSyxwNeX2bqunaI//1//N/lCQ/3G6JmQZ1CXe6Ip/Z6kWmFu87CKFCKsOYqqg5UYPIvUIzHdzZKBrlU",
+	"xiLylCkcP8Q7lV/LIplhm6PMFA4D6dE6NC/r49VV3UnT2f0Ezc/tuY+MveCTQXXmViStaYKZ9+PbLL/C",
+	"y+tyBg8padcoS9wp7ZFAbILItM+i4YoeOwGj21T8/QoCYgXsUIIc6KZE30DD8C670bXeBFZm7di3KZyU",
+	"t7HTFdRmrV2NnQmxH6VMg1/evwuEhS+npgfIFRIIbjh5e7Dp5+5hiSkrFQN9ObceJR7EF4fWfUvsCJ3W",
+	"PbaTDl76afYUDKysFbzXTgdkVCeVh39F9Jrn6QHZQBx13w6eJTsrBDfhNkLcF+xb8C3BQPjEARD5CyzZ",
+	"HFWYUmkciHCSvKd5JpQasioUrMa8FzFCGm1co1Qo0JRAQi56fCHT7GahPPdWfSuGVMCpnCvwDVn6Pvcb",
+	"uKQaRzgUB8RjU1mBbG1XF1hYcWyRg8h7l/uiQYk8tCPJUSa+UHEirV76CIeSe2B7Bk9cURLoWnI0heBY",
+	"4nrAbXj5SPjvg/dYs1e9Lx7PU5ncEyPbO/I9TK6RAhu5dimt6c6DJqWyoY5pGDAcKwPwYNAr1+wKR/ya",
+	"+gJeqVb0oBPpZkJHKy6d+aShhshPXiE++5hOyyvnFgOWCI61rUpBz+PVEjewV2FBmDWFA1yVXJHEljwg",
+	"R7A93XVOfmEO2dkqs1wJfma2Td6FV4T3Dtt6Qbf1vEKQMs8lZlFy6dvGASEcQllCiB3GcVlGj6plS6Tj",
+	"4SdfZ1mqpG7dEaHV5rbayeSCBmVtgZ9byIDmBrJsaODN4hv3VjqPtTw2+MYKFLpk/6dJ5hoU1fJyZJVW",
+	"6zo0lQqoSsJwWC1uM6xUt4H7y9qIbz70usGw21TmxusBVdT/0JJxnFCh5FeeOCNcvGl5Wk52rnlLwuXC",
+	"U6urgma3WVbpN09Ib7KiU+03nrK6D74KIEPPeBmd/H142Lw8yiX/2ywSWVRXiVdrkkEidq3Q+UQar5Lh",
+	"PwDka4ue1NdRbV14S8KVFrDt27Qenif6rWnsQc414mVMIHwQlcpCadSlRqWTXYsRYYmbO1u5ep97ap3H",
+	"l/JzNneW6Pxrgs6/NgzDD2msTEFlQXcWIvu2S1QlVTnqN8lRWXhxbWFrr5a1xUNBSUbOgjoXc2mMq9EN",
+	"+65H21+vbbhaQMsfy3I0No0k923rZlsqmKDMnCUB/fU0zuf9/RPt7/voq333/aCVWtW0yy2kxzxlsgY9",
+	"4EqTOv21f32iBosE3xps1MK+HNrONS4xvJFq+K1TzBLEBs8Pruanhy/piNBoOTfTrOBgD+81kVwYmY61",
+	"/VUc4IVtCnvDRRz3Pux4WCbEtdKt1hPC4EtEFNDihnMyrG17F4Ke6LKOCHWmlVc/n283cmmAwJgPszg/",
+	"LiZ0MEnlDYhTqLM2fRtyUMcW0rfdgEks8UvwrtYb30jzr/PUxXGTkYX5lpfKYOG/9fW94PjnxapK0t7q",
+	"wSJb6IbHfJfdUt4Cl6/GzsMDqfC0gbheIHI1V7IwgmtPVtXSPlWkG4qqB604z5oVgGscY6ky2gK5qVMA",
+	"lV4rpQU/QJhMTGT+sI3D/faSq3Ajh3DzXFQKflfbW6vh/aDNK/KFjmAlU7HO7RPMTcN0OFi+b9F7aJ/y",
+	"CYawpqJIDstJbxzh1X41aaevMfHsGxUlpvG0jb5+yk4rnaKPjLjOpY6mHRFCYnqIOZ7wF8COYP1PEkjn",
+	"D83bZN7GbZAUV65QV3v0AnCTU3Jwtc7a/LoR0bblaiYTxDug3+c9qXsg57gVIQ/aFSBjwJsFKxjr4uPh",
+	"jr9GymgPO8YtrSof+K4VtMoW2w+uQVUlxNdvU0BPpY6TmCE39ZLuFi7qZRRGmTZJrFDNPiMOhVDGs6SA",
+	"3CYml7QBSeyoRCeMeMLXIIBeRDJnyLB6LyPyT8HHpZiDXtcWUjKbA4NsSH99m8sbdOId2pBrkgtmq9dU",
+	"RZAufJUZPKha/V2z+rgl620RsM+QMZ2os21Lmq2MaKWi/D410oNWnEU/5slqY75xDM/ThX5L2EzKvisZ",
+	"3YsS7FezTfvNlil4tuDPPd7Gt8DLDGy4mIpSN/MbX5bE6+qJFlyO1toDA3TXmpv2oN2FP8GVP0Lqk18S",
+	"iNwnWsiyyF/bRNlcxdY2sDf+Lx9NGjbUb2XIyv8KDxl0Elc6/QjJHSrk+l90w8NaVwfdTcWDS9dK55fR",
+	"//yPLx9/8b/aUEp40F3jZJl5lXt3racLb7xRu84hzBlcfy/TM2hVl17DAaxc17aCtLekE6pMmCfXC+Sl",
+	"LbxyxGNNflZncIhMc8giNxSngi1tkmWFyu1vqbT8pjVhb5b3qj7Y0vpAdNtwDIqZdaeihsQB/4u/UU2S",
+	"XOq3h9vHtXFPh3tX29PD8hyIqDRFAI5AE2U5UYrCHWTM2kBYIFRqlHMXlpsflfVBInSOI9OY0lGP4nSH",
+	"9xQI0uhb9ZzdVi7pcnSeM86u2uWnmUm0EiaZJanMkwJTSqA/CHI/FxLLMWPTy57TsSrGXZOH6HrpPaN6",
+	"pM4WBKNzvfWtmXbZS0Ju7HyoyzMO/qNCC8hbgjGoBzvm+XW4QWCCcvdqMpbqo96ww8FmHtnLrLEj7FM7",
+	"IkTDpV1Mc2UAEI6mk+ExvpUGy2YCZdU76ru7sCNCwHm2Z/J9m1ELeC/dGotpcjMVSmeLm+lYY0IDEhGI",
+	"xyKcyffP+A6yVy2jCRaqsQ+2Vhc8M05iasgk4bMcQo/pEntDNJUrdwm+aazhrU+nMjdhh+PgynYWP9mV",
+	"p9LUM+Zew5cQRWxA9dPNDKt3G7Pzn3mE+ZKrOqCIP6KSIewUcgIN5l/IA9F2FtaI9kIK4CN9vpJ5mqB7",
+	"Li/cwKEVVYiE30OqC0lgEsqsplMA/KYA56IjJcw0uzWM/4VnGXkrkiKgyUrK+ilWZVJxmwyxl7qwZDKm",
+	"KB8BOp65Yp3jPGYPwapHHaPYVA0axsf6BQ/PV4eGMHfUJlgXDtxMhddxvMe6FHOTuToOSU6uAmyDhG0S",
+	"zU4KhONpcyrjsbblSJOiaoXXVkcraNWF3n7lGDPqsmh5MvBc1JQ3Wp90389TMfFXG+MbKv1Ga9+D76w4",
+	"pm1jTJOWdjAodxVVL7heJGnRTrQIIRk0pAIkRsj0Vi6NYBJosdCpMkbECQJT4529jBbdfaEnWdXNeDxc",
+	"9TKSsG175nO6Cq5PZ5v7ClimNhP8JJkuK4wY6z1Fpa+p0zv36vnzF7t1CC1d07wTWdcYXhLQsVZJByKD",
+	"FUKgMr4Qnu2wQcnu4YXX8ILV5p42tNYi6Tc+Di6ix9VDSk78eGbsE93EugFp3PwwremZS1LbM2RpE6JL",
+	"9zI0HsxWUOsqnXBypS2Q5kPG3ZoY60rl8nNWSLwnIFK0TM5eSfui5Lx3UK/Hpec1nWCr962RDk4bU2VW",
+	"uDsqClenkPguK4lkK3XWV3cyejalleCAzcTBsN9v3BQPm6z1+gmq4VjE7tXGvtn2spvLXhxUk165LlaZ",
+	"IntAia5Ywq4h01UDYslWE3JQPLZSLLYOcU9WpnEjGfTb10khJmkmkTIMh5FJJanvbpW5P5xpine1GgxQ",
+	"b531zvpBC1pO6UlUhKu+9Mrrj1bCL0Hrffsma/N3P7/5+Q2+dtD3f2mjLymb02ppOwQ5vO4uYMLRDbNh",
+	"J4M9/3g9xc7p6OFTo5bjPNa+nx/GV2wa3hFz5iwzyBH8//5/Bp1ht3/aHxypgV9yVRwMu90SmMZwJ1d8",
+	"NSkCoTo3pRFX5tT+3H1jJfYjJqs6OY1azi3eRk1GfsRXiYrWuOXm8BMMuXU5Sl6UyPwRyTxPwEqiVWsv",
+	"aruIIPB36Gyhuahs6S5+ZEpmEJtYTIB5tNg5RABAQjIsK4+ZU62FR8byYfFzkRAAsyqgRsBYhzequFxo",
+	"7iV4Y+YrQWe4j5/H3cFwMyxpy5GNeDdUcABoJGmRxjUppjM6JrCpuEmNMkzvO2mmzZINBg10gtmX4eKg",
+	"8opOg2Zb0WXNJ/0rtIGLPFHvZIqWqDVz3dOxt41e+k2n8tUDHz/Xulm2daGxDzTxGyIPSUzJmLAvtH2x",
+	"MHSkm0CcJLYu1cSwCDtiE5Dbgy5N/spAZDpShw8bU1njjahOC160w7w4D8OKajBptiaux+4kuMA5nIuM",
+	"NJMIzdIUahbuJGBmbeiWyepAhumiisvYvotsAfC7JtoU+QJVBEQlwiLL0n3acLHG40u/osu3I77N8pLM",
+	"nt5NjkEfsABef/ptRMFi6wnBT+oL+hIdL/Y7UCRs8CKZJ7IdMXRgxQgZNvfCJhQ0DiWeN8HIELdZTulZ",
+	"21dOeTprHBn380dIWW2DsWt1zc5SC1bU4TQV0y+Ja5BENIxHlNbUPzoWqSoKlZtAxMkNIW0gd78DsvML",
+	"/GcE//mf8J//gP98Cf9ph0DjK/+5UNbTR2b0OcHY5zJS8VjPHfcUPLR0/vNxvIy1e07/2oQcHe/hqUc3",
+	"ff/ouNlN74/bfgi2lbp0NVOenQZ7Itho/ex/20LvfQ/GQz4KLUdPCFqlg8Q2n1u0TVKbYXT+wDbMx9fL",
+	"UmhQv+gV2T6AskzsKCdbJcmF0lGGFuHhzidkv62vWYX8wVB41cHcNiGv1+lJsE2rHGWg0tDjyNZq+RZ2",
+	"OHK5+7VTe5+Y6nYAnrG4Db/0oseeeG9IHjzpaTMM57l9VaLw7Eq+AVvZV68ELO9t8DTGbVJJpDtrTN3k",
+	"ZgrDQZgof1TY+naBGHZ4NVyCh7MDTMNCwb1vhGknHN6qRrbR1ESZLWNP7FdkeFyXM7C7V5Iyzp6Vc10H",
+	"QDYsd6eMtme92AvvgtZiHm+U5MpU4VGFeNyowOx9oaUblAPGojwp9wa9CjgsW74JfOhPY7N0gkqxxJiy",
+	"plzQw3PLFKkM8kPCQaKyLBMVf1314vlBrMjhGcjxRFWXklZe8w+YvYsYP2/l8vCjdFGyzoeW+gvCNtiS",
+	"iN5rUcD0PSOD3OyyIHZa5vBQb3lv8gryiNuLQKNyrJ68rfaHF3ySCGsufNtlosGyxMM7d/0FPX6Xntdb",
+	"sif4416KhEyui3jN4FU5Y41HBmtlI7A7JvrzzsnMxXiDLKjuIz3DPP5g33UX7jyCl3zLDlByrKZi1oJl",
+	"m9re2NqFhqYu9H7tXOyGd3cQ4B0k5zVf65mOm/EHjwyTTDwEzoCR5Cs63kM4e4Y7jb0vTpu0uw/b3CMU",
+	"84Om2lhwqxePKbLsrYgXua0062V53E6XlTy5Dy06t7ZGLY7XwK8c6caBlUvzOtGR+kaBJgRbth+0UF/A",
+	"emxRxS0SN3hg6xs5kzeEUQJrB7xDsNPEdLuKBcY3kS140BXweCFvMozscwtELm2SFnFyUYFQU8gbdJy0",
+	"cmWydIFjcLeyZXF31jkm8PfdPBL+MEi9/GHC7DLVDMUlpaOjbxWdvxCB6LTugpUawvA91uUBurtBp2tp",
+	"NOAG9NJStD60IYyQi62oyURFfMS5VgYroYkQbsDluCbiYYXrTdA0EsXUkxyE4RKeSwOmwO/SYccPfvDy",
+	"yCcyUh/u9giLkHA0a6IUwRHkmCX4QVpqpWiaJdGOE+YkpBmSrubW0c7LBF5FpeVi6+IrRavRnbcxGlfP",
+	"fePWBFYmGxc+QxG/tpTbe6x+ey8WNiSoPXqNwfjL5wsTIE8SAo253FhlpVhQ55odwv18LiQ6AWZyCVnz",
+	"SuboZt55J7DNpPTYbTtCbRDLRm4avWYPnb23MWeYuD2th67bvZeH7rF1010UxoJJZa5ESF7XpOqEtTk8",
+	"dc9cFUq7Veo2oWjJObcOQ1udiXtsNXy/k7faVmIR2q1pUczN6PFj/q0TZbPHU6nj6yx7+5i725nHk5YH",
+	"tHYbBwkVoaJXx4YQveCmUe+L1qiFksT5vLDdKBHzcyKpiT4PnsBu4qTcdLKJ3ZNsZt8kV8ruQdhN+naR",
+	"pm4XumtYRI2gdHZyeusIDxImQGeOFom2liR4o+Is+jL8SGD6lQdBh/fC+HhA9OYX8w0rL9+EU99prZPp",
+	"pwoZy0KuFzXasaod+TZXCplehL3fHvnQgiFnEC62TqtBJzRDvjGQBB5BNzSJ4dhO07jApW5Q9nXLkGRu",
+	"0qmQp6beF+CXzOVNLudTTstT8AWTC12nEOtME61MYz5td9sGRPmP0Jgm3VkBjK34jGM1kY2Zdjb1w3Eo",
+	"4dLDoLXOSugmkiFBvJK3ntV0kMpjdwkjnWNaosDkSuvsRegMFwlJ1XsKq3rWo0WnNAxgg3yXhSQa/GJ4",
+	"qzUgHBCogPBkvIjcHLFcHHdZcW+Qk2TP8+zbRG+9w84qElLCElwPfLIIPXAFwFUiiZ3DhcBZHmbRTuwO",
+	"Mc4mKWQ2K2+AAydiVVHYJKqWZbPaF4JTjqrtzSYTWDmlQB6weAQiVoXKYWZMkUSAYQmzudIyAbpUTfb5",
+	"BUIZZZFcp4oOwX61DjtwAJ9OUzmTkOAGt+IHy0ZSQcNCE1tBi14Ef+ClVZAqX7MtDw09R83eP1aTzseJ",
+	"bPbOa55ptSXGJqNIGfN0S25skcyUEYBNwaYQuz66DZIHTuf8NdyPZUSD4FcfHdewgrI5pYsUyDnHrRB/",
+	"x7CTL90TQjoPlqGthIqrZTXygY/FXXmN/iaZrXODOv1XYver/tmkcPjA/XXh7kjNptSBbQ3ZDMlQ7+dJ",
+	"rswOYsJXElzPpmeJsCjSFzZn1cITWI4OO+IJNi2g6vX3lqvtmwW7lPHi9ZnZc07xsuZwUabqKIQxcIjq",
+	"gLMFe0iG1zusbA1JbIQF/ttR3riSd9q6oP1234LYzBNURzuvX7iF9ND10ldPB1luZyMQyYTmAS+8f8Tg",
+	"ftmIn8QedoNwLsIPdyvl26v2V7mnlliorXPCjBdw02KucqPi7TiM1/ZK7HiRqHzbHVfJjhlljWKK2bCc",
+	"IrtRVgNhFuDcNgLjr53WNs20LbDYIIQfu4eUJKv/Pl5Ht/lxkkAgpN8FwtcjHSbz68M+x0Tdo7Ee6zbm",
+	"L4cjEX4Yt/IsVeNWIMYWmzpu3YFfpU1CwFchUpkumyRapk/ttfBNUqic8BX02XpD4eNYCzFuAajvKQRq",
+	"+IIFXf+CP2Mm3Y/g+oeXIwVsHdcNzzlohHUT3lujcxxJYiw3ussym2emAHyXsPRM1D2QWu4eVEPBlhBR",
+	"Kf4Jxz03MBN6VDk210ram+2FnU7nDgwN1Ckw07IQ83RhhGN/YT7cLIe2yDg2PM4UhLFFC+gTHa1tX8xc",
+	"4m4MkFa+K84iLEtQzSgnY/njvcxg/zWeJ3ukFt02QHWeckWRLliWnCQHOWh8lUVoyFyJxdyonM/lb9Xy",
+	"8CERJ1vSWfnoRDrB20PK3m6AE1R30aBi4bs9oPHIBUsVkr5N84DCcaNWPpN8cDbpUWqb7Yv56QXK0/4M",
+	"n2UGJKrXmYzVvdXqTnF0iq+6SPp6TLq15AmRzoELaur2TcVGBfeJ9mJIceew6wbYtm05g7YrTd85jfyj",
+	"E8f3gPtGqZKYzOoyHhzLylTG1gL9pGnsK1IIA+Q1iCJKRiaxMNl9/YYWQNrcCktNR6sN2pEx/VuRBaJC",
+	"X4DnkxBu4jMk3U9bit1PMP3KhafDKorzHs3fJ6xjX1vTXZy6b3Gw6+Pl9qzTxBhbsqYEYqETgE/zWac8",
+	"tXF1AM8ZgiEctD/GulBpSpX/iBEfbcwP0Kq79ofkzpma9BV8hG2zcsVYEzfLh7dqeWdJW3iTbH+AM+td",
+	"+0OR3YXnta3QUv6A2ZpNMHkoyQVQJYiLTeQu0hoecKPSWKw0/F8hhbFWGF6qvAwzcdDMDXN4TlYyZspW",
+	"u1QPYvH9H8MBs4UBhuacnCQNGxLbBJhPb5gTlQxOqrwKVLpeJmkYeJ6Ejueqc1dUvXPl1zu66JqdlejY",
+	"di1LTMdatS7JsuNMWGm5/RwrIPRqrKl6CneI7UEp4sQUCaaKwFdB3WTpOOtPjrWGVVlAsKy0+jq+SSed",
+	"QQduxDQubVfn2RhrOGaXxUM664w7i0eEkHTVKzozMJrQO1DfVCwCmtIqE0yQ9qk6EzNTm4PTdVPQDIdf",
+	"i/Z76alQhPYx72FMoHiKsNfdJgewI9rQQ8KMOLsj4rGdfzQMvB3BtZp5O0cmw6E9Tq7qJO1n7OzOQpMU",
+	"56KLxg13QujMQ3SKg5o2Ptzm22oCia0dFzwtrhuWsuiwLfzZnAWzg9up4gos2Wf3JKq9l4/rtxXUSsJP",
+	"I3iTUJvVs0pSVO2n/VZveUravozXmHiUP8yymhAN2SNTNhdB0eusvYez2/rd7lbLzTuZWmGsCpmftETd",
+	"bVwO7+4Jenr2ziKeJDLCBg6+3LBaHAvobrP5bi1KaduoqDW8nFWnBl6VZJ2vmb/G/dZOZmB04V5FdYBu",
+	"kmK6uEbgDPC6gdVXeH/B9OVapo+nRTF/zM/FVmEn/lPOV4XstcfJak90KFiWMPZaTTICrSy5TCRVn8Sq",
+	"OHk2C2HUwyILKUPaJO8aUGVwYfPio6MJvl6kmXlo6tes+a2p/GQvrckA9hwbslbg7wu8wgkuZb4Gu5op",
+	"CincyjR9CvVBX4DQnpwdd3tng25/OBggLAY5Auh6mx0wcACB1s28aA+zNvS3defan6azDrNCrGKf7Hs/",
+	"JpRhcZde27noN56ogRobvg3ELEnThMumCpNoJpZR8yyaHq5GOKoLD+rbdC7lrU092N2j6A3bv5sz/h2N",
+	"L81CFfRLp2GoyM0Ej4aYkfEwOcMTnEG0RIXWIqGKhXMli0rQ2jiCiqlkOgxkunirlsam8+EX9DIX1cLv",
+	"sD2mI354p/KxPh6K75Ov4USBjU0K1zRHkRy4AB9SnKy6lu8vDAWXrdq6iVxRJbSaaQhflhK1VklcUU8a",
+	"3a6lBYVW9DuKeWem5ABBv9A7Zj9HNigiuJL1cVpV3bZ4wNfLQm1FAfjVBjxCE5wWCALgvgxpw+Zh9byZ",
+	"yv7R8ZrWZbcqj6RRYqrei9ffPWlD6v0Oje2seo89r8VxtTLQz932mWxP3nw4HjY5KmqzXh1U1/71s88y",
+	"turW4vVaUPkyxitzwvZijvVT+ydNMGYEMFss88hClkMmu+mQ8aZi9hWFqHidqdFpuCxX25hyDDLYsMMS",
+	"FQLB/LVAsNXlQoNvKbyR85DoiBA0FVtWMLvjEY183dVUb1HNI9M/3e5zelP6nn7pjNpvPnSDXv9kjd/J",
+	"z4ZpOlJkeWzRVh61LBhOI865LDw2cOabw6/HOk4srBUCUY6IkaaH78BwTSi+LPnD+Zv/QN5wGgT6ChjL",
+	"iPISUiq54ZyoR4o4L8wj9A3inyAXiXbNZkN6Axf4NnDYOjrwexD/usFYo4vK3wPYE4lleM8DXEnqvmLx",
+	"Nx3fylc+JapDtR4gG5YXh5jXbyx02X5foYj/Fmw/ZFxj/ubEkJM/WgDPp6VXowfBBbLCE09BtrGeZaYQ",
+	"LBQ/IX1xaBVgrowtvt5Izu5L24YZLrtFpwevE/ecZ/QMPkOm/tWJzhEc4CAtftEBOMKD2ZS5NoA3zjp2",
+	"uJA9p67SSw7XQZHL7LtN0lIrsbAFMXy5QkPtkcVXN1Kmt/W80fdBz1FG3j7OmvV1kWz1Hp+tXBcuLkFu",
+	"CsuXaZEClqoW+OIqXLUBwevxHGFzjW95nXAhBD+qN9Yey6xRNPkzoJXMDLFM1X6WGMcc68qaQ7XKWWUl",
+	"qa44sCy8dENdy+J+WVWqsFNpJWH9QFXmkAxMIH+0dX2ofVU2vM1hkFVE2ZayUFm6dW6/zdLYbVYAuttD",
+	"Jqd2eedYYQfr2KIuOSDFU6Wo6HV3EEpvyJoVOCptCkJTeJlZpzHcW+XMbmACmCXGqBXM8T1ivzorGi2u",
+	"JWmZhV6YhUzLPARxgEfW26mrtuSIQ1EsuSIxTJDMVXy4W14PbscNahc3c54ktBGIL9pt7tiu2v69s/vS",
+	"ExZP/o5XxQ8VlOX/2/TIv7gL0Q72ltGGLYUn/p77h1Eyj6Yvsng7o255JdzHg7b1Lr7OQlM3IBc2qnyY",
+	"66goZVpIFn7AMBQZyAyyxX+cPK8koXIn/Tlc3e6DmoFXn7tG06e6dfuXNB9voC6aXnOwdeQlrnrayKtI",
+	"6GqU2FoZWPuHEm/Ifg7Yr1BmQDjUir3No/O7pe/L1TrWyhTyOk3M1FbfMAszVxEy1erY1tyO1RzqheM8",
+	"id4hXsi88lRvzVRD67BfOXsEl6/rX+niuJXLRpPbFV3cuIbLUaX6dGzN2SS0He9ljtGHyLrg8WiwjBuG",
+	"MGCIoWsI8j3hQNFjygjeWNOoOq5CZo1ZBpiPLOZ8sYuO4J10HhhrFFJbnR2dwql6p1JKA50XUxIKZT0n",
+	"9AbzCEwZeEcHHlanKd5xbBvOFqsadpqBCK5jVKzsLJ6o1phZCpsLxxXdd94JvqO3f5vKm114WXh0NpXT",
+	"VDERl9pFaBdfbYkG1gFIvj8qMYA0qDBvlJu5cy9+wGbtNNz344axOqG54zwqto7H9ZIEGeN24J0ViZ6k",
+	"CyohwWo5GOubPFvM6XL7LYxJJAuZZjcLZe3l6xLexRgEeDrSbOe5ImsdvFt59h7HlbyggCBRZg+5fU1d",
+	"3GkQt4Tdnar7lOwrrpqn1XmldJaLypu5Uj9t2aOebKh5y1ArC902rp7mt8QjbQE7tIfhxhsQ3Hus6aag",
+	"9M7A9gIVT+lmG5yplAe1XwYCHOheWl9Z7nMWeLXe8HE8k5xZTDLJlUcAyuUB4qkcnfc+aUxiCqkL++am",
+	"/ckB5htCjQ6wVNZis1dTrZpq2HY3Hgnv3L0lzF5C9be2DQ4+aeYR5SB7Tq1+bq7mWV6oeI1ptmqelqeL",
+	"/REb/sxsFD8/fyDwcv7Xz/uudZnL3Iidxg+N+JJW3ew8ltUDZeVI2Wjq3zftah0bmlfzoJRUHl1eWn7N",
+	"hD0FtpHo7KhJXjcUDdipTMCu87onhHynFLFKVeS7wEuL2ZrxVV55F5TZNjupE7iayNBVfI+pueKXbdUl",
+	"9ePUhoyJVWO62Zbz9TquGTjMEAnFQZgvtOGynTZ04CO9DxiwzXDtGmZuHfTpGZghtWyNJt66RCPbSZXA",
+	"bk9mOq7QvBM73TrHPh/YUhXfEOEw2lH5Qm9l29uHns478uwFXV9on5m5WRQwYyrJ9Ev2LXloDZdORfAK",
+	"aLCeLwpcDCCDw66v5xAWC+/LFoV31eB0BY3hPfeDQ9jSC2z868126PJEping7sq6eNtpMyrt/9AQ6/0E",
+	"Or06HHu+dAOkzQ1i07x+m8p3Wd7syOLllbhKXlgjkB4NoGgjckXVPlQt8wCCePKGromSQsUrGQHW+YBc",
+	"QxC/BXxgGDj6nnr5dXor5lPUUOzuly3w6Yoreb0a8+Df5eElTrhAaWJ4VACmnqVU0u6Hl89I7UFFmzRl",
+	"nHlilJcyiGizKzxwd8Iiw7/EQZ4tNBY/XRS3Mgcl4EPhzWGZdsjQdW4dMJj6KfmEKz0oEvLhp/FhYEv8",
+	"4dthCmVCpLiZjtQ5xAMWBltv6+NToxVWgHIugzTGB5y7qvoTdWuJaEKDg1RaE2XlbAh6g4c7nMgkdWX/",
+	"SnNK0PfYPZYyU8gl+p3za1kkMwRMjbUNsMSZohqAcOMhNn+yMO7JdnhcpcBplheu2qLbddDjwGxYgSsM",
+	"iCMErzfl26FhtuaheQtRfDQ3O4KWp603U3icM84K9CInPiclDKrhFIF2j9JK8K8e/3Xivjtp90DGrcjg",
+	"WbKikU4BJwyKcFTyrzSh3upK5ewYGQWLhQE1jPJbJiagbvZzenrtEwT/URtOVnkpuUsf1keINseEmoJC",
+	"rs8ftlENfZSKxsH7sJ0UwVJ3bGXc+Cjt7dfw2b452Rks90Q3lbSqW0ELlitmoCQp/4DrZZf90hOHlQHy",
+	"YCe+pAB+6M1/8D+NiJMi22VWV+kmoaON+1aWQyUpssxq1kguoaej3tmqQcE/rQ3bVCi76eqAKVIYlWAr",
+	"KT0sBKw5YPcadBJqL4d1wzKB2a0oMlDmN6pApD/6Sk02U6SAb6XZjR3MuQy5BO/3ar4pqJXWihg0J+4l",
+	"ZUIVuke5ZlclWQ/HFzo0Iv+orcrqnviI9hOBu4B/6yPTERYy6JAllWdDZVR9Q3j6sXZP7Ijwm2fPn109",
+	"E0B+5b42jz+4v+9CHlTj6fBPBK1mUWyS7e+UTItpTaqd2s7ersKWS41Qi/hSIdYwexv6+YDZ29abLfbS",
+	"7ivR97M3x8Cmlr/Rj4mU7n/n+w8o2TjRplAS8WepmhRgHDUwvapCJuk6lj0XLShPnbjVz5TUxjHBec3Z",
+	"t7IT5xc8e9dMNhu6QnptB04N694lSrCw1fdsysLD6pUdXXW1NKkJz+WO4ZWnHH3exxVTTzSANwZ2VreI",
+	"2dMsVhvSUDcLWQdM2babn3AkdAbjP9buO6qTXT+VI+kSwdjwJ5izJKa6Ve4ZFkZE1avICnesI3XXSGLE",
+	"QlPNeEQ9rooMgmLL17GI+CVsSIigYlpFJMNDritufWu+KxOUrY2mVV6caC53rOpvxhoVCVAvz5UWWU7V",
+	"4OW11HGmVewGVaZpm27jga16aKrDg5UkVwcaUppBbNvcRiIxrMZHkQlXZ2MNql7lNqsHK7DSbol+RVJb",
+	"0PqQN3E4YoKOz4pC6VAAA0xo33NI3SDvM7afVJc9Ibnd2LbURj4sJN/qV1/AyK9Sn9nKt+WwtwK+txxH",
+	"m5RmR4MuofdWD8INd24rCX4BSUSlEdWwoKh4JKRXNaDr6Sy/CViJF1QKoGANe+YT2R8Yw01pyCJQufMx",
+	"rELzdvahXdDzLefvvo4027zADk2TJqu/o3HT5Ce5Pt1/8CHrVGGs+oCyhB2AlHIaqGxirmbZO64GY995",
+	"eN9J2otTuYkraOPoccD5km5qHsLXzhaWuiFGLbRSsbHZgVgXU1OE0VWxDgPPoC44oZqwOrrILD5ulWWh",
+	"virdt9sPXq5rrz0Y1+rkShsOA2aMsmuIu0J0tS1dzhV3//PZFZq87tp2ieVCncep/m04zqdI02CmEsn4",
+	"wCAaa5e95EfngFuBmYip6DZMRDgSUWYSrYRJZkkq86RYIuVHyTUrmp9W0Z+1BrWC1uqrqqO8esd21Vcb",
+	"bEsa3bQWVzAO5PxJjIjVPM2WXEl5ovLmmnY7EUPPlDSL3JXzxwwLY8FaBX+FCWnRCjxiuZvZaveQNWkf",
+	"bkGtds454MxiPk+XFZBO6OAg4R6KtmEZV7TtcKWSOTHf8M+cvwbm187vcusK/DW2zevTHepjgF1PlE16",
+	"8MarGYPvD+j6aV+jiuwI05ElKQSWN5J6iQXsAyELoTOUkF95zGv6GiegmoxZ67k/1qUIbtTtdqKa2U5K",
+	"9bUOrVVbr4kyDfgjcRBNlZy7QNvh/gNZ0R1bEMfNKNZ1nCPuRLalBjwb2EUm5ovCAs8oR4kK5s9VXubV",
+	"4L56n/LKXGopdOWxw0PP+wJPBVzhJJc3pD5yBbTlFLtwpMK2rbCJYvVVsEbgj0AgZcZtAulCttF0m9jY",
+	"Vhsluoe2TUyA75+rbJ4qG4kgi9yUpXOwuyoWj4iI9ZE4wJSsXsAbbrdz1jsMd/O2TVysbWPKA13l7KgV",
+	"eMf60RBZLvae2k5rNZo2ctCmL6jfDQW0veSP06pjmB5RpiO+8VmxMDHxeHB38MVKpZcvSrasw68avciE",
+	"w9zZm2ERR7j0WHB3vvnS3dFoovJk1jUft3Djkl4LhKIgJC1lVPMd8RprwbdziAny+rmBrbjIbJ34V7jY",
+	"kRSP0ztUarAYdQkFWrVI1gOIGOKDr5BxWbSqRrN/f7jQGuSl35sGvQ5Kwzru6NJqKqZv+awpJLJ+RtbQ",
+	"7vlF6cuiIIbTYsvCBCNwIuytUbE68lzlbdSf5csCKnWKbLYaFT0QslukQBiU3hBKkbTHAWwcqLYD/Fpb",
+	"nLfzowjwssGzuCVg/KPITbI0zW4NW+W5KUT4RYjeGT9JLsBv8dlpWuplWwTpi2pdoy+6LoRfVy630yWp",
+	"lVrR9sFJv5pT1r2HXvmis4lwr2F1N7kS6lPi57zgT45qFPcN2BFspL6J5XN1+TVzsF4UzL16vaTH35N1",
+	"cw1RKjx+9XjG6xvReL8bBlTz8QyodXsLx4T5OJvU8/PnL5rrBu1b02a3+jRcKoYcszwIXA0Yaa5vFmX6",
+	"8X6laRo7l8ySwqz2jVvxSt6o18m/1vABhMi5ESJ/W7Vu8U3yjjjhSyHdnkQ5k++/zuLlGkqO5zK/wcx3",
+	"9t9dZ/FSyChS8wJyQ66TGwTQYYJ4riwlCpmnw95gc/ik1z0ZnAx7p/3hDo3cPCgpt9MOjm3ifqNRm73K",
+	"0AQrs1NtVtM8U1Xhhs2sxP7CBSB9iU6aS+ZQBtyWYzH6IUpQF96C+/Plk/9sPg3vQovNrStL12A7713K",
+	"fEtFLqBuotNIeRA4RycHzE8+z1WxsgTXmPbOy7eXprjfgWCfatGZd4rcnBLkriQwSvyDTpfrZipfqID5",
+	"lyklB3z7inYSl0N/bunndbpk01XFjhpzVT4QQrBb8f3XeOk98l33LtwBVXAawMcuF9P1lobAMFaEf8Ec",
+	"Ap/ki8rpOMSDLaqxoZ7Oigob9I4Gx92V3IJGJVYsdx1RYnfarTJIqTso6TCaSn3zEWt0W4UDVhxehYNM",
+	"OxccYvk+dekCvCbwE4/dCrEJw/6JcFsRg/WK+5tcToom7b2itun0EMMYLDQwimGWMhhWI6FhKFLEnx7w",
+	"FgL6FNdfog+JEwl9ubgnUJCay8lQJUBsP5m0WBnNlefxGjCVpsn58ol2j8+K/LMi/6zId1XkH63E1qso",
+	"zOrbxn5RBQqWuZ3E2kWliTfXbVQbXvO8BkP0Zy/Rjd6qh9od7pfbsYVvmLq5fsjvQ7HatGUUGe+lm21+",
+	"rpK75rFrtPbIbjDXS8IugCPSXutSt6+XTCnRESB4LAk2uOtWoI0QM0GYFdl1RF+f94aP3xs2TfoffK9w",
+	"9NefN4yP2jDWK6jmMK0Fg+9MVk4P+6NVjnDdXD8+lEbaHMmtR0ctwJ9hjDLPE4g/NhUaU142266cWPtq",
+	"o4dOT0fWdBTxQtncL8TrUTDHRubRHTxNEO1qL88NqxwOfJWpZ4efJiD1a9mxH7dWPWti1cRzZ1I3I0Ep",
+	"NpsEFs/Ve9scfB5H+2DV0yheI2NOosAIRBc/2yMBlWeEkJUlqhYhn0JDcbOQOeQSusM0Mxq6AzXR91oH",
+	"LB1vkxtNoF1O8pMCcHAhuZMjCVkiAvUEKoCFtk6MLSfaP5xttMHr+sQbMMHj9dnR+tkG+2yD/Q69rw+6",
+	"WNd6XK887x8OIqlFkKZraTAFEiADSlPkr0xPR+/gWNtDOHKtWruLHxhY6nTYITCPm7HAw+7ZWFt134bg",
+	"Z5pEBRQ5nxfJLDGg/aJMR4s8VzpaeuXnLe8d0OglMLe3iTYfkbW3A2XXzjbxa7uq3LquEH21gsaCWRW8",
+	"nHVxgDeF2NPd7VxQhJ99OELmX+Jbr+RKCsgzQtDKHHPepal5Xh7ZJQSZQC4RMhxZR4rSMfLyPDLlY4BA",
+	"FxN4yizKx7+EhwFNA9IRLFlLZRPLEO69k3w2siizPRl+J2OswGd5JzSW8MCL1QyLUbvsG2iSzRYUL2Qe",
+	"TbFqBuRS4X1jrdVt9aV44RJYySPg8g+ZFyM8bKqGLGSUZ8ZUU08NSRxTMZpCFmTp3CZaJ/rmHH9lMmnH",
+	"ijDWljmNGM2hGKAtiLmthiUiNRuLWBJ7wW1Wud1uClGWpkmszjlHiQARmAy1RGRltUjoE7xMZLkddw/o",
+	"pLOKVOAUUTdY4doUKayHuKaOJ/QCipDMuR5DtSa4kUthsnMhxbDfL7EgNvyP7SAcUunhC+2ZCxBMl4wA",
+	"4NSWUM0Tk8VJFDoEqaxnELvZcSxL5yBRZUYD0xVZRyUYc2N9wFkR10uWaU98UxgZVE3l8sVBAFtTZ8WY",
+	"DUyi9bRR7UrSQ007uIdXEx3Kr7fnk3iby5psyQrnnul4gzdyY+Qlenjfour28zqQb4/XFBfshFtdWU5m",
+	"GqHCnPALFQKFQviAgUMZdCslKO2W62UzWMkw0Yw3grbxXr5IK2i5FiCd78LUR9S7a/uAGksCtme1Kx42",
+	"WieY5FhnB2FIaOuFLVD0pN3rDgfOAYBbpRRRLiPIlzRRrsB2eSq1uBA3qhDS7q2gk75qBa08w/6Bqmw1",
+	"cHdsIOOzrW2oI7Oehy1L1Y6n70u4tL6z4v2Ba1fzxlre3iDQGW8IBW5ziQbjpWhzaiWqxyevLioZWzg0",
+	"QctRQ7YsCrVF3G1VQeGrtwoJALqervf3lCQ4KAz5ojSjLEsYs8xiMkieJ0wHVylMtaY8oGM5XFdfBGoZ",
+	"CNoR/Lqv+UIHxGXbK7kNvfcZKLA7UzEXG72RYNk1XFZuHjGmpyBSlNLQgK7DMZRZbOg9sgtpcHZ2KvIL",
+	"X8Fdu1REqXtC3YC6NzeJ5sssm5f8YjXIvs7aDoldcqAiR7rOfD2rszYImb0aU5C1chYQwqK4NANaQGCz",
+	"6awNezHkETtmLnwq/M232nxr3rQpBZsr/RKQj3ckUuKwuY3tL7CxtQn9arfCwPEygHYuN2O8m3d6h9W2",
+	"1Sr4+3Cs4ehgDs/Lr2xmNfk8mAK4mk7tua9qg0TfVIdgJS+6dsO23EAmXV6TDOhTQdeZoGUFFw7bmMnS",
+	"dza/HQi/8QfYU6MsR8IzAKSyR8vhY0MmRLG1QaRxOTxjLYugFAObo88J9tgcy6wIUHBXDR9KftijL2Tu",
+	"+6Un6k+Jk9gm4WMtK/9qJGTxc/BFLQX/wMuvhyLxLrm+wbWGz9mNAttVlVbr6uRfWaw6VoynA4wsyjwi",
+	"gpzbwvWDdhf+bACtb633viYt5dcrSNyMHof+wy91ieHYwT1w5FZ2dqPJpLatwZ5D4/CnNa37GNR5yX6z",
+	"XYxe07W/b6x6tfZwY3niDYQ8/nppngdPRXnJJF4xCUf/LXR2Kw7wHIRMIWhgIpWNIn6m25IkgvTiYbML",
+	"/ePqL2zmj37tDtg2S0MWTYTSu5qybxO9G7m1LZ+yhut4tV2cZuG25ZVK7p+G9biZufeFI27Ew1pAJ7Og",
+	"ZILETalG3BkwHTtxR0QLzFfrB91uF8xtPPzlO3Io7Vfhnvegfcvc76/0tkFgWX8h9NW6kO/niK2tehS7",
+	"bTjRihZrPtUz20c2Kde2o82hKsNJdcmS6w/D5uGIgwe8/B2fTkeUq39kHwBsCzwEY02PPpAoTc6fFvhA",
+	"z1y1mdfEY0ZKCoKFAST11pJurqiVTsngM0JaI+dmubp6Dtse0oSNtWd80HVV2jlphLugUxonttfoqbFd",
+	"13HJAGQN1IOkYCcbAgnYYi7bQ7xIsUpVYc/sSUGDnyjDutHatTzmraBlhxZ+pF6SRFFDq1nzvi/I3r/t",
+	"TPrKLw2yWoZVx2ghg9UUgc1JDlxLbz8SPVzkR8dNlVhtEdZfXCXW/wn/+Q/4z5dUmBUSEoWaySQVMo5z",
+	"ZUAtF2YlPRCt9JNoUFs5/aPj7dVPXRYxphD3j46b8//cQNT5IxvWEVEBwrHC9206VsiE8rWKXGpDzNg1",
+	"n47keoMGD7K+HHIEqzXqDas/AOBllZURi5o7JvSh5RnvrTh1vDeuLX6YK7jb7kAe3yJ77Kl7Ls48e1g+",
+	"usZR2MrGSQehykCJqUp/HWrO2vysbWzDiK622HbpYZu4KjA7DKnaQN+JTbUneHfZwzZ6LbX/ZYUzzmwf",
+	"2E8rss2k/pcL7fFFrLRxpU0Yr0tyS/poRfWw8+kYRquC27z2GmSnnJnAFgYo9UqTSfIqz65TNVvvFacC",
+	"/ivbzuW3T8XZ8OhEzOkBHfG1MknMwknE8gbZXG+FtBeJmVxS9GysMdoQiCiLVdvMVZRMksjeZxk8wKgy",
+	"HC01MPheRVb87TAQoYUOfe9djD8KibXJGVtkIMTJFyf6BgIr9mq4ip2f9LuQ+IRDYm/KMBmfoSttJkXH",
+	"X8pvF1q+k0mKNErl1yETodvP6Ns4tAAoKiZO1iC3xEsx/u7q6hVTIAYrLp9cmXmmjbIBhjXntu0VKHn6",
+	"LQnoRmJWLKV9m1NtosRgdpFPw9KBEK0FHVyr4lYpLXKVKmlU/VQxXAMQyvMsb1iwFzpO3iXxQqaEQEME",
+	"gqXbcrWYZU5ikpO228nDzAPwLTz1Gbx9l9q3yfumNK93Ml2wT5HI6q99XFsBVRKg0OABaHKs9I83oBJ5",
+	"377J2vCaNrhV2xZH155niLFyhFnwhDW13iYTpUGd0QDZFeQQZiVj0c+9Nx0k/98BLUs6SZlincuOf0bB",
+	"DoRMTWaxB+Hf2pf0YxvqHUyVjFVeYk5UDnZ4mt10Gqrlr7TCqGamrxzhU+i5nGW5sr0Gwryyw2GnwSRd",
+	"fUVSqPVxF5pWzle3ryG/OwVqf4Z41ZsdX7XmAAgv85Y96sbKOfjo7MzbRIbdxi2vSIqmENvraZYXrtaC",
+	"2/JIL8NTdqArKGFRddn/8fICRkflSkdKaDmzrNH+GwIRPubP5vEH6N3dLgPWjOKhbrrBDEjdbdjimomH",
+	"yaUGejsQMxlNE63aIE/wjQ1/EJLAbXRP0wTNAHObFNEUtwfQhxYKCvES0qNhR7xEIEusDG59oBDiuI4d",
+	"SDRmgLb/YZiEiD7y0vK+mctczlShcu87Dy7MdMT+V/bPts6K9iTL2zx4fCJte1Rv3jNRg3gPtJ/plNwm",
+	"FH6ZKutQXxjNgfcsyBei5aKYZlCNBT4CeLddZFkbyRfwd4bFqLg9U3EiXetUMc1ibLMEbhsVe40jqH+r",
+	"BJMCQ85MFtHUu4gIPuGLWM3mWaF0tGy/Vcu2K7FA5DquK/lCVz8A7tlM8VIYwjYSRajYf68rz9BkBVD/",
+	"vU+oyHUdv9AwjdviW6s7VgMxyGZ+dbuJq1ztWGrA7kPNOjipwn5gphmthvvcK7pbWIY5qz+/sEp6+XjX",
+	"DammC2y7NpKPv6rge6vtf4qYkvLsBL7eEbPqzmVelJgPh29xNW+m2S3gFUNHt8bx4VplyRqOBhWJQcsg",
+	"W2j0ekXZbJYU9nbf6Q2eO6iAFo4osIsOrar2cG+ro2XooXBCWaQ1qfPv2eZ9+otfab0WGzdT2T86HpXA",
+	"MFiseSSNElP1Xrz+7kkbHE/ZxPOeF+o9mAs/Xn3bPkX+QNMRV7ZUZFIYlU7QmYe6lMuYVhxN/NJocn00",
+	"iI/jQXw6kb2eOopOo97ZUT8+6qujaKgm19dHZyfxYKgmUdQ/k5P4aDKI+73+sBd1T6671a6f9CpeqpOq",
+	"m4pfCRVSZHvy5sPxsNlBdYnlr5Qx68o/INAM9TLG2VrzzBQ3uTL7F4XAJ0EoR0jR73bPhbQ2VcGLXKOo",
+	"ynhpZUkcdQc+gIYa82Zr7S1u7DaseJYrCqk0V5+wz2laoZdeqHI1K8V3KLChWXV0UserUpJH6S/d3p+/",
+	"+cvZ0+GLk79/3//p9Kp2BBlWHZPVAjlwv0dW9qHXDYbddbOOrb9Hnq+lDOQ+TrKc1gKtlMSIEP8K6ZCD",
+	"qO2ACQK5skpB3MVlEfFwYeDcaUFghLe0NUVRNKbIMo13njM9tFYJ0zsor26cZWc6AGxnWDEOqOZbMQ3H",
+	"mpu4LnIIy5rqKl2qmUx0M4ExXkDAFN5LEGn1yDhU1cRBXM9FeL2Ib1QRjjXvH4kyYp5EbynyAO5pcVDQ",
+	"M1HJYiwEFK1K0oMy0iUei+Fh6EHSEUwxg8RCItNIckH1HRpKw26tDaveo5dovTd35NVrTnAKy+L8WLQO",
+	"VjAaJR2BFTMTyrKqEBuyqV0nNQzuQWooDhwbIfAMenFsGKOXmRvuJcX/DdOomgCRC0ZkOQ03FeCxNX5B",
+	"qUOlCL4jq0kZfMp05dw8le+UmMr5XGkVk4gyu8nsnEuYa4VoHW4O3eZoaOkBRimNNIhU+yLFiA+IF4iH",
+	"RTAzNa7FOfGcEU9jTKusRPTzPQyvxj4m/k0d8aRONgkYbBxlwVc51HVHfIvHCnTpc7yPK4FzHdFUyXeA",
+	"vSuw3CA6jTByHCJ464CGket7ULWlMnLOy+ZwrEtuXOx4tiiibKYcIzD8YAUy3KMsex0Ks9lj4mcT11FZ",
+	"6ZJF317kJ5aio4ngkm6VEn7bwtOrIDlGdGkHaIozMDBe0ipxkGm8DH4aa7fIcHmJYXe4xyjUEmfdIBwP",
+	"m8ZgU1ptJdJpMjGReVAFuJc+fdoeiL2dNwiH8/qVi0Gr97UNLBALs5ApTapLPlG3rnA75UeCKE6lmZbR",
+	"6k8EntgGU3A1QaElkyw/58WiuGaocrg6m4yKJYpwIytXHBjtsSkhIPvBFu7WmkTPk8YqIaueL4YjV2yl",
+	"VYAxGNe7ivQrcDV6I7j7PXX7D1663upbF8V94ufUg7hwr0Yev3jg7yX2Oqumz8c6Q19wSpd5fLDOC0n8",
+	"zJy9joB5ceVlxNmp523KIDID23/ubCZixamebwI8R1rbCA5PYaN5tAOpop1Sqe+dMFh2fD1pNV2zksvf",
+	"2Xs72AWlvWk/QEPH19I2lySwliE2rEwElcao2TWxo3GCSUktvQdzBUnjdjX+T/88vOmx5cH5nmDM/TTd",
+	"FgbuUtp9NnLU3y7Nzy6qf2SJtuHPcNwajzX8XyuEiL2MinRpkwwoHcJM0fwyqgEDt47QewfN7BrJuJ9g",
+	"Nb/MyCS+r8atpK/YUfent0oA6CS2sp5qw75ey70mv3szKr2qtlHQr/NETVYVuMXdriud4R0M3KyS+ekr",
+	"Sn4IvsgVd7vfcm+w/prW+x6aDmZ7JmN1b3WX2j1z+zqj7fV3vKj3WyQwbLWVghgwXCfCZA+8VPzl4S8b",
+	"J6R2LrYui2YKot+WKGgDxuUl5RAjyXFn96OCrwe20SQ1jvrakUR7FWtHrlMwhUSVjgCWGtINQZ2t0dEJ",
+	"+L+WaSbj1qj1YYy1gcat0bhlFKRo/wIvyc24FYxbeXZrxq3Rzx/GLfz2IsYLKekRryCnH34bK0iBB3sK",
+	"fsCx4nvN2wVecfXk63av2/76+fd4yT8LcJGW1RZHH1oEhJUp044Pe/2zs0HAruDWqHUW9XqnR/IoOlJn",
+	"k+hoeNzrn3ZPz05OlDqdHA1Pr/v9o9N40Ls+kd14EPXkqTpT/ag36U76cnh9UoY2MXWwk5NRuuKV5bFq",
+	"4uYnNAdRxHCKT5cy/+ZzpWN7kCO/NoWhHhbqNFOF3A/GQ9mihYxlIYlPhzGvnVaDnDnh+NCSevnDBOZw",
+	"BRfkIxvQi6YXUC7yLlhZQ/C9+GGu9JNXF2LQ6aJfUmd4A0eL0eUBnwlWA9EUI9RkoiJe+NcIORJShHAD",
+	"rmp7ue1xrRtvmsYAVwWw+sM4SMMzRsXDEQ5E5z6bLS1wjRrKxXKnRdAuH+JkhqWv89ldKA4WOlWmrBFM",
+	"l5ryQYbdM1IjGJtijILHmdwRpI3wkGEj6qbguBT61XC40YyDTE0RluVn2SProCWtUQsizJ1LefvCJdPt",
+	"CjzJ1VzJNac0+IXOn+x1apeGSCXtFVoPUTqqRjvWdHQ6cEcr7nlgMT5ZTn8djqh8unWHBChZSWGfoDNh",
+	"0qxwDsdwJt9zJd11zEoV7bKZfk3p4oqu5uPNLtQwdFsjOx+qEEf3ZVfVes3e6DF/4lKP6Wjs63cT2PrC",
+	"boeqU881F7UjQE/9UZpSm5ObRbYwwiwmk+S9DTmw0juQhZhlphC9rvj//b/88T/cZ3/0trGGU2QjEou1",
+	"5y6PTvTNt3Q5mWE7GGGrla7pAXR/YAdy49x965rYNNh8kVD6nUqzORQLonf4gbpJlhXzPNFFx93Qeder",
+	"hnTXXLMdTrBrJda9yq+OyvKrY72+/qoI6a82OlwwOI5/8ckfgwr22rEO03SG16xQA1jYJCSFwJGUI+n4",
+	"NzrkOZkdVAZscQEnuWe1dMAD2p2ZmIfJ1ek7W5KeEoXHuqwsWcsL8UrG+p0DYzidtWyBmcrc8Q9bAvGe",
+	"r7mx3FU9/SNKkzL/43joZXgFtIdAd5iYglJDxjrLKTkEPWa6njESCJstgrXq2mE9BwQmZvWEtkP2R2Mx",
+	"qP/R2jAKr9YiISEuad2hqSSiSrpHWGIsChgHJR8fHl+A6qaky4FdKIXeH/rxnKQYccEtTKOy98P2NdZR",
+	"rmKli0Smpj4ygEisQLof+5RAj2F9mMeDuu9keLo1e/lyodftDk4RPKJa6uB75/2dkgZ9JKYrEQuQL3Ks",
+	"EeT4rVqaJspprnm+ShfIwClbXAu9i4URSsdrSst8ZHpppXT+9hSPSul9Km7OT4CWvlVq7lNrXAOW7YET",
+	"PtC23JShaLFn52TlWiIjGnFUtff1jWCvt/G/89DIvLQGzpk7633hjGW0YxCjgFbGJV+J04BF0sV/iPJ1",
+	"4cMOoR2hDeJ34AYMhu9a6jjTKj5EfkU6SeiMQifU32bhXNO3dTjS8ghYE7eqWSUO1D8By15kIqyIb3j4",
+	"wGdCa4itQzbPQSfGiSkSHRVlfgufsjoNuIdtGbhzP1txM/LeXri/rxu2r81riC85r9BfMKA14DqIiKTi",
+	"35Haq0Ep3HupuRPGVsXEb53K2J6AKDmXKULgTIikbdAqPAe5Rz+ssGxxNtq0YURlIFbpIdyJC6JJcPuJ",
+	"t7brqn39aqwottWh99dBo63umI3WbKUeDilV8Y3KRwRD8eignCnA9E/ZpCwD6lNBOe4XemxprNc1gZDX",
+	"2TslumNNRcQ9ZQIvJP3MVinwK/MAhgKRZqK8KV8AZsjQoRunDzQiTKXTimjngq2U87MZrM6Pb4xdNrtG",
+	"r6Y+SZaxeAzsvB2QEtewe4jO0XLtFF5cb52UhYxwYNxWu7O1sqe1QbO8weZAeUgKXxIeOgFyZ8W6fW3W",
+	"F+QGr/RC41WvmHKvoQq6o9SzS+GeToyPdS80Vim4kfOdfDz/Kee2qMGTSaE2hCpwB/IMDjKyiXvSM7RW",
+	"QhZIfBx+wlRTtVEzkkG1J7AVloFdYmju7nOCuMoXyov14klGRlMV25UZsI679Rg9nC5rWrYrubX86jVd",
+	"XpfsJm/Y9PUI0hbasuFm8SICRcLoPdypM+0HYYkJlVlPkkIBkS2dTDsE7DsE9VPkMlJWAvj43uufusP4",
+	"WJf8DWIrfUP9IAq5LYiLPu0+OblqyL3bj6uh1z9dc05f6PtVPsIRzXCf6ohnOHjkDk7A9qDHdB6co2g3",
+	"Q/mbi9dXFy+fXtkVbFctAD+XlpgxMS7rcyQyrcbaR+TPM5NAhgZR1CY6Kfy9mj1Pgeh1gZXnHDxNk1xy",
+	"UN+IHI6jKhZxdqvP2ULowZXw/3BBlMoZH2WTokam7YitVji47mmzo0p95qIZ23nwv1dqDsOk8iSyURTo",
+	"UG5dh1jo/LH3yYTogIB9wtnG0ggCgibaFEoi1KEaemneuh/2jGFXP18XOLcboJUA9BilWfS2SneOW5k7",
+	"QYczVcjOrUzTp3DpCxPe/7Cx2XRnY6TGVg3ytNBWc5mHgy4u9O80oN9IBvEiw/N5pDQgm+zxZr/Y/kLv",
+	"HdFfrCFkQOr55lrmG8t0/GTZ1Ym5GhxZxvFg306zWW2I1vB63aeeBDxk3VkAr2xgWCA/LDxhT5yeLbdQ",
+	"DnYdpBe0Fjr550LxzxjBXK0nj9E3v8G2H42TghCIF40ZxN8hwwUEK5BsysYSCDXB3FdAVT+yZPpSx1jv",
+	"leimMIUCrpJaQ3QDAQN59j6ZwSXkSzr47uXrnw7Jvw9zPMMDmwQVY1RuMwzg0IbrhHMpZEkpr00Sq7ye",
+	"eIztagUtqXWNVZt/2JIY9vptspY396fpsoTbE8ebS3wIHS2t4+5y32CphHy+MMAtTr+tFJsNmkry8M2Q",
+	"NIzBHYoBUVUeUrZMdMtpRkiBSzdAq9oF8dAqZh5z84jZzGPNl7mcBGLgxTxWnRFrWpFZCvXDDgPz25y7",
+	"0r7N8hi7JEXkpZwuSyr+Mr/Umb6OBTE3BRVNYBD9WDNYAh+LL4YNk6m6sn8kgRi3vhq3DjGiZp/roO48",
+	"coUZa8vF/sgG2ojI2K8l4bP3m1XaIWQRs611WS+iEkmhpJ9ckRGEVZyKjLqOjqSKVDpR8Cubummlvysz",
+	"ZuFn1cHGC9triPjdc7dFRzGtsVkb70I06WVFEvGr+SuOstnsmaAgKMZVgRLW5oRdL3mSfFJ9hE9U46jC",
+	"S+s/3OE8xNyFlfY1akHXm9VUYEdfTVB7wNRHynByhzjgORNmkb9L3imD0Tk0nWCt2DTYcCRe8Z/kUJvf",
+	"sFR68kFvghMAX1qdWvft9ojqa68O0h7kR6VucEyrpDOQr4gytZR3cLEFU+DXgEsvrFb2huy76fI6T2LQ",
+	"Vh57iUiTtwrS2g4pOQEfChYx14yBx6IvgZp5TasbpQIJI0xImKzXKJM2AS6ShUyzm4Xlgw6wxJqoMqc8",
+	"/gAPv6sfIq3st24THWe3raAF6ftgUqwA5nZbJDScjdnD+IAVYdwMa/Km1i7dVfeTGwDL9i2ZW72M7BMX",
+	"t03ruZctZiUFw6voxWfWzCgzxY5Uq96471qVcP9hL1kq1/L8sEZZHSYXO4aYdro8F2o2L2yCGo4hAvj2",
+	"gAK5l+1v6QUt98Ytdey9HmDDE2V43Xq9DUTSUR1xyzdKzDNWuU16wHdVEZPeiZPW377qxV+tB3EuJ4Xo",
+	"d/vddq8v3mWRvF6kMl8eutrZMNePDKuF0VgzxS/YsoF1KJiAI9kog94LDYMgrOoySBUNBmMRdsQF2180",
+	"Mc4MI/JoSShPMkX10nG+EUU98baIqcrVeTlquKUpPPFLBDpZ/3cFp1fuOL7Y7bLM1kCTrESSoyUpBLJo",
+	"Sr28hfYFQhZY7yLbC879UTKKxtPmMxNdwgcl20HukEj0qFZTbKwpoHnum158kvaPYf4pDMeCYj1jvWLZ",
+	"HdBiwJsAcGlr7RzukSBbOyl6J+Sdhun+J0vLe/YbHC7ZnKqeLSuSbDvm5KBU8k5p+HqsQiHcYJb5ZRr/",
+	"/eDZdi7xcExXgkPDKKu16NBRFlshrkifHYJr1DozzOnLjvhGpcm1ggvTJR0NFxr1X46u3bHGg0uNtA+T",
+	"0DX1PgzQK6WMVZPIk4GL8tAmDY91CbXiun58VUZK0TJBMDWTmcq5suC8QiEv2c1YAxGH5/SU4kZp9KXy",
+	"m1We42lqrNsi/DBGScQMCzLUKDMj+Zcao60WjvyKeCH8EDqKW/GMV3vgqtgGwvELdVbeQJQc+AbwpdNT",
+	"3HskV/QkN5t9CXw9SWAnQbIOQc8oX736Fma3/5eiNBR82rg1Og7GAKLES6KpknNqBwSN8bubedEeZm1w",
+	"ZI5b0B6EeYV0fyjeqfxaFskMyCzTmLOqDMP7skrZp7Jx57zZSC2eP3+x2lSo8IvNoD9GA/jTlqUYt0bd",
+	"zpGdAXTjGG9Y0K9P4P+oqFRQsw/oiNduVsih4LXHQlAJ5sJnxnbpocryhglk1wU2mf/OcvyFY0A0cogV",
+	"Sgn+QLAQXWQMJ8xyWx/u9S4iE6tILvF9U5lOnicT9QIk5vR4iGF9eFuqylGZyNguiRtVzsPqc+kURcLu",
+	"NACnHG1eEW/gnbg5mJJJdOtKGOuGo1OIhCNGuCOaUznioGRGIysPmGmbeWgt9IcPDbyJmH3OY/5BCXM6",
+	"JjJSH+72yP2oHBSagW+oDV05wlLr4mIsg/jitVJN58zQP9+7TpA6aAXlqsfKbvPvW4GVUNxmI9yWadar",
+	"vgD3qF09Ac1xi7KhTQRy/jEyoaqU5dmSK+JXx2H3pIjKMbZil5xsiS94bW60GRZzlRsVq3iNWc2VIGxt",
+	"g0qsHYmm0H1TgJlIi79Wh3Ws36rlIek3S2tTFl0loVbWSOfSNR1RiQJlWAoWm+Ec2vzOGScJaMTtfYqi",
+	"NbvXN2nsYae1OW4WtNCO2D9fD4fDFfbgo05AClCBNhVjejT9iQA0/AtIOokYAxR5Q4ZfTYCofc2ygxxR",
+	"jVkIXI2Ighrgh8JCdHqSLuDNnueMU7Uc4eFYkwlEXFIqFnKW2YQ3ep9xjjRn3AuvMJVB33qWI+gfh1NA",
+	"GGWJpYenAMtaRB5CT+SKeCNsHUR4OVw71hQ0IUe9GpEsyloFBpf2R+68OpES2nQ44jmebkU5NGS5Ui4M",
+	"1yxhUCrCvAkdAruczmyrGDTHPhaKF8G2wwW/4yTyi8rVW2ihKhSxsIRTRNQ11hNbM5CHJSksUxVgZ7Fw",
+	"eJpofqr7SehMq8MRuQqgk1RWyoZu6TIMlxRiklJNQW+YqcjzTP4jQ6sGTNlCpArUSr9sOHfkIIQnmBAy",
+	"y/qCuMpESD+GwVjbP8X//n/+v0X/kEu/1FvOrTinCJHXamjwWPNycv1LdNmkHj0iwE677tReM9b19yRw",
+	"jIjShQHez5KcLODyAZh9M1UsbGO9tr0LXShT2KbCO2tzkRRNChAHbRtAEURxdX4696vtef9CejorNlad",
+	"s3w9LOwwOxjjCYSRy5KIyVMGRLP6frmbh7W5JN+TRg3kBwcD0bPcQNPkZqoML897V+xrRii4OasvDV8E",
+	"7jdnGwr+eVobB/Wgi0g01Cdhqt4nkUzbgFNP5TwMRLvn/WwN5bZMkxs9g1MWltdu0M+BqOjbjy8nWMZ0",
+	"Nksg9853m7N8bbXKSBz+yldvLgDos3FHlAiI4la+zU18wIuWF8SGvfevZUPXuETLvPTazmUk7GbZohCO",
+	"7dEW+eWHhx66MYWok6fkg7r+BAVc0XS4j+2utLwC6vREDvb6n/3nowOOnl0P6ZY3bDP3r5ImoO4TPBpj",
+	"6exE5SKV1yoVEgMDsa1dXlbgSUw1hO8fYaYZzOqtzGcYw05rTaWft4ArkBP1x3tULC8h+EyB6jZ/yzlR",
+	"If9An2FvAICpbFHgp9PjBuIL9i3WUVvEnIYveljgum3MyoHL5f1+gteurGRogmtL04K8yjJXL3zPsvJF",
+	"lqUeSQ8jM+JFbpkeGkrNy5xwlky70hox6QoqEULitGI5kzcKMBRtLA9DaE30DarYtUfLGS6bXMlC/eJV",
+	"n8dHmUVavMrVu0TdEhtMPpPM8nL54kn76KjfYxccNPI5LBX8EQvFqXjculslT7Ft/zdzT8v8ZkFxUTYi",
+	"eSLRiN9Y7OXeHhk3l5tAJMTIidPRHJ0kCWg84mYZVpqXs8aqIFtSkmvSs6bihuMwEXQ9BeCBgnGHSkG1",
+	"dYo9aVydi5xq6V7EZn3N6YSjB6zPiVRk4o5jDYX648YaRVV6Qr+8KRURY0fJpOALcrWPL4j7sZoBtYZe",
+	"cc/C1LUhnZV1i6G3aweXyTbvmR9Cmo+LWAlZuHF7ZOxZRNRLNBCiKIG8ugpMzuHcuFj4B/j+LjwMHHOr",
+	"5Bw3irHQ88ea2YIx7cLt82UNBzx7gKYmMTXiWk0T5F2hpGg82I21a15yo6l9TYcy99hmYaxVjrhHotw3",
+	"/IQdMpziRY6G4Ys1J44087YhGIK32J5ZkqaJUVFWz4svjfXVDba0z5NC5VurMfoZhAckI2mWzUV582G1",
+	"ZVsSlZvTXSsG1qZB9UwxvI92fLNed9o94B4T6OyJHfDkjSvyPlk3YI24TEibMSAr+QKrSlBVEj82eleR",
+	"icRLFEEmglJxbBwPX8nszSROEFMH2PVWLDmszVvyfWB1gBI63Mw1XpKL02Or1OJj7V/lIFG/A2px1o/2",
+	"Ik8oxU/kaNQKT23W7Ug1JMaa7whcJeXE2KLZ4qDf7dINoc6yebgfKGRX6nHLNmnW8idVio2Sb9UjenYz",
+	"7/YTAt27bD1iA5JYUAWeFfJl5A+biYPQNiFE+GVi0NOMR8H38zSJkkIAyaUImRb8Csn6iSLGlE5ZfnmR",
+	"eZU73jPA0KZrBWyRmrJDFTcz9sbWA+iIS495DkuDID6iXn6gJHid8P3MlH9g82vo8yOvrCn2yBUq8Eoh",
+	"YB+1dSfMs5yMXmkss4I4APQ4DVkbngI8dOzhGetcSSJJ32cVlNSpntVz3CAqexOrvqRNaWOqZ4Ggdrww",
+	"EFJME110xAsC4wQO/6EzKhhWKJHlY01VT3u2GIY0ohdwLN4l8+UEx4NEPq5/BG+yxOOJQRK1g7KZgfMw",
+	"ApsmX0g3/YfoHYYdbgyuUUSc/Fm+k6+xWwAohjNIh8znZLIMhVGajdzwpXzJ5SUuNPZiSZB9OdbEIfXI",
+	"+D3EXqmcrTbsHr8anuH1uTPG1UCadtBvXyfFiLENzkF5TPh127dpZopSU7tq7thN5iQgPEauDqslarrd",
+	"skQN00OHY83VUcJyHEMu6moyUso0t7BQjofQQjFJM9byCNTQB2FPnZ2dwX255MOVpJlCvV8y8dJgucot",
+	"MyV1LVA/2OjbLAdl7UHU2lErxjrr/3Vm+p51BJpPPZUC5fuUEGDVuO9tHv/uPrftX+SgqWBB2Wq/gnKw",
+	"kYmXRvr3mPkIE/pQRMZ+rBx6vG/mI7Vl3fhZ26ARs89yXgopMF1nqRJZLg4SDQe8xBSHIlpgNpYUc3JC",
+	"dJorU+liHbSUXsOlHHL0UuAgif5p1yPSY4h7ybm6axGTlC9oejv1iNvwyAi6FmEl7sUN552tRCBZqnY0",
+	"zC7h0jpJarOjKeSBxH0nYwu8dO8U5WjukIeETQzc3Lhh8luyTm5eZtm8OQux5oqxtqwsBOD5Go7ozbUz",
+	"yd6UJtMu/Lhb7czcZUhuGnpoP+dSrgwLfb2xxiUMwbpKKoznKccgsAeaa3u0WR0GBlg1prdA4Srl1elg",
+	"MC7fEpYoj4VRxn2f5SPBMM1wBIgMKpvrshwrEEIiyeE7IT3W5dzbwnDWfUMeTvwJ/aw0oLhsa15QysFn",
+	"NKMoMY4anLZoRlhsLRpDE5mmoGxpVkJh5BIW/HIP6/WZG8SXWVEHwB81GLGapXjbiRilHfY6Or9uQMgn",
+	"FlFYkX7O+oDe7OyYWOT6Nb9ul5IPWwBUbHdx7Sc+b9tgIa3QW+kdN+0pcyuuiu/YeUg8FtAyuKc4Z3mv",
+	"0fmJ37x9dGoL3Da5nM91S/z1uvl+UvFR1Oaa0HbLX0HX3cfxvKuG9LLNNzir+VlrB5CdxGvrsXjKEjg8",
+	"yPfsXMugA7z6LOLb5GaRWwjZDVv/VFOOzsd49sGsgmxRWKgDVA7WQhrxL5Vne7qJnY80Ln3F7uXWXdBp",
+	"bbMG7uP8xcVJ3arzIu7k+uVqk3vEOTjOdbXe47oKZ0JfPbmO+fbto4EIxKebTEKXil/WZt7V1tvk8UZe",
+	"uzZzU9vLGkZ6s8q736rbVNaPeotXiIPS+vU5CA537b/tR4MdUbJ4lUaaNGKeYalOW/fT1d080Fkp9oE3",
+	"00Fl9KxsowmAEIHD5gDoJ4gAOHn0xHD/9blevdk1ZKevJrveaAeVKt9lkxtW1Tpl+dO6rRSVpBcxdXvl",
+	"DmFShJbFxp4O7J7rNvosD6jyg4wKE4jFPJaFih8gTPobxUnRIxEt8qRYYrYHDc21krnKnyyaDoFPtABU",
+	"w1u1JAgxbDElVz3RdR+E3/7ww9Wry4uXV788eXXxy/fP/us1hjoxngpeYnh2lif/4lLDX+MLCT4bAVJ8",
+	"gTV/yfcIrzIqVZYTnFzCtDPhGODCwSeUC2laFPPW3R0CP5uS7F1FAqpbbOtmglfLyg10JomQAwSSqGiV",
+	"GERL826qJolWZqz/9Cdruv3pTwBihjZQTl9ZmOAwQM3BOTeVeBa7X81bdHli1RbQubJYPa4iyXWmlSWf",
+	"40ujbGZJKar1g0021rISUhbViDI6bCx8DIh1rPPWBgFcQJlB3YnxCW/A1yKmSqYQqKgkO7ssk4BD1jad",
+	"/ZGBqPZcXidpUmAeDo83DmdS1sCs8OpkuQwqIT8z1gcwoAhHWuQaLR9ECCbYV4SW36iiICgzD2Y1Th9D",
+	"bpMtUbY6eBWaekOz5AUZzMjVW6gGcfwxtcPI6JtaaKfwynmW9r0s3G0u+8ShjP0qzKaW6THDOfriCwHL",
+	"S+kiobIw8OVrRaV87NrFLC9aNJzf6Nggw8fveqGtYjiCm4UQIlrkqWh/J8at5rX7P8ol//2z/xq3BKzA",
+	"0ePHvf5Jp9vpdnqj0+5pFzKr7BzYJAFoDuwGsfLX97nwSI2k+PHyOaUgID8PyLCGoWFnpI0bcZkkXlD1",
+	"EJKrtEDzZCDm6YpGAo+JR4hYDZECOtjW2MgsRAPajV76cNjthcgjvMRE2PCnn35qe1Og7CCFnqeAVSWi",
+	"Xq0t4SlU4BW0FFPw2lS1bWgsZNqEkLIJbLI8T1j5NE5chdokj2mJ/osjKY+R1vVfIVv8WqnYuxol6Fme",
+	"ZzlOESma4fv3eO/R+/c8fNCyEAGoJGWP53l2narZf/wDHRIHl98+FWfDo5PDjnh9mxTRdKwzDS65GGC4",
+	"t9Mk4vrKqHPh2WURdOSHeUXPewo3sOPkXIR0KgwxCjXPMUUgy8VcZXN+CkRioqnUkIb5V5fsTMEYmRoh",
+	"U5MhzhhTvCCEYpICmhTOZTGFbeq2Vuz9Nssh5+cgnCTvofa6jwNcZguUxrk0hYI8iejtoZdAVoleHIRG",
+	"qfCwtqSMaP9NvPrh9dX2FSPGY7pT7LUSK3c9YmusDWwCI+FPIEzcI//qWDz6MG4lMacuS8q/hd0Nv7GU",
+	"C34y67KSv3r3iJ71hYDk8A+Q5xXTvTYaVt4WYC7vFH/1v+UH4P/GrUnyftwabc2VhQ+K3lRN5hy3gk6n",
+	"cwdTcEkLBjRKomy0zsWKbQY+CDxfAUJjyzJgmA3JTMaayglyDDXkdXgRh+finwvSzLIQSewfnCg4xyvG",
+	"rjnboCQ2TmWHf2vz122orX+wtuiN5dhth+fCFbzqn4516ZdHAl+b5ICim4s0u2HDIVvk5rzMBPKV1AzQ",
+	"qWNMMFrMO+IZ1Za+lUviCpopQ3ueXbnVNufKzDNtFNgJMehqGKjE7jY8BqTXCepgx8+Oyyt5g3p1rJ9m",
+	"aerKZOe23LVxFegkl05CG1oclLR6geh0OrgwbfVre7CjhJwZ5SmWkTBA2Zi3LtcAfqCI1/USg12cPgbd",
+	"HuuFJoUT+6GvcxFieQSIZrPlig8AIRUHrMPFUTew0zXW/W73sCOoAdzBufzngvSaSW6QDB/+hi4QR4Nr",
+	"Ie8OSHjHtb4rzM9gHqxqnntpkUdbFdVX2PMv+275/+//8/+C5e+2/tbo506n8yYYe8FH0inLP0//ri/T",
+	"KLk4vpj9ffpfg8t/Xehu5+3gz/GZ/Mv7cevu1+0CHEX6xzSnX25r3SOW2KeWE4MsHGcLl8XdfQuYTAc6",
+	"K4BhET67kjfhOaIgXFA1gUz+i0n7ZaZV+4UsomnIVo4oxW/FwgkH3aF4mRXiRRYnkwRTXjAnFJIDs3hZ",
+	"l4gEt4jKayAuchL14qPrrjqTg8kwBnT9o/W7ladseTTAbNdstI/1VTJTJN1gIgwGgzPQBj9ePSU95EM4",
+	"xUHY7/aP271ee9C96h6PukejwVmn1x/8PTw8H2vrTKHHsYei+gQe8CRn0JEi5RO+cOUXk6Jao46Snwyd",
+	"E3vQOcz4mCst50lr1Bp0up0BUuEUUzwuW+sK/r5RjanHNBuISpsmqbKF4JGEkEt+gUb57urqFRJbRVMV",
+	"IcgJDk5Kw4FkGYy1yYRECxfyMUW2KEChOFMV1DTIQ5ZHU4WzkOWWyNBT5+djDRtdaQWSCpF8pM7m7KzC",
+	"BI4bVXyHvaPEC1Tk2Ol+t1sLVddNCQrUueQQ2iVbo1b2lnL7wKDb5tvgd+NBvqGYWjmCEoBH4IahTQab",
+	"6G9D617Elz/+26XdduBlnlukNfr5jSV5WLZGrecAZoOXwsaFnA8SMKY/c6311hu4mYd2R4FQujwI2uO5",
+	"LSpA4psYjP5JHdEFAMAe6yKXk0kS0ZZw1B2IA4I8XqoiX7ax4EN46LgRIql1VpBLBTdbXA9jXb46wSSs",
+	"NVJwqWScQMcfThBwkDAJMcsr5Jg7i0fZqAYJgR+pPhkP1IOJR9A66g7W3eIG5/GPWr6TCSGlNomU68Vm",
+	"mYIifd6usVa4OMvSVRK0tGxEA2rpd4w4SOKAaT/jZKa0se79hM5qymYPs61yGOADwBVmS1oa+orEh089",
+	"FoVWMECuWinT4TXteZVqSCF4SOlJlkfKoIyOtds1ASFYEjWKSSpvSOHDqC8KW6cGutzBrVfBhZb8ADdT",
+	"oO2vbp5rxPypP8JMd6YKlJifm+e7vOTxxQRegM/HdKz7rxO8w62H0QdPWqoctFgGcJGkUNbYzS0MMuWf",
+	"XWAlUlkkMCAV5iWY3+fPX7Q8rg/7u+H0Ny6W0ET28TW/MgCQMBIDEHVjoXIIHZgiiTriOaVhEyGjTboG",
+	"KRRTaabQgywnDefOKEK3b3I5MwjxRPq/AvYyYaYyVzEFewMHYAS3HCzqUnxbo8HpEJzd4AKmgv/MPoSf",
+	"7gKvX83JBiujBuuuzCYoq7nW3ts7Ghzzi9FUSNpmBpkSrgH0rauxOkL2k7Z7cnvAN4Dg0JrwSlZAoaLX",
+	"SJt01MXQwddZvOR6873u8PTo5Bi/Lq/rd4FfKU1nNJvYMCT68VrgMY/hay3v48/N6T/YEnSFkcOWWPzR",
+	"n+17Zh+ZkitsLnPE7jFxf4X4xhENjn52rgS4lAWlFbQcjxUWcwL3TevNarplrT3ovWEye+9tCMvDej8U",
+	"KETeOmXpc237SkZur3HbWvTGbWGO68rjea4SaxMl413Qguj6U/T3VZf3hW47qio8lK6sbjz9wSL4b7h+",
+	"P8Ha+Cz3Dyj3jv68Uep3tusqu/Aa49+PKFWO0zUzD/b/beYdXnMXfJRJOOgOt5uEL7PCnsThfcNud/s9",
+	"X8uYX0W39HayPNkjwu/pn22/6VIW6jksLrrnaJe2XehC5VqmGC4gI9dpsm+Y8b3OZ+3Zt87E80xcP8a3",
+	"1sa9ch4vqn5Z3kJuL3AIUi4KL8mA1quN8nmEwmTCImucBW0rYqF30X+V2+pIFgiAbja8hyEAZNdOLcDC",
+	"f3UFjVqmb2NEFXQS509ZbyFGaNiHSFEpu6it7xP9on/60w+YJfenP4mvl8LrDdZGr2iAhFI9r5eFTQAH",
+	"en5yiigdZWjYnNeGsYwiuWcLg5gxIxJ3e/kbDlL4C/hNbUzHJps7veSKKsLY5Td2Cu2ZF48r6J3hiCfV",
+	"Tznn91r/61iHPOhPilBklfSWIhNGkXtlVlZO4hwCGrZvqXA6DJzPRU1KlBrLurIuWudjbStJuMtVfdgo",
+	"7AOPqcw4CEQZ4z3wMzcfGZeXlCsuhGqBMsBLNNb+KxjPXJFNRBFn+U2GspnlEKVOYL+1HG4UWTu3pTz9",
+	"tMTA0o2XZDwYlFti4ArmEeY6zxY3U/ajQXQkiY1Y6CJJ+btcFeThazpWwdufVpb1ysGqOVm2NraWU97O",
+	"T4V9pAXftE+igUJOntbIYZCYS8Tf4nbbhbx6cnfBjm2085+Y1fl39MWVdt9Ol2ta7DbTXZ0hPg5o62EV",
+	"VX1rhws5NejjDrR11kua9joPZgtKHWR50R6e9nutgPlfsMxdq+oI7vVHw17nrNv/u8WdceF4yDACxYzJ",
+	"P5DTltrsMh791mh1n3nsv/exvdBL8tp2i73QlnHD6+HPr6pd/LLWQU592vZ4uqySYP7zh0q3j328GMZq",
+	"cWr9S/qVSxDBtnLNoHINiCZMu1O3q9NwNOoedXr97t/xUSvzWUyxYNLJmrnsn131Tkbd/qjX6wxPu/W5",
+	"HBz7c9k73XEy7UvtRH7llv6XqCSG/S1T6x7AFzU/YPNE22dQ/KjpAevn3r0fL2l4+yZJGDSJwptKGc1W",
+	"2Yh1U3s0Gp6Oumedbu/o73i7nyRYjdLpv/7r73+7KF5+c/Eu/s/p8u8/ffv2+VWUTP7S+cus974r/x7t",
+	"7tD1twlMVmww/v3yzJVxe0D/7r+bYX5fj7UX9jBFdbR9M77yfbMp//hDdYHckVHfXGT5WS6NrXfDpbkI",
+	"lUihqqRqmIkD97UTckDZeMWNS7wBLY3AmUiZViW5ALFPaIqtaEPZURiQu5UINC9ZcK8VAgv5PFCi/Vyr",
+	"KFyXFAyyQo6sVMl31nOLKM5QQU/j0FqAHuh4rHM1y96B2eYhGau8J/QknVXGSJbBpbGmowW9ZSS6ITlf",
+	"gOxDvGiAXeYKzLpsEU3tkQYz3WHxU7cZ/Y4xRcsgAd/3iDS5yfyj1j+tekD2c6x7ltjHu9VpMKpetydQ",
+	"STFvY1d4560M9EicOooSDB+DWg0DcYofcC8NAzFwuTh0kcO4hxU3Hb+/d3Z35+oFYvW6WqNeeqlmNLdN",
+	"j+nu4Vf5FqeCUzHX+FWqR0dTHiw+q9dPp15pYmqre4OG3XcB1Snk3+ykop0lvCXU6OGq0fECajLTqraC",
+	"kqJ6DBrrg4oSJgjHu8RA2AV5Wcr8f+RJv16yhwZdHLa8Kuk4j23NMeGIlz9c4bfMB+ycH/glouwOwpm5",
+	"afe67S7miMMrmUIDfzhr94BZ55k9bJfIWmyHWUCkVBqbDoJ+ilSyq4EcDdBO6zUI/CKMYZEgIrhknqqk",
+	"44mFTpUxRGALm9OXZRHyjoDtmDmPdFYIqREGbMwII/2IBoJfxjqk79E2DDtid3/TWFccTo2H+mfuoHRv",
+	"db7+XO24Dyf+cbp6dkbj9pMcnhsaVW8QTGW1OTNzs6Y1XHVrt7ZgkpCtN7mxKY54qUIO3Gmt8vk2NQqu",
+	"3blRyEq8i1/hgsS19btzQeAdqE1ebUiqsxfTLHzrLgd1bTf3rffaRF66826vid/l2OOc2rrGkfJ5f/6E",
+	"xx+5Jtz3u9mnH3/gDMy7tTs2SJHbhDEx2cuUtOXD/cfT7rdEjy8Wz6QKg2Kucr6NjhRzlVfuEwdkI1u6",
+	"CrCQiSUrA1gO2gm4xw7aXaZBdc71xNhiUlRKhABSNxTHLPKlPS1JU935jKhsd+ImU0Ys5hgzyDjGHcL+",
+	"/ASvogACnLGMKDKhs9sSncQ5LpAMb5heDt9s+XFlIa4Xs3lHHNit2MEwsXGdQ8gTtPYN3muLyFDekc03",
+	"omfRGRFzjVTctN3eKNxtl9tc537xSRsIK4+V99g+y3RSwhF8El901SDYdYN5gN1Arq+n4JT5tzLisS/J",
+	"LLfexGRF7j67d+y8dbg7YY93NuL2XQuvVDHfvt/Ws+5I6ETnj7a97BKSx56/zIpvs4X+Y21Kl1hpU/P8",
+	"fMJdKFjHTQ6xS4guq85Np9TmgSCO60GI1TZgkY3w6PVLQiRkFYsZbrFKCCD1pQ4q6QTup4Rcsv29t9HH",
+	"C7vY16IQJll+K/NYAJObow2gZHJM3ChyGb0d2aonFUJYisLXnZmotmU8S4qCmaO4BLxv63lwBkZwu1JE",
+	"gLyx6cbuMbJwOxslDvMFTPE61kVGXJfcOIDcwoUhZz1TrWXPAchACkpLcUS44eE53WdCcSOJyZiJT/Ct",
+	"NllpjkUyy8PoWO+JfnhiG2qJr7gC3w/ffvvs8tk3515J9JKuG694/d0PP70cazeuArH1ZcnQR4amT1sr",
+	"xqfOPQxsSXBwzy70I1MmiBOynp6JGbUlwTKxhudqVM491SFfxInl3aAQfLYo0Dorm9cYZWfWeLDGSsrB",
+	"RgSA6yPhCix/MLIYsFXi0fCW8sKWitRcnDzlLOgyKX+60G8ZzBFl+XzhAt7oM1xAjF7bYgOrAk4i45Xa",
+	"aTZ3iNXkIW2eHcLtvz+T59eP1Ts6JLRc2r1WrYIaj9bodrr8wl1RCx17QdafPzTGf8sgcr8z7Pb+3vIi",
+	"vMSUSvFVeszjPEp/6fb+/M1fzp4OX5z8/fv+T6dXZYW0XsnI3Rq1Gq91RMzwb3vgql6Nup3h0ekgKGsg",
+	"w1d9yxM3cMHanwcIe/Q+7bUZMUnP5sO9p4bNut3g81n/05lVxDvszpqWf9Gzr3hL+O0sq55nWYH2qllV",
+	"3pL97Y0qWpPw2I90hQSIql/LBxgLLJiUTdhisM6JfKFXqHSYRFo8k+DAt0A3vsWuQcu3YflEM604vRxi",
+	"ey61/Bx2QPie8/zJCUDcQLGrrXDIO54pc5Uqu+JYH2CB2PnCeNVSS1YT3nbNYUlUU9Z5dHFaR/GTk3vQ",
+	"d9IUZKzOJGoSag2myFNUk9hExhq9KJYDJxxZ80vqOIklEqxrGOcc4sNlU6z1OdagiwNnfq3YoRpi7BMY",
+	"ooDpSgGTCVOIuzGgMolVn0OPIsTvuVIfVhIIhEqZ9qMsV6AdRRKicqlIhONKpgnjjrKRII3gOztjTaUm",
+	"FBIbBJX0NI/HHbsLRBaOyx1JIkIIIyF3iG0sUJ64JGhbcgPFAo3zA6KsCATVEA/GGsuEB5b19bBSpofG",
+	"h7clixHNk6iAsXoiysL5tnhxjPl0spyzsS7Zu8vZSox48vUPf31GgmZfcF5lOU243j/IRaXSBhkDFiRQ",
+	"FxIwysc6xFIDbfdsLAOgZK5MAUUKQptfeO1Kk/JYEUc9EPwriUBpQOpms3nxKjMJlTDmWymix8E/ugab",
+	"SZIBY8Mj6Gq6EvC3rMLhahKIIhPzRVF9WEcAnXBZPoXAt06c0Qi2+fuTXN7gGsVeBOIfWaJZasY6HLfG",
+	"Yw3/1wpRHOsdwp4EQv1zIVMfp0skXMtCETcY/BWUvBVUwJr7Qj5YaJKlvliOiFItifFf9QV95D2AvoMi",
+	"mW4hh7kq8kS9A0Q0zghVvGYNw/NI3lquV1Wtu4GVpXMFx5qSUWwuceX55CKVdlOd58JjF8exXtMHWF0h",
+	"JcZSgUcnDDRiY2LOsrxO0pTEzMJMkdXHKFhbdCinJ7VzeDHrAzPWtV3kkZ2OyqwKf1JZzi7JcAMhqzC0",
+	"JcbBc2Bt2gMXHZHKMi5jfYBbmWV9oNf857Mr4dvBH+z1WECsnDw8sRO/SoiGblhWF9OVY60tVg534KQR",
+	"IRKdosea3QJU+aUjXpJi9C1ToXnK7FaB40VHLzpdMwkJsdSD/iHl+J0001AcvP7uSbt/dGyr7P149W37",
+	"FMXcHOJIhsyAhtyW5lLNZALpYuVcZ7xFEhUfaHOMnNPqHWtLxM2PORchKVvH/w2aeZ5Eb6nXE05BPpBU",
+	"Wgm7AMJjFjMldEZZyuJaLTMdezh4qIPCUfDwkEXA1llHRcMlZUNmn2AZKBEQ+6xTTL1wigvXpKv9zAaI",
+	"mgHJT0khCLkaArsSJ55HIvDlwhb45CK8ls/OQzvwW7iEymwuUVM7lhH2fFhBIOXvXDI8AvGoBIrAerIj",
+	"E1sXE5hY9jsbbakwCnqMXEYpTQup3HNwGRDB8liXT7eliMrq84+MyBZFlM34nnp5/CZ/BBuxH4tbQ5MC",
+	"0hP3jFPYzIwqPuwSpwvnagALyULGT04GvXLqHSlt6XPxYXsVuajgy2gESxpR/6z/pgJAxtP+G0faixb5",
+	"1+1+v3uCnE/zKeJ7TJFhObO5THL0l32jwNcF66E/FLFcGiFvshFK4gX7qwgUBQaYjr/Cc5pfTawcCmdA",
+	"Wv1AuVkeIzDNNY/5OWmk4jYrkUtuit0I+D306WoxbPbGb8rP3mwSKAqG9VYxryGXtIZ2ReAOVrEwUa6I",
+	"dJFMGCqU+1XLlsJAiLbF1POD6z++sf6JIQEJ/2I5k30RsSWI+n1RsVoPR9beFZKHTiO6de2gVYemsesX",
+	"hk0TqRm3i6b6Bc7pVKVz5MuDh3o9lcYkppAaYOp3PvWz342Ic5zsRoa1zfDKwKsmDhBUzuMTQzro5Qvt",
+	"N7x5W2mNjpGC1wrwx06h52RiH1T/b5ctb7r2YDjBnR7LJt7d3dVP7XcfHQL1VcvGyKLVj9Si1p1NBH6i",
+	"46ewILbd/9S/unxILm+e4rF36wMu5Y29bc/hWw94fVamZjobj080lgUWpry269JZ2xg1uwZ1yibknMuN",
+	"Q5VgceWZSqXth+aeFzDhvebfMaxKI08Y80p0tbeDc+6VXKaZBBLw5zIn8NWwd7RLS3kPVPELFScSOC7J",
+	"99jftcU/amaVIs/gr+u33KGVHODPv8WqMQ8SRabYGB+BSdSrxIeotkr3J++UO+Z5PPYqpa2Noq6GRldd",
+	"ZFsioKj0MQC60NbvNJMxnpspqbtE95RH5iTGMGwlVaR0uIPxKGMh+WDKzeMjl4XJWgv0kc8dLQsA2Oq3",
+	"pgNxjFAchAi8h16Ghx8V+kRXlQ3OuqJW1ZHjk92Ig69ug6S8czxkQktclPeQRyZj3s+mYgdwWPECvWhX",
+	"u1imqIQyR3TksMFMiQd8jk36M7pfCvGly7H8BGjjFcmzVQb98oiNIFpaG+V2tFox8WRziYzfZfzPj9zZ",
+	"1eAdBcAE/gKh8wjeWP22DAfWjg2fKgxojaudUmkfD1yNEfBHtEYtM5X9o+NRNLk+GsTH8SA+ncheTx1F",
+	"p1Hv7KgfH/XVUTRUk+vro7OTeDBUkyjqn8lJfDQZxP1ef9iLuifX3dZ9YpAcZLx7s6dZw2WCdgEMl9n+",
+	"nxHDvyViuLbPNW2qvxJk2BXdXLsn15rORRbW7MFkP0hRJDOVJlqNNUJnR45+0quXFpS1L63/ryz/LQWP",
+	"4Vjzb7UyV0ElOySx5Q+uy4ifM9Eds0XdvKDiz9a92ZwUAz7IHVhYfkIiexwcCsjAnyIxls0e+y99zDVH",
+	"5whExJXmDqQ7cmOwl/x/8Cj8S/EXSekKdOPBIeH6HXANFHsGQwT+u+2Rh4FtanWwcOK2GxDl3QuyHLK5",
+	"0u4GKuBOF1jbYqx9KBnqezshrzN3nbVf7LkMHk9ZqniSQg5yN9bXapLlngWTFLB7wAX0qsAVkbfyNtZL",
+	"ZYNsr0gkcRq/U7myvD221GmlmigXcXXVp8a6Vnz1wCu8GjDyHItRORc22ZT0JZAZg4VIBdot+sorUGro",
+	"csja5c8wChgrsNHiscaWuGUACXJxwNFOB4mq1dsnFzT9/YLhO+Ehh2rsVbX0viibJ8rwqGHxZnR147Zm",
+	"2I4tLUVsaKUcPdViHVGbbaCiftc6M5QZR1n4HxEOL2goSu+I0W3KIBHdoGXKtUNQnCDc4ctqR7z0w5wT",
+	"lSNejqx56g1X6pzaOlGuAAyEBCwHt1lnx16h5v04K/Z3Zy+up4f4xzOggvjb2/712V+Ux3nycfQvJe9I",
+	"UHKB/MxVvX72cMX0V+mxrhGk8PWEV65dZOlPnC3q1Rjf0cx8XN7iVRrf9eayyPe+RDRfwSO+RIBbaT/v",
+	"ZhWvce26uotxxv54wmfEcobbJ5Y/Q2Lqr8rayKPhoOqzrpRtRgLWqov7J8UPrz2XU3wHXYwTdLw3DM4a",
+	"HMkNr/H89S9qclDa7GSJNVntb9hspyvQcH9TzerwymJ2gzp+ctBU2W7UrRXI26f/K1hL67veb6LK+odM",
+	"h+uVD+zelWeT4EHJmhpWa8+t1t5uq7X34Ku19zGrtffRq7W352rtbVitPzEUjVwbKFAEOloVhcpyHe63",
+	"XL+pyJTM7ctU3CCx7iX9B16x/tpcvyh71bqyp8PVVdrbcZXu1W2/wmpvw7rdc8rKhUvozWq50AQDRqMj",
+	"YEPLFgV+OB5Wq4P23PLu7eF6AOtlF49Dw3Hxs7vh13Y3FGxqfrL05HWYXCCpJ3RapdIlhWRr6cUezqoK",
+	"vR1rWxYQnQsJ0a8qY3NwkK3ph5fPhEfWNMIAsS1Mpn0q7ep5Co/QTHAswiKbfx+Klatn7Pku+d+RWj9k",
+	"oKa7I05MkaTMAyKyXMCJG19Bzot6Q7zTu+0xjA4WM+agdtJRHfylLG481tz4gM+dZblnOj452O4hBSD5",
+	"Nzh08BgqBDz7hXHFQchumdArNq/VrY2GxMYWtCNPOZ4MAeDjl3GH2nZU/d3BoK7KQvp0PoQuvsTPIcGi",
+	"p4kuRrauYiB0ptsgLYUSiHQE8KjoebnePeoVDhUHVBOAmc7k+4Py4YGYJjdTqizxzpbXpJv+Q/QOQ8I+",
+	"wcKgrGsiOkli9PDoshwLwaLSzCjmZz33ME/O8cEam4ujGU5Y/9Of7BmyyEhoPd9Q3QdBzhH+sjbPLPB2",
+	"lKngk1c7Bu4KdZbNQ3EAP+rMOmRGmNhVlJMgKJxmFjMVV3xX9nCPk2Q/YNk2hBmzswIaYmnOygqehIc/",
+	"KOWC8MkkClgNTWdFG68Cr4IUdaD8WNeR8hRza2Nky76osR4svoqnkEXYUgRZ58RTYgUuly/0kQJo5Xch",
+	"eQe4QEk592Pt6ovkap7KyK+J96ispFKS0lHMzSLWrWTQg/2FXlYvB4mBRrOP0/b3MPDw6hTetM3jx5TC",
+	"gyRIbZliebjyiTXdxos+UeZchHqRpqGjqmUosc60AmitGxgs/x6K2cIUWDDYwSqrQD5eYLZ9rmItinXp",
+	"inMwekYbI47eDmF7lhgsFQDZFPwoJyWYgLiiHngcqBQrmZZwcQWeTw8Kmz1VFpLJnqHVcnkuolzJcG3M",
+	"5CU3pYcSQQQ+aV9ydfp1fzvi66yYst1ooUuGkhtoidO8kLMMwYxlCqqYZGma3ZoySYTfw95IB3gtwfpj",
+	"bd1YfFMy40K2bMnberkiiWkYaGTsE1yeMmfEYLNKze8ynhlbjBm5Jjt0iOjCahdbhDi8iNVsnhVKR8v2",
+	"92oZQuOpepnIFew6Rk4U47PlTI011Np1mxN8RSWscF0ujVdH2Y7GAcfW3ZuK9iVejEDUfKHCQyyphSn0",
+	"E1RvqK7ttBe3SaTOSejxfa4FUsQJwqN1QY1wUud16q1atnMF4t4IJwWj6YoCx5/QC+iN8vdq+bEQVHtU",
+	"g5B5FZ33U3WTOoCdCfakw5GvXSrAwl8DSxi0SqOgNToCe5lY4kvGtTUp/WhxOXuVy0hXrdYrZyGgDjNs",
+	"KCYFOYFJTx6cViprFRnSxtvMCBhaYaZZXnDq1Zodd5VHh0SqnACus+GphBsqiwFNcfqcGhVUOEt9ACzs",
+	"uKvlZOwwVbcFGOpoptrWLYG/tk9bFYfEz91Orx+0u51BL+h2uqdBtzMcwufuUdDt9E/gz95Z0O2cDN4E",
+	"P3c73TP4pt8Pup0eXHHUwyvg5h79BN8en74pocb7vKJKmmwdCTiiG9G8YBQCFpkUPxoCaIaYaTLfDNi9",
+	"fPGkfXTU7+GlzokHg369MFTxDWHPdi+TuZpmC6OEiaQGXCrV6M2VBaNslfIenQpxUog1u8pyyj95hqgv",
+	"Lg7Cf5DpEjceEE1RlhGLwmFQCZ8aCsm5IGtFgvh5NU8MjC9smBqB9TigraB6MXo7wNtTwdq2ghaM1+tE",
+	"R4rB40vkNUcALmpWAuEisHSRKs9Xk2kh8zx5JymOGDvseQrTgJSPg65DoeMhgdsmcmlr2mn2zMBcmELe",
+	"KHxnrkyWLlCB3L2pepl66GbyXUD9Na6a3sD31ZweV301gMLJaSGu9DVoUdZDa8TjBsZzmzvbunMuLefi",
+	"ZeQS+Wt/8UQaHwVQWQ6FtkatD+NWPpMXVGrbyjMW2yapfC6vVYo/qhkiEsetO8IgrFlPL5YVuDRNio0C",
+	"yxq4Gsr5QTKATQNwLd287i4ezYTJsKYuo7Zl0REXj94pG5b217FbpUhb6rXtnHAKc5nEvAZFCt2lxDuU",
+	"fYg/FxktUxyAtau0OcRw2v168Nfjl2d/6f/kQgw+cPy0++TkqlVd44M94OOgAz4heFxnLxrTMZ5Y2hBG",
+	"xzmNAGYBaYNCJinvtziyU2n8QzFEYSunV5uG3/HlXWdtewMIOp87yQ3M2xx8oPSIH43KX5T0XZXWurmi",
+	"c+fezfZtG0vOYg0f5wjI1Qz2yXznvsFTbQe39+8nsmHJV15nkhbO54O2mjuubuxleZtDRdIJoP4Uz/1j",
+	"CXmo8ir4myhdVHtk1l4VJaF3Gwo20Lk2XnUwPvhO9TiLjH8v5dTjEqyM2F5LaH0CwcvVbo1EUZOOiqen",
+	"Li1jTV82kg/wQENmoq3Iyv6SQPDwEl89nq/ZbYJ+R+w2XOMIha+XnnvnXFRnbKwrU9axXiWezSSannse",
+	"L8qS9OfPIZluZcXNVHX5N5zGtnn+y1vcHR9ZqK3f7e2r5uRslTAeJ9ia7CputtT95eUL7IoieWS8ySm5",
+	"JOHNXKrPl3EvGc1bJOxoY5jzx7xgnmeTJFU7PP5J1S23QN7tSYJphpahm9gx6SoMCb0jWmzy1FXfPJU6",
+	"vs6yt2uWMMer/LV87yjytuu5Qs6bjSY1DK9vVFePV9Ncld7SrbLwm4zlYO1Y7oOf2XZ9WW1oE+CmlGvv",
+	"ygp9YOtNo5zePZxCv/JxZzwynaqzv7JhkdspEC6KUnLL1Wv/YcQk8BRvhTkfHW94CXjuS38/sKSI8HlG",
+	"+sn3WvLOa2GDh59O3dq3b7vbXXcX/DHCu7tkssHg/pHy2KC9/x2z2LAYcTXe/LE1ihhp8wH+2cypbb2F",
+	"K1WAMAjmYJ8hB2OTIvBqkVYxvmsw82tg8oygH2sOIe0KkxcHFKxOqGKFjefaSkiHXqH+nVD0Yx1ar7YP",
+	"YE4MImWR8sbpMI/1yTYX4zL2Q8idS4yqgJZrXQSbFSHlfvRsaQMBmVbECU6htjJ06iUIOIdXGfC1uBo7",
+	"PeLAFXV12xM9IMtSGPU0hSCc8/AEwvp/AoGOHgM1PMUkuVnk/nscyRG9EFHsbKnbbR0yKJDmAmqFn4vQ",
+	"Ng33IfTloKR46Y81rDRY/a6LsoA6oeS5tiPICHk8PpSUo45vZl+63K9oBr78YLfou5DZWv3A90pBLzrd",
+	"OJrbrCZoARYysV5G5GLRbw/LeHEzfejHhlcetNrlZ3DzZ3DzZ3Dz7xfcfI/qlKhfNpwf/l3p8qHff2y2",
+	"/C2G4QNQum65g0Tnzf4WqKdwNyVu2quI7molJar02daIrw7BF5nGjemdHtAkKcRNRhQnRjmsCj1rBa0S",
+	"KwjvECDGkpU9Eu9UHmOgGyLW92ZDqAHqxtp1lInMGknM12RlPfH2sn+rzCxPZiCKiGOyL4Z91Vbpt/vH",
+	"V93TUf9sdNTrdHunaKsw6RoFKCYp+7hY+SYw1PKa9p/Lr7t/Ofru9Gn/5fFf16T772OAPF7z3L05Abx8",
+	"lz2GqjfcYagGvVH3pDMc9mtD1cyT4EaP4P21wetfnfw0/NvZ94MXDzt4lefee/B2zyawq243DgPQZoHw",
+	"VdTnlIJPnlLAZ+/apvKp2NB32zrXpR2QF4gSD2gP8OlcRhTIctzFYp6oiJwj9ugN6dAeMWWdKwivnUtj",
+	"CLFZQkEfmZJzEpLhV7bLgH25ykJJCvs7oQnNWJes3zTiWZ7cIMQfenMQskIIA/EPYDLFkIBzJ4CPYayp",
+	"y/hw24kKk7P4+snrZ88vXj7DMqGFSlPjNankD0fCMpAIdhoE1aO7HSx24/yVN3PmO23Y/NGM4N0f4lC8",
+	"/Ye4/ZP7otlUsQVdn4imrhmwCCC5gueRMwUmLjAKc69mGH6mm6D1maZuIVWFJX8GD0iWyoJyM6il2L02",
+	"pv1PkhwQ7CPvMUkheEYqk62FFDP5jyxPCnTNwaOFSJU0heiLqoFiav1JWEp0Jq6lQRoNuhAewS/rYJMg",
+	"GOc3K6lSrWIzCn5rj56BAGqFWF6Bw2KfuOad1RcmOsrAM2iSdyocVSGZATsNKWCxLJ8DT4C0BHgjjw92",
+	"2NanbRQqijjbbxG/wy3m5XpILVroQpkCe6+z2sD6Q8oFBLnETq7EWzUv6NUrlWlgIKistnPBJsYjr6pb",
+	"nE2eLOuWOhfQ8ZD6HVZqAyA4nSmPM+ZMFlK8/PF5SSDBqGIs/+tzza8hp/XM+N+MpNbOez1QXpWrkkXe",
+	"ThJTVNxIrnvk9B4bYF7Y1Jlk/6XMSNx6iZK+xQrrjvF9S1z8soDvgWUWIMPELAs868lkybAwrAyhHMzr",
+	"sj0YnPmAMGKz7Wyxce/uvG8qCGl2xlqN1u556EpPfdDKiEfWoMTBEoNu4xg8g3NQnukkMoiJvl5rl24Y",
+	"EEuuS7KJvhWVi3lmsAo3eYt77aWSgOzIc6kLOIK9s+wkzOUrJnKRFiNhpuC3vUCUHT4afl8Zxq/2tn/3",
+	"iO7aZbAH6q33IIIOI1UXdauW/Pn7xGeptTII7eMf7te8T3R+ucfcrvO71em9k9KgaAihJwUFz0v/R+00",
+	"8d8+6v3HiHfb+ftNY94PEbzGzY9FFxNPaoeuxjPXx3gRH3+wf24rGV2zr/xTVbDOQUhpc76DcWtcGKoS",
+	"Itia3kaFQWwCDr3M75nIcjG31su2gOCD2Ucf5Yz77FO6r0Nuzz2C1tTGneLfNURjh+CPHabZQff9Wv6m",
+	"YEuUBSSN6/VJI9ZoPTqNVur0rVkjDVX7Sj1978J9T8pH3N0r+OQi/Gv2iZ9k+tZQ2SJ0ZdlY2yPjpSiX",
+	"VaE4UZl9F7UUaXJKWI9Y7pgHqvVz2J1ADxprl3rOpCKl48tR9eMTXWmaMvsa0i8JznRe/qyzwmKc0JJk",
+	"YJA0YqHf6uwWQmhY2qRYYuyMUDs3C2VKHgiXdI5M0zUaRHRYjVYpN8v9j7fWFSb0ctfDOJllA8/LAoU+",
+	"LaGXvn7OFJ2cB7X1+VxNqv4C9j2651NCPWzWdsRcIWlH8dgRT9LUOuVwy0uzDC5dzF1qJHhkZJoiv4Il",
+	"gSGySGcF2JKISVxNRPdAZSRuf/qTOLD+l0ORbEaSHaxhUR1ZPhafbSUooWBBmRhpGPDFRZmp8mQSH4ot",
+	"KDWuZ1i2bqz5xxLuh1d4XCvIMDlCl14YiEkqb25AXEKdtW2PvfHgFYIDwn/TiKCol+XRQOgZdIbOavSL",
+	"VgqFj8izaucYT1upim9gTLxC29dL79NYHxilBBLgL/RT+36v7FMpMv4qSLSYLNLUL09XJqi6EnxPXn4j",
+	"csUOfcfFbwIOJxPw3djR+AF9SwZHgvxMWPiSY9g17eLiBIkusnJBcVicSrclhb2OqwlUC3pZIMuGsl6j",
+	"avWB+gIqiw0euJK07itsmAQcZJYqzo3ymlNkWeC1EyYW9iiOgljPd1mjDHAzhqIXmsPtZhFNyfHq6mu6",
+	"uTePxpomnzWxztyvtcZTqVVSoyZL37nsYVvpSzoiEZ3dEhESjbXF/VkKKPSWHpaHjrFeW6ewUq8OG8hS",
+	"7Jd4QDpjWYvPJEVZMj2c58og7W9G2U0mAQkMOYU0hvqJIZdb57K81l9MGjOBzBsiOQoplNFQud7V3OPS",
+	"VLIsLI9Lcv1aBd2ls7a7PER1YByDMrsekd2FFsFrxmHgKrCgDG8Z8MKgApBeVSWkRtC0J+B+fr1kKcG2",
+	"Y8Ao0ZN0gUvU1W2D1Y+4DlNc2F/L8qhcewJmrzz7wAJjpGpEhFk5FnrNc0VGjEzFPM/eY5Fb2nZBuyrD",
+	"ctYQa4LbZ8rnSNgJJcNVLyowmXOB+oyHMeQblMgXqeIh/kbNi2lJNhTDx1C8pGKqoscqRMk8Tfhk6+V/",
+	"YOSAJgGS8m0Ff7a/uP4w3wtByky8FKl6p1JQRQjyHeunyyilcRPJzLpzYcKiTJsiX3hkaUxKrknwrpWt",
+	"HghTPymUR+LjNdHGqly6rPHYt4kNq2wvtIJoa1RM0TjSLYWai5tMGeiC5Kq26XKszQxen1fybCwa/Vam",
+	"b4XSsRG2fGXPlnfG+F0BTNo83tcZAgThN5P8y2kwkl50NlRmgHaMtWGdSthzN0izNRdWFCOZVd7XC10u",
+	"eA/bLJ64Gag4PlBjOD0TVNRFNqnaeH4olXSaXcC8S7JuNeIm08oaE01eFC+4+6BVWL6zCHuWYksfCXLB",
+	"7xyJHjENxQpjDYf2B2O5iaB3lP3aFzKlFGz7GF9ubWAddi/e6UmUTSYwX6MQs8wU4ohGwJ3W+s31X1DU",
+	"KgVguIXE9mmLwRxtqQHz5qNz8Z00bC2k9q298lnJ2gQnd+TSukQ31NZn/FReW3nKzn6a6l2NThqPVOoz",
+	"mvZ35qZ5RqvPwwfZYO1vCAtip4azQdplrd+1XgvQPbXiyLAXojXpg1YDWxjcTOVcOeJ/Z+VEspBpdrNQ",
+	"fESyPzyi2ryBM2BnSppFjicUe8Bih46p2KBX3128FrGap9ly5gr0Ummzg9AZXK56NzRtoWfKPQ1uMlT5",
+	"no3PQ4toSdX7JJJpG+K4qZyHI9ux3O2R/nH3kSGCUx0hFOMWoRQHkTSqPcnSmA8DcGeqioIQt7GIk5sE",
+	"ho2SoMvKGPCILBezLFeHDIQCbZ1F0aKs5J6oSD0yXD26K4oMyD+/zZUK4PZYFSoHdWqKJAqETG8pyM1j",
+	"QgARS4BI1IgwGtzPKDOJVsIksySVFqdTfythVuKVsQgs7WNchj3KSXpk7P4E9/OVeSDaPe7CS6ViBiTT",
+	"b+flY64XSVq0YcKmUCPbf4IvNzRPsbjl7b7IMrJIqkLMhrMvwl7ZunKwnKCySeKyi+33ItMVAFdHPKOy",
+	"sfgGNFWaTHNw2fDBESc5V+SDM36kyCXBaYWBuzxJiQsTOQnIZ1Y66aoGe5NlTvXnCRhVA3I9ldFUQYdH",
+	"fgNsLR6pRfjsSt6EYNvrsv56Ahiei0n7ZaZV+wUyVMJMEh/RdRYnyB416A7hUJ2WLpqpNBbMsQ5w3nAW",
+	"2tuouphAw7BdrQcwIXRm83LrGB5PD3lC5MQzTjDoWgES+Lr35yYH+i76xiobUiJWvWxTH1WAZ02BVLUH",
+	"5YWSAnF7HZzSGySaLHs7bfbgSY49hWlLpGgJssH2YU3XgijYpWf9977ChntXDeSnKyrrWhW3SjV1d2e1",
+	"5YhsWWU16av9x6FJofEY7KLOqsPYsne0ygFd1evVMWWETG1QvScRowe0cldp9/S1OKj0LNOKYaeHn2X/",
+	"s+w/pOzvLvGNI1kT+J3PZfVtaW15yatpg7cvIUbq0hom4F/t+AY77bZjG17zkYCqwS5HsJdZ8SKLk0li",
+	"j23/XmkgqykdxZqJ2wQvKolTNxWMtJE7WxVBIV83hclQDpjICNB4ZcEwpDNgJztF+zhixhE/zP9R7xNT",
+	"mHNMvnDWmTRliuCBFxCQM2UrOR4S8Z5kKHijJfaiJGjaz/z6dZP58A7MenrFFIYbPTSUCP6tu/4uaKVy",
+	"r3uf28t31x584w7ZXKsy8jmX6xPncnlEZHahu6/e3K3LqfoGZgjzYnjKrD+5FqineE05n1hvYqqQzRWO",
+	"UVJMkvcqZiR4uVHnpqDSADIVt4k2o8rp85ERr7978uoZ5ZFk17DbW67Y8G2iY0Q0TJfXORwl6XSNpQIo",
+	"4zcs1VsY2OZggGORQy5LurThTi8PqqxtcPVfr54JGUVqXrAXGV6JNuBY20aXR2b4kf4C/y6R7NHd9i32",
+	"qkdGYD6HCcba/XD57C8/Xlw+e/Hs5dVrL+qWGN8gPaCj11zmBXn6qe9I4cL9O6QoI7WOQgn9vijgEA9n",
+	"03meXadqBu22lPfYFjhQA+oIQ/MCbVn2nGf5WyhoOkneu0rxytviD0KjFHuXftAQMo6IU9lF1KtSQUkW",
+	"1hyzsSDrhbAWGRPfJTrAIJ5BKFUPXy99MDfpAK80/ldxvrxc6C+R5b8sGICDg2zVfsKSP+0J1ZOZ5EqJ",
+	"g2H3zMby27T5wLhcLwo/o467l+UiV2hSxiPwhlCCj9fplZotRXWpSGJoyhZpLKbynYLqN8oVuTnw+h9g",
+	"2pop5GyOHjed3R5iTSJOEyLUlaubYOdailzJVBCQlF7UEdbCE/MkequwdgfSnCfGJjdSNRoQ5sZqpvQ4",
+	"0vmrm2dVjfwVWicLxdlm+UymiVEYsTmnjjogjx91YaRqU+AFZ7k58mLpPijKcp1lqZLaRlnun9+Uq+8T",
+	"XUuruKSqJuIA1pjN1bLSfDgCNxFmnSXsXLNJYNKJvH9wTDzeFvf7qEWF4FquR7bAFWp5UgD1MyzdwsuF",
+	"fxAZnVjt7azoVhoAWUDtlVZ8aL3F3tsXBvVjLv/sGgsx19ao1wUDaSrTyfNkorD03vGwC/8L7B2xiuQS",
+	"Dz/6dZTlqjXqdvrozm/qby5vnhKLZf3YXmPPhI3q8sl/tiepfJctctVEUR/xk0jO8Mq8NYJ3tBggXWXR",
+	"jKn8BV3eMDZQbKcV0D+jo7IH9gyHPaBf/ca/5p/tHusi8NdL7+S7Wp0BseTgLratJaLNjU2z8BgY5SPb",
+	"GABYF0UK09M/Out3eYKaWs/zW2n/s6pEYZ0Lu7mkmPvadWg2vxdNyOyIptCHI75T+bUsklnHdnO9cNak",
+	"r99tlKI9DdpPSKFejuZGi/zpVNI5ZflNLifF3ia5vWvFJv8mXxJYAM5dB9XNkwq41HZv1HBk7HH5m7Gu",
+	"XeVvZ9fKUaS+4y0gpjiXBfWx1oad12755xW6cHu/yeCxzKnt9sRAhC4/IsTSUOFiHvPnFUrUX5c42i70",
+	"zeF4WLIvHK/53gKxtyys8+ZYmlrpSMYr09xs0P23yZnb4aT3NNOTNImK33e+XCVP7pkuYGP5I51l6UDq",
+	"zqPNp9ma3+pxSUlJ206qCtV01oXvTU3rdcTXS+cobmRVNYVcOtA9GbMHsuLisDjKWhWzJBZG2VqjeMEh",
+	"4Ne+mi/yG8UnGJVL4y4x4lYBIUeiy4d45U+brHTq7G5W+pPUZPRC4YOS8UxQAa5jCywjl1cYazfbHbt3",
+	"D9O9stMO181fjAU2QGv9u8KG/pCQIZqcLes2WJ+DuuIxLEHjoxKtYK0J338wTxeGwOblSRrdGO4o7W10",
+	"TKWg4sRaKgZL/cno7VgvNEf1sdzDqx+vwPFMcPob7WoMl889XJOM6lbjR1qPf0gDY63x8Hl9/uaZl9tW",
+	"534BEkdGi5Rdi0bGLsyiqG+5nP+OjjcsXYgPCkSu2uUpAvMIIVcCsie0dW6hI4Y9xCs+TwwscSHaw464",
+	"KEx5kBhrxKIv5nDoxgxUyHwrzxJilr3D8rnecQM2fio2/MO8SGYUVo8yHS3yXOloOSI4EXTOvQdJaHIl",
+	"Y49inUZhrCcySRmnhQ5IvqcdsWUZimQiTDZT0D5MCuNbY89xPdaJtkHyjrDcM+X73aEcqwvl6HVnUDtX",
+	"VZV8PAMm8NBqRKcG8XxnRlDxlMsDK2DTIesHPMiUnYdjzXE96qo/co8rQytzxZ5ym41J+hQSh9jYkim0",
+	"yyXOWSqnc1ev3G0BN9k7lWtj8xgo5QPSiprtIx5BTyXf10OYK3I6VKl/Ynbvk94NxM1C5nGZQ8nTQqPO",
+	"+Qgf6SLZ7hYZNrlFgha3hetI5qDCrvJkXne0AT88SkopEiguiIbB/bHJxcaW3Xre8+7RaHDW6fUHQGZw",
+	"j247751TYUmFBts677gh20dp0DxKTm4398AfzD03UNaKD+5x+mNPx3DX6ei3u72r7tmo1x91B53h0XFl",
+	"OvoP7y6xSnjVX0KKabPP5N/T7PnsMPn9GHYonff2mDx2BcegFR9jATYCDC50rN4rU5Y147TmlXjOqkuF",
+	"KcPpd1fXfV3cBzL+loJARS7OAqag4RwKKuNe4VscVRQcnSoFwvUgnmYHKyCbBdqR5ZLyHen4iW71qcqZ",
+	"Sq+s60agifZtEqsROVLG2n9VrRAk9YDTVxNLvfp0utBvIWT6pz9R4qsdMsh8xTR7eJWZp0khMi1gXm5y",
+	"OZ+ONaZGSmi7OLhOIdklTbQyhzT2ETzXEH8pZcP9r17Q7Xa9NI5zQHS4B1riQKyRbLku6b0WrYloVguY",
+	"TLRJYsoT7QjsBbLrwsCFlCQfZ1Etbd5SMgScEmrpPLoi0a7jY034koOQUAamPc/SJFp+0YVAQe27XhiI",
+	"TqdzyHwh1O2xtkkBGJzwBjTOoh/zBJ4DICb4F7QyplyjdTtThYxlISEnJzENqFOHKynRpnAj5Xcv5tAP",
+	"mmevMlGZvh/xMPHcX6q2rQgI03/Bf/vrJondXFjrGW8hCAwfvJKCyiRBwjzPO1rjyMQAR57YHVNgM8s0",
+	"LhdXlYoiyp4Lkggmy0ZgC8wUE6pSJd8pg1z9ppCpsi+8VtNExx3xjacC8Llsi2OLuOn801h77xxhc7GO",
+	"qqYUbFhsyIrATh2iBragGgIHms5Mvgcz/+tloUwoDoa9AWdoJwX4YfHslsJGI+zSTrSlHbZta0RGYFtd",
+	"bz7qUOHiz1U2x9tM2F/8gpDE8UvOYpQ7t0QNrlGhdLa4mRKI69au9Mp5o1T2P+OnH/MEgsxFMTejx9Y/",
+	"1Imy2WPbgMe8rjrzeMKmDWKYqyxn1gCsLkKs9kLrBt6eZpFEbiRFlYHeJWS0naDv4YbycEGzwcZRYLEX",
+	"xMFjFXFXBsbRoXpAo2Z+WBwIKRDz4xcFp28XuAiw4jvRCFOdz6l9k/UzzKdZkdkEeDNN5i74DT3HE9K5",
+	"uFVUInxdVXFuJMzg9cIkWhkDze1QwvRO82Bf/f9n79t320iuvF+lwO8DIgVNuklRNwpBoHGcjDK2ZyJp",
+	"djYZesMiuyg2RFb1dhUlK4KAPMQC+wb7IvsmeZLFuVR1NZukJHucOBn/NWOxuruup87192ssBKsUnMnu",
+	"m/kV8f9+MZFaZrIVZvjCSbglsmhMBijZZSYJLETsw18Oax22J1CIVsK/qE2v8zyCTn9uvqK6pk9hA9Gu",
+	"B/JTliq42f2fe+t36kNSNelumLpncB+gxN5ORFqpRLeqkoADUagy/JaIQFDH0jR3kD82kQt1IgzKqnmz",
+	"Eb7Q85sO9c/BIvlsDYxwUfzsaDvxDDQ1f/ZRbLNTAkKZfXEf/n9rcBedFvnVzLWdaasSS3Aw5XHAIdb1",
+	"2owKUHJDXSnkvsohVxYhiSrUGKUzInj/21//qxZENdMten5e2mS1NXwtDK1tJ6ZQWfjqUCM2Pt308Cmv",
+	"pMlllnsIOUto96wQDFYZPBOiVQzQITYhGA3EVUsaCDn+C84sxtYZrSzSCawYSB5cwvsyO2IHACeUc559",
+	"oTZ8yBTDDCJjV/u+1C6f0+SIUjmlg3pJd36t4BnUdi2svIO/E8IHumZCf07EtOqGpCXyNOidXbDOhprV",
+	"RHgLATMp7U6ErFZhLeBLlN3LhiQQdtqOeNOocUBFdqmdWU5m60uDqZMVWspHhwhxbzfSQ3H42FfUAmtL",
+	"SDmjjZ1XkcJXWPQVt1Sa1JjUXnnaym6//gNdr+Hlod1exAPZRz5Cy25onu0LnOz6ON42ssSqc8iUjM/p",
+	"a9roarquq2nU1dR3NX2GghNWlw7Gdh2gBnBcUVF8KZb5ZP4yWhUvI1Ao385UqaL7qLp9PiAqGpb/O+lm",
+	"FWzJ+hvtRSCA3VJ5B7ZMyEp67ObAI4LxQ76pEP0S2gyqhyD3E0VgM8enurGEk8urmeO0J1Xe5FQSexv4",
+	"uYS0QtaeZkSznMHJ5rkN8IBDzZB4kE/RIGYhvC0GcSIgywglBlH4CBaz45ANH+Q2ZEOLUlknHbPiIEhY",
+	"WX+79/fQMKAteU9cFVwFnLxClVZlgFjXEb/N544A8LhGBLxBWI5EnsCRy1U5OsFqNx9LXUNsSEXGtclB",
+	"RL/mDOGnnsfLPNpU7/jdqkR7JCkMYTjivDcP/05Dr2MaV7fEusSv4IB+mqA8V7SkKKqStf1a7RMsQr1H",
+	"sAk2dAcaP7kzMFt3WADyWF8qVF24lMBPANuh3quZ2dQpRwHgp3XqMkf4sMdLUM+I2P3z46jEJ6hsYUVH",
+	"gT8KC36SgLSwIhNqR5vKheMrP+bOlliU9hIUvMZFjyfDlXnRBnVSk2ekERhN99pp77KbIj932klT5OcO",
+	"VReDLFewpBy75F03l9ad4qcff1XEelydosg5BpcUHgcYG+HiYywzSKa1tONZrrUq23mmpA0A/P1afF5P",
+	"ydkMFSFHSeta3eFzylWeoDOhJMh0O+MaOLFQGMfl17QKZSfSyTKXhALXiMqm++1uFzgL0t6gu+fH/Nxe",
+	"yIW4UVeKPgRJHVEXqh9ACYjivc9xPuEpf0oBc+2OrW61+v33RU37xDXNHrqS8NjJJJZe9/+U2hpbAC/u",
+	"Pbb6ZgKVU293VwlrnrHPUwMMqvhQruwvQrgPlQkfC1rho6wMcntnnVq0i9IsCsegaSHoRCi20JTR4+rI",
+	"9xQRgVQ4D6RrtIO/4cN4NeEbBwzNMMI/fQ0IZRBPXQFlD7jPbBL30z6RN1PEBhbL29yU3LchP/bcF+p9",
+	"5L1CmOunOoNs1sdTXuPW3IWnSw56YLsxx0YqT9O/ah4IzcQ/cxJs3VEWiRL64QPEyDmLiUiCLB/hca9O",
+	"FfIeYxyesq7mdwHcl4jaTUGhHfhBz++8P81M1+tNQSDG3OuxhQJJFVu51zeYFufLDyBQj/E+ybB6ivL5",
+	"mdOuV/g2rUFL3f1+9id9Pp/kZwdn+vfdcZ7evvm+ePX95dXtHy6z78902pn0/u39ovsHiL7RzoCAlFkU",
+	"5MymWpqGchezJrWSVlaaolDZqxuK36ZJS+lsbXIfKJ79znFKxFHQnlXjvaQF3ko7q/hlcI+dK4dg3vhu",
+	"dNvj+xfyvf/aPlYMh63VGrTgGm4fTvYUjQl7XC51Gzhv/nD8svfv55isitSbG/rY6/S7h9BHVy71RLra",
+	"4FiXfUg+6Uz1Bv1uZ38vXZ2pfveDp6qbPm+ujtLTw8vtc9WDZM2Dg+72uXoON/v58mm07Msv0D2fXM1d",
+	"oVzHf26G7Pm2UNquYsIbzVzh8DLEpTDEN+cgJ8FMmWAF+sWaml2WN8jfLcnQLh1R+BByDTqn/L1zEngm",
+	"mOyHYmUEsycWmAYAHVgWHQG9I67okKDks5MIaAW5j9NjIg7y4CsxnY0skGs8HCgoUShIYf3N2cXl2duX",
+	"lzwSUfJZHBBKLXLPtCuGFKm1WWrO+dhB1B7PkNOhVkTqAUzOMHdTYxycWtdptAKeH2PhXGAEGQaRZ0o7",
+	"QP9LoLZdcZSQ/g+u4biI81rdETQSEjrAXBH9yAwaE8huqQolOaGKSKO1EXZuGHqJ0p1wNXMbVlc60U3F",
+	"//43eTcnsjgRY3VndCYUwfhiQ+yHmWfKOj9zV8a7cPlnZPsBcoVYdLI/c4PcG2EozRpkp4/XK6bDlqIw",
+	"NnfgwsY4mfKUDztpIrS6kvBTgosgxxbI7sVCSR1KhqDcLxHdFBIUT5g6jlg2QMhC1mJuxWQuF4XKhhqw",
+	"Hf0P4H6dlhTolXPYRNC05JnLzK2mmfUjjwbA6d34iBZqOvU4w7/8JQXJIZwKu/TtcqHKfCJkWYJzm9L5",
+	"pBYj5Zvx/gr/tiPaDFMhw2Yigkhvs1kxus/yBdJDl4uHEdQlIhAxAyK/il4FHS2XnpfkAk4x1ifiCQr3",
+	"STQgAvWKSKlwbcEK5TTIhXKycyvn85dzM7l+A5xidYIM7x0Be/OWqYRQqmDOCW+fhHl0oCF0kCi4uRva",
+	"M6yt0zNNoTQh/3x4Uh1vmxWXY8Qaxw2AjycSZACURPOUx1jHD4Gn8n4Nq+uy1KJPy8lKSE0hX3GCbdVa",
+	"Pl7b8irTw3PUgE/DpU0tvdrmy1Ger7dFKlkaa2T8xk+rvW5VS58+wxt5SpeIuQJbfn1tSbnUJ+uorb/A",
+	"ckRa3FK/QiXiH5gF9oRuXhrzRuo7NKH/Ucrmt0zcH2cFNfXOyIHx4h6PxsNWR0Z4lVD6Rs0x0uwvCFAf",
+	"yLvgVTW6LhJWR4aaHOl0Edea+ER1Yn8gP4fLr5ZmaYVdTqf5+5imQ8nFIL6ORP02CjcdvAmuuZwUmJzj",
+	"wsR1uFnRQTVoRTXCcLZPvITrTzufJAz0BqdE0YTTEDKWJapskKgJtzQGsVmiEatWbkW2JJoL8S1r3xgp",
+	"s/FFFZyscIvSNI0JX/da3YUqDKIqtQPEU4p0gc2zBJn7I7aUR4K1Dr+UvqPCS/VNzl2+vD/Osxtujsec",
+	"utzwPOznZ7l0wzMPybad/S/ryl3qf2o/7nZB9mwnLqoBD+/WCMAXbBBuF4QoRLglE6cO0ChEhpWKMzWp",
+	"CGlCkqVnS6Z0lSwhYRH4DOnd1YaEiI4XXsGmhR6PPIvoCmEMViGF9DnESTWaYFNIEwcD4jvsEtab+cSg",
+	"LSY1ZBatM6fFU61pwBMI5rQUv7/49q1gEGD8Q2AmNVpF00fIDuSnGGrPa8mvotTdsSpDqhQa4KQ5eW5d",
+	"oDNWc+gAoBwkYoRsNyMiXMA5H5XKlbm6kXPErIQ2UOMUNQEHhtTX36F1C/Q0TPvImAiigjqPeieq6rOI",
+	"2QnzlhFVuCPOvFehNtWhZArGzwjFOC5+byJWPBC7npYx80Sy8DSzRlAIgBwO4F6hvFjsiWrXPxu/IRQm",
+	"vglLgXvldMXTMlZQi2Q9qzd2OXe2WiGYdqfKWKllizR33gSNGuz4LAkmt/Vc3NaZgtxXtU7TAo4VZQLT",
+	"KP1eAP8JoPa8rVB+mdGbnnI5oiabkv5J8U+6Kwd02OrTQ8S4uMEMDRSm/UrCczht9Me0I15SxLdUQ805",
+	"X+wfoopGyoMmFYW2PQWQ6WO+KvBr4iOHScfEQBQxfN1DSSpuk0AlWylmc2MhxIu7cVWNyS17VNLYTTTx",
+	"3RXMWdFBOUOXLT6EBhgTI7m6MYNcujPl49Hg2ZE6M5phHjlJD7+wkMD44T/CdFcb1Aoml/547SKYdSs5",
+	"SVqEjuJwKKJN0+WrKGFyur00bAoaBrKK7NHiG10HyKBU4h/vW2FLY4YOiX8OBGHXIeyORUeyt38wyMap",
+	"ytJpd7o3Ptrv7XUP0unB/rSn9vrdrH90dLh/eLzXy/r9XnaQTvazbE8dZYfHanzcPx73s/EEpwlPOJqt",
+	"4EmEl2MyQavKNWrlFWOsDX+vGecozds3/VZ8BV/Qj+x0jl8ibvpwib5Lmvb/in3f7aVrjO+vDr/pvsIL",
+	"392alzR7j2iB3JlojzzLA1I99JA88V7/ohF+hhqhq9jwWTsEtcejJ8GllQQGe85A+YQqo7rxoAqPaIyr",
+	"di+XnZJVS2WBLKJHSNkM2dAsiThBwNfx+xg/lwQxEQuyDMc8LCich3phSlW3tSlOU0VVGnws9P2OuDSi",
+	"MEQ1XFm5oHxodcuvTOjpAEdF4wB0LCtv+T77nSxQg/ghMkk9ogB/q8ElwXOFKUdNIx/jlmjsWk8cvfIg",
+	"foZVoCtZjESUlp4zWAW+Fy5N4EUozQJpAUfOjJhcwOY3ancw1Bg6W4IaZnJfDA/3trrJkbYqh8Ulj5G3",
+	"yu11XmCowuZzzPXgqfgtMmjjZZ3fqIpc/BRxswaYpUVbqk0bYxQzHeZwyYoLdA+0L2CAJGP9JsKeEUl3",
+	"ZdFTBVaOThi07S3zWCidea51mq3cEhgU3OVDLYQQeTYQBNwQb1P8i6IW+KRvBLpt/CNoc+E3IMfg6Mcr",
+	"Whxy+MxzKncHu8A/DDBmpZoYrQNVyAiYbNr4ZPvsNwGykaqTi1JNFGEtmBuFkT7cVru8cpaVb8+FLnmj",
+	"EsnGmrUd6mhxcVKqUgjew3j8MNiI+4thTGjI98MWGg+twd/++j/JsOUM/e/DiKkTEHetI16aBeqyMAdg",
+	"twywlA44wm7UaJesHvw6ede6+8LCrGS2qZH95zJXrhNkg3ceDTWoSXeBnV3JxZa8H76ynysfUfT8pCk8",
+	"sNjkmct+itT0K7mCfzb6NW6FX/XT0cCLpD6RxnWPa/6yiBJfTOY5sfguFArLWp76TcBbyCk2gXoPW0PY",
+	"yfIKO1MuJM75+ZvT9v5+rwv3oi8bKOXk+s9Qjw7bolVBZTlj5h3KZXyX+OHAFqMUFmdag273GBWNgsmh",
+	"moNtd+F89Q5wi/yqx1S6tLGhgtBLdLwxnAEXoNo+xJRy2+HHKJjYGnQPjw/S7vFe2ut3Dx9qs7BWC94b",
+	"d6eg3vbUoTweH0362YHqTlPZG+9N+tm+Opgepkfd457cG/cn+9mBOpwepcfd8LvP4afs+0GmJgg5Yf+f",
+	"1bJo77V8sR+poJP5nzn+039z+Kdvej8cXbZWVedq6lfdGrh9/RI/Pv69vfr4A4MCZGmhtgKWT+HafdNe",
+	"5DqPvjyfLzqlVweBStDf8s+Do/PnOtCANS6ZWkCvxSL9ShZDvSrO+l0vzWC7gaCGK6LbSzm2PBBhp0YP",
+	"061BJ2KIoxu2BsNqUw9bydDP0bA1uB/ieaA2tROBDeEcUSs8SdjMn6UhKNvQrViSVt3shm7S3JJQWdvT",
+	"btzTWutGZ3lLY8s/mmVZAyGBrlvhzMKUpbntQAehPyvA2fVU8803fBWV/4UN59Xf8N55j6lcC/n+tdJX",
+	"btYaHKfpYff4uLffP+ynx8fdsMGsKzf4xePkMP8ZUzJB3xZtZZc0wfxG+cvmiwX1WVlQIASEm5UIIGRK",
+	"1haFrG2pn85i2pTddloUSiPP21i6ySzeZrmOcqgiw+NESH6I3JyEe0AaUpkjE1XGrkNSwSmKlmvrJCap",
+	"oKYIBhMhdsmh7r1/H6UhUU/i2FykG18p9p2CEOa9PdSsRF7GKnrwQAZtk189qPBbaKyolFMSGLjYl9qB",
+	"ezk0qmkh4I6WRLmHdcwc0PTmDjNFkUnEtsZrwscC1y0bjoT/xh8vVEn9SlCNBSedmxBExug/fjxt/0m2",
+	"//KO/5u2j//cGbTf3adJt3f48P8BZytNyXF6m1u1W8EgQ3IDOb1zvQWjaxdDpzS3lHM3Ypk6QjMHEbsY",
+	"i+6gL77Jv/I2Akzx228vPQI0fhj+zTM1oEQmCJIWTgQfoNiJfNNirEC3saQSI9e7mWce7gknEQM28Ah+",
+	"EgTdblLR3RA2hZyLOYpY7MPF16ft3v5BleKFvPOhA6OknoQnRitpJ8FDzw54OiKM11RFkL2+j9DS4E3z",
+	"P6wtFaYjE9T6D0+2cstSY+LZaoEnV1kEH7aPB7AjxhELrHj9+o1Y5e2K9Mmfpxb5d9Mdn1M7eROhdiW1",
+	"ffG+rbNG/lfrPtKTVkfZ1JVgfrApzRA2yEmH2zDtw9ZDMsSpojdEkzVc3SMPQ33fUNtwEpo9wfnDZtEM",
+	"YjM/zUOkVHvSt/f24NtblLpLH6L0njgrtLoFu7+dqTkpBShrBugUGXFaSrF0o0CZWqgSPQXxHSlroh1+",
+	"tR3xVQUGyj4EckeRzC1LU0aEp3Mk4rFiRD37MX8H/i/G0QHxA0ysEbwoA3aStJmaciFhw48RTLWudx4c",
+	"dtOjo4P+Wn3zp+ZgY/HfEE+YlwO/wFRBgmDFze81Dgj0sGLNDlf/slpaJ2YnUoph+Bja+LV8orPI+G8k",
+	"FiIWDlxM6yFwNn+2F31zwxfXfe85gDZ032wvfSQVCWOW2FplPxf9/ok5ir/1maufdZbi52CI0Hbz4hBV",
+	"nHKpm5bHupgLqTzPB7J+zCp5I8vrZiocptY1oiie6GKnqnIJmthuQiYwGVeqtGA+0HuVDVkKbNKzVjjU",
+	"StfYRHxUvzJISPKi9g+EZlGgHoIbGPgPPMgwgFJqgQkdBGi3A4J2F6P20kYx8B0M2wJWLiazyJD6hy9B",
+	"wwdrHThjEJVT2udcAeQjSjUVtc6RFvWVy8qHukakTJEKJmZi+OFSuRITpa2cqpOqLZodyNC8VFy28DRt",
+	"mH782LqDMHMraL6+WkJaMVk6CEqWDvDOXb5QZgnxOzEppZ359ceY+m5d2Nci6bD3qz+t+1ap5GTGWQtK",
+	"Z+vfhffrs9yFtLqf5p7eMHvbszJ8GoY2IqS4JvAv3pRbJnF9OkJccEBX+pOrQLu9dUUHG/IbNukA65f1",
+	"tHb0Nq/mlyLiDdUaDz9hvYYffLNmo1zqL2rPF7Xnw3AJcaYeUXZiTvYteSWBLGsinZybq6VKxGSmZBFy",
+	"RgaBsGq8zK6US5hFPv+LAvdq8U0yBH9mKScuEcjgnghihvfOT8wy5twJzrQIn82MsiFZk8k4yJVI2pHI",
+	"XUKP5U7wPWLhGrw15TVWktC9QDkdGP/XF3g+fSkzZf8m3u2J2s3l12cXIlPF3NwRsYikvJQcM5XNdKpQ",
+	"WRpF8DlLvVChByHRdsTpiKNdVmnmzuOpjmAYI7GDChGAgXEOKPyZB2d3qVwkfJCYXoe6/lBu1/QVkog7",
+	"mGvp0QCrFf81fONXnhqJArYr3yC8ey1CIw01jaqsOaJ9CjKobq8u5dXohGjsfJ4PTMDZtP3WaNV+A2bd",
+	"COtqCTRzbLIcy0L20j6nGni83BmoN6SmbUokuKi271NQCaux8yRHRLXxhNex9yLyqLUAfCAYnscRRbKk",
+	"CQs4wkkfCNPo7NrFFdrcdsQIlQ9+ykO5YOK/BqxicYqlPMx5wXlcQx2PcDPzbtgOtQE22HafgCc4heV/",
+	"Q86+dz8BUBOLocczOVmEvAxPPP3m9s9uwrUgdIEgEHNd/Ss4zTAwM8UD36z7gdPy2CWObT6yvnLvieD3",
+	"b0yWT3N/if9rIWs0UTIqjp3orEU3ZbXJ1lyXL+5B7m4uZPxWR3uDL7cxCWuxM5FWta3ShGMwgEzA4htg",
+	"KjIO//96hEErKNQnpDp8DEtY+igmMYoFf7Qjrk5B4Fdf1HejNBQIwA09nmOBwDWlFRHoQ+jXhtR4v+8f",
+	"pf+uLmjoC101YkSKwKguRAM5H4qZQrpZA1e1bv/FhzT29PaT1iLX/p9rMgz+7sIoKDpPSCvnln6Gz/TU",
+	"PINk+QdsVn/42dKMH9suzWjHfhFXH2bb+Kn+R+RtrJCowwqPFSPEhGO9VsTBk2qyLHN3h4d9rGSpytMl",
+	"nLMfsf6CEh3WiYLLqpiYlJVAxicX5E0k/Zzo3JwVM8NYMWBicSnUCKgD7YsRJ11jBsawdQmeOUQKGbYC",
+	"i5aP/YZvSkf/n1FQu5W0liX4A160mmrWqUDeKP8wlS16DA8hs6xU1ibM9cSZmPgFrVSGeq4cWzNfOiW+",
+	"P3/dCd+aOVcMXrzo9g47aSftdAdH6VGKEobne7Ujr/MbpZW1jE4ss1yHL5tyMlO4ZKakBpRPIOdST1Rp",
+	"O+KtEc5cK43dovgIC9QQE1794A9B621qk4Pq8mhei5HvmEldbAKRdvrBOlMqpmXjQgGon2hDvBD8vDoT",
+	"E38bnUA6TLg3yJxABKJlPnehPtUqyBOlheRBVXu1Oa4mdQbkWwcCvcs/fvdK7JB96KkfyKi6uDw/vXz1",
+	"uz+KnZm5DRTQBNzC5Im7wpkrMggzNckzRYam9BDzuePpwT97Rj7PcRaPINDSrNuSNdTFnHYZ1klN4LbX",
+	"Is8SCqUWCDFfBBxVKj2IMRrhaGHpaHCTY1fRQR8hKHhGWhoB9J7yUMgSwmX1t7tSxQlqGMKUuFHZPIeJ",
+	"DDjmzgirYIcwbi1PE38Gs488q4qvrKlG7AzR6oTj61c9arR24nRFoQNlrGJUkRIE6oHap+wuU6147PWh",
+	"bvIZ4JCfQmkA86xsjdOAZ2oz1nBC6XB+IhYRaURt7EUFRPyQrJO4uBIWOUGlq2UU8fZM4iEEElPmBjUl",
+	"rDc3gc2hqVJas2wlgOAqUBRIJn0FOpLoZEivD/MDHSkVRJayRe6cyohi0bGDh89WOIBY4YBHTuUFC9io",
+	"wtwir5BwdSFQMsxuYzrOa8xEEWBdImZY5BqA6/zBqqe2DrUPfeHOn8mSWBRo6lYy/AiVjlxrCQeoqfSd",
+	"3iZyTQFsZRM+hCJ3J7Re7BZJRBEnSMJCUBAPFgWDekntsEUl/duL0OrztdSbNg90AnOeO+IVTHuuedMQ",
+	"wSc5d5LatyvYAVj6+ZyYdGbmVidrBQIsqX82KAI4wTu+iEUVbsa5vMwAhX3gh4nAg26U17knG4Vdkk9g",
+	"xmC+YRfrqSoRFzu4DmmJszxDowq3UlQ8JaT1mGHhJVy33RFnejpf4kbHKn4rkIzULm2hJs4ioD30YmLK",
+	"Us2ZJBEEsHnPgO436BRbWmVPIhi2FXosRLAvF7DGk7mS5VBXnhlePEXLAllV/zcA",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -51,7 +51,8 @@ func (h *handlers) RecordAblation(ctx context.Context, req gen.RecordAblationReq
 	if err != nil {
 		return nil, err
 	}
-	return gen.RecordAblation201JSONResponse{Body: gen.Ablation{ID: a.ID, Excluded: a.Excluded, Flipped: a.Flipped, CreatedAt: a.CreatedAt}}, nil
+	return gen.RecordAblation201JSONResponse{Body: gen.Ablation{ID: a.ID, Excluded: a.Excluded, Flipped: a.Flipped, CreatedAt: a.CreatedAt},
+		Headers: gen.RecordAblation201ResponseHeaders{Location: ablationPath(id, req.Turn, a.ID)}}, nil
 }
 
 func (h *handlers) GetRunContext(ctx context.Context, req gen.GetRunContextRequestObject) (gen.GetRunContextResponseObject, error) {

@@ -26,7 +26,7 @@ func (h *handlers) PostTurn(ctx context.Context, req gen.PostTurnRequestObject) 
 	if res.Noop != nil {
 		return gen.PostTurn200JSONResponse{Body: body, Headers: gen.PostTurn200ResponseHeaders{IdempotentReplayed: hdr}}, nil
 	}
-	return gen.PostTurn201JSONResponse{Body: body, Headers: gen.PostTurn201ResponseHeaders{IdempotentReplayed: hdr}}, nil
+	return gen.PostTurn201JSONResponse{Body: body, Headers: gen.PostTurn201ResponseHeaders{IdempotentReplayed: hdr, Location: turnPath(id, res.Turn)}}, nil
 }
 
 func (h *handlers) ListEntries(ctx context.Context, req gen.ListEntriesRequestObject) (gen.ListEntriesResponseObject, error) {
