@@ -36,6 +36,7 @@ import (
 	"github.com/footprint/footprint/api"
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/http/explorer"
 	"github.com/footprint/footprint/internal/http/gen"
 	"github.com/footprint/footprint/internal/http/mcp"
 )
@@ -184,6 +185,12 @@ func NewServer(d Deps) (http.Handler, error) {
 	if !d.MetricsElsewhere {
 		r.Handle("/metrics", MetricsHandler(d.Gatherer))
 	}
+	// The explorer: static files over the public API, nothing it calls is private to it.
+	r.Get("/", http.RedirectHandler(explorer.Prefix, http.StatusFound).ServeHTTP)
+	r.Get("/explorer", http.RedirectHandler(explorer.Prefix, http.StatusMovedPermanently).ServeHTTP)
+	r.Handle(explorer.Prefix+"*", explorer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, newProblem(http.StatusNotFound, "not-found", "No such file of the explorer; it starts at "+explorer.Prefix+"."))
+	})))
 	return traced(r, d.TracerProvider), nil
 }
 
