@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# install-test-tools.sh — make sure the command-line tools the test suite runs are installed:
-# curl and jq, which the README's quickstart uses (cmd/server's TestQuickstart runs it).
+# install-test-tools.sh — make sure the programs the test suite runs are installed: curl and jq,
+# which the README's quickstart uses (cmd/server's TestQuickstart runs it), and Chromium, which
+# the explorer's browser tests drive headless (internal/http/explorer, through chromedp).
 #
-# Idempotent: does nothing when both are on PATH. Otherwise installs the missing ones with
+# Idempotent: does nothing when all are on PATH. Otherwise installs the missing ones with
 # apt-get (through sudo when not root), as scripts/install-pgvector.sh installs Postgres.
+# Chromium is Debian's `chromium` package: browser downloads of its own are not needed.
 set -euo pipefail
 
 missing=()
 for tool in curl jq; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "test tools: curl and jq already installed"
+  echo "test tools: curl, jq and chromium already installed"
   exit 0
 fi
 
@@ -24,4 +27,4 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 echo "test tools: installing ${missing[*]}"
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

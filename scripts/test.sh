@@ -8,7 +8,9 @@
 #    Node.js and npm, and installs the CLI from package-lock.json when it is missing or stale).
 # 2. gofmt, go vet and golangci-lint (depguard enforces the one-way layering); govulncheck fails
 #    on a vulnerability the code can reach (scripts/vulncheck.sh).
-# 3. Installs curl and jq if missing (the README's quickstart, which a test runs, uses them).
+# 3. Installs curl and jq if missing (the README's quickstart, which a test runs, uses them),
+#    and Chromium (the explorer's browser tests drive it headless), and REQUIRES the browser:
+#    those tests fail, never skip. Their screenshots land in tmp/explorer-screenshots/.
 # 4. Starts a throwaway Postgres 15 + pgvector (installing pgvector if missing) unless
 #    TEST_DATABASE_URL is already set, and REQUIRES it: Postgres-backed tests fail, never skip.
 # 5. go test -race over every package, the Node tests included (cmd/server TestNodeClients: the
@@ -47,8 +49,9 @@ go tool -modfile=tools/go.mod golangci-lint run ./...
 step "govulncheck (pinned in tools/go.mod; reports from golang.org/x/vulndb on the module proxy)"
 scripts/vulncheck.sh
 
-step "test tools (curl and jq, for the README's quickstart)"
+step "test tools (curl and jq for the README's quickstart, chromium for the explorer)"
 scripts/install-test-tools.sh
+export FOOTPRINT_REQUIRE_BROWSER=1
 
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
   step "postgres (throwaway cluster)"

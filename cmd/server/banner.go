@@ -40,12 +40,13 @@ func printBanner(w io.Writer, cfg Config, b banner) {
 			embedders[i] = map[string]any{"id": e.ID, "kind": e.Kind, "dimensions": e.Dimensions, "default": e.Default}
 		}
 		slog.New(slog.NewJSONHandler(w, nil)).LogAttrs(context.Background(), slog.LevelInfo, "footprint listening",
-			slog.String("url", b.URL), slog.String("docs", b.URL+"/docs/"), slog.String("spec", b.URL+"/openapi.yaml"),
+			slog.String("url", b.URL), slog.String("explorer", b.URL+"/explorer/"), slog.String("docs", b.URL+"/docs/"), slog.String("spec", b.URL+"/openapi.yaml"),
 			slog.String("store", b.Store), slog.Any("embedders", embedders), auth,
 			slog.String("metrics", b.Metrics), slog.String("tracing", b.Tracing))
 		return
 	}
 	fmt.Fprintf(w, "footprint listening on %s\n", b.URL)
+	fmt.Fprintf(w, "  explorer:  %s/explorer/\n", b.URL)
 	fmt.Fprintf(w, "  API docs:  %s/docs/   (spec: %s/openapi.yaml)\n", b.URL, b.URL)
 	fmt.Fprintf(w, "  store:     %s\n", b.Store)
 	fmt.Fprintf(w, "  embedders: %s\n", describeEmbedders(b.Embedders))

@@ -17,7 +17,7 @@ let current = null; // the view's AbortController: a new route aborts the old vi
 
 const routes = [
   [/^strategies$/, (q) => strategiesView(q), "strategies"],
-  [/^memories$/, () => memoriesView(), "memories"],
+  [/^memories$/, (q) => memoriesView(q), "memories"],
   [/^conversations$/, (q) => conversationsView(q), "conversations"],
   [/^conversations\/([^/]+)$/, (q, id) => timelineView(id, q), "conversations"],
   [/^conversations\/([^/]+)\/turns\/(\d+)\/explain$/, (q, id, turn) => explainView(id, Number(turn), q), "conversations"],
@@ -46,8 +46,9 @@ async function render() {
     }
   }
   if (!path) {
-    location.replace("#/conversations");
-    return;
+    // The home view, without a history entry or a hashchange (which would move the focus).
+    history.replaceState(null, "", "#/conversations");
+    return render();
   }
   for (const a of document.querySelectorAll("[data-nav]")) {
     if (match && a.dataset.nav === match.nav) a.setAttribute("aria-current", "page");
