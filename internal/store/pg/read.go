@@ -229,7 +229,6 @@ func (s *Store) ListTurns(ctx context.Context, q turns.TurnQuery) ([]turns.TurnR
 	b.Queue(`SELECT turn, id FROM runs WHERE tenant = $1 AND namespace = $2 AND turn = ANY($3)
 		ORDER BY created_at, id`, q.Tenant, q.Namespace, numbers)
 	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
 	err := func() error {
 		rows, err := br.Query()
 		if err != nil {
@@ -308,6 +307,9 @@ func (s *Store) ListTurns(ctx context.Context, q turns.TurnQuery) ([]turns.TurnR
 		}
 		return rows.Err()
 	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, translate(err, "list turns", "", "")
 	}
