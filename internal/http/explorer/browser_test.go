@@ -580,6 +580,8 @@ func explainWalk(p *page) {
 	p.waitText("main", "What the model was shown, call by call")
 	p.waitText("main table", "memory:why#snap-1")
 	p.waitText("main", "Earlier: turn 1, which wrote an origin")
+	// run-3 showed the model every piece recall offered.
+	p.waitText("main", "shown in model call 1 of run-3")
 	// Honesty flags of the earlier turn (no recording, no recall linked) are stated.
 	p.waitText("main .flags", "no-recording")
 	p.waitText("main", "Suspects")

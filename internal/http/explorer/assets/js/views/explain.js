@@ -34,7 +34,8 @@ const KNOWN = {
 function extras(o, known) {
   const rest = Object.entries(o || {}).filter(([k]) => !known.includes(k));
   if (!rest.length) return null;
-  return facts(rest.map(([k, v]) => [k, typeof v === "object" ? h("code", null, JSON.stringify(v)) : String(v)]));
+  return [h("div", { class: "muted" }, "Also in the explanation:"),
+    facts(rest.map(([k, v]) => [k, typeof v === "object" ? h("code", null, JSON.stringify(v)) : String(v)]))];
 }
 
 function explanation(ex, ctx, depth, ablations) {
@@ -85,13 +86,30 @@ function explanation(ex, ctx, depth, ablations) {
   }
 
   // Origins: the stored entries behind the pieces, and the earlier turns that wrote them.
+  // Whether each was shown is read from the linked recordings above: a piece a model call
+  // announced was shown; one only a receipt offered was not; without a recording, unknown.
+  const shownIn = new Map();
+  for (const run of runs) {
+    for (const c of run.calls || []) {
+      for (const p of c.pieces || []) {
+        if (!p.sourceId) continue;
+        if (!shownIn.has(p.sourceId)) shownIn.set(p.sourceId, []);
+        shownIn.get(p.sourceId).push(`model call ${c.iteration} of ${run.runId}`);
+      }
+    }
+  }
+  const shownBadge = (id) => {
+    if (!runs.length) return h("span", { class: "badge warn" }, "shown: unknown (no recording)");
+    const calls = shownIn.get(id);
+    return calls ? h("span", { class: "badge ok" }, "shown in " + calls.join(", ")) : h("span", { class: "badge warn" }, "offered, not shown");
+  };
   const origins = ex.origins || [];
   sec.append(h(Hn, null, "Where the context came from"));
   if (!origins.length) sec.append(h("p", { class: "muted" }, "No origin: no linked receipt admitted an entry and no recording showed one."));
   for (const o of origins) {
     const e = o.entry;
     sec.append(h("div", { class: "card", id: `origin-${ex.turn}-${o.injectionId}`.replace(/[^A-Za-z0-9_-]/g, "_") },
-      h("p", null, h("code", null, o.injectionId), " ", h("span", { class: ["badge", o.status === "present" ? "ok" : "warn"] }, o.status)),
+      h("p", null, h("code", null, o.injectionId), " ", h("span", { class: ["badge", o.status === "present" ? "ok" : "warn"] }, o.status), " ", shownBadge(o.injectionId)),
       facts([
         ["Offered by", o.recallId ? h("a", { href: route("recalls", o.recallId, { conversation: ctx.conversationId, principal: ctx.principal }) }, o.recallId) : "no linked receipt"],
         ["Score", o.score !== undefined ? `${fmtScore(o.score)}${o.threshold !== undefined ? ` (threshold ${fmtScore(o.threshold)})` : ""}` : undefined],
