@@ -47,6 +47,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/footprint/footprint/bench/internal/benchkit"
+	"github.com/footprint/footprint/bench/internal/debtext"
 	"github.com/footprint/footprint/internal/app"
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/recall"
@@ -136,14 +137,14 @@ func run(ctx context.Context, cfg config) error {
 	b := &bench{cfg: cfg, rng: mrand.New(mrand.NewPCG(cfg.seed, 0x5eed))}
 
 	t := time.Now()
-	srcs := debianSources()
-	docs := loadDocuments(srcs)
-	tc := buildTextCorpus(docs, b.rng)
-	if len(tc.sentences) < cfg.entries || len(tc.queries) == 0 {
-		return fmt.Errorf("not enough text on this system: %d sentences, %d query sentences", len(tc.sentences), len(tc.queries))
+	srcs := debtext.DebianSources()
+	docs := debtext.LoadDocuments(srcs)
+	tc := debtext.BuildTextCorpus(docs, b.rng)
+	if len(tc.Sentences) < cfg.entries || len(tc.Queries) == 0 {
+		return fmt.Errorf("not enough text on this system: %d sentences, %d query sentences", len(tc.Sentences), len(tc.Queries))
 	}
 	fmt.Printf("text: %d files read, %d distinct documents (%d held out for queries): %d sentences, %d query sentences, in %s\n",
-		len(srcs), len(docs), tc.heldOut, len(tc.sentences), len(tc.queries), since(t))
+		len(srcs), len(docs), tc.HeldOut, len(tc.Sentences), len(tc.Queries), since(t))
 
 	dsn, drop, err := benchkit.CreateDatabase(ctx, cfg.adminDSN, "footprint_bench_", "recall")
 	if err != nil {
@@ -494,7 +495,7 @@ func messages(sentences []string, at, n, minChars int) []string {
 
 // conversations is regime 1: it writes convs × entries messages with their
 // vectors, then measures recall in random conversations.
-func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, error) {
+func (b *bench) conversations(ctx context.Context, tc debtext.TextCorpus) ([]query, error) {
 	cfg := b.cfg
 	mem, err := b.defineMemory(ctx, `{"id":"conv","type":"semantic","strategy":{"kind":"topK","topK":10}}`)
 	if err != nil {
@@ -509,9 +510,9 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 	for i := range convs {
 		// Consecutive sentences of the corpus side: a conversation keeps to a
 		// topic or two, as real ones do.
-		at := b.rng.IntN(len(tc.sentences) - cfg.entries + 1)
+		at := b.rng.IntN(len(tc.Sentences) - cfg.entries + 1)
 		id := fmt.Sprintf("bench-%04d", i)
-		convs[i] = conv{id: id, ns: core.Identity{Tenant: tenant, ConversationID: id}.Namespace(), texts: messages(tc.sentences, at, cfg.entries, cfg.messageChars)}
+		convs[i] = conv{id: id, ns: core.Identity{Tenant: tenant, ConversationID: id}.Namespace(), texts: messages(tc.Sentences, at, cfg.entries, cfg.messageChars)}
 	}
 
 	t := time.Now()
@@ -567,7 +568,7 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 
 	qs := make([]query, cfg.queries)
 	for i := range qs {
-		qs[i] = query{conv: b.rng.IntN(len(convs)), text: tc.queries[b.rng.IntN(len(tc.queries))]}
+		qs[i] = query{conv: b.rng.IntN(len(convs)), text: tc.Queries[b.rng.IntN(len(tc.Queries))]}
 	}
 	if err := b.embedQueries(ctx, qs); err != nil {
 		return nil, err
@@ -620,7 +621,7 @@ func (b *bench) conversations(ctx context.Context, tc textCorpus) ([]query, erro
 
 // corpus is regime 2: ~chunks document chunks in one corpus memory, ranked
 // through the HNSW index.
-func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
+func (b *bench) corpus(ctx context.Context, tc debtext.TextCorpus) ([]query, error) {
 	cfg := b.cfg
 	mem, err := b.defineMemory(ctx, `{"id":"docs","type":"semantic","strategy":{"kind":"topK","topK":10},"corpus":true}`)
 	if err != nil {
@@ -635,12 +636,12 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 	var docs []doc
 	seen := map[string]bool{}
 	total, chars := 0, 0
-	for _, d := range tc.docs {
+	for _, d := range tc.Docs {
 		if total >= cfg.chunks {
 			break
 		}
-		dd := doc{id: d.id}
-		for n, text := range recall.ChunkText(d.text, maxChunk) {
+		dd := doc{id: d.ID}
+		for n, text := range recall.ChunkText(d.Text, maxChunk) {
 			if total >= cfg.chunks {
 				break
 			}
@@ -648,9 +649,9 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 				continue
 			}
 			seen[text] = true
-			value, _ := json.Marshal(map[string]any{"text": text, "docId": d.id, "docUri": d.uri, "page": 0, "heading": "", "chunk": n})
+			value, _ := json.Marshal(map[string]any{"text": text, "docId": d.ID, "docUri": d.URI, "page": 0, "heading": "", "chunk": n})
 			dd.chunks = append(dd.chunks, core.Entry{Tenant: tenant, MemoryID: mem.ID, Namespace: core.CorpusNamespace,
-				ID: fmt.Sprintf("%s#%d", d.id, n), Kind: core.KindDocument, Index: n, Value: value, Tier: mem.Tier})
+				ID: fmt.Sprintf("%s#%d", d.ID, n), Kind: core.KindDocument, Index: n, Value: value, Tier: mem.Tier})
 			dd.texts = append(dd.texts, text)
 			total++
 			chars += len(text)
@@ -753,7 +754,7 @@ func (b *bench) corpus(ctx context.Context, tc textCorpus) ([]query, error) {
 
 	qs := make([]query, cfg.queries)
 	for i := range qs {
-		qs[i] = query{conv: -1, text: tc.queries[b.rng.IntN(len(tc.queries))]}
+		qs[i] = query{conv: -1, text: tc.Queries[b.rng.IntN(len(tc.Queries))]}
 	}
 	if err := b.embedQueries(ctx, qs); err != nil {
 		return nil, err
