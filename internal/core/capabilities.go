@@ -23,6 +23,9 @@ type EmbedderInfo struct {
 	Dimensions  int
 	Default     bool
 	Description string
+	// Ranking is what a topK read on this embedder uses when its strategy leaves the ranking,
+	// alpha or threshold unset.
+	Ranking RankingDefaults
 }
 
 // StoreInfo describes a store implementation.

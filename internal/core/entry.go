@@ -60,6 +60,10 @@ type Entry struct {
 	// model that produced it.
 	Embedding      []float32
 	EmbeddingModel string
+	// Lexical is what lexical ranking keeps of the text the entry is ranked by (nil: none;
+	// entries are given it when they are given a vector). Stores persist it; reads may leave
+	// it unset.
+	Lexical *Lexical
 }
 
 // Superseded is the statement a fact replaced: its value and the turn (and,

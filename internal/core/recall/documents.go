@@ -91,7 +91,7 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 			value, _ := json.Marshal(map[string]any{"text": text, "docId": d.ID, "docUri": d.DocURI, "page": d.Page, "heading": d.Heading, "chunk": n})
 			chunks = append(chunks, core.Entry{Tenant: tenant, MemoryID: memoryID, Namespace: core.CorpusNamespace,
 				ID: fmt.Sprintf("%s#%d", d.ID, n), Kind: core.KindDocument, Index: n, Value: value, Metadata: d.Metadata,
-				Version: 1, CreatedAt: now, UpdatedAt: now, LastAccessedAt: now, Tier: m.Tier})
+				Version: 1, CreatedAt: now, UpdatedAt: now, LastAccessedAt: now, Tier: m.Tier, Lexical: core.LexicalOf(text)})
 			texts = append(texts, text)
 		}
 		out = append(out, IndexedDocument{ID: d.ID, Chunks: len(parts)})

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/strategies"
 )
 
 // ReadInput is everything one memory's read side needs; the service loads
@@ -44,6 +45,8 @@ type PartRanking struct {
 	// Unembeddable: the query has no words this embedder can represent, so
 	// nothing was ranked (and nothing is known about the corpus).
 	Unembeddable bool
+	// Settings are the part's resolved k, ranking and threshold (strategies.ResolveTopK).
+	Settings strategies.TopKSettings
 }
 
 // ReasonAlreadyAdmitted marks a hybrid part's candidate that an earlier
@@ -68,8 +71,7 @@ const (
 	maxExtractRead = 50
 	// unknownBudgetEntries is the budget strategy's count limit when neither
 	// the context budget nor maxEntries is known.
-	unknownBudgetEntries   = 20
-	defaultCausalThreshold = 0.7
+	unknownBudgetEntries = 20
 )
 
 // ReadMemory runs the memory's strategy (a hybrid: each part, composed) and
@@ -131,8 +133,11 @@ type choice struct {
 	score  *float64
 	admit  bool
 	reason string
-	doc    *docValue // a document chunk's decoded value, once decoded (see document)
-	frag   string    // the rendered block, once rendered (see reader.fragment)
+	// vector and lexical are a ranked candidate's score components, where its ranking
+	// computed them.
+	vector, lexical *float64
+	doc             *docValue // a document chunk's decoded value, once decoded (see document)
+	frag            string    // the rendered block, once rendered (see reader.fragment)
 }
 
 // fragment is c's block, rendered once: topK renders it to cost it against maxChars, and
@@ -422,22 +427,22 @@ func (r reader) decay(s core.Strategy, skip map[string]bool) readResult {
 // embedder-mismatch, unscored, after the ranked ones.
 func (r reader) topK(s core.Strategy, skip map[string]bool) readResult {
 	ev := r.evidence(core.TopK)
-	k := 3
-	var threshold *float64
-	if r.m.Type == core.Causal {
-		k = 1
-		t := defaultCausalThreshold
-		threshold = &t
+	part := r.partRanking()
+	set := part.Settings
+	if set.Ranking == "" { // a ranking read without resolved settings (a caller of ReadMemory's own)
+		set = strategies.ResolveTopK(s, r.m, core.Capabilities{})
 	}
-	if v, ok := s.Int("topK"); ok {
-		k = int(v)
-	}
-	if v, ok := s.Float("threshold"); ok {
-		threshold = &v
-	}
+	k, threshold := set.K, set.Threshold
 	maxChars, hasMaxChars := s.Int("maxChars")
 	ev.K, ev.Threshold = k, threshold
-	part := r.partRanking()
+	ev.Ranking, ev.RankingSource = set.Ranking, set.RankingSource
+	if set.Ranking == core.RankHybrid {
+		alpha := set.Alpha
+		ev.Alpha = &alpha
+	}
+	if threshold != nil {
+		ev.ThresholdSource, ev.ThresholdOn = set.ThresholdSource, set.Ranking
+	}
 	ev.EmbedderID, ev.Dimensions = part.EmbedderID, part.Dimensions
 
 	rk := part.Ranked
@@ -458,6 +463,14 @@ func (r reader) topK(s core.Strategy, skip map[string]bool) readResult {
 	for _, sc := range rk.Ranked {
 		score := sc.Score
 		c := choice{e: sc.Entry, score: &score}
+		if UsesVector(set.Ranking) {
+			v := sc.Vector
+			c.vector = &v
+		}
+		if UsesLexical(set.Ranking) {
+			l := sc.Lexical
+			c.lexical = &l
+		}
 		switch {
 		case threshold != nil && !(score > *threshold):
 			c.reason = ReasonBelowThreshold
@@ -602,8 +615,8 @@ func (r reader) finish(ev Evidence, choices []choice, prompt []int, maxRejects i
 			}
 			listed++
 		}
-		cand := Candidate{ID: c.e.ID, MemoryID: r.m.ID, Score: c.score, Rank: i + 1, Admitted: c.admit, Reason: c.reason,
-			Turn: cmp.Or(c.e.SourceTurn, c.e.Turn), ConversationID: c.e.SourceConversation}
+		cand := Candidate{ID: c.e.ID, MemoryID: r.m.ID, Score: c.score, VectorScore: c.vector, LexicalScore: c.lexical,
+			Rank: i + 1, Admitted: c.admit, Reason: c.reason, Turn: cmp.Or(c.e.SourceTurn, c.e.Turn), ConversationID: c.e.SourceConversation}
 		if c.admit {
 			frag, pos := frags[i], positions[i]
 			cand.PromptFragment, cand.PromptPosition = &frag, &pos

@@ -143,7 +143,7 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 			in.Entries, in.EntriesTruncated = entries, next != ""
 		}
 		if len(kinds.topKs) > 0 {
-			rankings, err := s.rankParts(ctx, p.Identity.Tenant, namespace, m, kinds.topKs, now, embedQuery)
+			rankings, err := s.rankParts(ctx, p.Identity.Tenant, namespace, m, kinds.topKs, now, query, embedQuery)
 			if err != nil {
 				return RecallResult{}, read.fail(err)
 			}
@@ -244,46 +244,64 @@ func strategyKinds(s core.Strategy) kindSet {
 	return ks
 }
 
-// rankParts ranks the memory's entries for each of its topK parts. Parts embedding the query
-// with the same embedder share one store ranking, as long as the longest of them asks for
-// (k + rejectWindow); each part gets it cut to its own length.
+// rankParts ranks the memory's entries for each of its topK parts. Parts that rank alike (the
+// same embedder, ranking and alpha) share one store ranking, as long as the longest of them
+// asks for (k + rejectWindow); each part gets it cut to its own length.
 func (s *Service) rankParts(ctx context.Context, tenant, namespace string, m core.Memory, parts []core.Strategy, now time.Time,
-	embedQuery func(string) ([]float32, core.EmbedderInfo, error)) ([]PartRanking, error) {
-	out := make([]PartRanking, len(parts))
-	limits := make([]int, len(parts))
-	longest := map[string]int{}
-	for i, part := range parts {
-		id := strategies.EmbedderFor(part, m, s.caps)
-		k, rw := strategies.TopKDefaults(part, m.Type)
-		limits[i] = k + rw
-		out[i].EmbedderID = id
-		longest[id] = max(longest[id], limits[i])
+	query string, embedQuery func(string) ([]float32, core.EmbedderInfo, error)) ([]PartRanking, error) {
+	type rankKey struct {
+		embedder string
+		ranking  core.Ranking
+		alpha    float64
 	}
-	shared := map[string]PartRanking{}
+	out := make([]PartRanking, len(parts))
+	keys := make([]rankKey, len(parts))
+	longest := map[rankKey]int{}
+	for i, part := range parts {
+		set := strategies.ResolveTopK(part, m, s.caps)
+		out[i].Settings = set
+		out[i].EmbedderID = set.Embedder
+		keys[i] = rankKey{set.Embedder, set.Ranking, set.Alpha}
+		if set.Ranking != core.RankHybrid {
+			keys[i].alpha = 0
+		}
+		longest[keys[i]] = max(longest[keys[i]], set.K+set.RejectWindow)
+	}
+	var terms []string
+	shared := map[rankKey]PartRanking{}
 	for i := range out {
-		id := out[i].EmbedderID
-		pr, ok := shared[id]
+		key := keys[i]
+		pr, ok := shared[key]
 		if !ok {
-			vec, info, err := embedQuery(id)
+			vec, info, err := embedQuery(key.embedder)
 			if err != nil {
 				return nil, err
 			}
-			pr = PartRanking{EmbedderID: id, Dimensions: info.Dimensions, Unembeddable: vec == nil}
+			pr = PartRanking{EmbedderID: key.embedder, Dimensions: info.Dimensions, Unembeddable: vec == nil}
 			if vec != nil {
 				pr.Dimensions = len(vec)
-				rk, err := s.store.RankEntries(ctx, RankQuery{Tenant: tenant, Namespace: namespace, MemoryID: m.ID,
-					Kinds: rankKinds(m), Vector: vec, Model: info.Model, Limit: longest[id], Now: now})
+				if terms == nil && UsesLexical(key.ranking) {
+					terms = core.QueryTerms(query)
+				}
+				rq := RankQuery{Tenant: tenant, Namespace: namespace, MemoryID: m.ID, Kinds: rankKinds(m), Vector: vec,
+					Model: info.Model, Ranking: key.ranking, Alpha: key.alpha, Limit: longest[key], Now: now}
+				if UsesLexical(key.ranking) {
+					rq.Terms = terms
+				}
+				rk, err := s.store.RankEntries(ctx, rq)
 				if err != nil {
 					return nil, err
 				}
 				pr.Ranked = &rk
 			}
-			shared[id] = pr
+			shared[key] = pr
 		}
+		set := out[i].Settings
 		out[i] = pr
+		out[i].Settings = set
 		if pr.Ranked != nil {
 			rk := *pr.Ranked
-			rk.Ranked = rk.Ranked[:min(len(rk.Ranked), max(limits[i], 0))]
+			rk.Ranked = rk.Ranked[:min(len(rk.Ranked), max(set.K+set.RejectWindow, 0))]
 			out[i].Ranked = &rk
 		}
 	}

@@ -56,12 +56,23 @@ type MemoryRecall struct {
 // Evidence is the record of one strategy's read: every candidate it
 // considered, its score and rank, admitted or not and why.
 type Evidence struct {
-	Strategy   core.StrategyKind `json:"strategy,omitempty"`
-	QueryHash  string            `json:"queryHash,omitempty"`
-	K          int               `json:"k,omitempty"`         // topK's k; 0 when not a ranking strategy
-	Threshold  *float64          `json:"threshold,omitempty"` // strict: a score must be > threshold
-	EmbedderID string            `json:"embedderId,omitempty"`
-	Dimensions int               `json:"dimensions,omitempty"`
+	Strategy  core.StrategyKind `json:"strategy,omitempty"`
+	QueryHash string            `json:"queryHash,omitempty"`
+	K         int               `json:"k,omitempty"`         // topK's k; 0 when not a ranking strategy
+	Threshold *float64          `json:"threshold,omitempty"` // strict: a score must be > threshold
+	// Ranking is how a topK read ordered its candidates (vector, lexical or hybrid) and
+	// RankingSource where that came from: "memory" or "embedder default". Alpha is a hybrid's
+	// vector weight.
+	Ranking       core.Ranking `json:"ranking,omitempty"`
+	RankingSource string       `json:"rankingSource,omitempty"`
+	Alpha         *float64     `json:"alpha,omitempty"`
+	// ThresholdOn names the score the threshold was compared with (each candidate's `score`,
+	// which is its ranking's: vector, lexical or hybrid), and ThresholdSource the rule that set
+	// it: "memory", "embedder default" or "seed default". Both absent without a threshold.
+	ThresholdOn     core.Ranking `json:"thresholdOn,omitempty"`
+	ThresholdSource string       `json:"thresholdSource,omitempty"`
+	EmbedderID      string       `json:"embedderId,omitempty"`
+	Dimensions      int          `json:"dimensions,omitempty"`
 	// SearchMode is "exact" or "ann" for ranking strategies, "" otherwise.
 	SearchMode         string   `json:"searchMode,omitempty"`
 	ConsideredCount    int      `json:"consideredCount"`
@@ -89,8 +100,13 @@ type Candidate struct {
 	ID       string   `json:"id,omitempty"`
 	MemoryID string   `json:"memoryId,omitempty"`
 	Score    *float64 `json:"score,omitempty"` // nil for strategies that do not score
-	Rank     int      `json:"rank"`            // 1-based, by score (or by the strategy's order)
-	Admitted bool     `json:"admitted"`
+	// VectorScore and LexicalScore are the components a topK ranking computed (cosine
+	// similarity; the lexical score): Score is the ranking's own, their weighted sum for a
+	// hybrid.
+	VectorScore  *float64 `json:"vectorScore,omitempty"`
+	LexicalScore *float64 `json:"lexicalScore,omitempty"`
+	Rank         int      `json:"rank"` // 1-based, by score (or by the strategy's order)
+	Admitted     bool     `json:"admitted"`
 	// Reason is set when not admitted: below-threshold, over-max-entries,
 	// over-budget, over-char-budget, decayed, embedder-mismatch.
 	Reason string `json:"reason,omitempty"`
@@ -139,8 +155,10 @@ const (
 	ReasonExcluded         = "excluded"
 )
 
-// RankQuery asks a store to rank one memory's live entries in a namespace
-// by cosine similarity to Vector.
+// RankQuery asks a store to rank one memory's live entries in a namespace that hold vectors
+// of the query's space (Model, len(Vector)), by Ranking: the cosine similarity to Vector, the
+// lexical score of Terms (core.LexicalScorer, with the statistics of those entries), or
+// core.Fuse of both with Alpha.
 type RankQuery struct {
 	Tenant    string
 	Namespace string
@@ -148,16 +166,30 @@ type RankQuery struct {
 	Kinds     []core.EntryKind
 	Vector    []float32
 	Model     string
+	// Ranking is core.RankVector when empty.
+	Ranking core.Ranking
+	// Terms are the query's distinct terms (core.QueryTerms), for lexical and hybrid rankings.
+	Terms []string
+	// Alpha is the vector score's weight in a hybrid ranking.
+	Alpha float64
 	// Limit is how many of the best-scoring entries to return.
 	Limit int
 	Now   time.Time
 }
 
-// Scored is an entry and its cosine similarity to the query.
+// Scored is an entry, the score its ranking ordered it by, and the components of that score:
+// Vector (cosine similarity) for vector and hybrid rankings, Lexical for lexical and hybrid
+// ones (0 where the ranking did not compute it).
 type Scored struct {
-	Entry core.Entry
-	Score float64
+	Entry   core.Entry
+	Score   float64
+	Vector  float64
+	Lexical float64
 }
+
+// UsesVector and UsesLexical say which components a ranking computes.
+func UsesVector(r core.Ranking) bool  { return r != core.RankLexical }
+func UsesLexical(r core.Ranking) bool { return r == core.RankLexical || r == core.RankHybrid }
 
 // RankResult is a store's ranking: the best Limit entries, best first, and
 // what could not be compared.
@@ -190,7 +222,7 @@ type Store interface {
 	// PutEntries inserts entries outside a turn (summaries); an entry whose
 	// id is already stored and live is left as it is.
 	PutEntries(ctx context.Context, entries []core.Entry) error
-	// RankEntries ranks by cosine similarity (score = 1 - cosine distance).
+	// RankEntries ranks by q.Ranking (see RankQuery); equal scores go newest first.
 	RankEntries(ctx context.Context, q RankQuery) (RankResult, error)
 	// SaveRecall stores a recall receipt; GetRecall reads it back
 	// (ErrNotFound for another tenant's or an unknown id).

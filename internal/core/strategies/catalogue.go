@@ -296,6 +296,58 @@ func TopKDefaults(s core.Strategy, t core.MemoryType) (int, int) {
 	return k, rw
 }
 
+// TopKSettings is how one topK read ranks and admits: every value resolved, and where the
+// ranking and the threshold came from.
+type TopKSettings struct {
+	K, RejectWindow int
+	Embedder        string
+	Ranking         core.Ranking
+	// RankingSource is SourceMemory (the strategy sets it) or SourceEmbedderDefault.
+	RankingSource string
+	Alpha         float64 // a hybrid's vector weight
+	// Threshold is nil when none applies; ThresholdSource says which rule set it.
+	Threshold       *float64
+	ThresholdSource string
+}
+
+// Where a topK setting came from (the evidence's rankingSource and thresholdSource).
+const (
+	SourceMemory          = "memory"           // the memory's strategy sets it
+	SourceEmbedderDefault = "embedder default" // the embedder's calibrated default (/v1/capabilities)
+	SourceSeedDefault     = "seed default"     // 0.7 on a causal memory whose embedder has no calibrated default
+)
+
+// seedCausalThreshold is the seed's threshold for causal memories, set for semantic embedders.
+const seedCausalThreshold = 0.7
+
+// ResolveTopK resolves a topK strategy's settings on memory m: what the strategy sets, else
+// the embedder's defaults (caps), else the seed's.
+func ResolveTopK(s core.Strategy, m core.Memory, caps core.Capabilities) TopKSettings {
+	k, rw := TopKDefaults(s, m.Type)
+	out := TopKSettings{K: k, RejectWindow: rw, Embedder: EmbedderFor(s, m, caps)}
+	defaults := core.RankingDefaults{Ranking: core.RankVector}
+	if e, ok := caps.Embedder(out.Embedder); ok && e.Ranking.Ranking != "" {
+		defaults = e.Ranking
+	}
+	out.Ranking, out.RankingSource = defaults.Ranking, SourceEmbedderDefault
+	if r := s.Str("ranking"); r != "" {
+		out.Ranking, out.RankingSource = core.Ranking(r), SourceMemory
+	}
+	out.Alpha = defaults.Alpha
+	if a, ok := s.Float("alpha"); ok {
+		out.Alpha = a
+	}
+	if t, ok := s.Float("threshold"); ok {
+		out.Threshold, out.ThresholdSource = &t, SourceMemory
+	} else if t, ok := defaults.Thresholds[out.Ranking]; ok {
+		out.Threshold, out.ThresholdSource = &t, SourceEmbedderDefault
+	} else if m.Type == core.Causal {
+		t := seedCausalThreshold
+		out.Threshold, out.ThresholdSource = &t, SourceSeedDefault
+	}
+	return out
+}
+
 // EmbedderFor resolves the embedder id: the strategy's, else the memory's,
 // else the deployment default.
 func EmbedderFor(s core.Strategy, m core.Memory, caps core.Capabilities) string {

@@ -66,7 +66,9 @@ var (
 	}
 	topKFields = []field{
 		{name: "topK", typ: tInteger, doc: "How many of the closest entries to admit at most. Absent: 3 (1 on causal memories).", min: ptr(1), max: ptr(100), fix: int64(3)},
-		{name: "threshold", typ: tNumber, doc: "Cosine similarity an entry must exceed to be admitted (strict). Absent: none (0.7 on causal memories).", min: ptr(-1), max: ptr(1), fix: 0.7},
+		{name: "threshold", typ: tNumber, doc: "The score an entry must exceed to be admitted (strict), on the ranking's own score: cosine similarity for `vector`, the lexical score for `lexical`, the weighted sum for `hybrid`. Absent: the embedder's calibrated default for the ranking (`ranking.thresholds` in /v1/capabilities), else 0.7 on causal memories, else none.", min: ptr(-1), max: ptr(1), fix: 0.3},
+		{name: "ranking", typ: tString, doc: "How entries are ordered: `vector` (cosine similarity of the vectors), `lexical` (BM25 with k1 1.2 and b 0.75 over the query's distinct terms, divided by the most that query could score, so in [0, 1)), or `hybrid` (alpha × vector + (1 − alpha) × lexical). Every score is absolute, never normalised within the candidates, so a threshold can turn away a query that matches nothing. Absent: the embedder's default (`ranking.default` in /v1/capabilities).", enum: rankingNames(), fix: "hybrid"},
+		{name: "alpha", typ: tNumber, doc: "The vector score's weight in a `hybrid` ranking (the lexical score weighs 1 − alpha); only with `ranking: \"hybrid\"`. Absent: the embedder's default (`ranking.alpha` in /v1/capabilities).", min: ptr(0), max: ptr(1), fix: 0.5},
 		{name: "embedder", typ: tString, doc: "Id of an embedder configured on this server. Absent: the memory's embedder, else the server default.", pattern: idPattern, maxLen: 64, fix: "hash"},
 		{name: "rejectWindow", typ: tInteger, doc: "How many near-misses below the cut are kept in the evidence.", def: int64(10), min: ptr(0), max: ptr(100), fix: int64(10)},
 		{name: "maxChars", typ: tInteger, doc: "Character budget for the recalled text. Absent: no limit.", min: ptr(1), max: ptr(1_000_000), fix: int64(4000)},
@@ -83,6 +85,14 @@ var (
 		{name: "minScore", typ: tNumber, doc: "Entries scoring below this are dropped.", def: 0.1, min: ptr(0), max: ptr(1), fix: 0.1},
 	}
 )
+
+func rankingNames() []string {
+	out := make([]string, len(core.Rankings))
+	for i, r := range core.Rankings {
+		out[i] = string(r)
+	}
+	return out
+}
 
 func (f field) jsonType() string {
 	switch f.typ {

@@ -241,6 +241,17 @@ func (v *validator) oneVectorSpace(s core.Strategy, path string) error {
 
 // crossFields checks rules that span fields of one strategy.
 func (v *validator) crossFields(kind core.StrategyKind, values map[string]any, path string) error {
+	if kind == core.TopK {
+		if _, hasAlpha := values["alpha"]; hasAlpha && values["ranking"] != string(core.RankHybrid) {
+			detail := fmt.Sprintf("`%s.alpha` weighs the vector score against the lexical one in a hybrid ranking, and this strategy does not set `ranking: \"hybrid\"`", path)
+			if r, ok := values["ranking"].(string); ok {
+				detail = fmt.Sprintf("`%s.alpha` weighs the vector score against the lexical one in a hybrid ranking; with `ranking: %q` it would weigh nothing", path, r)
+			}
+			return &core.ValidationError{Code: core.CodeInvalidField, Site: v.site, Path: path + ".alpha", See: "/v1/strategies/topK",
+				Detail: detail + ". Set `ranking: \"hybrid\"` with it, or remove `alpha`.",
+				Fix:    map[string]any{"kind": "topK", "ranking": "hybrid", "alpha": values["alpha"]}}
+		}
+	}
 	if kind == core.Summarize {
 		recent, _ := values["recent"].(int64)
 		size, hasSize := values["size"].(int64)

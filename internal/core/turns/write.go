@@ -529,6 +529,7 @@ func (s *Service) entriesFor(side writeSide, p TurnParams, turn int, now time.Ti
 			e := base(fmt.Sprintf("msg-%d-%d", turn, i), core.KindMessage, turn, i, msg)
 			if side.embed && vec != nil && vec.messages[i] != nil {
 				e.Embedding, e.EmbeddingModel = vec.messages[i], vec.model
+				e.Lexical = core.LexicalOf(msg.Content) // ranked by its content, as its vector
 			}
 			out = append(out, e)
 		}
@@ -548,6 +549,7 @@ func (s *Service) entriesFor(side writeSide, p TurnParams, turn int, now time.Ti
 		e := base(fmt.Sprintf("snap-%d", turn), core.KindSnapshot, turn, 0, snap)
 		if vec != nil {
 			e.Embedding, e.EmbeddingModel = vec.query, vec.model
+			e.Lexical = core.LexicalOf(query) // recalled by its question, as its vector
 		}
 		out = append(out, e)
 	}

@@ -336,6 +336,7 @@ func copyIn(e core.Entry, now time.Time) (core.Entry, error) {
 	} else {
 		e.Embedding = slices.Clone(e.Embedding)
 	}
+	e.Lexical = e.Lexical.Clone()
 	return e, nil
 }
 
@@ -358,6 +359,7 @@ func copyEntry(e core.Entry) core.Entry {
 	e.Value = slices.Clone(e.Value)
 	e.Metadata = slices.Clone(e.Metadata)
 	e.Embedding = slices.Clone(e.Embedding)
+	e.Lexical = nil // what a read returns of an entry, as the Postgres store (never its lexical features)
 	return e
 }
 

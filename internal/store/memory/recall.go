@@ -14,8 +14,9 @@ import (
 
 var _ recall.Store = (*Store)(nil)
 
-// RankEntries scores every live entry of the memory exactly (cosine), best
-// first; entries of another vector space are reported, never scored.
+// RankEntries scores every live entry of the memory with vectors of the query's space exactly,
+// by the query's ranking, best first; entries of another vector space are reported, never
+// scored. The lexical statistics are those of the same entries.
 func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.RankResult, error) {
 	if err := ctx.Err(); err != nil {
 		return recall.RankResult{}, err
@@ -28,6 +29,7 @@ func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.Ran
 	if otherSpace {
 		res.Stored = &core.Fingerprint{MemoryID: q.MemoryID, Model: fp.Model, Dims: fp.Dims}
 	}
+	var cands []core.Entry
 	for _, e := range s.es.entries[nsKey{q.Tenant, q.Namespace}] {
 		if !hasFP || e.MemoryID != q.MemoryID || !slices.Contains(q.Kinds, e.Kind) || !live(e, now) || len(e.Embedding) == 0 {
 			continue
@@ -39,10 +41,25 @@ func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.Ran
 		if len(e.Embedding) != len(q.Vector) || e.EmbeddingModel != q.Model {
 			continue // cannot happen: writes are checked against the fingerprint
 		}
-		res.Total++
-		res.Ranked = append(res.Ranked, recall.Scored{Entry: copyEntry(e), Score: cosine(q.Vector, e.Embedding)})
+		cands = append(cands, e)
 	}
 	s.es.mu.RUnlock()
+	res.Total = len(cands)
+	var lex core.LexicalScorer
+	if recall.UsesLexical(q.Ranking) {
+		lex = core.NewLexicalScorer(q.Terms, termStats(cands, q.Terms))
+	}
+	for _, e := range cands {
+		sc := recall.Scored{Entry: copyEntry(e)}
+		if recall.UsesVector(q.Ranking) {
+			sc.Vector = cosine(q.Vector, e.Embedding)
+		}
+		if recall.UsesLexical(q.Ranking) {
+			sc.Lexical = lex.Score(e.Lexical)
+		}
+		sc.Score = core.Fuse(q.Ranking, q.Alpha, sc.Vector, sc.Lexical)
+		res.Ranked = append(res.Ranked, sc)
+	}
 	slices.SortStableFunc(res.Ranked, func(a, b recall.Scored) int {
 		switch {
 		case a.Score > b.Score:
@@ -69,6 +86,25 @@ func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.Ran
 		res.Mismatched[i].Embedding = nil
 	}
 	return res, nil
+}
+
+// termStats are the lexical statistics of entries for terms: the entries with lexical
+// features, their total length, and how many hold each term.
+func termStats(entries []core.Entry, terms []string) core.TermStats {
+	st := core.TermStats{DF: make([]int, len(terms))}
+	for _, e := range entries {
+		if e.Lexical == nil {
+			continue
+		}
+		st.Docs++
+		st.Length += int64(e.Lexical.Length)
+		for i, t := range terms {
+			if e.Lexical.Freq(t) > 0 {
+				st.DF[i]++
+			}
+		}
+	}
+	return st
 }
 
 // cosine is the cosine similarity of a and b (equal lengths), computed in

@@ -29,7 +29,7 @@ var _ turns.Store = (*Store)(nil)
 // conversations row, as before) it writes no WAL and dirties no page, and needs no row to exist.
 const lockNamespaceSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7317))`
 
-// insertEntriesSQL writes n new entries (n rows of entryInsertColumns' 22 values, then the
+// insertEntriesSQL writes n new entries (n rows of entryInsertColumns' 25 values, then the
 // write's clock). An EXPIRED row of the same id is invisible and is replaced as if it did not
 // exist (every column, version and counters included). A LIVE one is never overwritten: the
 // conflict branch then calls footprint_entry_in_way (migration 00010), which raises the
@@ -66,13 +66,13 @@ func buildInsertEntriesSQL(n int) string {
 		(kind, turn, idx, value, metadata, version, created_at, updated_at, last_accessed_at,
 			access_count, expires_at, tier, source_turn, source_run_id, embedding,
 			embedding_model, embedding_dims, source_conversation, superseded_value,
-			superseded_conversation, superseded_turn)
+			superseded_conversation, superseded_turn, lex_terms, lex_freqs, lex_length)
 		= (EXCLUDED.kind, EXCLUDED.turn, EXCLUDED.idx, EXCLUDED.value, EXCLUDED.metadata,
 			EXCLUDED.version, EXCLUDED.created_at, EXCLUDED.updated_at,
 			EXCLUDED.last_accessed_at, EXCLUDED.access_count, EXCLUDED.expires_at, EXCLUDED.tier,
 			EXCLUDED.source_turn, EXCLUDED.source_run_id, EXCLUDED.embedding,
 			EXCLUDED.embedding_model, EXCLUDED.embedding_dims, EXCLUDED.source_conversation,
-			NULL, NULL, NULL),
+			NULL, NULL, NULL, EXCLUDED.lex_terms, EXCLUDED.lex_freqs, EXCLUDED.lex_length),
 		id = CASE WHEN (entries.expires_at IS NULL OR entries.expires_at > ` + clock + `)
 			THEN footprint_entry_in_way(EXCLUDED.memory_id, EXCLUDED.id) ELSE EXCLUDED.id END`)
 	return sb.String()
@@ -194,22 +194,24 @@ func withSharedTurns(sql string, args []any, sh *turns.SharedScope, now time.Tim
 	return sb.String(), args
 }
 
-// upsertEntrySQL writes one entry ($1..$22, entryInsertColumns order; $23 the write's clock,
-// $24 whether the entry is upserted, i.e. is a fact). A fact replaces a live row of its id,
+// upsertEntrySQL writes one entry ($1..$25, entryInsertColumns order; $26 the write's clock,
+// $27 whether the entry is upserted, i.e. is a fact). A fact replaces a live row of its id,
 // keeping created_at, access_count and last_accessed_at, bumping version and recording what it
 // replaced (the superseded_* columns: the old value and where it came from). Any other kind
 // never overwrites a live row: the WHERE refuses the update and no row is returned. An
 // expired row (of any kind) is invisible and is replaced as if it did not exist.
 const upsertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-		$19, $20, $21, $22)
+		$19, $20, $21, $22, $23, $24, $25)
 	ON CONFLICT (tenant, memory_id, namespace, id) DO UPDATE SET
 		(kind, turn, idx, value, metadata, updated_at, expires_at, tier, source_turn,
-			source_run_id, embedding, embedding_model, embedding_dims, source_conversation)
+			source_run_id, embedding, embedding_model, embedding_dims, source_conversation, lex_terms,
+			lex_freqs, lex_length)
 		= (EXCLUDED.kind, EXCLUDED.turn, EXCLUDED.idx, EXCLUDED.value, EXCLUDED.metadata,
 			EXCLUDED.updated_at, EXCLUDED.expires_at, EXCLUDED.tier, EXCLUDED.source_turn,
 			EXCLUDED.source_run_id, EXCLUDED.embedding, EXCLUDED.embedding_model,
-			EXCLUDED.embedding_dims, EXCLUDED.source_conversation),
+			EXCLUDED.embedding_dims, EXCLUDED.source_conversation, EXCLUDED.lex_terms,
+			EXCLUDED.lex_freqs, EXCLUDED.lex_length),
 		superseded_value = CASE WHEN ` + liveOld + ` THEN entries.value END,
 		superseded_conversation = CASE WHEN ` + liveOld + ` THEN entries.source_conversation END,
 		superseded_turn = CASE WHEN ` + liveOld + ` THEN entries.source_turn END,
@@ -217,12 +219,12 @@ const upsertEntrySQL = `INSERT INTO entries (` + entryInsertColumns + `)
 		created_at = CASE WHEN ` + liveOld + ` THEN entries.created_at ELSE EXCLUDED.created_at END,
 		access_count = CASE WHEN ` + liveOld + ` THEN entries.access_count ELSE EXCLUDED.access_count END,
 		last_accessed_at = CASE WHEN ` + liveOld + ` THEN entries.last_accessed_at ELSE EXCLUDED.last_accessed_at END
-	WHERE $24::boolean OR NOT ` + liveOld + `
+	WHERE $27::boolean OR NOT ` + liveOld + `
 	RETURNING ` + entryColumnsNoEmbedding
 
-// liveOld is "the conflicting stored row is live" at the write's clock ($23); insertEntriesSQL
+// liveOld is "the conflicting stored row is live" at the write's clock ($26); insertEntriesSQL
 // spells the same test with its own clock parameter.
-const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $23::timestamptz)`
+const liveOld = `(entries.expires_at IS NULL OR entries.expires_at > $26::timestamptz)`
 
 // WriteTurn resolves the turn and writes w.Build(turn)'s entries in one transaction:
 //
@@ -564,6 +566,7 @@ func asStored(e core.Entry) core.Entry {
 	if len(e.Metadata) == 0 {
 		e.Metadata = json.RawMessage(`{}`)
 	}
+	e.Lexical = nil // kept for rankings, never read back
 	return e
 }
 

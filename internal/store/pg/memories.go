@@ -140,6 +140,11 @@ func (s *Store) DeleteMemory(ctx context.Context, tenant, id string, purge bool)
 		if _, err := t.Exec(ctx, `DELETE FROM entries WHERE tenant = $1 AND memory_id = $2`, tenant, id); err != nil {
 			return err
 		}
+		for _, table := range []string{"lexical_terms", "lexical_totals"} {
+			if _, err := t.Exec(ctx, `DELETE FROM `+table+` WHERE tenant = $1 AND memory_id = $2`, tenant, id); err != nil {
+				return err
+			}
+		}
 		_, err = t.Exec(ctx, `DELETE FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2`, tenant, id)
 		return err
 	})

@@ -39,13 +39,18 @@ func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.Ran
 	kinds := kindNames(q.Kinds)
 	dims := len(q.Vector)
 	vec := pgvector.NewVector(q.Vector)
-	if !searchesIndex(q) {
+	switch {
+	case !searchesIndex(q):
 		// The common case, one conversation: the fingerprint and the exact ranking in one
 		// pipelined round trip (one implicit transaction), no BEGIN/COMMIT.
 		if res, done, err := s.rankConversation(ctx, q, kinds, vec); done || err != nil {
 			return res, err
 		}
-	} else {
+	case recall.UsesLexical(q.Ranking):
+		if res, done, err := s.rankCorpusLexical(ctx, q, kinds, vec); done || err != nil {
+			return res, err
+		}
+	default:
 		// Done unless the index came back short (a corpus smaller than the limit) or the
 		// stored vectors are of another space: the exact path below handles both.
 		res, sameSpace, err := s.searchCorpus(ctx, q, kinds, vec, AnnEfSearch(q.Limit))
@@ -85,8 +90,8 @@ func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.Ran
 			}
 			return mm.Err()
 		}
-		args := []any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit}
-		ranked, total, err := queryScored(ctx, t, q, exactRankSQL(dims), args)
+		sql, args := exactRank(q, kinds, vec)
+		ranked, total, err := queryScored(ctx, t, q, sql, args)
 		res.Ranked, res.Total = ranked, total
 		return err
 	})
@@ -217,7 +222,8 @@ func (s *Store) rankConversation(ctx context.Context, q recall.RankQuery, kinds 
 	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
 		q.Tenant, q.MemoryID, q.Namespace)
 	b.Queue(genericPlanSQL)
-	b.Queue(exactRankSQL(len(q.Vector)), q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit)
+	sql, args := exactRank(q, kinds, vec)
+	b.Queue(sql, args...)
 	br := s.pool.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
 	res := recall.RankResult{Mode: "exact"}
@@ -270,14 +276,72 @@ func AnnEfSearch(limit int) int { return min(1000, max(annEfSearch, 5*limit)) }
 // 100 entries). Embeddings are not returned: nobody reads them after ranking. Equal scores go
 // newest first (core.CompareNewest), so both stores admit the same entry of a tie.
 func exactRankSQL(dims int) string {
-	where := `tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
-			AND (expires_at IS NULL OR expires_at > $5)
-			AND embedding_dims = ` + strconv.Itoa(dims) + ` AND embedding_model = $7`
-	return `SELECT ` + rankedColumns + `, 1 - (embedding <=> $6) AS score,
+	where := exactWhere(dims)
+	return `SELECT ` + rankedColumns + `, 1 - (embedding <=> $6) AS score, NULL::float8, NULL::float8,
 			(SELECT count(*) FROM entries WHERE ` + where + `) AS total
 		FROM entries
 		WHERE ` + where + `
 		ORDER BY embedding <=> $6, turn DESC NULLS LAST, idx DESC NULLS LAST, id DESC
+		LIMIT $8`
+}
+
+func exactWhere(dims int) string {
+	return `tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = ANY($4)
+			AND (expires_at IS NULL OR expires_at > $5)
+			AND embedding_dims = ` + strconv.Itoa(dims) + ` AND embedding_model = $7`
+}
+
+// exactRank is the exact ranking statement for q and its arguments: exactRankSQL for a vector
+// ranking, exactLexicalSQL for the others.
+func exactRank(q recall.RankQuery, kinds []string, vec pgvector.Vector) (string, []any) {
+	if !recall.UsesLexical(q.Ranking) {
+		return exactRankSQL(len(q.Vector)), []any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit}
+	}
+	args := []any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit,
+		q.Terms, q.Alpha, core.BM25K1, core.BM25B, core.BM25K1 + 1}
+	return exactLexicalSQL(len(q.Vector), q.Ranking == core.RankHybrid), args
+}
+
+// exactLexicalSQL ranks like exactRankSQL, lexically or by the hybrid of both scores, with the
+// collection's statistics computed by the statement itself over the rows it scores: how many
+// of them hold each query term ($9, distinct, in byte order) and their mean length. It is the
+// per-conversation path: the scan reads every candidate row anyway (a conversation holds tens
+// to thousands), so its statistics cost a pass over rows already in memory, are always those
+// of what is live, and cost the turn-write path nothing (see migration 00014).
+//
+// The arithmetic is core.LexicalScorer's, operation for operation and in the same order (terms
+// summed in $9's order; k1 $11, b $12 and k1 + 1 $13 passed as float8), so that both stores
+// compute the same score; only ln may differ from Go's math.Log in its last bit. Without
+// hybrid the vector score is not computed ($6 only filters by space) and $10 (alpha) is
+// unused.
+func exactLexicalSQL(dims int, hybrid bool) string {
+	vscore, score := `NULL::float8`, `l.lscore`
+	if hybrid {
+		vscore = `1 - (embedding <=> $6)`
+		score = `$10::float8 * c.vscore + (1 - $10::float8) * l.lscore`
+	} else {
+		// $6 and $10 still need a type: a parameter a statement never mentions has none.
+		score = `l.lscore + 0 * $10::float8`
+	}
+	return `WITH c AS MATERIALIZED (
+			SELECT ` + rankedColumns + `, ` + vscore + ` AS vscore, lex_terms, lex_freqs, lex_length
+			FROM entries
+			WHERE ` + exactWhere(dims) + ` AND $6::vector IS NOT NULL),
+		st AS (SELECT count(*) AS total, count(lex_length)::float8 AS n,
+				coalesce(sum(lex_length), 0)::float8 AS len FROM c),
+		q AS (SELECT t.ord, t.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+			FROM st, unnest($9::text[]) WITH ORDINALITY AS t(term, ord),
+			LATERAL (SELECT count(*)::float8 AS df FROM c WHERE c.lex_terms @> ARRAY[t.term]) d),
+		m AS (SELECT coalesce(sum(q.idf * $13::float8 ORDER BY q.ord), 0) AS mx FROM q)
+		SELECT c.id, c.kind, c.turn, c.idx, c.value, c.updated_at, c.source_turn, c.source_conversation,
+			` + score + ` AS score, c.vscore, l.lscore, st.total
+		FROM c, st, m, LATERAL (SELECT CASE WHEN m.mx > 0 AND st.len > 0 THEN coalesce((
+				SELECT sum(q.idf * f.tf * $13::float8
+					/ (f.tf + $11::float8 * ((1 - $12::float8) + $12::float8 * c.lex_length / (st.len / st.n)))
+					ORDER BY q.ord)
+				FROM q, LATERAL (SELECT c.lex_freqs[array_position(c.lex_terms, q.term)]::float8 AS tf) f
+				WHERE f.tf IS NOT NULL), 0) / m.mx ELSE 0 END AS lscore) l
+		ORDER BY score DESC, c.turn DESC NULLS LAST, c.idx DESC NULLS LAST, c.id DESC
 		LIMIT $8`
 }
 
@@ -287,7 +351,7 @@ func exactRankSQL(dims int) string {
 // exact one, from the stored single-precision vector: half precision only steers the graph
 // walk. dims is an int from the query vector's length, never user text.
 func annRankSQL(dims int) string {
-	return fmt.Sprintf(`SELECT %s, 1 - (embedding::vector(%[2]d) <=> $6::vector(%[2]d)) AS score
+	return fmt.Sprintf(`SELECT %s, 1 - (embedding::vector(%[2]d) <=> $6::vector(%[2]d)) AS score, NULL::float8, NULL::float8
 		FROM entries
 		WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = 'doc'
 			AND embedding_dims = %[2]d AND embedding_model = $7
@@ -326,7 +390,8 @@ func scanScored(q recall.RankQuery, rows pgx.Rows, err error, withTotal bool) ([
 		score                 float64
 		sourceConv            *string
 	)
-	dest := []any{&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &sourceConv, &score}
+	var vscore, lscore *float64
+	dest := []any{&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &sourceConv, &score, &vscore, &lscore}
 	if withTotal {
 		dest = append(dest, &total)
 	}
@@ -335,7 +400,11 @@ func scanScored(q recall.RankQuery, rows pgx.Rows, err error, withTotal bool) ([
 		if err := rows.Scan(dest...); err != nil {
 			return nil, 0, err
 		}
-		out = append(out, recall.Scored{Score: score, Entry: core.Entry{
+		vector, lexical := deref(vscore), deref(lscore)
+		if !recall.UsesLexical(q.Ranking) {
+			vector = score // a vector ranking's score is its vector component
+		}
+		out = append(out, recall.Scored{Score: score, Vector: vector, Lexical: lexical, Entry: core.Entry{
 			Tenant: q.Tenant, Namespace: q.Namespace, MemoryID: q.MemoryID, EmbeddingModel: q.Model,
 			ID: id, Kind: core.EntryKind(kind), Turn: deref(turn), Index: deref(idx), SourceTurn: deref(sourceTurn),
 			SourceConversation: deref(sourceConv), Value: value, UpdatedAt: updated.UTC(),
@@ -421,22 +490,312 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 		break // one chunk's vector speaks for the batch: they share one embedder
 	}
 	err := s.tx(ctx, func(t pgx.Tx) error {
+		// The replaced chunks go first, returning their terms, so that the corpus's statistics
+		// take the difference: one upsert per term, in byte order, so that concurrent indexers of
+		// one corpus lock the rows they share in the same order and cannot deadlock.
 		b := &pgx.Batch{}
 		for _, id := range docIDs {
 			b.Queue(`DELETE FROM entries WHERE tenant = $1 AND memory_id = $2 AND namespace = $3
-				AND kind = 'doc' AND starts_with(id, $4)`, tenant, memoryID, core.CorpusNamespace, id+"#")
+				AND kind = 'doc' AND starts_with(id, $4) RETURNING lex_terms, lex_length`, tenant, memoryID, core.CorpusNamespace, id+"#")
 		}
+		delta := lexicalDelta{df: map[string]int{}}
+		br := t.SendBatch(ctx, b)
+		for range docIDs {
+			rows, err := br.Query()
+			if err != nil {
+				_ = br.Close()
+				return err
+			}
+			for rows.Next() {
+				var terms []string
+				var length *int
+				if err := rows.Scan(&terms, &length); err != nil {
+					rows.Close()
+					_ = br.Close()
+					return err
+				}
+				delta.add(terms, deref(length), -1)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		b = &pgx.Batch{}
 		now := time.Now().UTC()
 		for _, e := range chunks {
 			e.Namespace = core.CorpusNamespace
 			e = stamp(e, now)
 			b.Queue(`INSERT INTO entries (`+entryInsertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-				$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`, entryArgs(e)...)
+				$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`, entryArgs(e)...)
+			if l := e.Lexical; l != nil && len(l.Terms) > 0 {
+				delta.add(l.Terms, l.Length, 1)
+			}
 		}
+		delta.queue(b, tenant, memoryID, core.CorpusNamespace)
 		return t.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
 		return translate(err, "put documents", "", "")
 	}
 	return nil
+}
+
+// Corpus lexical search (rankings lexical and hybrid on a corpus at an indexed dimension).
+const (
+	// exactCorpusDocs: a corpus of at most this many chunks with terms is ranked by the exact
+	// scan (exactLexicalSQL), its statistics computed by the statement, as a conversation's.
+	exactCorpusDocs = 2000
+	// lexicalPostings bounds the candidate generator: the query's rarest terms are taken, rarest
+	// first, while the chunks holding them (by the corpus's statistics) stay within this many;
+	// the rarest is always taken. The candidates are then scored on every query term. A chunk
+	// holding only the commoner terms ("the", "of") is not a candidate: its score is bounded
+	// by those terms' small weights, and it would rarely make the top ten.
+	lexicalPostings = 4000
+	// maxLexicalCandidates bounds how many candidate chunks one search scores when even the
+	// rarest query term is common.
+	maxLexicalCandidates = 8000
+)
+
+// rankCorpusLexical ranks a corpus lexically, or by the hybrid of both scores, in two round
+// trips: the fingerprint and the corpus's statistics for the query's terms (lexical_terms,
+// lexical_totals, kept by PutDocuments), then the candidates. The lexical candidates come from
+// the GIN index on lex_terms (lexicalCandidatesSQL); a hybrid adds the HNSW search's
+// (annRankSQL, its chunks scored lexically too), and every candidate of either is scored on
+// both, fused, and cut to the limit. A small corpus goes to the exact scan instead. done is
+// false when the stored vectors are of another space (the caller lists them).
+func (s *Store) rankCorpusLexical(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector) (recall.RankResult, bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
+		q.Tenant, q.MemoryID, q.Namespace)
+	b.Queue(`SELECT docs, length FROM lexical_totals WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
+		q.Tenant, q.MemoryID, q.Namespace)
+	b.Queue(`SELECT coalesce(l.df, 0) FROM unnest($4::text[]) WITH ORDINALITY AS t(term, ord)
+		LEFT JOIN lexical_terms l ON l.tenant = $1 AND l.memory_id = $2 AND l.namespace = $3 AND l.term = t.term
+		ORDER BY t.ord`, q.Tenant, q.MemoryID, q.Namespace, q.Terms)
+	br := s.pool.SendBatch(ctx, b)
+	var model string
+	var fdims int
+	err := br.QueryRow().Scan(&model, &fdims)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		_ = br.Close()
+		return recall.RankResult{Mode: "exact"}, true, nil // no vector was ever stored here
+	case err != nil:
+		_ = br.Close()
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
+	case model != q.Model || fdims != len(q.Vector):
+		_ = br.Close()
+		return recall.RankResult{}, false, nil
+	}
+	st := core.TermStats{DF: make([]int, 0, len(q.Terms))}
+	if err := br.QueryRow().Scan(&st.Docs, &st.Length); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		_ = br.Close()
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
+	}
+	rows, err := br.Query()
+	if err == nil {
+		for rows.Next() {
+			var df int
+			if err = rows.Scan(&df); err != nil {
+				break
+			}
+			st.DF = append(st.DF, df)
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
+	}
+	if st.Docs <= exactCorpusDocs {
+		return s.rankConversation(ctx, q, kinds, vec)
+	}
+	scorer := core.NewLexicalScorer(q.Terms, st)
+	gen := generatingTerms(q.Terms, st.DF)
+	hybrid := q.Ranking == core.RankHybrid
+	b = &pgx.Batch{}
+	lexArgs := lexicalArgs(q.Terms, scorer)
+	if len(gen) > 0 {
+		b.Queue(lexicalCandidatesSQL(len(q.Vector), hybrid), append([]any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model,
+			q.Limit, gen, maxLexicalCandidates}, lexArgs...)...)
+	}
+	if hybrid {
+		b.Queue(annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce)
+		b.Queue(annLexicalSQL(len(q.Vector)), append([]any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit},
+			lexArgs...)...)
+	}
+	if b.Len() == 0 {
+		return recall.RankResult{Mode: "ann", Total: -1}, true, nil // no query term is in the corpus: nothing scores
+	}
+	br = s.pool.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	byID := map[string]int{}
+	var ranked []recall.Scored
+	read := func() error {
+		rows, err := br.Query()
+		found, _, err := scanScored(q, rows, err, false)
+		if err != nil {
+			return err
+		}
+		for _, sc := range found {
+			if _, dup := byID[sc.Entry.ID]; dup {
+				continue
+			}
+			byID[sc.Entry.ID] = len(ranked)
+			sc.Score = core.Fuse(q.Ranking, q.Alpha, sc.Vector, sc.Lexical)
+			ranked = append(ranked, sc)
+		}
+		return nil
+	}
+	if len(gen) > 0 {
+		if err := read(); err != nil {
+			return recall.RankResult{}, true, translate(err, "rank entries", "", "")
+		}
+	}
+	if hybrid {
+		if _, err := br.Exec(); err != nil {
+			return recall.RankResult{}, true, translate(err, "rank entries", "", "")
+		}
+		if err := read(); err != nil {
+			return recall.RankResult{}, true, translate(err, "rank entries", "", "")
+		}
+	}
+	sort.SliceStable(ranked, func(i, j int) bool {
+		if ranked[i].Score != ranked[j].Score {
+			return ranked[i].Score > ranked[j].Score
+		}
+		return core.CompareNewest(ranked[i].Entry, ranked[j].Entry) < 0
+	})
+	ranked = ranked[:min(len(ranked), max(q.Limit, 0))]
+	return recall.RankResult{Mode: "ann", Ranked: ranked, Total: -1}, true, nil
+}
+
+// generatingTerms picks the query terms whose chunks are the lexical candidates: those the
+// corpus holds, rarest first, while their chunks stay within lexicalPostings (the rarest always).
+func generatingTerms(terms []string, df []int) []string {
+	order := make([]int, 0, len(terms))
+	for i := range terms {
+		if i < len(df) && df[i] > 0 {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return df[order[a]] < df[order[b]] })
+	var out []string
+	postings := 0
+	for _, i := range order {
+		if len(out) > 0 && postings+df[i] > lexicalPostings {
+			break
+		}
+		postings += df[i]
+		out = append(out, terms[i])
+	}
+	return out
+}
+
+// lexicalScoreSQL is core.LexicalScorer.Score in SQL for the row in scope, with the corpus's
+// statistics passed in from parameter $p on: the terms, their idf, k1, b, k1 + 1, the mean
+// length and the maximum (lexicalArgs; see exactLexicalSQL on the arithmetic).
+func lexicalScoreSQL(p int) string {
+	n := func(i int) string { return "$" + strconv.Itoa(p+i) }
+	return `(coalesce((SELECT sum(q.idf * f.tf * ` + n(4) + `::float8
+		/ (f.tf + ` + n(2) + `::float8 * ((1 - ` + n(3) + `::float8) + ` + n(3) + `::float8 * lex_length / ` + n(5) + `::float8))
+		ORDER BY q.ord)
+	FROM unnest(` + n(0) + `::text[], ` + n(1) + `::float8[]) WITH ORDINALITY AS q(term, idf, ord),
+	LATERAL (SELECT lex_freqs[array_position(lex_terms, q.term)]::float8 AS tf) f
+	WHERE f.tf IS NOT NULL), 0) / ` + n(6) + `::float8)`
+}
+
+// lexicalArgs are lexicalScoreSQL's arguments.
+func lexicalArgs(terms []string, sc core.LexicalScorer) []any {
+	return []any{terms, sc.IDFs, core.BM25K1, core.BM25B, core.BM25K1 + 1, sc.AvgLen, sc.Max}
+}
+
+// lexicalCandidatesSQL returns a corpus's best chunks by lexical score among those holding
+// any of the generating terms $9 (the GIN index entries_doc_lex finds them), at most $10 of
+// them scored; with hybrid, each with its vector score too. $1..$8 as annRankSQL, then
+// lexicalScoreSQL's from $11.
+func lexicalCandidatesSQL(dims int, hybrid bool) string {
+	vscore := `NULL::float8`
+	if hybrid {
+		vscore = `1 - (embedding <=> $6)`
+	}
+	return fmt.Sprintf(`WITH cand AS (
+			SELECT %s, %s AS vscore, lex_terms, lex_freqs, lex_length
+			FROM entries
+			WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = 'doc' AND kind = ANY($4)
+				AND (expires_at IS NULL OR expires_at > $5) AND $6::vector IS NOT NULL
+				AND embedding_dims = %d AND embedding_model = $7 AND lex_terms && $9::text[]
+			LIMIT $10),
+		scored AS (SELECT %s, vscore, %s AS lscore FROM cand)
+		SELECT %s, lscore, vscore, lscore
+		FROM scored
+		ORDER BY lscore DESC, idx DESC NULLS LAST, id DESC
+		LIMIT $8`, rankedColumns, vscore, dims, rankedColumns, lexicalScoreSQL(11), rankedColumns)
+}
+
+// annLexicalSQL is annRankSQL with each chunk's lexical score too (lexicalScoreSQL from $9).
+func annLexicalSQL(dims int) string {
+	return fmt.Sprintf(`SELECT %s, 1 - (embedding::vector(%[2]d) <=> $6::vector(%[2]d)) AS score,
+			1 - (embedding::vector(%[2]d) <=> $6::vector(%[2]d)) AS vscore, %[3]s AS lscore
+		FROM entries
+		WHERE tenant = $1 AND namespace = $2 AND memory_id = $3 AND kind = 'doc'
+			AND embedding_dims = %[2]d AND embedding_model = $7
+			AND (expires_at IS NULL OR expires_at > $5) AND kind = ANY($4)
+		ORDER BY embedding::halfvec(%[2]d) <=> $6::halfvec(%[2]d)
+		LIMIT $8`, rankedColumns, dims, lexicalScoreSQL(9))
+}
+
+// lexicalDelta is a change to a corpus's statistics: entries with terms, their length, and per
+// term the entries holding it.
+type lexicalDelta struct {
+	docs, length int64
+	df           map[string]int
+}
+
+func (d *lexicalDelta) add(terms []string, length, sign int) {
+	if len(terms) == 0 {
+		return
+	}
+	d.docs += int64(sign)
+	d.length += int64(sign * length)
+	for _, t := range terms {
+		d.df[t] += sign
+	}
+}
+
+// queue adds the delta's upserts to b: the terms that changed in byte order, then the totals.
+func (d *lexicalDelta) queue(b *pgx.Batch, tenant, memoryID, namespace string) {
+	terms := make([]string, 0, len(d.df))
+	for t, n := range d.df {
+		if n != 0 {
+			terms = append(terms, t)
+		}
+	}
+	sort.Strings(terms)
+	counts := make([]int32, len(terms))
+	for i, t := range terms {
+		counts[i] = int32(d.df[t])
+	}
+	if len(terms) > 0 {
+		b.Queue(`INSERT INTO lexical_terms (tenant, memory_id, namespace, term, df)
+			SELECT $1, $2, $3, t.term, t.n FROM unnest($4::text[], $5::int[]) WITH ORDINALITY AS t(term, n, ord) ORDER BY t.ord
+			ON CONFLICT (tenant, memory_id, namespace, term) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df`,
+			tenant, memoryID, namespace, terms, counts)
+	}
+	if d.docs != 0 || d.length != 0 {
+		b.Queue(`INSERT INTO lexical_totals (tenant, memory_id, namespace, docs, length) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (tenant, memory_id, namespace) DO UPDATE
+			SET docs = lexical_totals.docs + EXCLUDED.docs, length = lexical_totals.length + EXCLUDED.length`,
+			tenant, memoryID, namespace, d.docs, d.length)
+	}
 }

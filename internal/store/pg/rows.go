@@ -114,11 +114,12 @@ const entryWrittenColumns = `tenant, memory_id, namespace, id, kind, turn, idx, 
 // entryUpsertedColumns are what a fact replaced when it was restated (upsertEntrySQL).
 const entryUpsertedColumns = `superseded_value, superseded_conversation, superseded_turn`
 
-// entryInsertColumns is entryWrittenColumns plus embedding_dims: the columns entryArgs returns.
-const entryInsertColumns = entryWrittenColumns + `, embedding_dims`
+// entryInsertColumns is entryWrittenColumns plus embedding_dims and the lexical features (never
+// read back either: only rankings read them): the columns entryArgs returns.
+const entryInsertColumns = entryWrittenColumns + `, embedding_dims, lex_terms, lex_freqs, lex_length`
 
 // entryInsertArity is how many values entryArgs returns per entry.
-const entryInsertArity = 22
+const entryInsertArity = 25
 
 // entrySelectColumns is entryColumns for a read: without the embedding (a NULL in its place,
 // so scanEntry reads the same columns) unless withEmbedding is set, since vectors are large.
@@ -163,11 +164,23 @@ func entryArgs(e core.Entry) []any {
 	if !e.ExpiresAt.IsZero() {
 		expires = &e.ExpiresAt
 	}
+	var (
+		lexTerms  []string // nil is NULL
+		lexFreqs  []int16
+		lexLength *int
+	)
+	if l := e.Lexical; l != nil && len(l.Terms) > 0 {
+		lexTerms, lexLength = l.Terms, &l.Length
+		lexFreqs = make([]int16, len(l.Freqs))
+		for i, f := range l.Freqs {
+			lexFreqs[i] = int16(min(f, core.MaxTermFreq))
+		}
+	}
 	return []any{
 		e.Tenant, e.MemoryID, e.Namespace, e.ID, string(e.Kind), nullInt(e.Turn), idx,
 		string(e.Value), metadata, e.Version, e.CreatedAt, e.UpdatedAt, e.LastAccessedAt,
 		e.AccessCount, expires, nullString(e.Tier), nullInt(e.SourceTurn), nullString(e.SourceRunID),
-		vec, nullString(e.EmbeddingModel), nullString(e.SourceConversation), dims,
+		vec, nullString(e.EmbeddingModel), nullString(e.SourceConversation), dims, lexTerms, lexFreqs, lexLength,
 	}
 }
 
