@@ -161,6 +161,45 @@ func (e EntryKind) Valid() bool {
 	}
 }
 
+// Defines values for EvidenceRankingSource.
+const (
+	EvidenceRankingSourceEmbedderDefault EvidenceRankingSource = "embedder default"
+	EvidenceRankingSourceMemory          EvidenceRankingSource = "memory"
+)
+
+// Valid indicates whether the value is a known member of the EvidenceRankingSource enum.
+func (e EvidenceRankingSource) Valid() bool {
+	switch e {
+	case EvidenceRankingSourceEmbedderDefault:
+		return true
+	case EvidenceRankingSourceMemory:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EvidenceThresholdSource.
+const (
+	EvidenceThresholdSourceEmbedderDefault EvidenceThresholdSource = "embedder default"
+	EvidenceThresholdSourceMemory          EvidenceThresholdSource = "memory"
+	EvidenceThresholdSourceSeedDefault     EvidenceThresholdSource = "seed default"
+)
+
+// Valid indicates whether the value is a known member of the EvidenceThresholdSource enum.
+func (e EvidenceThresholdSource) Valid() bool {
+	switch e {
+	case EvidenceThresholdSourceEmbedderDefault:
+		return true
+	case EvidenceThresholdSourceMemory:
+		return true
+	case EvidenceThresholdSourceSeedDefault:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExtractionNoteExtractor.
 const (
 	ExtractionNoteExtractorLLM     ExtractionNoteExtractor = "llm"
@@ -536,6 +575,27 @@ func (e Projection) Valid() bool {
 	}
 }
 
+// Defines values for Ranking.
+const (
+	RankingHybrid  Ranking = "hybrid"
+	RankingLexical Ranking = "lexical"
+	RankingVector  Ranking = "vector"
+)
+
+// Valid indicates whether the value is a known member of the Ranking enum.
+func (e Ranking) Valid() bool {
+	switch e {
+	case RankingHybrid:
+		return true
+	case RankingLexical:
+		return true
+	case RankingVector:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadinessStatus.
 const (
 	ReadinessStatusReady ReadinessStatus = "ready"
@@ -877,6 +937,14 @@ type Candidate struct {
 	// ID The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`; in a principal-scoped memory `msg-3-0~support-4821`, the conversation after `~`), or a document chunk's (`returns-policy#0`).
 	ID string `json:"id"`
 
+	// LexicalScore topK with ranking `lexical` or `hybrid` only, its lexical score:
+	// BM25 (k1 1.2, b 0.75) over the query's distinct terms, with the
+	// statistics of the conversation's (or the corpus's) ranked entries,
+	// divided by the most the same query could score there, so 0 when it
+	// holds none of the query's terms and below 1 always. Never
+	// normalised within the candidates.
+	LexicalScore *float64 `json:"lexicalScore,omitempty"`
+
 	// MemoryID An id chosen by the client: 1 to 64 characters, starting with a letter
 	// or digit, then letters, digits, `.`, `_` or `-`.
 	//
@@ -916,11 +984,18 @@ type Candidate struct {
 	// Example: below-threshold
 	Reason *CandidateReason `json:"reason,omitempty"`
 
-	// Score Cosine similarity to the query; absent for strategies that do not score by similarity.
+	// Score The score the candidate was ranked by and the threshold compared
+	// with: for a `topK`, its ranking's score (the evidence's `ranking`):
+	// the cosine similarity (`vector`), the lexical score (`lexical`) or
+	// `alpha` × vector + (1 − alpha) × lexical (`hybrid`); the decay
+	// score for `decay`. Absent for strategies that do not score.
 	Score *float64 `json:"score,omitempty"`
 
 	// Turn The turn that wrote the entry, when known.
 	Turn *int `json:"turn,omitempty"`
+
+	// VectorScore topK with ranking `vector` or `hybrid` only, the cosine similarity of its vector to the query's.
+	VectorScore *float64 `json:"vectorScore,omitempty"`
 }
 
 // CandidateReason Why a candidate was not admitted. `below-threshold`: its score was
@@ -1235,6 +1310,10 @@ type EmbedderInfo struct {
 
 	// Model The provider's model id; absent for the built-in embedder.
 	Model *string `json:"model,omitempty"`
+
+	// Ranking What a `topK` read on this embedder uses when its strategy leaves
+	// `ranking`, `alpha` or `threshold` unset.
+	Ranking RankingDefaults `json:"ranking"`
 }
 
 // EmbedderKind `hash`: the built-in offline embedder (lexical, deterministic).
@@ -1532,6 +1611,9 @@ type Evidence struct {
 	// AdmittedCount How many went into the prompt.
 	AdmittedCount int `json:"admittedCount"`
 
+	// Alpha topK with ranking `hybrid` only, the vector score's weight.
+	Alpha *float64 `json:"alpha,omitempty"`
+
 	// Candidates The candidates, best rank first.
 	Candidates []Candidate `json:"candidates"`
 
@@ -1604,6 +1686,20 @@ type Evidence struct {
 	// Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
 	QueryHash QueryHash `json:"queryHash"`
 
+	// Ranking How a `topK` orders entries. `vector`: cosine similarity of the
+	// vectors. `lexical`: BM25 over the query's terms, divided by the most
+	// that query could score (in [0, 1)). `hybrid`: alpha × vector +
+	// (1 − alpha) × lexical. Each score is absolute: it never depends on
+	// which other entries were candidates, so a threshold turns away a
+	// query that matches nothing.
+	//
+	//
+	// Example: hybrid
+	Ranking *Ranking `json:"ranking,omitempty"`
+
+	// RankingSource topK only, whether the memory's strategy set `ranking` or the embedder's default applied.
+	RankingSource *EvidenceRankingSource `json:"rankingSource,omitempty"`
+
 	// RejectedCount How many did not.
 	RejectedCount int `json:"rejectedCount"`
 
@@ -1622,7 +1718,39 @@ type Evidence struct {
 
 	// Threshold Ranking strategies only, the strict threshold a score had to be above.
 	Threshold *float64 `json:"threshold,omitempty"`
+
+	// ThresholdOn How a `topK` orders entries. `vector`: cosine similarity of the
+	// vectors. `lexical`: BM25 over the query's terms, divided by the most
+	// that query could score (in [0, 1)). `hybrid`: alpha × vector +
+	// (1 − alpha) × lexical. Each score is absolute: it never depends on
+	// which other entries were candidates, so a threshold turns away a
+	// query that matches nothing.
+	//
+	//
+	// Example: hybrid
+	ThresholdOn *Ranking `json:"thresholdOn,omitempty"`
+
+	// ThresholdSource Where the threshold came from: the memory's strategy (`memory`),
+	// the embedder's calibrated default for the ranking (`embedder
+	// default`, published in /v1/capabilities as `ranking.thresholds`),
+	// or the seed's 0.7 for a causal memory whose embedder has none
+	// (`seed default`). `thresholdOn` names the score it was compared
+	// with: each candidate's `score`, which is its ranking's. Both
+	// absent without a threshold.
+	ThresholdSource *EvidenceThresholdSource `json:"thresholdSource,omitempty"`
 }
+
+// EvidenceRankingSource topK only, whether the memory's strategy set `ranking` or the embedder's default applied.
+type EvidenceRankingSource string
+
+// EvidenceThresholdSource Where the threshold came from: the memory's strategy (`memory`),
+// the embedder's calibrated default for the ranking (`embedder
+// default`, published in /v1/capabilities as `ranking.thresholds`),
+// or the seed's 0.7 for a causal memory whose embedder has none
+// (`seed default`). `thresholdOn` names the score it was compared
+// with: each candidate's `score`, which is its ranking's. Both
+// absent without a threshold.
+type EvidenceThresholdSource string
 
 // Explanation One turn explained: its answer, the context it was produced with,
 // the stored entries that context came from, what could not be
@@ -2789,6 +2917,46 @@ type Projection string
 //
 // Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
 type QueryHash = string
+
+// Ranking How a `topK` orders entries. `vector`: cosine similarity of the
+// vectors. `lexical`: BM25 over the query's terms, divided by the most
+// that query could score (in [0, 1)). `hybrid`: alpha × vector +
+// (1 − alpha) × lexical. Each score is absolute: it never depends on
+// which other entries were candidates, so a threshold turns away a
+// query that matches nothing.
+//
+// Example: hybrid
+type Ranking string
+
+// RankingDefaults What a `topK` read on this embedder uses when its strategy leaves
+// `ranking`, `alpha` or `threshold` unset.
+type RankingDefaults struct {
+	// Alpha The vector score's weight in a hybrid ranking.
+	Alpha float64 `json:"alpha"`
+
+	// Calibration How the thresholds were chosen, and the command that reproduces them.
+	Calibration string `json:"calibration"`
+
+	// Default How a `topK` orders entries. `vector`: cosine similarity of the
+	// vectors. `lexical`: BM25 over the query's terms, divided by the most
+	// that query could score (in [0, 1)). `hybrid`: alpha × vector +
+	// (1 − alpha) × lexical. Each score is absolute: it never depends on
+	// which other entries were candidates, so a threshold turns away a
+	// query that matches nothing.
+	//
+	//
+	// Example: hybrid
+	Default Ranking `json:"default"`
+
+	// Thresholds The calibrated default threshold per ranking; a ranking that is
+	// not listed has none on this embedder (a causal memory then uses
+	// the seed's 0.7, any other admits its `topK` best).
+	Thresholds struct {
+		Hybrid  *float64 `json:"hybrid,omitempty"`
+		Lexical *float64 `json:"lexical,omitempty"`
+		Vector  *float64 `json:"vector,omitempty"`
+	} `json:"thresholds"`
+}
 
 // Readiness Example: {"status":"ready","store":"postgres"}
 type Readiness struct {

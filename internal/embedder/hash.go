@@ -97,6 +97,7 @@ func (h *Hash) Info() core.EmbedderInfo {
 		Description: "Built-in offline embedder (feature hashing of words, word pairs and character n-grams). " +
 			"LEXICAL, not semantic: texts score as similar when they share words and spellings, not when they " +
 			"mean the same thing in different words. Deterministic; needs no network or key.",
+		Ranking: HashRanking(),
 	}
 }
 

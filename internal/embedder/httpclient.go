@@ -143,6 +143,7 @@ func (r *remote) info() core.EmbedderInfo {
 		Dimensions:  int(r.dims.Load()),
 		Default:     r.isDefault,
 		Description: r.cfg.description,
+		Ranking:     RemoteRanking(),
 	}
 }
 

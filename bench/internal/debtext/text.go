@@ -1,4 +1,6 @@
-package main
+// Package debtext reads the real text a Debian system ships (man pages, licences, copyright,
+// README, NEWS and changelog files) for the benchmarks: cleaned, deduplicated, deterministic.
+package debtext
 
 import (
 	"bytes"
@@ -17,30 +19,30 @@ import (
 	"unicode/utf8"
 )
 
-// document is one text that ships in a Debian package, cleaned to plain
+// Document is one text that ships in a Debian package, cleaned to plain
 // paragraphs separated by blank lines.
-type document struct {
-	id   string // safe for an entry id: [a-z0-9._-]
-	uri  string // where it came from
-	text string
+type Document struct {
+	ID   string // safe for an entry id: [a-z0-9._-]
+	URI  string // where it came from
+	Text string
 }
 
-// source is one file to read and how to clean it.
-type source struct {
-	path string
-	man  bool // troff markup
+// Source is one file to read and how to clean it.
+type Source struct {
+	Path string
+	Man  bool // troff markup
 }
 
-// debianSources lists the readable texts of this system: word lists, the
+// DebianSources lists the readable texts of this system: word lists, the
 // common licences, every package's copyright, README and NEWS files, and the
 // English man pages (sections 1–8).
-func debianSources() []source {
-	var out []source
+func DebianSources() []Source {
+	var out []Source
 	add := func(pattern string, man bool) {
 		files, _ := filepath.Glob(pattern)
 		for _, f := range files {
 			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() && st.Size() > 0 && st.Size() < 4<<20 {
-				out = append(out, source{path: f, man: man})
+				out = append(out, Source{Path: f, Man: man})
 			}
 		}
 	}
@@ -56,11 +58,11 @@ func debianSources() []source {
 	return out
 }
 
-// loadDocuments reads and cleans every source in parallel, dropping
+// LoadDocuments reads and cleans every Source in parallel, dropping
 // duplicates (the same licence text ships in hundreds of copyright files)
 // and texts too short to matter. The order is deterministic.
-func loadDocuments(srcs []source) []document {
-	docs := make([]document, len(srcs))
+func LoadDocuments(srcs []Source) []Document {
+	docs := make([]Document, len(srcs))
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range runtime.NumCPU() {
@@ -68,7 +70,7 @@ func loadDocuments(srcs []source) []document {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				docs[i] = readDocument(srcs[i])
+				docs[i] = ReadDocument(srcs[i])
 			}
 		}()
 	}
@@ -79,58 +81,69 @@ func loadDocuments(srcs []source) []document {
 	wg.Wait()
 	seen := map[[32]byte]bool{}
 	ids := map[string]int{}
-	var out []document
+	var out []Document
 	for _, d := range docs {
-		if len(d.text) < 200 {
+		if len(d.Text) < 200 {
 			continue
 		}
-		h := sha256.Sum256([]byte(d.text))
+		h := sha256.Sum256([]byte(d.Text))
 		if seen[h] {
 			continue
 		}
 		seen[h] = true
-		if n := ids[d.id]; n > 0 {
-			ids[d.id] = n + 1
-			d.id = d.id + "-" + itoa(n)
+		if n := ids[d.ID]; n > 0 {
+			ids[d.ID] = n + 1
+			d.ID = d.ID + "-" + Itoa(n)
 		} else {
-			ids[d.id] = 1
+			ids[d.ID] = 1
 		}
 		out = append(out, d)
 	}
 	return out
 }
 
-func readDocument(s source) document {
-	f, err := os.Open(s.path)
+// ReadDocument reads and cleans one source; a zero Document when it is not text.
+func ReadDocument(s Source) Document {
+	raw, name, ok := readText(s.Path)
+	if !ok {
+		return Document{}
+	}
+	text := raw
+	if s.Man {
+		text = StripTroff(text)
+	} else {
+		text = NormalizeParagraphs(text)
+	}
+	rel := strings.TrimPrefix(name, "/usr/share/")
+	return Document{ID: SafeID(rel), URI: "file:///usr/share/" + rel, Text: text}
+}
+
+// readText reads a file, gunzipped when its name ends in .gz; ok is false for a file that is
+// not UTF-8 text. name is the path without .gz.
+func readText(path string) (text, name string, ok bool) {
+	f, err := os.Open(path)
 	if err != nil {
-		return document{}
+		return "", "", false
 	}
 	defer func() { _ = f.Close() }()
 	var r io.Reader = f
-	name := s.path
+	name = path
 	if strings.HasSuffix(name, ".gz") {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
-			return document{}
+			return "", "", false
 		}
 		r = zr
 		name = strings.TrimSuffix(name, ".gz")
 	}
 	raw, err := io.ReadAll(io.LimitReader(r, 8<<20))
 	if err != nil || bytes.IndexByte(raw, 0) >= 0 || !utf8.Valid(raw) {
-		return document{} // binary, or not UTF-8: not text we can use
+		return "", "", false // binary, or not UTF-8: not text we can use
 	}
-	text := string(raw)
-	if s.man {
-		text = stripTroff(text)
-	} else {
-		text = normalizeParagraphs(text)
-	}
-	rel := strings.TrimPrefix(name, "/usr/share/")
-	return document{id: safeID(rel), uri: "file:///usr/share/" + rel, text: text}
+	return string(raw), name, true
 }
 
-func safeID(s string) string {
+func SafeID(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {
 		switch {
@@ -143,7 +156,7 @@ func safeID(s string) string {
 	return strings.Trim(b.String(), "-.")
 }
 
-func itoa(n int) string {
+func Itoa(n int) string {
 	if n == 0 {
 		return "0"
 	}
@@ -155,8 +168,8 @@ func itoa(n int) string {
 	return string(b)
 }
 
-// normalizeParagraphs collapses runs of blank lines to one and trims lines.
-func normalizeParagraphs(text string) string {
+// NormalizeParagraphs collapses runs of blank lines to one and trims lines.
+func NormalizeParagraphs(text string) string {
 	var b strings.Builder
 	blank := true
 	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
@@ -200,10 +213,10 @@ func set(s ...string) map[string]bool {
 	return m
 }
 
-// stripTroff turns a man page into plain paragraphs, roughly: comments,
+// StripTroff turns a man page into plain paragraphs, roughly: comments,
 // definitions and layout requests go, font macros keep their words, and
 // inline escapes become their character or nothing.
-func stripTroff(src string) string {
+func StripTroff(src string) string {
 	var b strings.Builder
 	inDef := false
 	para := func() { b.WriteString("\n\n") }
@@ -258,12 +271,12 @@ func stripTroff(src string) string {
 	out := escapeRE.ReplaceAllStringFunc(b.String(), func(m string) string {
 		return namedChars[m]
 	})
-	return normalizeParagraphs(out)
+	return NormalizeParagraphs(out)
 }
 
-// sentences splits a cleaned document into sentences that read like prose:
+// Sentences splits a cleaned document into sentences that read like prose:
 // 40–300 bytes, at least six words, mostly letters.
-func sentences(text string) []string {
+func Sentences(text string) []string {
 	var out []string
 	for _, para := range strings.Split(text, "\n\n") {
 		p := strings.Join(strings.Fields(para), " ")
@@ -300,40 +313,41 @@ func appendSentence(out []string, s string) []string {
 	return append(out, s)
 }
 
-// textCorpus is everything both regimes draw from: the documents split into
+// TextCorpus is everything both regimes draw from: the documents split into
 // a corpus side and a held-out side whose sentences are the queries.
-type textCorpus struct {
-	docs      []document // corpus side, shuffled
-	sentences []string   // corpus side's sentences, deduplicated, in document order
-	queries   []string   // held-out documents' sentences, not in sentences
-	heldOut   int        // documents held out
+type TextCorpus struct {
+	Docs      []Document // corpus side, shuffled
+	Sentences []string   // corpus side's sentences, deduplicated, in document order
+	Queries   []string   // held-out documents' sentences, not in Sentences
+	HeldOut   int        // documents held out
 }
 
-func buildTextCorpus(docs []document, rng *rand.Rand) textCorpus {
+// BuildTextCorpus shuffles docs and holds one in twenty out for queries.
+func BuildTextCorpus(docs []Document, rng *rand.Rand) TextCorpus {
 	docs = slices.Clone(docs)
 	rng.Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
-	var tc textCorpus
+	var tc TextCorpus
 	seen := map[string]bool{}
-	var held []document
+	var held []Document
 	for i, d := range docs {
 		if i%20 == 0 { // 5% of documents held out for queries
 			held = append(held, d)
 			continue
 		}
-		tc.docs = append(tc.docs, d)
-		for _, s := range sentences(d.text) {
+		tc.Docs = append(tc.Docs, d)
+		for _, s := range Sentences(d.Text) {
 			if !seen[s] {
 				seen[s] = true
-				tc.sentences = append(tc.sentences, s)
+				tc.Sentences = append(tc.Sentences, s)
 			}
 		}
 	}
-	tc.heldOut = len(held)
+	tc.HeldOut = len(held)
 	for _, d := range held {
-		for _, s := range sentences(d.text) {
+		for _, s := range Sentences(d.Text) {
 			if !seen[s] {
 				seen[s] = true
-				tc.queries = append(tc.queries, s)
+				tc.Queries = append(tc.Queries, s)
 			}
 		}
 	}

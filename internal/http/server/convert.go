@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,10 +52,21 @@ func capabilitiesOut(c core.Capabilities) gen.Capabilities {
 		Limits:    gen.Limits{MaxBodyBytes: c.Limits.MaxBodyBytes, DefaultPageSize: c.Limits.DefaultPageSize, MaxPageSize: c.Limits.MaxPageSize},
 	}
 	for _, e := range c.Embedders {
-		out.Embedders = append(out.Embedders, gen.EmbedderInfo{
+		ge := gen.EmbedderInfo{
 			ID: e.ID, Kind: gen.EmbedderKind(e.Kind), Dimensions: e.Dimensions,
 			Model: optString(e.Model), Default: e.Default, Description: e.Description,
-		})
+		}
+		ge.Ranking.Default = gen.Ranking(cmp.Or(e.Ranking.Ranking, core.RankVector))
+		ge.Ranking.Alpha, ge.Ranking.Calibration = e.Ranking.Alpha, e.Ranking.Calibration
+		th := func(r core.Ranking) *float64 {
+			if v, ok := e.Ranking.Thresholds[r]; ok {
+				return &v
+			}
+			return nil
+		}
+		ge.Ranking.Thresholds.Vector, ge.Ranking.Thresholds.Lexical, ge.Ranking.Thresholds.Hybrid =
+			th(core.RankVector), th(core.RankLexical), th(core.RankHybrid)
+		out.Embedders = append(out.Embedders, ge)
 	}
 	for _, l := range c.LLMs {
 		out.LLMs = append(out.LLMs, gen.LLMInfo{ID: l.ID, Model: optString(l.Model)})

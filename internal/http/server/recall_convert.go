@@ -105,12 +105,25 @@ func evidenceOut(e recall.Evidence) gen.Evidence {
 		m := gen.SearchMode(e.SearchMode)
 		out.SearchMode = &m
 	}
+	if e.Ranking != "" {
+		r := gen.Ranking(e.Ranking)
+		out.Ranking = &r
+		src := gen.EvidenceRankingSource(e.RankingSource)
+		out.RankingSource = &src
+		out.Alpha = e.Alpha
+	}
+	if e.ThresholdOn != "" {
+		on := gen.Ranking(e.ThresholdOn)
+		src := gen.EvidenceThresholdSource(e.ThresholdSource)
+		out.ThresholdOn, out.ThresholdSource = &on, &src
+	}
 	if e.Decision != "" {
 		d := gen.BudgetDecision(e.Decision)
 		out.Decision = &d
 	}
 	for _, c := range e.Candidates {
-		gc := gen.Candidate{ID: c.ID, MemoryID: c.MemoryID, Score: c.Score, Rank: c.Rank, Admitted: c.Admitted,
+		gc := gen.Candidate{ID: c.ID, MemoryID: c.MemoryID, Score: c.Score, VectorScore: c.VectorScore, LexicalScore: c.LexicalScore,
+			Rank: c.Rank, Admitted: c.Admitted,
 			PromptFragment: c.PromptFragment, PromptPosition: c.PromptPosition, DocURI: optString(c.DocURI),
 			Page: c.Page, Heading: optString(c.Heading), ConversationID: optString(c.ConversationID)}
 		if c.Reason != "" {

@@ -44,6 +44,9 @@ type Store struct {
 	turns   *turnPredictor // what this process knows of namespaces' turns (turncache.go)
 	commits committer      // shared transactions of predicted turn writes (turncommit.go)
 	tel     telemetry      // tracing and the commit observer (telemetry.go)
+	// exactCorpusDocs: a corpus of at most this many chunks with terms is ranked lexically by
+	// the exact scan (rankCorpusLexical).
+	exactCorpusDocs int
 }
 
 // The Store serves every area of the domain.
@@ -65,6 +68,7 @@ type options struct {
 	maxConns         int32
 	migrate          bool
 	tel              telemetry
+	exactCorpusDocs  int // corpora of at most this many chunks are ranked lexically by an exact scan
 }
 
 // WithStatementTimeout sets the session's statement_timeout (0 disables it). Without this
@@ -104,7 +108,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger, opts ...Option) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	o := options{migrate: true}
+	o := options{migrate: true, exactCorpusDocs: exactCorpusDocs}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -144,7 +148,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger, opts ...Option) 
 		pool.Close()
 		return nil, translate(err, "pg: connect", "", "")
 	}
-	return &Store{pool: pool, logger: logger, turns: newTurnPredictor(), tel: o.tel}, nil
+	return &Store{pool: pool, logger: logger, turns: newTurnPredictor(), tel: o.tel, exactCorpusDocs: o.exactCorpusDocs}, nil
 }
 
 // setTimeout sets a duration runtime parameter: an explicit option wins, then a value already

@@ -548,7 +548,8 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 // Corpus lexical search (rankings lexical and hybrid on a corpus at an indexed dimension).
 const (
 	// exactCorpusDocs: a corpus of at most this many chunks with terms is ranked by the exact
-	// scan (exactLexicalSQL), its statistics computed by the statement, as a conversation's.
+	// scan (exactLexicalSQL), its statistics computed by the statement, as a conversation's:
+	// scoring 2,000 chunks costs about what the index path does, and is exact.
 	exactCorpusDocs = 2000
 	// lexicalPostings bounds the candidate generator: the query's rarest terms are taken, rarest
 	// first, while the chunks holding them (by the corpus's statistics) stay within this many;
@@ -617,7 +618,7 @@ func (s *Store) rankCorpusLexical(ctx context.Context, q recall.RankQuery, kinds
 	if err != nil {
 		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
-	if st.Docs <= exactCorpusDocs {
+	if st.Docs <= s.exactCorpusDocs {
 		return s.rankConversation(ctx, q, kinds, vec)
 	}
 	scorer := core.NewLexicalScorer(q.Terms, st)

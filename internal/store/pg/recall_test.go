@@ -248,3 +248,79 @@ func TestReceiptCommitsAsynchronously(t *testing.T) {
 		t.Errorf("synchronous_commit: %s before, %s during the receipt's INSERT, %s after; want off during, unchanged after", before, during, after)
 	}
 }
+
+// TestCorpusLexicalUsesGIN pins that a corpus's lexical search is served by the GIN index on
+// its terms (entries_doc_lex) and re-scored, and that its answer is the exact one when every
+// query term generates candidates: the same ranking as the exact scan of the same corpus.
+func TestCorpusLexicalUsesGIN(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	viaIndex, err := pg.Open(ctx, dsn, nil, pg.ExactCorpusDocs(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(viaIndex.Close)
+	exact := openStore(t, dsn)
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+	chunks := make([]core.Entry, 300)
+	for i := range chunks {
+		text := fmt.Sprintf("%s %s %s chunk%d", words[i%8], words[i%5], words[i%3], i)
+		chunks[i] = core.Entry{Tenant: "acme", MemoryID: "docs", ID: fmt.Sprintf("d#%d", i), Kind: core.KindDocument,
+			Index: i, Value: []byte(`{"text":"x"}`), Embedding: testVector(i), EmbeddingModel: "footprint-hash-v1", Lexical: core.LexicalOf(text)}
+	}
+	if err := viaIndex.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, dsn)
+	if _, err := conn.Exec(ctx, "ANALYZE entries"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []core.Ranking{core.RankLexical, core.RankHybrid} {
+		q := recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs", Kinds: []core.EntryKind{core.KindDocument},
+			Vector: testVector(7), Model: "footprint-hash-v1", Ranking: r, Alpha: 0.3, Terms: core.QueryTerms("golf hotel chunk7"),
+			Limit: 10, Now: time.Now()}
+		got, err := viaIndex.RankEntries(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := exact.RankEntries(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Mode != "ann" || want.Mode != "exact" {
+			t.Fatalf("%s: modes %s (index) and %s (exact scan)", r, got.Mode, want.Mode)
+		}
+		if len(got.Ranked) == 0 || got.Ranked[0].Entry.ID != "d#7" {
+			t.Errorf("%s: the chunk holding every term is not first: %v", r, got.Ranked)
+		}
+		if r == core.RankLexical {
+			for i := range want.Ranked {
+				if i >= len(got.Ranked) || got.Ranked[i].Entry.ID != want.Ranked[i].Entry.ID ||
+					got.Ranked[i].Lexical-want.Ranked[i].Lexical > 1e-9 || want.Ranked[i].Lexical-got.Ranked[i].Lexical > 1e-9 {
+					t.Fatalf("index path and exact scan disagree at %d:\n index %v\n exact %v", i, got.Ranked, want.Ranked)
+				}
+			}
+		}
+	}
+	// The statistics PutDocuments kept are the corpus's: "golf" is in 300/8 chunks, rounded up.
+	var df, docs int
+	if err := conn.QueryRow(ctx, `SELECT df FROM lexical_terms WHERE tenant = 'acme' AND memory_id = 'docs' AND term = 'golf'`).Scan(&df); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT docs FROM lexical_totals WHERE tenant = 'acme' AND memory_id = 'docs'`).Scan(&docs); err != nil {
+		t.Fatal(err)
+	}
+	if df != 37 || docs != 300 {
+		t.Errorf("statistics: df(golf) %d, docs %d; want 37 and 300", df, docs)
+	}
+	lines, err := viaIndex.ExplainLexicalCandidates(ctx, recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs",
+		Kinds: []core.EntryKind{core.KindDocument}, Vector: testVector(7), Model: "footprint-hash-v1", Ranking: core.RankLexical,
+		Terms: []string{"chunk7"}, Limit: 10, Now: time.Now()}, core.TermStats{Docs: 300, Length: 1200, DF: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "Bitmap Index Scan on entries_doc_lex") {
+		t.Errorf("the lexical candidates are not found through the GIN index:\n%s", plan)
+	}
+}

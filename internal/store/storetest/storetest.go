@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) app.Store) {
 		{"Sweep", testSweep},
 		{"RecallStore", testRecallStore},
 		{"RankingEdges", testRankingEdges},
+		{"LexicalRanking", testLexicalRanking},
 		{"ExplainStore", testExplainStore},
 		{"Runs", testRuns},
 		{"ReadSide", testReadSide},
