@@ -151,6 +151,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if sw, ok := store.(core.Sweeper); ok {
 		go sweep(ctx, sw, cfg.SweepInterval, cfg.RunRetention, logger)
 	}
+	if bf, ok := store.(core.LexicalBackfiller); ok {
+		go backfillLexical(ctx, bf, logger)
+	}
 
 	select {
 	case err := <-serveErr:
@@ -237,6 +240,29 @@ func healthcheck(ctx context.Context, addr string) error {
 		return fmt.Errorf("healthcheck: status %d", res.StatusCode)
 	}
 	return nil
+}
+
+// backfillLexical gives entries stored before lexical ranking their terms, a batch at a time,
+// until none is left (a database written by this version has none: the first call finds
+// nothing). Until then such entries score 0 lexically. A failure is logged and the work left
+// for the next start.
+func backfillLexical(ctx context.Context, bf core.LexicalBackfiller, logger *slog.Logger) {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := bf.BackfillLexical(ctx, 500)
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.Warn("lexical backfill failed; entries written before lexical ranking score 0 lexically until the next start", "error", err, "entries", total)
+			}
+			return
+		}
+		if total += n; n == 0 {
+			break
+		}
+	}
+	if total > 0 {
+		logger.Info("gave entries written before lexical ranking their terms", "entries", total)
+	}
 }
 
 // sweep reclaims expired rows, and audit records older than retention, every interval until

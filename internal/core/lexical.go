@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"math"
 	"slices"
 	"strings"
@@ -240,4 +241,33 @@ func (l *Lexical) Clone() *Lexical {
 		return nil
 	}
 	return &Lexical{Terms: slices.Clone(l.Terms), Freqs: slices.Clone(l.Freqs), Length: l.Length}
+}
+
+// RankedText is the text an entry of a ranked kind is ranked by, read from its stored value:
+// a message's content, a causal snapshot's question (what its vector embeds), a corpus chunk's
+// text; "" for other kinds or a value that does not decode.
+func RankedText(kind EntryKind, value []byte) string {
+	var v struct {
+		Content string `json:"content"`
+		Query   string `json:"query"`
+		Text    string `json:"text"`
+	}
+	if DecodeValue(value, &v) != nil {
+		return ""
+	}
+	switch kind {
+	case KindMessage:
+		return v.Content
+	case KindSnapshot:
+		return v.Query
+	case KindDocument:
+		return v.Text
+	}
+	return ""
+}
+
+// LexicalBackfiller gives entries stored before lexical ranking existed their lexical
+// features; it returns how many entries it updated, and is done when that is 0.
+type LexicalBackfiller interface {
+	BackfillLexical(ctx context.Context, batch int) (int64, error)
 }

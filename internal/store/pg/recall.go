@@ -800,3 +800,75 @@ func (d *lexicalDelta) queue(b *pgx.Batch, tenant, memoryID, namespace string) {
 			tenant, memoryID, namespace, d.docs, d.length)
 	}
 }
+
+// BackfillLexical gives up to batch entries written before migration 00014 (a ranked kind with
+// a vector and no terms yet) their lexical features, computed from their stored text as a write
+// computes them (core.RankedText, core.LexicalOf), and adds the corpus chunks among them to
+// their corpus's statistics, in one transaction; it returns how many entries it updated (0:
+// none left). An entry whose text has no terms gets an empty term list, so it is not picked
+// again. Rows locked by a concurrent write are skipped, to be done by a later call.
+func (s *Store) BackfillLexical(ctx context.Context, batch int) (int64, error) {
+	var n int64
+	err := s.tx(ctx, func(t pgx.Tx) error {
+		rows, err := t.Query(ctx, `SELECT tenant, memory_id, namespace, id, kind, value FROM entries
+			WHERE lex_terms IS NULL AND embedding IS NOT NULL AND kind IN ('msg', 'snap', 'doc')
+			LIMIT $1 FOR UPDATE SKIP LOCKED`, batch)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			tenant, memory, namespace, id, kind string
+			lex                                 *core.Lexical
+		}
+		var todo []row
+		for rows.Next() {
+			var r row
+			var value []byte
+			if err := rows.Scan(&r.tenant, &r.memory, &r.namespace, &r.id, &r.kind, &value); err != nil {
+				rows.Close()
+				return err
+			}
+			r.lex = core.LexicalOf(core.RankedText(core.EntryKind(r.kind), value))
+			todo = append(todo, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		deltas := map[[3]string]*lexicalDelta{}
+		for _, r := range todo {
+			e := core.Entry{Lexical: r.lex}
+			args := entryArgs(e)
+			terms, freqs, length := args[entryInsertCount-3], args[entryInsertCount-2], args[entryInsertCount-1]
+			if r.lex == nil {
+				terms = []string{}
+			}
+			b.Queue(`UPDATE entries SET lex_terms = $5, lex_freqs = $6, lex_length = $7
+				WHERE tenant = $1 AND memory_id = $2 AND namespace = $3 AND id = $4`, r.tenant, r.memory, r.namespace, r.id, terms, freqs, length)
+			if r.kind == string(core.KindDocument) && r.lex != nil {
+				k := [3]string{r.tenant, r.memory, r.namespace}
+				if deltas[k] == nil {
+					deltas[k] = &lexicalDelta{df: map[string]int{}}
+				}
+				deltas[k].add(r.lex.Terms, r.lex.Length, 1)
+			}
+		}
+		keys := make([][3]string, 0, len(deltas))
+		for k := range deltas {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && (keys[i][1] < keys[j][1] || keys[i][1] == keys[j][1] && keys[i][2] < keys[j][2])
+		})
+		for _, k := range keys {
+			deltas[k].queue(b, k[0], k[1], k[2])
+		}
+		n = int64(len(todo))
+		return t.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return 0, translate(err, "backfill lexical features", "", "")
+	}
+	return n, nil
+}

@@ -324,3 +324,53 @@ func TestCorpusLexicalUsesGIN(t *testing.T) {
 		t.Errorf("the lexical candidates are not found through the GIN index:\n%s", plan)
 	}
 }
+
+// TestBackfillLexical: entries stored without terms (before migration 00014) get them from
+// their stored text, and a corpus's chunks join its statistics, so that they rank as if
+// written now.
+func TestBackfillLexical(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	s := openStore(t, dsn)
+	chunks := []core.Entry{
+		{Tenant: "acme", MemoryID: "docs", ID: "d#0", Kind: core.KindDocument, Value: []byte(`{"text":"golf hotel"}`), Embedding: testVector(0), EmbeddingModel: "m"},
+		{Tenant: "acme", MemoryID: "docs", ID: "d#1", Kind: core.KindDocument, Index: 1, Value: []byte(`{"text":"golf"}`), Embedding: testVector(1), EmbeddingModel: "m"},
+		{Tenant: "acme", MemoryID: "docs", ID: "d#2", Kind: core.KindDocument, Index: 2, Value: []byte(`{"text":"***"}`), Embedding: testVector(2), EmbeddingModel: "m"},
+	}
+	if err := s.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks); err != nil { // no Lexical: as an old version wrote them
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for {
+		n, err := s.BackfillLexical(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total += n; n == 0 {
+			break
+		}
+	}
+	if total != 3 {
+		t.Errorf("backfilled %d entries, want 3", total)
+	}
+	conn := connect(t, dsn)
+	var df, docs, length int
+	if err := conn.QueryRow(ctx, `SELECT df FROM lexical_terms WHERE tenant = 'acme' AND memory_id = 'docs' AND term = 'golf'`).Scan(&df); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT docs, length FROM lexical_totals WHERE tenant = 'acme' AND memory_id = 'docs'`).Scan(&docs, &length); err != nil {
+		t.Fatal(err)
+	}
+	if df != 2 || docs != 2 || length != 3 {
+		t.Errorf("statistics after the backfill: df(golf) %d, docs %d, length %d; want 2, 2, 3", df, docs, length)
+	}
+	res, err := s.RankEntries(ctx, recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "docs", Kinds: []core.EntryKind{core.KindDocument},
+		Vector: testVector(5), Model: "m", Ranking: core.RankLexical, Terms: []string{"golf", "hotel"}, Limit: 3, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ranked) != 3 || res.Ranked[0].Entry.ID != "d#0" || res.Ranked[0].Lexical <= res.Ranked[1].Lexical || res.Ranked[2].Lexical != 0 {
+		t.Errorf("ranking after the backfill: %+v", res.Ranked)
+	}
+}
