@@ -51,10 +51,14 @@ var descriptors = []descriptor{
 	},
 	{
 		kind: core.TopK,
-		description: "Embeds the query and returns the closest stored entries above a threshold — strictly: " +
-			"when nothing clears the threshold, nothing is injected. Every candidate considered is kept in " +
-			"the evidence with its score and rank. Needs an embedder configured on this server (or " +
-			"client-supplied vectors) and a store that ranks vectors.",
+		description: "Ranks the stored entries against the query and returns the best ones above a threshold — " +
+			"strictly: when nothing clears the threshold, nothing is injected. `ranking` chooses the score: " +
+			"`vector` (cosine similarity of the embeddings), `lexical` (BM25 over the query's terms, divided by " +
+			"the most that query could score) or `hybrid` (alpha × vector + (1 − alpha) × lexical); absent, the " +
+			"embedder's default (`ranking` in /v1/capabilities: hybrid on the built-in embedder, vector on others), " +
+			"as is the threshold. Every candidate considered is kept in the evidence with its score, the " +
+			"components of it and its rank. Needs an embedder configured on this server (or client-supplied " +
+			"vectors) and a store that ranks vectors.",
 		requirements: []core.Requirement{core.ReqEmbedder, core.ReqVectorStore},
 		types:        []core.MemoryType{core.Semantic, core.Causal},
 		fields:       topKFields,

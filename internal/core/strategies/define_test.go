@@ -286,3 +286,59 @@ func TestHybridTopKPartsShareOneEmbedder(t *testing.T) {
 		t.Errorf("two topK parts of one embedder refused: %v", err)
 	}
 }
+
+// TestRankingFields: `ranking` and `alpha` are validated like every field, with a refusal that
+// names the field and a fix, and resolve with the embedder's defaults when absent.
+func TestRankingFields(t *testing.T) {
+	t.Parallel()
+	define := func(strategy string) (core.Memory, error) {
+		return strategies.ValidateMemory(strategies.MemoryParams{ID: "m", Type: "semantic", Strategy: decode(t, strategy)}, full)
+	}
+	for _, c := range []struct{ strategy, path, detail, fix string }{
+		{`{"kind":"topK","ranking":"bm25"}`, "strategy.ranking", "must be one of `vector`, `lexical`, `hybrid`; got \"bm25\"", ""},
+		{`{"kind":"topK","alpha":0.4}`, "strategy.alpha", "does not set `ranking: \"hybrid\"`", `{"alpha":0.4,"kind":"topK","ranking":"hybrid"}`},
+		{`{"kind":"topK","ranking":"lexical","alpha":0.4}`, "strategy.alpha", "with `ranking: \"lexical\"` it would weigh nothing", `{"alpha":0.4,"kind":"topK","ranking":"hybrid"}`},
+		{`{"kind":"topK","ranking":"hybrid","alpha":1.5}`, "strategy.alpha", "must be a finite number from 0 to 1; got 1.5", ""},
+		{`{"kind":"topK","ranking":3}`, "strategy.ranking", "must be one of", ""},
+	} {
+		_, err := define(c.strategy)
+		ve := refusal(t, err)
+		if ve.Code != core.CodeInvalidField || ve.Path != c.path || !strings.Contains(ve.Detail, c.detail) {
+			t.Errorf("%s: %s at %s: %s; want %s naming %q", c.strategy, ve.Code, ve.Path, ve.Detail, c.path, c.detail)
+		}
+		if c.fix != "" && fixJSON(t, ve) != c.fix {
+			t.Errorf("%s: fix %s, want %s", c.strategy, fixJSON(t, ve), c.fix)
+		}
+		if ve.Fix == nil {
+			t.Errorf("%s: no fix", c.strategy)
+		}
+	}
+	m, err := define(`{"kind":"topK","ranking":"hybrid","alpha":0.4,"threshold":0.2}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := strategies.ResolveTopK(m.Strategy, m, full)
+	if set.Ranking != core.RankHybrid || set.RankingSource != strategies.SourceMemory || set.Alpha != 0.4 ||
+		set.Threshold == nil || *set.Threshold != 0.2 || set.ThresholdSource != strategies.SourceMemory {
+		t.Errorf("set fields: %+v", set)
+	}
+	// Unset: the embedder's defaults; none calibrated: a causal memory's seed 0.7, else none.
+	caps := full
+	caps.Embedders = slices.Clone(full.Embedders)
+	caps.Embedders[0].Ranking = core.RankingDefaults{Ranking: core.RankHybrid, Alpha: 0.3,
+		Thresholds: map[core.Ranking]float64{core.RankHybrid: 0.15, core.RankLexical: 0.1}}
+	m, _ = define(`{"kind":"topK"}`)
+	set = strategies.ResolveTopK(m.Strategy, m, caps)
+	if set.Ranking != core.RankHybrid || set.RankingSource != strategies.SourceEmbedderDefault || set.Alpha != 0.3 ||
+		set.Threshold == nil || *set.Threshold != 0.15 || set.ThresholdSource != strategies.SourceEmbedderDefault {
+		t.Errorf("defaults: %+v", set)
+	}
+	m, _ = define(`{"kind":"topK","ranking":"vector"}`)
+	if set = strategies.ResolveTopK(m.Strategy, m, caps); set.Threshold != nil {
+		t.Errorf("a semantic vector ranking without a calibrated threshold: %+v", set)
+	}
+	m.Type = core.Causal
+	if set = strategies.ResolveTopK(m.Strategy, m, caps); set.Threshold == nil || *set.Threshold != 0.7 || set.ThresholdSource != strategies.SourceSeedDefault {
+		t.Errorf("a causal vector ranking without a calibrated threshold: %+v", set)
+	}
+}

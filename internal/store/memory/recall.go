@@ -49,8 +49,12 @@ func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.Ran
 	if recall.UsesLexical(q.Ranking) {
 		lex = core.NewLexicalScorer(q.Terms, termStats(cands, q.Terms))
 	}
-	for _, e := range cands {
-		sc := recall.Scored{Entry: copyEntry(e)}
+	// Scores first, sorted as small values; only the best Limit entries are copied out.
+	scored := make([]recall.Scored, len(cands))
+	order := make([]int, len(cands))
+	for i := range cands {
+		e := &cands[i]
+		sc := &scored[i]
 		if recall.UsesVector(q.Ranking) {
 			sc.Vector = cosine(q.Vector, e.Embedding)
 		}
@@ -58,20 +62,23 @@ func (s *Store) RankEntries(ctx context.Context, q recall.RankQuery) (recall.Ran
 			sc.Lexical = lex.Score(e.Lexical)
 		}
 		sc.Score = core.Fuse(q.Ranking, q.Alpha, sc.Vector, sc.Lexical)
-		res.Ranked = append(res.Ranked, sc)
+		order[i] = i
 	}
-	slices.SortStableFunc(res.Ranked, func(a, b recall.Scored) int {
+	slices.SortStableFunc(order, func(a, b int) int {
 		switch {
-		case a.Score > b.Score:
+		case scored[a].Score > scored[b].Score:
 			return -1
-		case a.Score < b.Score:
+		case scored[a].Score < scored[b].Score:
 			return 1
 		}
 		// Equal scores: newest first, as listings (and the Postgres store) order entries.
-		return core.CompareNewest(a.Entry, b.Entry)
+		return core.CompareNewest(cands[a], cands[b])
 	})
-	if len(res.Ranked) > q.Limit {
-		res.Ranked = res.Ranked[:max(q.Limit, 0)]
+	order = order[:min(len(order), max(q.Limit, 0))]
+	res.Ranked = make([]recall.Scored, len(order))
+	for i, j := range order {
+		res.Ranked[i] = scored[j]
+		res.Ranked[i].Entry = copyEntry(cands[j])
 	}
 	slices.SortFunc(res.Mismatched, func(a, b core.Entry) int {
 		if a.Turn != b.Turn {
