@@ -16,7 +16,8 @@ import (
 // The score is BM25 (k1 1.2, b 0.75, the inverse document frequency that never goes negative,
 // ln(1 + (N − df + 0.5)/(df + 0.5))) over the query's distinct terms, divided by the most the
 // same query could score on this collection, Σ idf(t)·(k1 + 1) (a term's frequency factor
-// tf·(k1+1)/(tf + k1·(1 − b + b·len/avgLen)) stays below k1 + 1). So the score lies in [0, 1):
+// tf·(k1+1)/(tf + k1·(1 − b + b·len/avgLen)) stays below k1 + 1; a term no entry holds counts
+// in it as one entry held it). So the score lies in [0, 1):
 // 0 when the entry holds none of the query's terms, near 1 only when it holds all of them many
 // times. It is absolute in the sense a threshold needs: it depends on the query, the entry and
 // the collection's statistics, never on which other entries happened to be candidates, so an
@@ -58,15 +59,15 @@ func (l *Lexical) Freq(term string) int {
 
 // Terms splits text into its terms, in order, repeats included: maximal runs of letters,
 // digits and combining marks (the built-in embedder's words), lower-cased, each cut to 64
-// characters. Everything else separates terms. No stemming and no stop words: a term's weight
-// comes from how rare it is in the collection, not from a list of one language's words.
+// characters, plurals folded (foldPlural). Everything else separates terms. No stop words: a
+// term's weight comes from how rare it is in the collection, not from a list of words.
 func Terms(text string) []string {
 	var out []string
 	var b strings.Builder
 	runes := 0
 	flush := func() {
 		if b.Len() > 0 {
-			out = append(out, b.String())
+			out = append(out, foldPlural(b.String()))
 			b.Reset()
 			runes = 0
 		}
@@ -102,6 +103,27 @@ func Terms(text string) []string {
 	}
 	flush()
 	return out
+}
+
+// foldPlural is Harman's "S" stemmer (1991), the mildest of suffix rules: a term of more than
+// three letters ending in "ies" (not "eies" or "aies") ends in "y" instead, one ending in "es"
+// (not "aes", "ees" or "oes") loses its "s", and one ending in "s" (not "us" or "ss") loses it.
+// So "refunds" finds "refund" and "policies" "policy"; a word that only looks plural ("this")
+// is cut the same way wherever it occurs, so matching stays consistent.
+func foldPlural(w string) string {
+	n := len(w)
+	if n <= 3 || w[n-1] != 's' {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") && !strings.HasSuffix(w, "eies") && !strings.HasSuffix(w, "aies"):
+		return w[:n-3] + "y"
+	case strings.HasSuffix(w, "es") && !strings.HasSuffix(w, "aes") && !strings.HasSuffix(w, "ees") && !strings.HasSuffix(w, "oes"):
+		return w[:n-1]
+	case strings.HasSuffix(w, "us") || strings.HasSuffix(w, "ss"):
+		return w
+	}
+	return w[:n-1]
 }
 
 // LexicalOf is text's lexical features; nil when it has no terms.
@@ -170,7 +192,10 @@ func NewLexicalScorer(terms []string, st TermStats) LexicalScorer {
 			df = st.DF[i]
 		}
 		s.IDFs[i] = IDF(st.Docs, df)
-		s.Max += s.IDFs[i] * (BM25K1 + 1)
+		// The maximum weighs a term no entry holds as one that a single entry holds: it can
+		// raise no entry's score, and in a small collection (a causal memory's few snapshots)
+		// the idf of an unseen term would otherwise outweigh every term that matched.
+		s.Max += IDF(st.Docs, max(df, 1)) * (BM25K1 + 1)
 	}
 	return s
 }
