@@ -310,8 +310,9 @@ func exactRank(q recall.RankQuery, kinds []string, vec pgvector.Vector) (string,
 // of what is live, and cost the turn-write path nothing (see migration 00014).
 //
 // The arithmetic is core.LexicalScorer's, operation for operation and in the same order (terms
-// summed in $9's order; k1 $11, b $12 and k1 + 1 $13 passed as float8), so that both stores
-// compute the same score; only ln may differ from Go's math.Log in its last bit. Without
+// summed in $9's order; k1 $11, b $12 and k1 + 1 $13 passed as float8; the maximum weighs a
+// term no row holds as one a row holds), so that both stores compute the same score; only ln
+// may differ from Go's math.Log in its last bit. Without
 // hybrid the vector score is not computed ($6 only filters by space) and $10 (alpha) is
 // unused.
 func exactLexicalSQL(dims int, hybrid bool) string {
@@ -329,10 +330,11 @@ func exactLexicalSQL(dims int, hybrid bool) string {
 			WHERE ` + exactWhere(dims) + ` AND $6::vector IS NOT NULL),
 		st AS (SELECT count(*) AS total, count(lex_length)::float8 AS n,
 				coalesce(sum(lex_length), 0)::float8 AS len FROM c),
-		q AS (SELECT t.ord, t.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+		q AS (SELECT t.ord, t.term, d.df, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
 			FROM st, unnest($9::text[]) WITH ORDINALITY AS t(term, ord),
 			LATERAL (SELECT count(*)::float8 AS df FROM c WHERE c.lex_terms @> ARRAY[t.term]) d),
-		m AS (SELECT coalesce(sum(q.idf * $13::float8 ORDER BY q.ord), 0) AS mx FROM q)
+		m AS (SELECT coalesce(sum(ln(1 + (st.n - greatest(q.df, 1) + 0.5) / (greatest(q.df, 1) + 0.5)) * $13::float8
+				ORDER BY q.ord), 0) AS mx FROM q, st)
 		SELECT c.id, c.kind, c.turn, c.idx, c.value, c.updated_at, c.source_turn, c.source_conversation,
 			` + score + ` AS score, c.vscore, l.lscore, st.total
 		FROM c, st, m, LATERAL (SELECT CASE WHEN m.mx > 0 AND st.len > 0 THEN coalesce((
@@ -840,7 +842,7 @@ func (s *Store) BackfillLexical(ctx context.Context, batch int) (int64, error) {
 		for _, r := range todo {
 			e := core.Entry{Lexical: r.lex}
 			args := entryArgs(e)
-			terms, freqs, length := args[entryInsertCount-3], args[entryInsertCount-2], args[entryInsertCount-1]
+			terms, freqs, length := args[entryInsertArity-3], args[entryInsertArity-2], args[entryInsertArity-1]
 			if r.lex == nil {
 				terms = []string{}
 			}

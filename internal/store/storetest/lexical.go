@@ -84,6 +84,15 @@ func testLexicalRanking(t *testing.T, s app.Store) {
 				t.Errorf("%s: lexical %.6f score %.6f, want %.6f for both", sc.Entry.ID, sc.Lexical, sc.Score, want[sc.Entry.ID])
 			}
 		}
+		// A query term no entry holds ("zebra") lowers every score alike: the maximum weighs it
+		// as a term one entry holds, ln(1 + 3.5/1.5) × 2.2, so m2 scores 1.880473/6.082165.
+		withUnseen := rank("lex", "ns", "sem", core.KindMessage, core.RankLexical, "cherry apple zebra", unit(1, 0), 10)
+		for _, sc := range withUnseen.Ranked {
+			w := map[string]float64{"msg-2-0": 0.309178, "msg-1-0": 0.069593, "msg-3-0": 0.043563, "msg-4-0": 0}[sc.Entry.ID]
+			if math.Abs(sc.Lexical-w) > 1e-5 {
+				t.Errorf("with an unseen term, %s: lexical %.6f, want %.6f", sc.Entry.ID, sc.Lexical, w)
+			}
+		}
 		// Hybrid, alpha 0.25: 0.25·cosine + 0.75·lexical. m1's vector is the query's (cosine 1).
 		hy := rank("lex", "ns", "sem", core.KindMessage, core.RankHybrid, "cherry apple", unit(1, 0), 10)
 		for _, sc := range hy.Ranked {
