@@ -218,6 +218,24 @@ func (s LexicalScorer) Score(l *Lexical) float64 {
 	return sum / s.Max
 }
 
+// ScoreFreqs is Score for an entry of length terms whose frequencies of the query's terms are
+// freqs (index-aligned with Terms), as a store reads them without the entry's other terms.
+func (s LexicalScorer) ScoreFreqs(freqs []int32, length int) float64 {
+	if length == 0 || s.Max == 0 || s.AvgLen == 0 {
+		return 0
+	}
+	norm := BM25K1 * (1 - BM25B + BM25B*float64(length)/s.AvgLen)
+	sum := 0.0
+	for i := range s.Terms {
+		if i >= len(freqs) || freqs[i] == 0 {
+			continue
+		}
+		tf := float64(freqs[i])
+		sum += s.IDFs[i] * tf * (BM25K1 + 1) / (tf + norm)
+	}
+	return sum / s.Max
+}
+
 // Ranking is how a topK read orders a memory's entries.
 type Ranking string
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/recall"
 )
 
@@ -17,8 +18,10 @@ import (
 // statement and settings the store uses, and the index search alone at another ef_search.
 
 // ExplainRank runs EXPLAIN (ANALYZE, BUFFERS, SETTINGS) on the ranking statement RankEntries runs for q,
-// under the settings it runs it with (a corpus at an indexed dimension: the HNSW search; any
-// other: the exact scan), and returns the plan's lines. It executes the query.
+// under the settings it runs it with (a vector ranking of a corpus at an indexed dimension: the
+// HNSW search; a lexical or hybrid ranking of a conversation: the exact read whose rows the
+// store scores in Go; any other: the exact scan), and returns the plan's lines. It executes the
+// query. A corpus's lexical candidates: ExplainLexicalCandidates in the tests.
 //
 // The statement is prepared and explained through EXECUTE, as the store's connections run it:
 // under force_generic_plan the plan shown is the generic one, made without the parameters'
@@ -30,27 +33,42 @@ func (s *Store) ExplainRank(ctx context.Context, q recall.RankQuery) ([]string, 
 	var plan []string
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
-		if searchesIndex(q) {
+		var terms []string
+		switch {
+		case recall.UsesLexical(q.Ranking):
+			sql, terms = exactLexicalSQL(dims, len(q.Terms), q.Ranking == core.RankHybrid), q.Terms
+			if _, err := t.Exec(ctx, genericPlanSQL); err != nil {
+				return err
+			}
+		case searchesIndex(q):
 			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce); err != nil {
 				return err
 			}
 			sql = annRankSQL(dims)
-		} else if _, err := t.Exec(ctx, genericPlanSQL); err != nil {
-			return err
+		default:
+			if _, err := t.Exec(ctx, genericPlanSQL); err != nil {
+				return err
+			}
 		}
 		if _, err := t.Exec(ctx, "PREPARE footprint_explain_rank AS "+sql); err != nil {
 			return err
 		}
 		defer func() { _, _ = t.Exec(context.WithoutCancel(ctx), "DEALLOCATE footprint_explain_rank") }()
 		// EXECUTE's arguments cannot be bound parameters (EXPLAIN is a utility statement): they are
-		// written as literals, each escaped.
+		// written as literals, each escaped. The lexical read takes no limit ($8 on are its terms).
 		kindList := make([]string, len(kinds))
 		for i, k := range kinds {
 			kindList[i] = literal(k)
 		}
-		rows, err := t.Query(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS, SETTINGS) EXECUTE footprint_explain_rank(%s, %s, %s, ARRAY[%s]::text[], %s::timestamptz, %s::vector, %s, %d)",
-			literal(q.Tenant), literal(q.Namespace), literal(q.MemoryID), strings.Join(kindList, ", "),
-			literal(q.Now.UTC().Format(time.RFC3339Nano)), literal(pgvector.NewVector(q.Vector).String()), literal(q.Model), q.Limit))
+		args := []string{literal(q.Tenant), literal(q.Namespace), literal(q.MemoryID), "ARRAY[" + strings.Join(kindList, ", ") + "]::text[]",
+			literal(q.Now.UTC().Format(time.RFC3339Nano)) + "::timestamptz", literal(pgvector.NewVector(q.Vector).String()) + "::vector", literal(q.Model)}
+		if terms == nil {
+			args = append(args, strconv.Itoa(q.Limit))
+		}
+		for _, term := range terms {
+			args = append(args, literal(term))
+		}
+		rows, err := t.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, SETTINGS) EXECUTE footprint_explain_rank("+strings.Join(args, ", ")+")")
 		if err != nil {
 			return err
 		}
