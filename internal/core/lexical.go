@@ -59,15 +59,18 @@ func (l *Lexical) Freq(term string) int {
 
 // Terms splits text into its terms, in order, repeats included: maximal runs of letters,
 // digits and combining marks (the built-in embedder's words), lower-cased, each cut to 64
-// characters, plurals folded (foldPlural). Everything else separates terms. No stop words: a
-// term's weight comes from how rare it is in the collection, not from a list of words.
+// characters. Everything else separates terms. No stemming and no stop words: a term's weight
+// comes from how rare it is in the collection, not from a list of one language's words. (A
+// plural-folding stemmer, Harman's "S" rule, was measured by bench/quality: it lifted the
+// lexical recall@10 of the conversations from 0.78 to 0.81 but took the corpus's from 0.41 to
+// 0.40, below plain BM25's; it is not applied.)
 func Terms(text string) []string {
 	var out []string
 	var b strings.Builder
 	runes := 0
 	flush := func() {
 		if b.Len() > 0 {
-			out = append(out, foldPlural(b.String()))
+			out = append(out, b.String())
 			b.Reset()
 			runes = 0
 		}
@@ -103,27 +106,6 @@ func Terms(text string) []string {
 	}
 	flush()
 	return out
-}
-
-// foldPlural is Harman's "S" stemmer (1991), the mildest of suffix rules: a term of more than
-// three letters ending in "ies" (not "eies" or "aies") ends in "y" instead, one ending in "es"
-// (not "aes", "ees" or "oes") loses its "s", and one ending in "s" (not "us" or "ss") loses it.
-// So "refunds" finds "refund" and "policies" "policy"; a word that only looks plural ("this")
-// is cut the same way wherever it occurs, so matching stays consistent.
-func foldPlural(w string) string {
-	n := len(w)
-	if n <= 3 || w[n-1] != 's' {
-		return w
-	}
-	switch {
-	case strings.HasSuffix(w, "ies") && !strings.HasSuffix(w, "eies") && !strings.HasSuffix(w, "aies"):
-		return w[:n-3] + "y"
-	case strings.HasSuffix(w, "es") && !strings.HasSuffix(w, "aes") && !strings.HasSuffix(w, "ees") && !strings.HasSuffix(w, "oes"):
-		return w[:n-1]
-	case strings.HasSuffix(w, "us") || strings.HasSuffix(w, "ss"):
-		return w
-	}
-	return w[:n-1]
 }
 
 // LexicalOf is text's lexical features; nil when it has no terms.
