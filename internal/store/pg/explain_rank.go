@@ -33,10 +33,10 @@ func (s *Store) ExplainRank(ctx context.Context, q recall.RankQuery) ([]string, 
 	var plan []string
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
-		var terms []string
+		lexical := false
 		switch {
 		case recall.UsesLexical(q.Ranking):
-			sql, terms = exactLexicalSQL(dims, len(q.Terms), q.Ranking == core.RankHybrid), q.Terms
+			sql, lexical = exactLexicalSQL(dims, q.Ranking == core.RankHybrid), true
 			if _, err := t.Exec(ctx, genericPlanSQL); err != nil {
 				return err
 			}
@@ -55,18 +55,15 @@ func (s *Store) ExplainRank(ctx context.Context, q recall.RankQuery) ([]string, 
 		}
 		defer func() { _, _ = t.Exec(context.WithoutCancel(ctx), "DEALLOCATE footprint_explain_rank") }()
 		// EXECUTE's arguments cannot be bound parameters (EXPLAIN is a utility statement): they are
-		// written as literals, each escaped. The lexical read takes no limit ($8 on are its terms).
+		// written as literals, each escaped. The lexical read takes no limit.
 		kindList := make([]string, len(kinds))
 		for i, k := range kinds {
 			kindList[i] = literal(k)
 		}
 		args := []string{literal(q.Tenant), literal(q.Namespace), literal(q.MemoryID), "ARRAY[" + strings.Join(kindList, ", ") + "]::text[]",
 			literal(q.Now.UTC().Format(time.RFC3339Nano)) + "::timestamptz", literal(pgvector.NewVector(q.Vector).String()) + "::vector", literal(q.Model)}
-		if terms == nil {
+		if !lexical {
 			args = append(args, strconv.Itoa(q.Limit))
-		}
-		for _, term := range terms {
-			args = append(args, literal(term))
 		}
 		rows, err := t.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, SETTINGS) EXECUTE footprint_explain_rank("+strings.Join(args, ", ")+")")
 		if err != nil {
