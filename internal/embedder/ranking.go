@@ -10,13 +10,13 @@ import "github.com/footprint/footprint/internal/core"
 // Calibrated values (bench/quality, -calibrate).
 const (
 	// hashAlpha is the hybrid's vector weight with the built-in embedder.
-	hashAlpha = 0.3
+	hashAlpha = 0.1
 	// Default thresholds with the built-in embedder, per ranking.
-	hashVectorThreshold = 0.25
-	hashHybridThreshold = 0.15
+	hashVectorThreshold = 0.28
+	hashHybridThreshold = 0.18
 	// LexicalThreshold is the lexical ranking's default on every embedder: the lexical score
 	// does not depend on the embedder.
-	LexicalThreshold = 0.1
+	LexicalThreshold = 0.17
 )
 
 const calibration = "bench/quality -calibrate: the threshold with the best F1 at telling a query's related " +
