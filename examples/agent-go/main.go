@@ -69,7 +69,7 @@ func run(ctx context.Context, out io.Writer, server, key, conv string) error {
 	// existing one is fine.
 	for _, m := range []client.MemoryInput{
 		{ID: "chat", Type: client.MemoryTypeEpisodic, Strategy: map[string]any{"kind": "window", "size": 20}},
-		{ID: "why", Type: client.MemoryTypeCausal, Strategy: map[string]any{"kind": "topK", "topK": 2, "threshold": 0.2}},
+		{ID: "why", Type: client.MemoryTypeCausal, Strategy: map[string]any{"kind": "topK", "topK": 2, "ranking": "vector", "threshold": 0.2}},
 	} {
 		_, err := fp.CreateMemoryWithResponse(ctx, nil, m)
 		var pe *client.Error

@@ -47,7 +47,7 @@ export async function runSession({ url, key, conversationId = `mcp-ts-${Date.now
     };
     for (const m of [
       { id: "chat", type: "episodic", strategy: { kind: "window", size: 20 } },
-      { id: "why", type: "causal", strategy: { kind: "topK", topK: 2, threshold: 0.2 } },
+      { id: "why", type: "causal", strategy: { kind: "topK", topK: 2, ranking: "vector", threshold: 0.2 } },
     ]) {
       await call("define_memory", m);
     }

@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   // 1. The memories (once per tenant: one that exists is fine).
   const memories: Schemas["MemoryInput"][] = [
     { id: "chat", type: "episodic", strategy: { kind: "window", size: 20 } },
-    { id: "why", type: "causal", strategy: { kind: "topK", topK: 2, threshold: 0.2 } },
+    { id: "why", type: "causal", strategy: { kind: "topK", topK: 2, ranking: "vector", threshold: 0.2 } },
   ];
   for (const m of memories) {
     try {

@@ -43,7 +43,7 @@ func TestRecallRankings(t *testing.T) {
 			}
 		}
 		def := embedder.HashRanking()
-		r := e.do("POST", "/v1/conversations/c/recall", "", `{"query":"How long do refunds for damaged items take?"}`)
+		r := e.do("POST", "/v1/conversations/c/recall", "", `{"query":"What is the refund window for damaged items, please?"}`)
 		if r.status != 200 {
 			t.Fatalf("recall: %d %s", r.status, r.body)
 		}
