@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -227,13 +228,7 @@ func (s *Store) rankConversation(ctx context.Context, q recall.RankQuery, kinds 
 	b := &pgx.Batch{}
 	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
 		q.Tenant, q.MemoryID, q.Namespace)
-	if !recall.UsesLexical(q.Ranking) {
-		// Not for the lexical read: without the vector ranking's ORDER BY ... LIMIT, the generic
-		// plan's estimate of one namespace's rows (skewed by any large one) made Postgres scan
-		// the whole table (4 ms against 0.4 ms at 100k rows, bench/recall); its custom plans
-		// take the namespace's b-tree.
-		b.Queue(genericPlanSQL)
-	}
+	b.Queue(genericPlanSQL)
 	read := queueExact(b, q, kinds, vec)
 	br := s.pool.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
@@ -249,10 +244,8 @@ func (s *Store) rankConversation(ctx context.Context, q recall.RankQuery, kinds 
 	case model != q.Model || dims != len(q.Vector):
 		return recall.RankResult{}, false, nil
 	}
-	if !recall.UsesLexical(q.Ranking) {
-		if _, err := br.Exec(); err != nil { // genericPlanSQL
-			return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-		}
+	if _, err := br.Exec(); err != nil { // genericPlanSQL
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	rows, err := br.Query()
 	res.Ranked, res.Total, err = read(rows, err)
@@ -325,9 +318,15 @@ func exactLexicalSQL(dims int, hybrid bool) string {
 		if hybrid {
 			vscore = `1 - (embedding <=> $6)`
 		}
-		return `SELECT ` + rankedColumns + `, ` + vscore + `, lex_terms, lex_freqs, lex_length
+		// The ORDER BY is entries_newest_idx's own: it makes the namespace's b-tree the plan
+		// even for a generic plan's skewed estimate of how many rows one namespace holds.
+		// The arrays go as text (terms are runs of letters and digits: a space separates them):
+		// pgx decodes a text[] and a smallint[] element by element through reflection, which cost
+		// more than the statement for a conversation's rows.
+		return `SELECT ` + rankedColumns + `, ` + vscore + `, array_to_string(lex_terms, ' '), array_to_string(lex_freqs, ' '), lex_length
 			FROM entries
-			WHERE ` + exactWhere(dims)
+			WHERE ` + exactWhere(dims) + `
+			ORDER BY tenant, namespace, memory_id, kind, turn DESC NULLS LAST, idx DESC NULLS LAST`
 	})
 }
 
@@ -360,13 +359,13 @@ func rankExactLexical(q recall.RankQuery, rows pgx.Rows, err error) ([]recall.Sc
 			value                 []byte
 			updated               time.Time
 			vscore                *float64
-			terms                 []string
-			freqs                 []int32
+			termText, freqText    *string
 			length                *int
 		)
-		if err := rows.Scan(&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &sourceConv, &vscore, &terms, &freqs, &length); err != nil {
+		if err := rows.Scan(&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &sourceConv, &vscore, &termText, &freqText, &length); err != nil {
 			return nil, 0, err
 		}
+		terms, freqs := splitLexical(deref(termText), deref(freqText))
 		c := cand{sc: recall.Scored{Vector: deref(vscore), Entry: core.Entry{
 			Tenant: q.Tenant, Namespace: q.Namespace, MemoryID: q.MemoryID, EmbeddingModel: q.Model,
 			ID: id, Kind: core.EntryKind(kind), Turn: deref(turn), Index: deref(idx), SourceTurn: deref(sourceTurn),
@@ -937,4 +936,21 @@ func (s *Store) BackfillLexical(ctx context.Context, batch int) (int64, error) {
 		return 0, translate(err, "backfill lexical features", "", "")
 	}
 	return n, nil
+}
+
+// splitLexical reads the terms and frequencies exactLexicalSQL sends as space-separated text.
+func splitLexical(terms, freqs string) ([]string, []int32) {
+	if terms == "" {
+		return nil, nil
+	}
+	ts := strings.Fields(terms)
+	fs := make([]int32, 0, len(ts))
+	for f := range strings.FieldsSeq(freqs) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, nil
+		}
+		fs = append(fs, int32(n))
+	}
+	return ts, fs
 }
