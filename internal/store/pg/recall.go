@@ -866,7 +866,7 @@ func (d *lexicalDelta) queue(b *pgx.Batch, tenant, memoryID, namespace string) {
 	}
 }
 
-// BackfillLexical gives up to batch entries written before migration 00015 (a ranked kind with
+// BackfillLexical gives up to batch entries written before migration 00016 (a ranked kind with
 // a vector and no terms yet) their lexical features, computed from their stored text as a write
 // computes them (core.RankedText, core.LexicalOf), and adds the corpus chunks among them to
 // their corpus's statistics, in one transaction; it returns how many entries it updated (0:

@@ -325,7 +325,7 @@ func TestCorpusLexicalUsesGIN(t *testing.T) {
 	}
 }
 
-// TestBackfillLexical: entries stored without terms (before migration 00015) get them from
+// TestBackfillLexical: entries stored without terms (before migration 00016) get them from
 // their stored text, and a corpus's chunks join its statistics, so that they rank as if
 // written now.
 func TestBackfillLexical(t *testing.T) {
