@@ -1436,6 +1436,7 @@ export interface components {
             default: boolean;
             /** @description What it is, in words; says plainly when matching is lexical rather than semantic. */
             description: string;
+            ranking: components["schemas"]["RankingDefaults"];
         };
         LLMInfo: {
             id: components["schemas"]["ResourceId"];
@@ -2233,6 +2234,44 @@ export interface components {
          */
         BudgetDecision: "pick" | "skip-empty" | "skip-no-budget";
         /**
+         * @description How a `topK` orders entries. `vector`: cosine similarity of the
+         *     vectors. `lexical`: BM25 over the query's terms, divided by the most
+         *     that query could score (in [0, 1)). `hybrid`: alpha × vector +
+         *     (1 − alpha) × lexical. Each score is absolute: it never depends on
+         *     which other entries were candidates, so a threshold turns away a
+         *     query that matches nothing.
+         * @example hybrid
+         * @enum {string}
+         */
+        Ranking: "vector" | "lexical" | "hybrid";
+        /**
+         * @description What a `topK` read on this embedder uses when its strategy leaves
+         *     `ranking`, `alpha` or `threshold` unset.
+         */
+        RankingDefaults: {
+            default: components["schemas"]["Ranking"];
+            /**
+             * Format: double
+             * @description The vector score's weight in a hybrid ranking.
+             */
+            alpha: number;
+            /**
+             * @description The calibrated default threshold per ranking; a ranking that is
+             *     not listed has none on this embedder (a causal memory then uses
+             *     the seed's 0.7, any other admits its `topK` best).
+             */
+            thresholds: {
+                /** Format: double */
+                vector?: number;
+                /** Format: double */
+                lexical?: number;
+                /** Format: double */
+                hybrid?: number;
+            };
+            /** @description How the thresholds were chosen, and the command that reproduces them. */
+            calibration: string;
+        };
+        /**
          * @description Why a candidate was not admitted. `below-threshold`: its score was
          *     not above the threshold. `over-max-entries`: it scored high enough
          *     but `topK` / `maxEntries` were already taken. `over-budget`: it did
@@ -2262,9 +2301,28 @@ export interface components {
             memoryId: components["schemas"]["ResourceId"];
             /**
              * Format: double
-             * @description Cosine similarity to the query; absent for strategies that do not score by similarity.
+             * @description The score the candidate was ranked by and the threshold compared
+             *     with: for a `topK`, its ranking's score (the evidence's `ranking`):
+             *     the cosine similarity (`vector`), the lexical score (`lexical`) or
+             *     `alpha` × vector + (1 − alpha) × lexical (`hybrid`); the decay
+             *     score for `decay`. Absent for strategies that do not score.
              */
             score?: number;
+            /**
+             * Format: double
+             * @description topK with ranking `vector` or `hybrid` only, the cosine similarity of its vector to the query's.
+             */
+            vectorScore?: number;
+            /**
+             * Format: double
+             * @description topK with ranking `lexical` or `hybrid` only, its lexical score:
+             *     BM25 (k1 1.2, b 0.75) over the query's distinct terms, with the
+             *     statistics of the conversation's (or the corpus's) ranked entries,
+             *     divided by the most the same query could score there, so 0 when it
+             *     holds none of the query's terms and below 1 always. Never
+             *     normalised within the candidates.
+             */
+            lexicalScore?: number;
             /** @description 1 is the best, by score for ranking strategies, else by the strategy's own order (newest first for a window). */
             rank: number;
             /** @description Whether it went into the prompt. */
@@ -2346,6 +2404,29 @@ export interface components {
              * @description Ranking strategies only, the strict threshold a score had to be above.
              */
             threshold?: number;
+            thresholdOn?: components["schemas"]["Ranking"];
+            /**
+             * @description Where the threshold came from: the memory's strategy (`memory`),
+             *     the embedder's calibrated default for the ranking (`embedder
+             *     default`, published in /v1/capabilities as `ranking.thresholds`),
+             *     or the seed's 0.7 for a causal memory whose embedder has none
+             *     (`seed default`). `thresholdOn` names the score it was compared
+             *     with: each candidate's `score`, which is its ranking's. Both
+             *     absent without a threshold.
+             * @enum {string}
+             */
+            thresholdSource?: "memory" | "embedder default" | "seed default";
+            ranking?: components["schemas"]["Ranking"];
+            /**
+             * @description topK only, whether the memory's strategy set `ranking` or the embedder's default applied.
+             * @enum {string}
+             */
+            rankingSource?: "memory" | "embedder default";
+            /**
+             * Format: double
+             * @description topK with ranking `hybrid` only, the vector score's weight.
+             */
+            alpha?: number;
             embedderId?: components["schemas"]["ResourceId"];
             /** @description Ranking strategies only, the length of the query's vector. */
             dimensions?: number;
