@@ -318,10 +318,10 @@ func report(res result, rankings []ranking, defName string) {
 	for _, name := range names {
 		m := res.metrics[name]
 		label := name
-		switch {
-		case name == "bm25":
+		switch name {
+		case "bm25":
 			label = "BM25 reference"
-		case name == defName:
+		case defName:
 			label += " (default)"
 		}
 		fmt.Printf("%-22s %10.3f %8.3f %6d\n", label, m.recall(), m.mrr(), m.n)
