@@ -15,20 +15,30 @@ import (
 
 // PrepareEvents turns input events into stored ones: embedding arrays
 // summarised (unless recordEmbeddings), payloads over MaxEventPayloadBytes
-// truncated, meta.wallClockMs read. It does no I/O.
-func PrepareEvents(in []RunEventInput, recordEmbeddings bool) []RunEvent {
+// truncated, meta.wallClockMs read, receivedAt (the server's clock) set on
+// each. It does no I/O.
+//
+// An announcement whose stored payload is not the payload as sent (its
+// vectors summarised, or truncated) gets the digest of the payload as sent
+// as its Identity, so the tail decides repeats on what was sent, vectors
+// included: redaction is for storage and display, after the decision.
+func PrepareEvents(in []RunEventInput, recordEmbeddings bool, receivedAt time.Time) []RunEvent {
 	out := make([]RunEvent, len(in))
 	for i, e := range in {
-		p := e.Payload
-		if len(bytes.TrimSpace(p)) == 0 {
-			p = json.RawMessage("null")
+		sent := e.Payload
+		if len(bytes.TrimSpace(sent)) == 0 {
+			sent = json.RawMessage("null")
 		}
+		p := sent
 		if !recordEmbeddings {
 			p = RedactEmbeddings(p)
 		}
-		ev := RunEvent{Event: Event{Type: e.Type, Payload: p}}
+		ev := RunEvent{Event: Event{Type: e.Type, Payload: p, ReceivedAt: receivedAt}}
 		if len(p) > MaxEventPayloadBytes {
 			ev.Payload, ev.Truncated = TruncatePayload(p, MaxEventPayloadBytes)
+		}
+		if IsAnnouncement(e.Type) && !sameSlice(ev.Payload, sent) {
+			ev.Identity = ValueDigest(sent)
 		}
 		if len(e.Meta) > 0 && !bytes.Equal(bytes.TrimSpace(e.Meta), []byte("null")) {
 			ev.Meta = e.Meta
@@ -37,6 +47,12 @@ func PrepareEvents(in []RunEventInput, recordEmbeddings bool) []RunEvent {
 		out[i] = ev
 	}
 	return out
+}
+
+// sameSlice reports whether a and b are the same bytes in memory (a payload
+// left as it was sent), not merely equal ones.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func wallClockOf(meta []byte) time.Time {

@@ -1,11 +1,13 @@
 package runs
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/footprint/footprint/internal/core"
 )
@@ -32,13 +34,23 @@ import (
 //
 // Payload identity is narrowed by the payload's top-level (slot, contentHash)
 // and DECIDED on the full payload, so two different pieces are never merged,
-// whatever their content hash says. Two payloads are identical when their
-// JSON token streams are identical: same keys in the same order, same
-// values, insignificant whitespace ignored. Tokens are compared by SPELLING:
-// the numbers 1, 1.0 and 1e0 are different, and so are the strings "A" and
-// "\u0041". That errs on the safe side — an equal value spelled differently
-// holds a slot of its own (it costs a slot, never a merge), and a repeat's
-// shared bytes always spell exactly what the caller sent, up to whitespace.
+// whatever their content hash says. Two payloads are identical when they are
+// the same JSON value with members in the same order, as the seed's
+// samePayload decides on parsed payloads: same keys in the same order, same
+// values, where values compare as JavaScript compares them — the numbers 1
+// and 1.0 are one value, the strings "A" and "\u0041" are one value, and
+// insignificant whitespace is nothing (see jsonvalue.go). A repeat keeps
+// the held announcement's bytes: the first spelling of a value is the one
+// stored for all its repeats.
+//
+// Identity is decided on the payload AS SENT. When what is stored of a
+// payload is not the whole of it — its embedding vectors summarised as
+// {dims, norm}, or the payload truncated — the event's Identity carries the
+// digest of the payload as sent (ValueDigest), and two such payloads are
+// identical only when their stored forms are identical AND their digests
+// are: two announcements that differ only in their vectors redact to the
+// same summary, and are still two pieces. Redaction and truncation are for
+// storage and display, never for the decision.
 //
 // Ownership: Push keeps the caller's Payload and Meta slices; the caller must
 // not modify them afterwards. Snapshot and Since return detached read-only
@@ -81,6 +93,13 @@ type Event struct {
 	Meta    json.RawMessage `json:"meta,omitempty"`
 	Index   int64           `json:"index"`
 	Slot    bool            `json:"slot,omitempty"`
+	// Identity is the digest of the payload as sent (ValueDigest) when
+	// Payload is not all of it (embeddings summarised, truncated); nil when
+	// Payload is the payload as sent. The tail decides repeats with it.
+	Identity []byte `json:"identity,omitempty"`
+	// ReceivedAt is when the server received the event (its own clock);
+	// the tail does not read it.
+	ReceivedAt time.Time `json:"receivedAt,omitzero"`
 }
 
 // TailSnapshot is a detached copy of an EventTail's retained window.
@@ -154,9 +173,11 @@ func NewEventTail(maxEvents float64) *EventTail {
 //
 // The state is checked, and an error wrapping ErrInvalid is returned when it
 // could not have been produced by a tail: indexes not contiguous from
-// dropped, a non-announcement without a slot, two held announcements with
-// identical payloads, or more events than the cap allows. The events slice
-// is copied; the payload bytes are kept, not copied.
+// dropped, a non-announcement without a slot, or more events than the cap
+// allows. Two held announcements that are one value are accepted (a tail
+// recorded while identity was decided by spelling holds {"n":1} and
+// {"n":1.0} apart). The events slice is copied; the payload bytes are kept,
+// not copied.
 func RestoreEventTail(maxEvents float64, events []Event, dropped int64) (*EventTail, error) {
 	t := NewEventTail(maxEvents)
 	if dropped < 0 {
@@ -181,18 +202,17 @@ func RestoreEventTail(maxEvents float64, events []Event, dropped int64) (*EventT
 					core.ErrInvalid, e.Index, e.Type)
 			}
 			// Re-share the held payload's bytes when the original is retained.
-			if orig, ok := t.find(e.Payload); ok {
-				e.Payload = orig.payload
+			if orig, ok := t.find(e.Payload, e.Identity); ok {
+				e.Payload, e.Identity = orig.payload, orig.identity
 			}
 			continue
 		}
 		t.held++
 		if announcement {
-			if orig, ok := t.find(e.Payload); ok {
-				return nil, fmt.Errorf("%w: event tail: announcements %d and %d are identical and both hold a slot",
-					core.ErrInvalid, orig.index, e.Index)
-			}
-			t.hold(e.Payload, e.Index)
+			// Two held announcements may be one value: a tail recorded while identity
+			// was decided by spelling held {"n":1} and {"n":1.0} apart. Both stay held;
+			// a new announcement repeats the older one, and each goes when evicted.
+			t.hold(e.Payload, e.Identity, e.Index)
 		}
 	}
 	if t.held > t.cap {
@@ -210,11 +230,11 @@ func (t *EventTail) Push(e Event) int64 {
 	e.Index = t.dropped + int64(len(t.buf)-t.start)
 	e.Slot = true
 	if IsAnnouncement(e.Type) {
-		if orig, ok := t.find(e.Payload); ok {
-			e.Payload = orig.payload
+		if orig, ok := t.find(e.Payload, e.Identity); ok {
+			e.Payload, e.Identity = orig.payload, orig.identity
 			e.Slot = false
 		} else {
-			t.hold(e.Payload, e.Index)
+			t.hold(e.Payload, e.Identity, e.Index)
 		}
 	}
 	if e.Slot {
@@ -326,8 +346,16 @@ func (t *EventTail) Since(index int64, limit int) (events []Event, gap bool) {
 
 // heldAnnouncement is one slot-holding announcement in the lookup.
 type heldAnnouncement struct {
-	index   int64
-	payload json.RawMessage
+	index    int64
+	payload  json.RawMessage
+	identity []byte // the event's Identity: nil when payload is as sent
+}
+
+// same reports whether an announcement with payload p and identity id (see
+// Event.Identity) is identical to h: the same value stored, and the same
+// payload as sent.
+func (h heldAnnouncement) same(p json.RawMessage, id []byte) bool {
+	return bytes.Equal(h.identity, id) && sameValue(h.payload, p)
 }
 
 // annBucket holds the announcements sharing a narrowing key; almost always
@@ -342,26 +370,27 @@ func (t *EventTail) keyOf(p json.RawMessage) uint64 {
 	return maphash.Bytes(t.seed, t.scratch)
 }
 
-// find returns the held announcement whose payload is identical to p.
-func (t *EventTail) find(p json.RawMessage) (heldAnnouncement, bool) {
+// find returns the held announcement identical to an announcement of
+// payload p and identity id (the oldest, should several be).
+func (t *EventTail) find(p json.RawMessage, id []byte) (heldAnnouncement, bool) {
 	b, ok := t.anns[t.keyOf(p)]
 	if !ok {
 		return heldAnnouncement{}, false
 	}
-	if samePayload(b.first.payload, p) {
+	if b.first.same(p, id) {
 		return b.first, true
 	}
 	for _, h := range b.rest {
-		if samePayload(h.payload, p) {
+		if h.same(p, id) {
 			return h, true
 		}
 	}
 	return heldAnnouncement{}, false
 }
 
-func (t *EventTail) hold(p json.RawMessage, index int64) {
+func (t *EventTail) hold(p json.RawMessage, id []byte, index int64) {
 	k := t.keyOf(p)
-	h := heldAnnouncement{index: index, payload: p}
+	h := heldAnnouncement{index: index, payload: p, identity: id}
 	if b, ok := t.anns[k]; ok {
 		b.rest = append(b.rest, h)
 		t.anns[k] = b
@@ -391,12 +420,11 @@ func (t *EventTail) forget(p json.RawMessage, index int64) {
 	t.anns[k] = b
 }
 
-// announcementKey appends the narrowing key of a payload to dst: the
-// canonical spelling of its top-level "slot" and "contentHash" values, each
+// announcementKey appends the narrowing key of a payload to dst: the values
+// of its top-level "slot" and "contentHash" members (appendValueKey), each
 // marked present or absent (an absent field is a key of its own, distinct
 // from any value). A payload that is not a well-formed object has both
-// absent. Identical payloads (samePayload) always get the same key: the scan
-// is driven by the same token stream samePayload compares.
+// absent. Identical payloads (sameValue) always get the same key.
 func announcementKey(dst, p []byte) []byte {
 	slot, hash, _ := topLevelFields(p)
 	dst = appendKeyPart(dst, slot)
@@ -408,17 +436,12 @@ func appendKeyPart(dst, v []byte) []byte {
 	if v == nil {
 		return append(dst, 0)
 	}
-	dst = append(dst, 1)
-	c := canon{s: v}
-	for b, ok := c.next(); ok; b, ok = c.next() {
-		dst = append(dst, b)
-	}
-	return dst
+	return appendValueKey(append(dst, 1), v)
 }
 
 // topLevelFields finds the raw values of the top-level "slot" and
 // "contentHash" keys of a JSON object (the last occurrence wins, as in a
-// JSON parser). Keys match by their literal spelling. ok is false, and both
+// JSON parser). Keys match by value ("\u0073lot" is "slot"). ok is false, and both
 // values nil, when p is not a well-formed object at the top level.
 func topLevelFields(p []byte) (slot, hash []byte, ok bool) {
 	i := skipSpace(p, 0)
@@ -438,6 +461,9 @@ func topLevelFields(p []byte) (slot, hash []byte, ok bool) {
 			return nil, nil, false
 		}
 		key := p[i+1 : kEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = appendUnquoted(nil, p[i:kEnd])
+		}
 		i = skipSpace(p, kEnd)
 		if i >= len(p) || p[i] != ':' {
 			return nil, nil, false
@@ -541,74 +567,4 @@ func skipValue(p []byte, i int) int {
 		j++
 	}
 	return j
-}
-
-// samePayload reports whether two raw JSON payloads are the same token
-// stream: same keys in the same order, same values, spelled the same,
-// insignificant whitespace ignored (see EventTail). Byte-identical payloads
-// (the common repeat) are decided without a scan.
-func samePayload(a, b []byte) bool {
-	if len(a) == len(b) && string(a) == string(b) {
-		return true
-	}
-	ca, cb := canon{s: a}, canon{s: b}
-	for {
-		x, okA := ca.next()
-		y, okB := cb.next()
-		if okA != okB || x != y {
-			return false
-		}
-		if !okA {
-			return true
-		}
-	}
-}
-
-// canon yields the canonical bytes of raw JSON: whitespace outside strings
-// is dropped, except that a run of it separating two scalar tokens (as in
-// the invalid "1 2") becomes one space, so that tokens never merge ("1 2" is
-// not "12"). Inside strings every byte is kept.
-type canon struct {
-	s        []byte
-	i        int
-	inString bool
-	escaped  bool
-	prev     byte // last byte yielded outside a string; 0 before the first
-}
-
-func (c *canon) next() (byte, bool) {
-	if c.inString {
-		if c.i >= len(c.s) {
-			return 0, false
-		}
-		b := c.s[c.i]
-		c.i++
-		switch {
-		case c.escaped:
-			c.escaped = false
-		case b == '\\':
-			c.escaped = true
-		case b == '"':
-			c.inString = false
-			c.prev = '"'
-		}
-		return b, true
-	}
-	j := skipSpace(c.s, c.i)
-	if j >= len(c.s) {
-		c.i = j
-		return 0, false
-	}
-	b := c.s[j]
-	if j > c.i && c.prev != 0 && !isStructural(c.prev) && !isStructural(b) {
-		c.i = j // the space stands for the run; b comes next
-		c.prev = ' '
-		return ' ', true
-	}
-	c.i = j + 1
-	c.prev = b
-	if b == '"' {
-		c.inString = true
-	}
-	return b, true
 }

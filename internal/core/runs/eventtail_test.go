@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/footprint/footprint/internal/core"
@@ -213,8 +214,20 @@ func TestEventTailRepeatIdentity(t *testing.T) {
 		{"keys in another order", `{"slot":"s","contentHash":1,"a":1,"b":2}`, `{"slot":"s","contentHash":1,"b":2,"a":1}`, runs.AnnouncementType, false},
 		{"whitespace is insignificant", `{"slot":"s","contentHash":1,"a":[1,2]}`, "{ \"slot\": \"s\",\n \"contentHash\" : 1, \"a\": [ 1 , 2 ] }", runs.AnnouncementType, true},
 		{"whitespace in strings is content", `{"slot":"s","c":"a b"}`, `{"slot":"s","c":"ab"}`, runs.AnnouncementType, false},
-		{"number spelling counts", `{"slot":"s","contentHash":1}`, `{"slot":"s","contentHash":1.0}`, runs.AnnouncementType, false},
-		{"string escape counts", `{"slot":"s","c":"A"}`, `{"slot":"s","c":"\u0041"}`, runs.AnnouncementType, false},
+		// Values, not spellings, as JSON.parse and === decide them in the seed.
+		{"1 is 1.0", `{"slot":"s","contentHash":1}`, `{"slot":"s","contentHash":1.0}`, runs.AnnouncementType, true},
+		{"1 is 1e0 and 10e-1", `{"slot":"s","n":[1,1]}`, `{"slot":"s","n":[1e0,10e-1]}`, runs.AnnouncementType, true},
+		{"-0 is 0", `{"slot":"s","n":0}`, `{"slot":"s","n":-0.0}`, runs.AnnouncementType, true},
+		{"doubles beyond 2^53", `{"n":9007199254740993}`, `{"n":9007199254740992}`, runs.AnnouncementType, true},
+		{"1 is not 1.5", `{"slot":"s","n":1}`, `{"slot":"s","n":1.5}`, runs.AnnouncementType, false},
+		{"1 is not \"1\"", `{"slot":"s","n":1}`, `{"slot":"s","n":"1"}`, runs.AnnouncementType, false},
+		{"true is not \"true\"", `{"slot":"s","n":true}`, `{"slot":"s","n":"true"}`, runs.AnnouncementType, false},
+		{"A is \\u0041", `{"slot":"s","c":"A"}`, `{"slot":"s","c":"\u0041"}`, runs.AnnouncementType, true},
+		{"an escaped slot is the slot", `{"slot":"s","c":"x"}`, `{"\u0073lot":"\u0073","c":"x"}`, runs.AnnouncementType, true},
+		{"escapes of every kind", `{"c":"a\"\\/\b\f\n\r\t"}`, `{"c":"a\u0022\u005c\/\u0008\u000c\u000a\u000d\u0009"}`, runs.AnnouncementType, true},
+		{"é and \\u00e9", `{"c":"caf\u00e9"}`, `{"c":"café"}`, runs.AnnouncementType, true},
+		{"a surrogate pair is its character", `{"c":"\ud83d\ude00"}`, `{"c":"😀"}`, runs.AnnouncementType, true},
+		{"A is not a", `{"slot":"s","c":"A"}`, `{"slot":"s","c":"\u0061"}`, runs.AnnouncementType, false},
 		{"no slot or hash", `{"rawContent":"x"}`, `{"rawContent":"x"}`, runs.AnnouncementType, true},
 		{"absent is not null", `{"slot":null,"c":1}`, `{"c":1}`, runs.AnnouncementType, false},
 		{"not an object", `"piece"`, `"piece"`, runs.AnnouncementType, true},
@@ -359,10 +372,13 @@ func mixedStream(r *rand.Rand, n int) []runs.Event {
 			events = append(events, runs.Event{Type: "llm.request", Payload: json.RawMessage(anns[r.IntN(len(anns))])})
 		case k < 8 && len(anns) > 0:
 			p := anns[r.IntN(len(anns))]
-			if r.IntN(4) == 0 {
+			switch r.IntN(6) {
+			case 0:
 				var buf bytes.Buffer
 				_ = json.Indent(&buf, []byte(p), "", " ")
 				p = buf.String()
+			case 1:
+				p = respell(p)
 			}
 			events = append(events, runs.Event{Type: announceType(r), Payload: json.RawMessage(p)})
 		default:
@@ -372,6 +388,28 @@ func mixedStream(r *rand.Rand, n int) []runs.Event {
 		}
 	}
 	return events
+}
+
+// respell writes the same value another way: numbers with a fraction,
+// letters of strings as \u escapes.
+func respell(p string) string {
+	var b strings.Builder
+	inString := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '"':
+			inString = !inString
+			b.WriteByte(c)
+		case inString && c >= 'a' && c <= 'z':
+			fmt.Fprintf(&b, `\u%04x`, c)
+		case !inString && c >= '0' && c <= '9' && (i+1 == len(p) || p[i+1] < '0' || p[i+1] > '9'):
+			b.WriteString(string(c) + ".0")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func announceType(r *rand.Rand) string {
@@ -461,7 +499,6 @@ func TestEventTailRestoreRefusesImpossibleState(t *testing.T) {
 		"gap in indexes":         {[]runs.Event{ann(3, true), {Type: "x", Index: 5, Slot: true}}, 3},
 		"index not at dropped":   {[]runs.Event{ann(2, true)}, 3},
 		"plain without a slot":   {[]runs.Event{{Type: "x", Index: 0}}, 0},
-		"two identical held":     {[]runs.Event{ann(0, true), ann(1, true)}, 0},
 		"more held than the cap": {[]runs.Event{{Type: "x", Index: 0, Slot: true}, {Type: "y", Index: 1, Slot: true}, {Type: "z", Index: 2, Slot: true}}, 0},
 		"more than the whole cap": {func() []runs.Event {
 			e := []runs.Event{ann(0, true)}
@@ -475,6 +512,19 @@ func TestEventTailRestoreRefusesImpossibleState(t *testing.T) {
 		if _, err := runs.RestoreEventTail(2, tc.events, tc.dropped); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
+	}
+	// Two held announcements that are one value: a tail recorded while identity was
+	// decided by spelling. Accepted, and a new announcement repeats the older one.
+	spelled := func(i int64, n string) runs.Event {
+		return runs.Event{Type: runs.AnnouncementType, Payload: json.RawMessage(`{"slot":"s","n":` + n + `}`), Index: i, Slot: true}
+	}
+	legacy, err := runs.RestoreEventTail(3, []runs.Event{spelled(0, "1"), spelled(1, "1.0")}, 0)
+	if err != nil {
+		t.Fatalf("two held spellings of one value: %v", err)
+	}
+	legacy.Push(spelled(0, "1e0"))
+	if s := legacy.Snapshot(); s.Events[2].Slot || string(s.Events[2].Payload) != `{"slot":"s","n":1}` || legacy.Held() != 2 {
+		t.Errorf("a new spelling: slot %v payload %s held %d, want a repeat of the oldest", s.Events[2].Slot, s.Events[2].Payload, legacy.Held())
 	}
 	// A repeat whose held original was evicted is a legal state.
 	if _, err := runs.RestoreEventTail(2, []runs.Event{ann(5, false), ann(6, true)}, 5); err != nil {
@@ -492,21 +542,31 @@ type model struct {
 	all      []runs.Event
 	slot     []bool
 	original []int    // for a repeat, the stream index of the held announcement it repeats
-	canon    []string // compacted payloads
+	canon    []string // payload values (valueOf)
 	start    int
 }
 
-func compact(p []byte) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, p); err != nil {
-		panic(err)
+// valueOf is a payload's value as the seed's JSON.parse sees it, written the
+// obvious way: encoding/json's tokens in order (object keys in the order
+// sent, strings decoded, numbers as float64), -0 as 0.
+func valueOf(p []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	var b strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return b.String()
+		}
+		if f, ok := tok.(float64); ok && f == 0 {
+			tok = 0.0
+		}
+		fmt.Fprintf(&b, "%T:%#v;", tok, tok)
 	}
-	return b.String()
 }
 
 func (m *model) push(e runs.Event) {
 	orig := -1
-	c := compact(e.Payload)
+	c := valueOf(e.Payload)
 	if e.Type == runs.AnnouncementType || e.Type == runs.ContextInjectedType {
 		for i := m.start; i < len(m.all); i++ {
 			h := m.all[i]
@@ -576,7 +636,7 @@ func TestEventTailMatchesReferenceModel(t *testing.T) {
 				k := m.start + i
 				want := m.all[k]
 				if got.Index != int64(k) || got.Type != want.Type || got.Slot != m.slot[k] ||
-					compact(got.Payload) != compact(want.Payload) {
+					valueOf(got.Payload) != valueOf(want.Payload) {
 					fail("event %d: got %+v slot %v, model %s %s slot %v", k, got, got.Slot, want.Type, want.Payload, m.slot[k])
 				}
 				if o := m.original[k]; o >= m.start && !sameSlice(got.Payload, s.Events[o-m.start].Payload) {

@@ -40,12 +40,16 @@ type Run struct {
 	RecordEmbeddings bool
 	Finished         bool
 	Complete         bool
-	// StartedAt is the caller's or the first event's meta.wallClockMs.
+	// StartedAt is the caller's or the first event's meta.wallClockMs: the
+	// CLIENT's clock, as reported.
 	StartedAt time.Time
-	// LastWallClock is the newest event's meta.wallClockMs (an endedAt for
-	// a complete run).
+	// LastWallClock is the newest event's meta.wallClockMs (the client's
+	// clock: its end, for a complete run).
 	LastWallClock time.Time
-	FinishedAt    time.Time
+	// LastReceivedAt is when the server received the newest event, and
+	// FinishedAt when it finished the run: the SERVER's clock, as CreatedAt.
+	LastReceivedAt time.Time
+	FinishedAt     time.Time
 	// NextIndex is the length of the whole stream; Dropped how many of its
 	// oldest events were evicted (== first retained index).
 	NextIndex       int64
@@ -179,6 +183,9 @@ func ApplyAppend(r *Run, t *EventTail, batch []RunEvent) []RunEvent {
 		}
 		if !e.WallClock.IsZero() {
 			r.LastWallClock = e.WallClock
+		}
+		if !e.ReceivedAt.IsZero() {
+			r.LastReceivedAt = e.ReceivedAt
 		}
 		if e.Truncated != nil {
 			r.TruncatedEvents++

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRedactEmbeddings(t *testing.T) {
@@ -43,7 +44,7 @@ func TestPrepareAndApplyAppend(t *testing.T) {
 		{Type: "b", Meta: json.RawMessage(`{"wallClockMs":3000}`)},
 		{Type: "c", Payload: json.RawMessage(`"` + strings.Repeat("x", MaxEventPayloadBytes) + `"`)},
 	}
-	evs := PrepareEvents(in, false)
+	evs := PrepareEvents(in, false, time.Time{})
 	if string(evs[0].Payload) != `{"embedding":{"dims":1,"norm":1}}` || string(evs[1].Payload) != "null" || evs[2].Truncated == nil {
 		t.Fatalf("prepared: %+v", evs)
 	}

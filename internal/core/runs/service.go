@@ -147,6 +147,7 @@ func (s *Service) AppendEvents(ctx context.Context, tenant, id string, in []RunE
 		}
 	}
 	var plain, redacted []RunEvent // prepared once per flavour, outside any retry
+	receivedAt := s.now().UTC().Truncate(time.Millisecond)
 	r, err := s.store.AppendEvents(ctx, tenant, id, func(r Run) ([]RunEvent, error) {
 		if r.Finished {
 			return nil, &core.ConflictError{Code: core.CodeRunFinished,
@@ -154,12 +155,12 @@ func (s *Service) AppendEvents(ctx context.Context, tenant, id string, in []RunE
 		}
 		if r.RecordEmbeddings {
 			if plain == nil {
-				plain = PrepareEvents(in, true)
+				plain = PrepareEvents(in, true, receivedAt)
 			}
 			return plain, nil
 		}
 		if redacted == nil {
-			redacted = PrepareEvents(in, false)
+			redacted = PrepareEvents(in, false, receivedAt)
 		}
 		return redacted, nil
 	})

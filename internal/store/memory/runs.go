@@ -147,6 +147,7 @@ func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare fun
 	pushed := runs.ApplyAppend(&m.r, m.tail, batch)
 	m.r.StartedAt = normaliseOpt(m.r.StartedAt)
 	m.r.LastWallClock = normaliseOpt(m.r.LastWallClock)
+	m.r.LastReceivedAt = normaliseOpt(m.r.LastReceivedAt)
 	for _, e := range pushed {
 		if e.Truncated != nil && e.Index >= m.r.Dropped {
 			m.trunc[e.Index] = *e.Truncated

@@ -32,9 +32,9 @@ package pg
 //
 // Retention: Sweep deletes runs finished before its policy's AuditBefore, with their events.
 //
-// Known limit: a truncated payload is the JSON string of its first 64 KiB, and the repeat
-// rule compares recorded payloads, so two announcements identical in their first 64 KiB (and
-// in slot and contentHash) would be treated as one; each keeps its own sha256.
+// Identity: a repeat is decided on the payload as sent. When the recorded payload is not all of
+// it (vectors summarised, or truncated to its first 64 KiB) the row's identity column holds
+// the digest of the payload as sent (runs.ValueDigest), which a rebuilt tail compares too.
 
 import (
 	"container/list"
@@ -137,7 +137,7 @@ func (s *Store) CachedTails() int {
 
 const runColumns = `tenant, id, namespace, conversation_id, principal, turn, max_events,
 	record_embeddings, finished, complete, started_at, last_wall_at, finished_at, next_index,
-	dropped, truncated_events, created_at`
+	dropped, truncated_events, created_at, last_received_at`
 
 func scanRun(row pgx.Row) (runs.Run, error) {
 	var (
@@ -145,15 +145,17 @@ func scanRun(row pgx.Row) (runs.Run, error) {
 		conv, principal          *string
 		turn                     *int
 		started, lastWall, finAt *time.Time
+		lastReceived             *time.Time
 	)
 	err := row.Scan(&r.Tenant, &r.ID, &r.Namespace, &conv, &principal, &turn, &r.MaxEvents,
 		&r.RecordEmbeddings, &r.Finished, &r.Complete, &started, &lastWall, &finAt, &r.NextIndex,
-		&r.Dropped, &r.TruncatedEvents, &r.CreatedAt)
+		&r.Dropped, &r.TruncatedEvents, &r.CreatedAt, &lastReceived)
 	if err != nil {
 		return runs.Run{}, err
 	}
 	r.ConversationID, r.Principal, r.Turn = deref(conv), deref(principal), deref(turn)
 	r.StartedAt, r.LastWallClock, r.FinishedAt = utcOpt(started), utcOpt(lastWall), utcOpt(finAt)
+	r.LastReceivedAt = utcOpt(lastReceived)
 	r.CreatedAt = r.CreatedAt.UTC()
 	return r, nil
 }
@@ -292,7 +294,8 @@ func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare fun
 			if len(e.Meta) > 0 {
 				meta = e.Meta
 			}
-			rows = append(rows, []any{tenant, id, e.Index, e.Type, []byte(e.Payload), meta, e.Slot, ob, sha})
+			rows = append(rows, []any{tenant, id, e.Index, e.Type, []byte(e.Payload), meta, e.Slot, ob, sha,
+				nilIfEmpty(e.Identity), nullTime(e.ReceivedAt)})
 		}
 		if r.Dropped > before {
 			if _, err := tx.Exec(ctx, `DELETE FROM run_events WHERE tenant = $1 AND run_id = $2 AND idx < $3`,
@@ -302,14 +305,15 @@ func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare fun
 		}
 		if len(rows) > 0 {
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"run_events"},
-				[]string{"tenant", "run_id", "idx", "type", "payload", "meta", "slot", "original_bytes", "sha256"},
+				[]string{"tenant", "run_id", "idx", "type", "payload", "meta", "slot", "original_bytes", "sha256", "identity", "received_at"},
 				pgx.CopyFromRows(rows)); err != nil {
 				return err
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE runs SET next_index = $3, dropped = $4, truncated_events = $5,
-			started_at = $6, last_wall_at = $7 WHERE tenant = $1 AND id = $2`,
-			tenant, id, r.NextIndex, r.Dropped, r.TruncatedEvents, nullTime(r.StartedAt), nullTime(r.LastWallClock)); err != nil {
+			started_at = $6, last_wall_at = $7, last_received_at = $8 WHERE tenant = $1 AND id = $2`,
+			tenant, id, r.NextIndex, r.Dropped, r.TruncatedEvents, nullTime(r.StartedAt), nullTime(r.LastWallClock),
+			nullTime(r.LastReceivedAt)); err != nil {
 			return err
 		}
 		out = r
@@ -333,23 +337,27 @@ func normaliseRun(r runs.Run) runs.Run {
 		return t.UTC().Truncate(time.Microsecond)
 	}
 	r.StartedAt, r.LastWallClock, r.FinishedAt, r.CreatedAt = trunc(r.StartedAt), trunc(r.LastWallClock), trunc(r.FinishedAt), trunc(r.CreatedAt)
+	r.LastReceivedAt = trunc(r.LastReceivedAt)
 	return r
 }
 
 // restoreTail rebuilds a run's tail from its retained rows.
 func (s *Store) restoreTail(ctx context.Context, tx pgx.Tx, r runs.Run) (*runs.EventTail, error) {
-	rows, err := tx.Query(ctx, `SELECT idx, type, payload, meta, slot FROM run_events
+	rows, err := tx.Query(ctx, `SELECT idx, type, payload, meta, slot, identity FROM run_events
 		WHERE tenant = $1 AND run_id = $2 ORDER BY idx`, r.Tenant, r.ID)
 	if err != nil {
 		return nil, err
 	}
 	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runs.Event, error) {
 		var e runs.Event
-		var payload, meta []byte
-		if err := row.Scan(&e.Index, &e.Type, &payload, &meta, &e.Slot); err != nil {
+		var payload, meta, identity []byte
+		if err := row.Scan(&e.Index, &e.Type, &payload, &meta, &e.Slot, &identity); err != nil {
 			return e, err
 		}
 		e.Payload = payload
+		if len(identity) > 0 {
+			e.Identity = identity
+		}
 		if len(meta) > 0 {
 			e.Meta = meta
 		}
@@ -419,20 +427,25 @@ func (s *Store) RunEvents(ctx context.Context, tenant, id string, after int64, l
 		if limit > 0 {
 			lim = limit
 		}
-		rows, err := tx.Query(ctx, `SELECT idx, type, payload, meta, slot, original_bytes, sha256 FROM run_events
+		rows, err := tx.Query(ctx, `SELECT idx, type, payload, meta, slot, original_bytes, sha256, identity, received_at FROM run_events
 			WHERE tenant = $1 AND run_id = $2 AND idx > $3 ORDER BY idx LIMIT $4`, tenant, id, after, lim)
 		if err != nil {
 			return err
 		}
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (runs.RunEvent, error) {
 			var e runs.RunEvent
-			var payload, meta []byte
+			var payload, meta, identity []byte
 			var ob *int64
 			var sha *string
-			if err := row.Scan(&e.Index, &e.Type, &payload, &meta, &e.Slot, &ob, &sha); err != nil {
+			var received *time.Time
+			if err := row.Scan(&e.Index, &e.Type, &payload, &meta, &e.Slot, &ob, &sha, &identity, &received); err != nil {
 				return e, err
 			}
 			e.Payload = payload
+			if len(identity) > 0 {
+				e.Identity = identity
+			}
+			e.ReceivedAt = utcOpt(received)
 			if len(meta) > 0 {
 				e.Meta = meta
 			}

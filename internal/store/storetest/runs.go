@@ -22,6 +22,8 @@ func testRuns(t *testing.T, s app.Store) {
 	t.Run("OpenGetDuplicate", func(t *testing.T) { runsOpen(t, s) })
 	t.Run("SeedRules", func(t *testing.T) { runsSeed(t, s) })
 	t.Run("Repeats", func(t *testing.T) { runsRepeats(t, s) })
+	t.Run("RepeatsByValueAsSent", func(t *testing.T) { runsRepeatsAsSent(t, s) })
+	t.Run("ServerTimes", func(t *testing.T) { runsServerTimes(t, s) })
 	t.Run("Finish", func(t *testing.T) { runsFinish(t, s) })
 	t.Run("TenantIsolation", func(t *testing.T) { runsTenants(t, s) })
 	t.Run("List", func(t *testing.T) { runsList(t, s) })
@@ -59,7 +61,7 @@ func plainEvents(from, n int) []runs.RunEventInput {
 func AppendInputs(t *testing.T, s runs.Store, tenant, id string, in []runs.RunEventInput) (runs.Run, error) {
 	t.Helper()
 	return s.AppendEvents(t.Context(), tenant, id, func(r runs.Run) ([]runs.RunEvent, error) {
-		return runs.PrepareEvents(in, r.RecordEmbeddings), nil
+		return runs.PrepareEvents(in, r.RecordEmbeddings, time.Time{}), nil
 	})
 }
 
@@ -233,6 +235,93 @@ func runsRepeats(t *testing.T, s app.Store) {
 	_, evs = readAll(t, s, "acme", "rep")
 	if last := evs[len(evs)-1]; !last.Slot || last.Index != 6 {
 		t.Errorf("piece A after its original was evicted: %+v", last)
+	}
+}
+
+// runsRepeatsAsSent: a repeat is decided on the payload as sent, by value. Two announcements
+// that differ only in their vectors are two pieces, though both are recorded as the same
+// {dims, norm} summary; the same vector sent twice is a repeat; 1 and 1.0, "A" and "\u0041"
+// are one value, and a repeat keeps the first spelling.
+func runsRepeatsAsSent(t *testing.T, s app.Store) {
+	mustOpenRun(t, s, newRun("acme", "as-sent", 10))
+	vec := func(x, y float64) runs.RunEventInput {
+		return runs.RunEventInput{Type: runs.ContextInjectedType,
+			Payload: json.RawMessage(fmt.Sprintf(`{"slot":"rag","contentHash":"h","embedding":[%g,%g]}`, x, y))}
+	}
+	// Unit vectors: every one redacts to {"dims":2,"norm":1}.
+	mustAppend(t, s, "acme", "as-sent", []runs.RunEventInput{vec(0.6, 0.8), vec(0.8, 0.6)})
+	mustAppend(t, s, "acme", "as-sent", []runs.RunEventInput{vec(0.6, 0.8)})
+	spelled := func(n, c string) runs.RunEventInput {
+		return runs.RunEventInput{Type: runs.AnnouncementType, Payload: json.RawMessage(`{"slot":"system","n":` + n + `,"c":` + c + `}`)}
+	}
+	mustAppend(t, s, "acme", "as-sent", []runs.RunEventInput{spelled("1", `"A"`)})
+	mustAppend(t, s, "acme", "as-sent", []runs.RunEventInput{spelled("1.0", `"\u0041"`), spelled("2", `"A"`)})
+	r, evs := readAll(t, s, "acme", "as-sent")
+	var slots []bool
+	for _, e := range evs {
+		slots = append(slots, e.Slot)
+	}
+	if want := []bool{true, true, false, true, false, true}; !slices.Equal(slots, want) {
+		t.Fatalf("slots %v, want %v", slots, want)
+	}
+	if r.EventCount() != 6 {
+		t.Errorf("count %d, want 6", r.EventCount())
+	}
+	for _, i := range []int{0, 1, 2} {
+		if got := string(evs[i].Payload); got != `{"slot":"rag","contentHash":"h","embedding":{"dims":2,"norm":1}}` {
+			t.Errorf("event %d recorded %s, want the vector summarised", i, got)
+		}
+	}
+	if got := string(evs[4].Payload); got != `{"slot":"system","n":1,"c":"A"}` {
+		t.Errorf("the repeat of another spelling recorded %s, want the held spelling", got)
+	}
+	// The decision survives what the store keeps: the same vectors again, after the rows
+	// above were persisted (and, on Postgres, through a tail rebuilt from them by another
+	// process, see pg's TestRunsTwoProcesses), are repeats; another vector is not.
+	mustAppend(t, s, "acme", "as-sent", []runs.RunEventInput{vec(0.8, 0.6), vec(1, 0)})
+	_, evs = readAll(t, s, "acme", "as-sent")
+	if evs[6].Slot || !evs[7].Slot {
+		t.Errorf("after persisting: slots %v %v, want a repeat then a new piece", evs[6].Slot, evs[7].Slot)
+	}
+}
+
+// runsServerTimes: every event carries the time the server received it, the run the time of
+// its newest one; the client's meta.wallClockMs stays what the client said.
+func runsServerTimes(t *testing.T, s app.Store) {
+	mustOpenRun(t, s, newRun("acme", "times", 10))
+	at := func(d time.Duration) time.Time { return rt0.Add(d) }
+	appendAt := func(recv time.Time, in []runs.RunEventInput) runs.Run {
+		t.Helper()
+		r, err := s.AppendEvents(t.Context(), "acme", "times", func(r runs.Run) ([]runs.RunEvent, error) {
+			return runs.PrepareEvents(in, r.RecordEmbeddings, recv), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// The client's clock is an hour behind the server's.
+	client := func(d time.Duration) runs.RunEventInput {
+		return runs.RunEventInput{Type: "step", Payload: json.RawMessage(`{}`),
+			Meta: json.RawMessage(fmt.Sprintf(`{"wallClockMs":%d}`, at(d-time.Hour).UnixMilli()))}
+	}
+	appendAt(at(time.Second), []runs.RunEventInput{client(time.Second)})
+	r := appendAt(at(2*time.Second), []runs.RunEventInput{client(2 * time.Second), {Type: "step", Payload: json.RawMessage(`{}`)}})
+	if !r.LastReceivedAt.Equal(at(2*time.Second)) || !r.LastWallClock.Equal(at(2*time.Second-time.Hour)) ||
+		!r.StartedAt.Equal(at(time.Second-time.Hour)) {
+		t.Errorf("run after appends: received %v, client start %v end %v", r.LastReceivedAt, r.StartedAt, r.LastWallClock)
+	}
+	got, evs := readAll(t, s, "acme", "times")
+	if !got.LastReceivedAt.Equal(at(2 * time.Second)) {
+		t.Errorf("read back: last received %v", got.LastReceivedAt)
+	}
+	for i, want := range []time.Time{at(time.Second), at(2 * time.Second), at(2 * time.Second)} {
+		if !evs[i].ReceivedAt.Equal(want) {
+			t.Errorf("event %d received at %v, want %v", i, evs[i].ReceivedAt, want)
+		}
+	}
+	if string(evs[0].Meta) != fmt.Sprintf(`{"wallClockMs":%d}`, at(-time.Hour+time.Second).UnixMilli()) {
+		t.Errorf("meta %s, want the client's as sent", evs[0].Meta)
 	}
 }
 
