@@ -73,8 +73,9 @@ type BatchCounts struct {
 // EventCount is how many events are retained.
 func (r Run) EventCount() int64 { return r.NextIndex - r.Dropped }
 
-// KnownStart is StartedAt unless events were dropped (then the true start is
-// unknown and nothing is stated).
+// KnownStart is StartedAt (the client's clock) unless events were dropped:
+// then what the client reported as the start is not stated, as the seed's
+// recording does not state a start for a stream it lost the head of.
 func (r Run) KnownStart() time.Time {
 	if r.Dropped > 0 {
 		return time.Time{}
@@ -82,16 +83,33 @@ func (r Run) KnownStart() time.Time {
 	return r.StartedAt
 }
 
-// EndedAt is only stated for a complete run: the last event's wall clock
-// when the agent sent one, else the time it was finished.
+// EndedAt is only stated for a complete run: when the server finished it.
+// The client's own end (the last event's meta.wallClockMs) is LastWallClock,
+// reported as the client's and never as the run's end.
 func (r Run) EndedAt() time.Time {
 	if !r.Complete {
 		return time.Time{}
 	}
-	if !r.LastWallClock.IsZero() {
-		return r.LastWallClock
-	}
 	return r.FinishedAt
+}
+
+// ClocksDisagree reports whether the client's times, read beside the
+// server's, contradict the run's order: the client's newest event before
+// its own start, or before the server opened the run, or the client's start
+// after the server finished it. Either clock may be the wrong one; the
+// server's own times (CreatedAt, LastReceivedAt, FinishedAt) are always in
+// order, and the client's are reported as the client said them.
+func (r Run) ClocksDisagree() bool {
+	start, last := r.KnownStart(), r.LastWallClock
+	switch {
+	case !last.IsZero() && !start.IsZero() && last.Before(start):
+		return true
+	case !last.IsZero() && !r.CreatedAt.IsZero() && last.Before(r.CreatedAt.Truncate(time.Millisecond)):
+		return true
+	case !start.IsZero() && !r.FinishedAt.IsZero() && start.After(r.FinishedAt):
+		return true
+	}
+	return false
 }
 
 // EventTruncation records the payload an event had before it was truncated.

@@ -58,8 +58,28 @@ func TestPrepareAndApplyAppend(t *testing.T) {
 	if !r.EndedAt().IsZero() {
 		t.Error("endedAt for an unfinished run")
 	}
-	r.Complete = true
-	if r.EndedAt().UnixMilli() != 3000 {
-		t.Error("endedAt of a complete run is not the last wall clock")
+	r.Complete, r.Finished, r.FinishedAt = true, true, time.UnixMilli(5000)
+	if r.EndedAt().UnixMilli() != 5000 {
+		t.Error("endedAt of a complete run is not when the server finished it")
+	}
+}
+
+func TestClocksDisagree(t *testing.T) {
+	at := func(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+	for _, tc := range []struct {
+		name string
+		r    Run
+		want bool
+	}{
+		{"no client times", Run{CreatedAt: at(1000)}, false},
+		{"client after the open", Run{CreatedAt: at(1000), StartedAt: at(900), LastWallClock: at(2000)}, false},
+		{"client's last event before the open", Run{CreatedAt: at(1000), StartedAt: at(100), LastWallClock: at(500)}, true},
+		{"client ends before it starts", Run{CreatedAt: at(1000), StartedAt: at(3000), LastWallClock: at(2000)}, true},
+		{"client starts after the finish", Run{CreatedAt: at(1000), StartedAt: at(9000), FinishedAt: at(5000)}, true},
+		{"a start not stated after drops", Run{CreatedAt: at(1000), StartedAt: at(9000), LastWallClock: at(2000), Dropped: 1}, false},
+	} {
+		if got := tc.r.ClocksDisagree(); got != tc.want {
+			t.Errorf("%s: ClocksDisagree = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/footprint/footprint/internal/core/explain"
 	"github.com/footprint/footprint/internal/core/recall"
 	"github.com/footprint/footprint/internal/core/turns"
+	"github.com/footprint/footprint/internal/http/apitime"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
@@ -95,8 +96,8 @@ func (h *handlers) ListConversations(ctx context.Context, req gen.ListConversati
 			Principal:      optString(c.Identity.Principal),
 			EntryCount:     c.Entries,
 			Memories:       make([]gen.MemoryEntryCount, 0, len(c.Memories)),
-			CreatedAt:      c.CreatedAt,
-			UpdatedAt:      c.UpdatedAt,
+			CreatedAt:      apitime.Of(c.CreatedAt),
+			UpdatedAt:      apitime.Of(c.UpdatedAt),
 			Links: gen.ConversationLinks{
 				Turns:   conversationPath(c.Identity, "turns", nil),
 				Entries: conversationPath(c.Identity, "entries", nil),
@@ -173,9 +174,7 @@ func turnOut(t turns.Turn, preview bool) gen.ConversationTurn {
 			Recalls:   conversationPath(t.Identity, "recalls", url.Values{"turn": {strconv.Itoa(t.Number)}}),
 		},
 	}
-	if !t.CreatedAt.IsZero() {
-		out.CreatedAt = &t.CreatedAt
-	}
+	out.CreatedAt = apitime.Opt(t.CreatedAt)
 	out.MessagesMemoryID = optString(t.MessagesMemoryID)
 	for _, m := range t.Messages {
 		content, n, cut := m.Content, len([]rune(m.Content)), false
@@ -214,7 +213,7 @@ func (h *handlers) ListRecalls(ctx context.Context, req gen.ListRecallsRequestOb
 	}
 	body := gen.RecallSummaryList{Recalls: make([]gen.RecallSummary, 0, len(rs)), NextCursor: h.nextCursor(id.Tenant, query, next)}
 	for _, r := range rs {
-		out := gen.RecallSummary{RecallID: r.ID, CreatedAt: r.CreatedAt, QueryHash: r.QueryHash, Admitted: r.Admitted,
+		out := gen.RecallSummary{RecallID: r.ID, CreatedAt: apitime.Of(r.CreatedAt), QueryHash: r.QueryHash, Admitted: r.Admitted,
 			RunID: optString(r.RunID), Links: gen.RecallLinks{Self: "/v1/recalls/" + url.PathEscape(r.ID)}}
 		if r.Turn > 0 {
 			out.Turn = &r.Turn
@@ -257,7 +256,7 @@ func ablationOut(id core.Identity, turn int, a explain.Ablation) gen.AblationRec
 	if excluded == nil {
 		excluded = []string{}
 	}
-	return gen.AblationRecord{ID: a.ID, Turn: turn, Excluded: excluded, Answer: a.Answer, Flipped: a.Flipped, CreatedAt: a.CreatedAt,
+	return gen.AblationRecord{ID: a.ID, Turn: turn, Excluded: excluded, Answer: a.Answer, Flipped: a.Flipped, CreatedAt: apitime.Of(a.CreatedAt),
 		Links: gen.AblationLinks{Self: ablationPath(id, turn, a.ID), Turn: turnPath(id, turn)}}
 }
 
@@ -275,7 +274,7 @@ func (h *handlers) GetEntryUsage(ctx context.Context, req gen.GetEntryUsageReque
 	body := gen.EntryUsage{MemoryID: req.Params.Memory, EntryID: req.EntryID, InjectionID: recall.EntryInjectionID(req.Params.Memory, req.EntryID),
 		Recalls: make([]gen.EntryAdmission, 0, len(uses)), Turns: explain.UsageTurns(uses), NextCursor: h.nextCursor(id.Tenant, query, next)}
 	for _, u := range uses {
-		a := gen.EntryAdmission{RecallID: u.RecallID, CreatedAt: u.CreatedAt, RunID: optString(u.RunID), Score: u.Score,
+		a := gen.EntryAdmission{RecallID: u.RecallID, CreatedAt: apitime.Of(u.CreatedAt), RunID: optString(u.RunID), Score: u.Score,
 			Rank: max(u.Rank, 1), Threshold: u.Threshold, Turns: u.Turns, Links: gen.RecallLinks{Self: "/v1/recalls/" + url.PathEscape(u.RecallID)}}
 		if u.Turn > 0 {
 			a.Turn = &u.Turn

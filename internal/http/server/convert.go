@@ -9,6 +9,7 @@ import (
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/strategies"
 	"github.com/footprint/footprint/internal/core/turns"
+	"github.com/footprint/footprint/internal/http/apitime"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
@@ -97,8 +98,8 @@ func memoryOut(m core.Memory) (gen.Memory, error) {
 		Flavor:      gen.Flavor(m.Flavor),
 		Scope:       scopeOut(m.Scope),
 		Version:     m.Version,
-		CreatedAt:   m.CreatedAt.UTC(),
-		UpdatedAt:   m.UpdatedAt.UTC(),
+		CreatedAt:   apitime.Of(m.CreatedAt),
+		UpdatedAt:   apitime.Of(m.UpdatedAt),
 	}
 	if m.TTLMs > 0 {
 		ttl := m.TTLMs
@@ -247,9 +248,9 @@ func entryOut(e core.Entry, withEmbedding bool) gen.Entry {
 		Value:          json.RawMessage(e.Value),
 		Metadata:       map[string]any{},
 		Version:        e.Version,
-		CreatedAt:      e.CreatedAt.UTC(),
-		UpdatedAt:      e.UpdatedAt.UTC(),
-		LastAccessedAt: e.LastAccessedAt.UTC(),
+		CreatedAt:      apitime.Of(e.CreatedAt),
+		UpdatedAt:      apitime.Of(e.UpdatedAt),
+		LastAccessedAt: apitime.Of(e.LastAccessedAt),
 		AccessCount:    e.AccessCount,
 		Tier:           optTier(e.Tier),
 		Source:         gen.EntrySource{Turn: e.SourceTurn, RunID: optString(e.SourceRunID)},
@@ -275,10 +276,7 @@ func entryOut(e core.Entry, withEmbedding bool) gen.Entry {
 		i := e.Index
 		out.Index = &i
 	}
-	if !e.ExpiresAt.IsZero() {
-		t := e.ExpiresAt.UTC()
-		out.ExpiresAt = &t
-	}
+	out.ExpiresAt = apitime.Opt(e.ExpiresAt)
 	if n := len(e.Embedding); n > 0 {
 		out.EmbeddingDims = &n
 		if withEmbedding {

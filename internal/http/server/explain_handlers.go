@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/footprint/footprint/internal/core/explain"
+	"github.com/footprint/footprint/internal/http/apitime"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
@@ -51,7 +52,7 @@ func (h *handlers) RecordAblation(ctx context.Context, req gen.RecordAblationReq
 	if err != nil {
 		return nil, err
 	}
-	return gen.RecordAblation201JSONResponse{Body: gen.Ablation{ID: a.ID, Excluded: a.Excluded, Flipped: a.Flipped, CreatedAt: a.CreatedAt},
+	return gen.RecordAblation201JSONResponse{Body: gen.Ablation{ID: a.ID, Excluded: a.Excluded, Flipped: a.Flipped, CreatedAt: apitime.Of(a.CreatedAt)},
 		Headers: gen.RecordAblation201ResponseHeaders{Location: ablationPath(id, req.Turn, a.ID)}}, nil
 }
 
@@ -110,7 +111,7 @@ func explanationOut(ex explain.Explanation) (gen.Explanation, error) {
 			g.Rank = &rank
 		}
 		if e := o.Entry; e != nil {
-			oe := &gen.OriginEntry{Kind: gen.EntryKind(e.Kind), UpdatedAt: e.UpdatedAt.UTC(), RunID: optString(e.RunID),
+			oe := &gen.OriginEntry{Kind: gen.EntryKind(e.Kind), UpdatedAt: apitime.Of(e.UpdatedAt), RunID: optString(e.RunID),
 				Query: optString(e.Query), FinalContent: optString(e.FinalContent), Text: optString(e.Text),
 				ConversationID: optString(e.ConversationID)}
 			if e.Turn > 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/recall"
+	"github.com/footprint/footprint/internal/http/apitime"
 	"github.com/footprint/footprint/internal/http/gen"
 )
 
@@ -31,7 +32,7 @@ func recallOut(r recall.RecallResult) (gen.RecallResult, error) {
 	out := gen.RecallResult{
 		RecallID:     r.RecallID,
 		QueryHash:    r.QueryHash,
-		CreatedAt:    r.CreatedAt.UTC(),
+		CreatedAt:    apitime.Of(r.CreatedAt),
 		SystemPrompt: r.SystemPrompt,
 		Memories:     make([]gen.MemoryRecall, 0, len(r.Memories)),
 		Injections:   make([]gen.Injection, 0, len(r.Injections)),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/runs"
+	"github.com/footprint/footprint/internal/http/apitime"
 	"github.com/footprint/footprint/internal/http/eventio"
 	"github.com/footprint/footprint/internal/http/gen"
 )
@@ -57,7 +58,7 @@ func (h *handlers) OpenRun(ctx context.Context, req gen.OpenRunRequestObject) (g
 	p := runs.RunParams{
 		ID: deref(b.RunID), ConversationID: deref(b.ConversationID), Principal: deref(b.Principal),
 		Turn: deref(b.Turn), MaxEvents: b.MaxEvents, RecordEmbeddings: deref(b.RecordEmbeddings),
-		StartedAt: deref(b.StartedAt),
+		StartedAt: deref(b.StartedAt).Time,
 	}
 	maxOpen := h.maxOpenRuns
 	if maxOpen == 0 {
@@ -328,14 +329,13 @@ func runOut(r runs.Run) gen.Run {
 	if r.Turn != 0 {
 		out.Turn = &r.Turn
 	}
-	if t := r.KnownStart(); !t.IsZero() {
-		t = t.UTC()
-		out.StartedAt = &t
+	// The server's clock; then the agent's, as it reported it.
+	out.StartedAt, out.LastEventAt = apitime.Of(r.CreatedAt), apitime.Opt(r.LastReceivedAt)
+	out.FinishedAt, out.EndedAt = apitime.Opt(r.FinishedAt), apitime.Opt(r.EndedAt())
+	if start, last := r.KnownStart(), r.LastWallClock; !start.IsZero() || !last.IsZero() {
+		out.ClientClock = &gen.ClientClock{StartedAt: apitime.Opt(start), LastEventAt: apitime.Opt(last)}
 	}
-	if t := r.EndedAt(); !t.IsZero() {
-		t = t.UTC()
-		out.EndedAt = &t
-	}
+	out.ClocksDisagree = r.ClocksDisagree()
 	return out
 }
 
@@ -352,6 +352,7 @@ func recordedEventOut(e runs.RunEvent) gen.RecordedEvent {
 			out.Meta = m
 		}
 	}
+	out.ReceivedAt = apitime.Opt(e.ReceivedAt)
 	if !e.Slot {
 		out.Repeat = &repeatTrue
 	}

@@ -88,10 +88,13 @@ func TestRunEnvelope(t *testing.T) {
 			t.Fatalf("open: %d %s", r.status, r.body)
 		}
 		run := r.json(t)
-		for _, k := range []string{"startedAt", "endedAt"} {
+		for _, k := range []string{"endedAt", "finishedAt", "lastEventAt", "clientClock"} {
 			if _, ok := run[k]; ok {
 				t.Errorf("fresh run has %q", k)
 			}
+		}
+		if run["startedAt"] == nil || run["clocksDisagree"] != false {
+			t.Errorf("fresh run: no server start, or clocks disagree: %s", r.body)
 		}
 		if r := e.do("POST", "/v1/runs", "", `{"runId":"run-1"}`); r.status != 409 || r.json(t)["code"] != "run-exists" {
 			t.Errorf("duplicate open: %d %s", r.status, r.body)
@@ -103,12 +106,18 @@ func TestRunEnvelope(t *testing.T) {
 			t.Fatalf("recording: %s", got.body)
 		}
 		rr := rec["run"].(map[string]any)
-		if rr["startedAt"] != "2026-11-30T06:15:02Z" || rr["endedAt"] != nil || rr["eventCount"] != 3.0 {
+		clock, _ := rr["clientClock"].(map[string]any)
+		if clock["startedAt"] != "2026-11-30T06:15:02.000Z" || clock["lastEventAt"] != "2026-11-30T06:15:02.002Z" ||
+			rr["endedAt"] != nil || rr["eventCount"] != 3.0 || rr["lastEventAt"] == nil {
 			t.Errorf("open run: %v", rr)
 		}
-		// finish: endedAt is the last event's wall clock; idempotent; the other value is 409.
+		// The agent's clock says 2026-11-30, before the server opened the run: flagged.
+		if rr["clocksDisagree"] != true {
+			t.Errorf("agent's events before the server's open: clocksDisagree = %v", rr["clocksDisagree"])
+		}
+		// finish: endedAt is when the server finished it; idempotent; the other value is 409.
 		f := e.do("POST", "/v1/runs/run-1/finish", "", `{"complete":true}`)
-		if f.status != 200 || f.json(t)["endedAt"] != "2026-11-30T06:15:02.002Z" {
+		if fin := f.json(t); f.status != 200 || fin["endedAt"] == nil || fin["endedAt"] != fin["finishedAt"] {
 			t.Fatalf("finish: %d %s", f.status, f.body)
 		}
 		if again := e.do("POST", "/v1/runs/run-1/finish", "", `{"complete":true}`); again.status != 200 || string(again.body) != string(f.body) {
@@ -127,10 +136,13 @@ func TestRunEnvelope(t *testing.T) {
 		e.append("run-2", steps(0, 5)...)
 		f = e.do("POST", "/v1/runs/run-2/finish", "", `{"complete":false}`)
 		fr := f.json(t)
-		for _, k := range []string{"startedAt", "endedAt", "conversationId", "principal", "turn"} {
+		for _, k := range []string{"endedAt", "conversationId", "principal", "turn"} {
 			if _, ok := fr[k]; ok {
 				t.Errorf("abandoned run with drops has %q: %s", k, f.body)
 			}
+		}
+		if clock := fr["clientClock"].(map[string]any); clock["startedAt"] != nil || fr["finishedAt"] == nil {
+			t.Errorf("abandoned run with drops: %s", f.body)
 		}
 		if fr["droppedEvents"] != 3.0 || fr["firstRetainedEventIndex"] != 3.0 || fr["eventCount"] != 2.0 {
 			t.Errorf("counters: %s", f.body)
@@ -138,8 +150,8 @@ func TestRunEnvelope(t *testing.T) {
 		// The caller's startedAt wins over the first event's.
 		e.do("POST", "/v1/runs", "", `{"runId":"run-3","startedAt":"2026-11-30T06:00:00Z"}`)
 		e.append("run-3", steps(0, 1)...)
-		if g := e.do("GET", "/v1/runs/run-3", "", "").json(t)["run"].(map[string]any); g["startedAt"] != "2026-11-30T06:00:00Z" {
-			t.Errorf("caller's startedAt: %v", g["startedAt"])
+		if g := e.do("GET", "/v1/runs/run-3", "", "").json(t)["run"].(map[string]any); g["clientClock"].(map[string]any)["startedAt"] != "2026-11-30T06:00:00.000Z" {
+			t.Errorf("caller's startedAt: %v", g["clientClock"])
 		}
 
 		// Limits: 3 open runs at most (run-3 and two more), the 4th is 429.
@@ -328,7 +340,8 @@ func TestRunEventStream(t *testing.T) {
 		e.append("live", steps(2, 2)...) // followed live
 		got = append(got, receive(t, ch, 2)...)
 		if !slices.Equal(ids(got), []string{"0", "1", "2", "3"}) || got[0].event != "step" ||
-			got[3].data != `{"index":3,"meta":{"wallClockMs":1796019302003},"payload":{"n":3},"type":"step"}` {
+			!strings.HasPrefix(got[3].data, `{"index":3,"meta":{"wallClockMs":1796019302003},"payload":{"n":3},"receivedAt":"`) ||
+			!strings.HasSuffix(got[3].data, `Z","type":"step"}`) {
 			t.Fatalf("live events: %+v", got)
 		}
 		cancel() // the client goes away

@@ -1,0 +1,187 @@
+package server_test
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/footprint/footprint/internal/app"
+	"github.com/footprint/footprint/internal/store/memory"
+	"github.com/footprint/footprint/internal/store/pg/pgtest"
+)
+
+// onBothStores runs f against a server over the in-memory store and one over Postgres. The
+// store is opened with the subtest's t, so that its failures (and cleanup) are the subtest's.
+func onBothStores(t *testing.T, f func(t *testing.T, store func(*options))) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) app.Store
+	}{
+		{"memory", func(*testing.T) app.Store { return memory.New() }},
+		{"postgres", func(t *testing.T) app.Store { return pgtest.Open(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.open(t)
+			f(t, func(o *options) { o.store = s })
+		})
+	}
+}
+
+// stepClock is a clock that starts at a whole second and moves by step on every reading:
+// times that fall on a whole second and times with microseconds both occur.
+func stepClock(start time.Time, step time.Duration) func(*options) {
+	now := start
+	return func(o *options) {
+		o.svc = append(o.svc, app.WithClock(func() time.Time { t := now; now = now.Add(step); return t }))
+	}
+}
+
+var apiTime = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$`)
+
+// timesIn collects every string under a key ending in "At" (createdAt, receivedAt, ...).
+func timesIn(v any, key string, out *[]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			timesIn(c, k, out)
+		}
+	case []any:
+		for _, c := range x {
+			timesIn(c, key, out)
+		}
+	case string:
+		if strings.HasSuffix(key, "At") {
+			*out = append(*out, key+"="+x)
+		}
+	}
+}
+
+// TestOneTimeFormat: every time the API writes is RFC 3339, UTC, with milliseconds, on both
+// stores, whether the instant falls on a whole second (which encoding/json would print with no
+// fraction) or carries microseconds (which Postgres keeps and would print).
+func TestOneTimeFormat(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		e := setup(t, store, stepClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), 1234567*time.Nanosecond))
+		var bodies []response
+		keep := func(r response) response { bodies = append(bodies, r); return r }
+		keep(e.do("POST", "/v1/memories", "", `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":5}}`))
+		keep(e.do("POST", "/v1/memories", "", `{"id":"why","type":"causal","strategy":{"kind":"topK","topK":2,"threshold":0.1}}`))
+		keep(e.do("GET", "/v1/memories/chat", "", ""))
+		keep(e.do("GET", "/v1/memories", "", ""))
+		keep(e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"Where is my order?"},{"role":"assistant","content":"It ships today."}]}`))
+		keep(e.do("GET", "/v1/conversations/c/entries", "", ""))
+		keep(e.do("GET", "/v1/conversations/c/entries/msg-1-0?memory=chat", "", ""))
+		rc := keep(e.do("POST", "/v1/conversations/c/recall", "", `{"query":"Where is my order?","turn":2,"runId":"r"}`))
+		keep(e.do("GET", "/v1/recalls/"+rc.json(t)["recallId"].(string), "", ""))
+		keep(e.do("POST", "/v1/runs", "", `{"runId":"r","conversationId":"c","turn":2,"startedAt":"2026-01-02T03:04:05+02:00"}`))
+		keep(e.do("POST", "/v1/runs/r/events", "", `{"events":[{"type":"step","payload":{},"meta":{"wallClockMs":1767323045000}}]}`))
+		keep(e.do("POST", "/v1/runs/r/finish", "", `{"complete":true}`))
+		keep(e.do("GET", "/v1/runs/r", "", ""))
+		keep(e.do("GET", "/v1/runs/r/events", "", ""))
+		keep(e.do("GET", "/v1/runs", "", ""))
+		keep(e.do("POST", "/v1/conversations/c/turns/1/ablations", "", `{"excluded":[],"answer":"It ships today.","flipped":false}`))
+		keep(e.do("GET", "/v1/conversations/c/turns/1/explain", "", ""))
+		var times []string
+		for _, b := range bodies {
+			if b.status >= 300 {
+				t.Fatalf("status %d: %s", b.status, b.body)
+			}
+			timesIn(b.json(t), "", &times)
+		}
+		if len(times) < 20 {
+			t.Fatalf("only %d times seen: %v", len(times), times)
+		}
+		wholeSecond := false
+		for _, tm := range times {
+			_, v, _ := strings.Cut(tm, "=")
+			if !apiTime.MatchString(v) {
+				t.Errorf("%s is not RFC 3339 UTC with milliseconds", tm)
+			}
+			wholeSecond = wholeSecond || strings.HasSuffix(v, ".000Z")
+		}
+		if !wholeSecond {
+			t.Errorf("no time fell on a whole second: %v", times)
+		}
+	})
+}
+
+// TestRunTimesTheServerVouchesFor: a run's and its events' times are the server's, in order;
+// the agent's clock is kept as reported, under clientClock, and a run whose agent clock puts
+// its events before the server opened it says that the clocks disagree. On both stores.
+func TestRunTimesTheServerVouchesFor(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		open := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+		e := setup(t, store, stepClock(open, 250*time.Millisecond))
+		ms := func(d time.Duration) int64 { return open.Add(d).UnixMilli() }
+		must := func(r response) map[string]any {
+			t.Helper()
+			if r.status >= 300 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			return r.json(t)
+		}
+		// An agent whose clock runs 10 minutes late: its events precede the open.
+		must(e.do("POST", "/v1/runs", "", `{"runId":"late"}`))
+		must(e.do("POST", "/v1/runs/late/events", "", fmt.Sprintf(`{"events":[
+			{"type":"step","payload":{},"meta":{"wallClockMs":%d}},
+			{"type":"step","payload":{},"meta":{"wallClockMs":%d}}]}`, ms(-10*time.Minute), ms(-10*time.Minute+time.Second))))
+		must(e.do("POST", "/v1/runs/late/events", "", `{"events":[{"type":"step","payload":{}}]}`))
+		fin := must(e.do("POST", "/v1/runs/late/finish", "", `{"complete":true}`))
+		rec := must(e.do("GET", "/v1/runs/late", "", ""))
+		run := rec["run"].(map[string]any)
+		if run["startedAt"] != "2026-05-01T12:00:00.000Z" {
+			t.Errorf("server's start = %v", run["startedAt"])
+		}
+		order := []string{run["startedAt"].(string), run["lastEventAt"].(string), run["finishedAt"].(string)}
+		if !slices.IsSorted(order) || run["endedAt"] != run["finishedAt"] || fin["finishedAt"] != run["finishedAt"] {
+			t.Errorf("the server's times are not in order: %v (endedAt %v)", order, run["endedAt"])
+		}
+		clock := run["clientClock"].(map[string]any)
+		if clock["startedAt"] != "2026-05-01T11:50:00.000Z" || clock["lastEventAt"] != "2026-05-01T11:50:01.000Z" {
+			t.Errorf("the agent's clock, as reported: %v", clock)
+		}
+		if run["clocksDisagree"] != true {
+			t.Errorf("an agent's run ending before the server opened it: clocksDisagree %v", run["clocksDisagree"])
+		}
+		evs := rec["events"].([]any)
+		first, second, third := evs[0].(map[string]any), evs[1].(map[string]any), evs[2].(map[string]any)
+		if first["receivedAt"] == nil || first["receivedAt"] != second["receivedAt"] || third["receivedAt"] != run["lastEventAt"] ||
+			first["meta"].(map[string]any)["wallClockMs"] != float64(ms(-10*time.Minute)) {
+			t.Errorf("events: %v", evs)
+		}
+
+		// An agent in step with the server: no disagreement.
+		must(e.do("POST", "/v1/runs", "", `{"runId":"ok"}`))
+		must(e.do("POST", "/v1/runs/ok/events", "", fmt.Sprintf(`{"events":[{"type":"step","payload":{},"meta":{"wallClockMs":%d}}]}`, ms(time.Hour))))
+		if r := must(e.do("GET", "/v1/runs/ok", "", ""))["run"].(map[string]any); r["clocksDisagree"] != false {
+			t.Errorf("agent after the open: clocksDisagree %v", r["clocksDisagree"])
+		}
+	})
+}
+
+// TestMaxEventsNullMeansTheDefault: `maxEvents: null` (JSON.stringify's Infinity and NaN) is
+// the default cap, as a non-finite cap is in the seed; so are absent, 0, -1 and 0.5.
+func TestMaxEventsNullMeansTheDefault(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for i, v := range []string{`null`, `0`, `-1`, `0.5`, `1e308`} {
+		r := e.do("POST", "/v1/runs", "", fmt.Sprintf(`{"runId":"r%d","maxEvents":%s}`, i, v))
+		want := 10000.0
+		if v == `1e308` {
+			want = 1000000
+		}
+		if r.status != 201 || r.json(t)["maxEvents"] != want {
+			t.Errorf("maxEvents %s: %d %s, want the cap %v", v, r.status, r.body, want)
+		}
+	}
+	if r := e.do("POST", "/v1/runs", "", `{"runId":"r9","maxEvents":2.7}`); r.status != 201 || r.json(t)["maxEvents"] != 2.0 {
+		t.Errorf("maxEvents 2.7: %d %s", r.status, r.body)
+	}
+}
