@@ -40,6 +40,14 @@ type TokenUsage struct {
 
 // Snapshot is the value of a causal memory's snap-{turn} entry: the turn's
 // question and answer and the evidence behind the answer.
+//
+// The evidence fields hold what the agent REPORTED. Unreported names the
+// fields it did not report (a turn posted without `evidence`, or with only
+// some of it): their zero values here stand for nothing, and the stored
+// value leaves them out (MarshalJSON), so that no reader — the entries API,
+// an explanation, a recalled causal block — shows figures nobody reported.
+// A snapshot stored before this rule has no Unreported list: its fields
+// read as reported, as they always did.
 type Snapshot struct {
 	Query        string     `json:"query"`
 	FinalContent string     `json:"finalContent"`
@@ -48,6 +56,67 @@ type Snapshot struct {
 	ToolCalls    []ToolCall `json:"toolCalls"`
 	DurationMs   float64    `json:"durationMs"`
 	TokenUsage   TokenUsage `json:"tokenUsage"`
+	Unreported   []string   `json:"unreported,omitempty"`
+}
+
+// The evidence fields of a Snapshot, as Unreported names them.
+const (
+	EvidenceIterations = "iterations"
+	EvidenceDecisions  = "decisions"
+	EvidenceToolCalls  = "toolCalls"
+	EvidenceDurationMs = "durationMs"
+	EvidenceTokenUsage = "tokenUsage"
+)
+
+// EvidenceFields are the evidence fields of a Snapshot, in their order.
+var EvidenceFields = []string{EvidenceIterations, EvidenceDecisions, EvidenceToolCalls, EvidenceDurationMs, EvidenceTokenUsage}
+
+// Reported reports whether the agent reported the evidence field.
+func (s Snapshot) Reported(field string) bool {
+	for _, f := range s.Unreported {
+		if f == field {
+			return false
+		}
+	}
+	return true
+}
+
+// MarshalJSON writes the snapshot with its unreported evidence fields left
+// out, and the Unreported list when there is one.
+func (s Snapshot) MarshalJSON() ([]byte, error) {
+	type stored struct {
+		Query        string      `json:"query"`
+		FinalContent string      `json:"finalContent"`
+		Iterations   *int        `json:"iterations,omitempty"`
+		Decisions    *[]Decision `json:"decisions,omitempty"`
+		ToolCalls    *[]ToolCall `json:"toolCalls,omitempty"`
+		DurationMs   *float64    `json:"durationMs,omitempty"`
+		TokenUsage   *TokenUsage `json:"tokenUsage,omitempty"`
+		Unreported   []string    `json:"unreported,omitempty"`
+	}
+	out := stored{Query: s.Query, FinalContent: s.FinalContent, Unreported: s.Unreported}
+	if s.Reported(EvidenceIterations) {
+		out.Iterations = &s.Iterations
+	}
+	if s.Reported(EvidenceDecisions) {
+		if s.Decisions == nil {
+			s.Decisions = []Decision{}
+		}
+		out.Decisions = &s.Decisions
+	}
+	if s.Reported(EvidenceToolCalls) {
+		if s.ToolCalls == nil {
+			s.ToolCalls = []ToolCall{}
+		}
+		out.ToolCalls = &s.ToolCalls
+	}
+	if s.Reported(EvidenceDurationMs) {
+		out.DurationMs = &s.DurationMs
+	}
+	if s.Reported(EvidenceTokenUsage) {
+		out.TokenUsage = &s.TokenUsage
+	}
+	return json.Marshal(out)
 }
 
 // Fact is one extracted fact: Key is stable across turns so a later turn

@@ -183,6 +183,14 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 	if ex.Answer.Source == "none" {
 		ex.Honesty = append(ex.Honesty, HonestyFlag{Flag: "no-answer", Detail: fmt.Sprintf("nothing is stored for turn %d of this conversation (no snapshot, no messages).", r.Turn)})
 	}
+	if snap := ex.Answer.Snapshot; snap != nil && len(snap.Unreported) > 0 {
+		what := "no evidence"
+		if len(snap.Unreported) < len(core.EvidenceFields) {
+			what = "no " + strings.Join(snap.Unreported, ", ")
+		}
+		ex.Honesty = append(ex.Honesty, HonestyFlag{Flag: "evidence-not-reported",
+			Detail: fmt.Sprintf("the agent reported %s for turn %d (post the turn with `evidence`); what it did not report is left out, never shown as zero.", what, r.Turn)})
+	}
 
 	// 2. The context: each linked run's per-call ledger, and the receipts.
 	for _, rec := range r.Recordings {

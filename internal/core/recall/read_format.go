@@ -204,13 +204,16 @@ func pastTurn(s core.Snapshot, turn int, score *float64, projection string) stri
 	case ProjectionCommits:
 		lines = append(lines, decisionLines(s.Decisions)...)
 		if len(lines) == 0 {
-			lines = append(lines, "(no decisions recorded)")
+			if s.Reported(core.EvidenceDecisions) {
+				lines = append(lines, "(no decisions recorded)")
+			} else {
+				lines = append(lines, "(decisions not reported)")
+			}
 		}
 	case ProjectionFull:
 		lines = append(lines, decisionLines(s.Decisions)...)
 		lines = append(lines, toolLines(s.ToolCalls)...)
-		lines = append(lines, fmt.Sprintf("Iterations: %d; duration: %sms; tokens: %d in, %d out",
-			s.Iterations, strconv.FormatFloat(s.DurationMs, 'f', -1, 64), s.TokenUsage.Input, s.TokenUsage.Output))
+		lines = append(lines, costLine(s))
 		if s.FinalContent != "" {
 			lines = append(lines, "Answer: "+s.FinalContent)
 		}
@@ -226,6 +229,24 @@ func pastTurn(s core.Snapshot, turn int, score *float64, projection string) stri
 		b.WriteString(indentBreaks(l))
 	}
 	return b.String()
+}
+
+// costLine is the full projection's line of figures, each as the agent reported it, or
+// "not reported": a turn posted without them has none, and zeros would be figures nobody
+// reported.
+func costLine(s core.Snapshot) string {
+	notReported := "not reported"
+	iterations, duration, tokens := notReported, notReported, notReported
+	if s.Reported(core.EvidenceIterations) {
+		iterations = strconv.Itoa(s.Iterations)
+	}
+	if s.Reported(core.EvidenceDurationMs) {
+		duration = strconv.FormatFloat(s.DurationMs, 'f', -1, 64) + "ms"
+	}
+	if s.Reported(core.EvidenceTokenUsage) {
+		tokens = fmt.Sprintf("%d in, %d out", s.TokenUsage.Input, s.TokenUsage.Output)
+	}
+	return "Iterations: " + iterations + "; duration: " + duration + "; tokens: " + tokens
 }
 
 // lineBreaks are the sequences a reader (or a model) takes for a new line.

@@ -10,13 +10,36 @@ import (
 	"github.com/footprint/footprint/internal/core"
 )
 
-// TurnEvidence is what the agent observed while producing the turn.
+// TurnEvidence is what the agent observed while producing the turn. A field
+// the agent did not send is nil: not reported, which is not zero.
 type TurnEvidence struct {
-	Iterations int             `json:"iterations"`
-	Decisions  []core.Decision `json:"decisions"`
-	ToolCalls  []core.ToolCall `json:"toolCalls"`
-	DurationMs float64         `json:"durationMs"`
-	TokenUsage core.TokenUsage `json:"tokenUsage"`
+	Iterations *int             `json:"iterations,omitempty"`
+	Decisions  []core.Decision  `json:"decisions,omitempty"`
+	ToolCalls  []core.ToolCall  `json:"toolCalls,omitempty"`
+	DurationMs *float64         `json:"durationMs,omitempty"`
+	TokenUsage *core.TokenUsage `json:"tokenUsage,omitempty"`
+}
+
+// Unreported names the evidence fields of e that were not reported (every
+// one when e is nil), in core.EvidenceFields order.
+func (e *TurnEvidence) Unreported() []string {
+	if e == nil {
+		return append([]string(nil), core.EvidenceFields...)
+	}
+	var out []string
+	for _, f := range []struct {
+		name     string
+		reported bool
+	}{
+		{core.EvidenceIterations, e.Iterations != nil}, {core.EvidenceDecisions, e.Decisions != nil},
+		{core.EvidenceToolCalls, e.ToolCalls != nil}, {core.EvidenceDurationMs, e.DurationMs != nil},
+		{core.EvidenceTokenUsage, e.TokenUsage != nil},
+	} {
+		if !f.reported {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }
 
 // ClientEmbeddings are vectors the client computed itself, labelled with
@@ -127,7 +150,14 @@ func validateTurn(p TurnParams) error {
 		}
 	}
 	if e := p.Evidence; e != nil {
-		if e.Iterations < 0 || e.DurationMs < 0 || math.IsNaN(e.DurationMs) || math.IsInf(e.DurationMs, 0) || e.TokenUsage.Input < 0 || e.TokenUsage.Output < 0 {
+		bad := e.Iterations != nil && *e.Iterations < 0
+		if d := e.DurationMs; d != nil {
+			bad = bad || *d < 0 || math.IsNaN(*d) || math.IsInf(*d, 0)
+		}
+		if u := e.TokenUsage; u != nil {
+			bad = bad || u.Input < 0 || u.Output < 0
+		}
+		if bad {
 			return turnRefusal("evidence", core.CodeInvalidField, "`evidence` counts (iterations, durationMs, tokenUsage) must be finite and not negative.", nil)
 		}
 		for i, d := range e.Decisions {

@@ -536,14 +536,19 @@ func (s *Service) entriesFor(side writeSide, p TurnParams, turn int, now time.Ti
 	}
 	if side.snapshot {
 		final, _ := firstWithRole(p.Messages, "assistant")
-		snap := core.Snapshot{Query: query, FinalContent: final, Decisions: []core.Decision{}, ToolCalls: []core.ToolCall{}}
+		// What the agent reported, and the names of what it did not: never zeros for
+		// figures nobody reported.
+		snap := core.Snapshot{Query: query, FinalContent: final, Unreported: p.Evidence.Unreported()}
 		if ev := p.Evidence; ev != nil {
-			snap.Iterations, snap.DurationMs, snap.TokenUsage = ev.Iterations, ev.DurationMs, ev.TokenUsage
-			if ev.Decisions != nil {
-				snap.Decisions = ev.Decisions
+			snap.Decisions, snap.ToolCalls = ev.Decisions, ev.ToolCalls
+			if ev.Iterations != nil {
+				snap.Iterations = *ev.Iterations
 			}
-			if ev.ToolCalls != nil {
-				snap.ToolCalls = ev.ToolCalls
+			if ev.DurationMs != nil {
+				snap.DurationMs = *ev.DurationMs
+			}
+			if ev.TokenUsage != nil {
+				snap.TokenUsage = *ev.TokenUsage
 			}
 		}
 		e := base(fmt.Sprintf("snap-%d", turn), core.KindSnapshot, turn, 0, snap)

@@ -185,9 +185,16 @@ func turnParamsIn(id core.Identity, in gen.TurnInput, key *string) turns.TurnPar
 		p.Messages[i] = core.Message{Role: string(m.Role), Content: m.Content}
 	}
 	if e := in.Evidence; e != nil {
-		ev := &turns.TurnEvidence{Iterations: deref(e.Iterations), DurationMs: deref(e.DurationMs), Decisions: []core.Decision{}, ToolCalls: []core.ToolCall{}}
+		// Absent (or null) fields stay nil: not reported. An empty array is reported.
+		ev := &turns.TurnEvidence{Iterations: e.Iterations, DurationMs: e.DurationMs}
 		if e.TokenUsage != nil {
-			ev.TokenUsage = core.TokenUsage{Input: e.TokenUsage.Input, Output: e.TokenUsage.Output}
+			ev.TokenUsage = &core.TokenUsage{Input: e.TokenUsage.Input, Output: e.TokenUsage.Output}
+		}
+		if e.Decisions != nil {
+			ev.Decisions = []core.Decision{}
+		}
+		if e.ToolCalls != nil {
+			ev.ToolCalls = []core.ToolCall{}
 		}
 		for _, d := range e.Decisions {
 			ev.Decisions = append(ev.Decisions, core.Decision{StageID: d.StageID, Chosen: d.Chosen, Rule: deref(d.Rule), Evidence: rawJSON(d.Evidence)})

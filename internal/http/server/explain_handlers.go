@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/explain"
 	"github.com/footprint/footprint/internal/http/apitime"
 	"github.com/footprint/footprint/internal/http/gen"
@@ -77,17 +78,33 @@ func explanationOut(ex explain.Explanation) (gen.Explanation, error) {
 		Earlier:        []gen.Explanation{},
 	}
 	if snap := ex.Answer.Snapshot; snap != nil {
+		// Only what the agent reported; `unreported` names the rest, left out.
 		a := &out.Answer
 		a.Query, a.FinalContent = &snap.Query, &snap.FinalContent
-		a.Iterations, a.DurationMs = &snap.Iterations, &snap.DurationMs
-		a.TokenUsage = &gen.TokenUsage{Input: snap.TokenUsage.Input, Output: snap.TokenUsage.Output}
-		a.Decisions, a.ToolCalls = []gen.Decision{}, []gen.ToolCall{}
-		for _, d := range snap.Decisions {
-			a.Decisions = append(a.Decisions, gen.Decision{StageID: d.StageID, Chosen: d.Chosen, Rule: optString(d.Rule), Evidence: anyJSON(d.Evidence)})
+		if snap.Reported(core.EvidenceIterations) {
+			a.Iterations = &snap.Iterations
 		}
-		for _, c := range snap.ToolCalls {
-			errored := c.Errored
-			a.ToolCalls = append(a.ToolCalls, gen.ToolCall{Name: c.Name, Args: anyJSON(c.Args), ResultPreview: optString(c.ResultPreview), Errored: &errored})
+		if snap.Reported(core.EvidenceDurationMs) {
+			a.DurationMs = &snap.DurationMs
+		}
+		if snap.Reported(core.EvidenceTokenUsage) {
+			a.TokenUsage = &gen.TokenUsage{Input: snap.TokenUsage.Input, Output: snap.TokenUsage.Output}
+		}
+		if snap.Reported(core.EvidenceDecisions) {
+			a.Decisions = []gen.Decision{}
+			for _, d := range snap.Decisions {
+				a.Decisions = append(a.Decisions, gen.Decision{StageID: d.StageID, Chosen: d.Chosen, Rule: optString(d.Rule), Evidence: anyJSON(d.Evidence)})
+			}
+		}
+		if snap.Reported(core.EvidenceToolCalls) {
+			a.ToolCalls = []gen.ToolCall{}
+			for _, c := range snap.ToolCalls {
+				errored := c.Errored
+				a.ToolCalls = append(a.ToolCalls, gen.ToolCall{Name: c.Name, Args: anyJSON(c.Args), ResultPreview: optString(c.ResultPreview), Errored: &errored})
+			}
+		}
+		for _, f := range snap.Unreported {
+			a.Unreported = append(a.Unreported, gen.EvidenceField(f))
 		}
 	}
 	if len(ex.Answer.Messages) > 0 {

@@ -185,3 +185,64 @@ func TestMaxEventsNullMeansTheDefault(t *testing.T) {
 		t.Errorf("maxEvents 2.7: %d %s", r.status, r.body)
 	}
 }
+
+// TestNothingInvented: a turn posted without evidence (or with part of it) is stored as not
+// reported, and every read of its snapshot says so instead of showing zeros: the entry, the
+// explanation (with its honesty flag) and a recalled causal block. On both stores.
+func TestNothingInvented(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		e := setup(t, store)
+		must := func(r response) map[string]any {
+			t.Helper()
+			if r.status >= 300 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			return r.json(t)
+		}
+		must(e.do("POST", "/v1/memories", "", `{"id":"why","type":"causal","projection":"full","strategy":{"kind":"topK","topK":3,"threshold":-1}}`))
+		must(e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"What is the refund window?"},{"role":"assistant","content":"30 days."}]}`))
+		must(e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"What about damaged items?"},{"role":"assistant","content":"14 days."}],
+			"evidence":{"iterations":0,"decisions":[]}}`))
+
+		none := must(e.do("GET", "/v1/conversations/c/entries/snap-1?memory=why", "", ""))["value"].(map[string]any)
+		for _, k := range []string{"iterations", "decisions", "toolCalls", "durationMs", "tokenUsage"} {
+			if _, ok := none[k]; ok {
+				t.Errorf("snap-1, posted without evidence, shows %s: %v", k, none[k])
+			}
+		}
+		if fmt.Sprint(none["unreported"]) != "[iterations decisions toolCalls durationMs tokenUsage]" {
+			t.Errorf("snap-1 unreported = %v", none["unreported"])
+		}
+		part := must(e.do("GET", "/v1/conversations/c/entries/snap-2?memory=why", "", ""))["value"].(map[string]any)
+		if part["iterations"] != 0.0 || fmt.Sprint(part["decisions"]) != "[]" || fmt.Sprint(part["unreported"]) != "[toolCalls durationMs tokenUsage]" {
+			t.Errorf("snap-2 (iterations 0 and no decisions, reported): %v", part)
+		}
+		if _, ok := part["tokenUsage"]; ok {
+			t.Errorf("snap-2 shows tokenUsage it never reported: %v", part)
+		}
+
+		ex := must(e.do("GET", "/v1/conversations/c/turns/1/explain", "", ""))
+		answer := ex["answer"].(map[string]any)
+		for _, k := range []string{"iterations", "decisions", "toolCalls", "durationMs", "tokenUsage"} {
+			if _, ok := answer[k]; ok {
+				t.Errorf("explained answer of turn 1 shows %s: %v", k, answer[k])
+			}
+		}
+		if len(answer["unreported"].([]any)) != 5 || !slices.Contains(flagsOf(ex), "evidence-not-reported") {
+			t.Errorf("turn 1: unreported %v, flags %v", answer["unreported"], flagsOf(ex))
+		}
+		ex2 := must(e.do("GET", "/v1/conversations/c/turns/2/explain", "", ""))
+		if a := ex2["answer"].(map[string]any); a["iterations"] != 0.0 || a["tokenUsage"] != nil || !slices.Contains(flagsOf(ex2), "evidence-not-reported") {
+			t.Errorf("turn 2 answer %v flags %v", a, flagsOf(ex2))
+		}
+
+		rc := must(e.do("POST", "/v1/conversations/c/recall", "", `{"query":"refund window for damaged items"}`))
+		prompt := rc["systemPrompt"].(string)
+		if strings.Contains(prompt, "tokens: 0 in") || strings.Contains(prompt, "duration: 0ms") ||
+			!strings.Contains(prompt, "Iterations: not reported; duration: not reported; tokens: not reported") ||
+			!strings.Contains(prompt, "Iterations: 0; duration: not reported; tokens: not reported") {
+			t.Errorf("recalled causal blocks invent figures:\n%s", prompt)
+		}
+	})
+}
