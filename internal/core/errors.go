@@ -77,6 +77,23 @@ type NotFoundError struct {
 	// Known optionally lists the valid ids (used for the strategy catalogue,
 	// which is public, never for tenant data).
 	Known []string
+	// Hint, when set, is said after the refusal: where the lookup looked.
+	Hint string
+}
+
+// InConversation is the not-found of a turn or an entry looked up in a
+// conversation. Conversations are scoped by principal, so its hint says
+// where the lookup looked: the same words whether or not the thing exists
+// under another principal, which it never reveals.
+func InConversation(what, id string, in Identity) *NotFoundError {
+	where := fmt.Sprintf("conversation %q with no principal (no `principal` query parameter)", in.ConversationID)
+	other := "one posted with `?principal=…` is found only with that same `principal`"
+	if in.Principal != "" {
+		where = fmt.Sprintf("conversation %q of principal %q", in.ConversationID, in.Principal)
+		other = "one posted under another principal, or none, is found only with that `principal` (or without one)"
+	}
+	return &NotFoundError{What: what, ID: id,
+		Hint: fmt.Sprintf("Conversations are scoped by `principal`: this looked in %s only; %s.", where, other)}
 }
 
 func (e *NotFoundError) Error() string {

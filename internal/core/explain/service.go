@@ -66,7 +66,7 @@ func (s *Service) Explain(ctx context.Context, id core.Identity, turn, depth int
 		return Explanation{}, err
 	}
 	if ex.Answer.Source == "none" && len(ex.Context.Recalls) == 0 && len(ex.Context.Runs) == 0 {
-		return Explanation{}, &core.NotFoundError{What: "turn", ID: fmt.Sprint(turn)}
+		return Explanation{}, core.InConversation("turn", fmt.Sprint(turn), id)
 	}
 	if depth > 1 {
 		type at struct {
@@ -292,7 +292,7 @@ func (s *Service) RecordAblation(ctx context.Context, id core.Identity, turn int
 			return Ablation{}, err
 		}
 		if len(recalls) == 0 {
-			return Ablation{}, &core.NotFoundError{What: "turn", ID: fmt.Sprint(turn)}
+			return Ablation{}, core.InConversation("turn", fmt.Sprint(turn), id)
 		}
 	}
 	a := Ablation{ID: core.NewID("abl_", 10), Excluded: excluded, Answer: answer, Flipped: flipped,

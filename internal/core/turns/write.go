@@ -591,7 +591,11 @@ func (s *Service) ListEntries(ctx context.Context, q core.EntryQuery) ([]core.En
 // GetEntry returns one live entry of the conversation and records the
 // access (AccessCount, LastAccessedAt). ErrNotFound otherwise.
 func (s *Service) GetEntry(ctx context.Context, id core.Identity, memoryID, entryID string) (core.Entry, error) {
-	return s.store.GetEntry(ctx, id.Tenant, id.Namespace(), memoryID, entryID, true, s.now().UTC().Truncate(time.Microsecond))
+	e, err := s.store.GetEntry(ctx, id.Tenant, id.Namespace(), memoryID, entryID, true, s.now().UTC().Truncate(time.Microsecond))
+	if errors.Is(err, core.ErrNotFound) {
+		return core.Entry{}, core.InConversation("entry", entryID, id)
+	}
+	return e, err
 }
 
 // ForgetConversation erases the conversation's namespace in every memory, in one

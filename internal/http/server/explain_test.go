@@ -61,7 +61,8 @@ func TestExplainWorkedExample(t *testing.T) {
 	must(post("/v1/runs/run-3/finish", `{"complete":true}`), 200)
 	must(post("/v1/conversations/c/turns", `{"runId":"run-3","recallIds":["`+rid+`"],"messages":[
 		{"role":"user","content":"How long do refunds for damaged items take?"},
-		{"role":"assistant","content":"We refund damaged items within 30 days."}]}`), 201)
+		{"role":"assistant","content":"We refund damaged items within 30 days."}],
+		"evidence":{"iterations":1,"decisions":[],"toolCalls":[],"durationMs":900,"tokenUsage":{"input":300,"output":20}}}`), 201)
 
 	ex := must(e.do("GET", "/v1/conversations/c/turns/3/explain?depth=2", keyAcme, ""), 200)
 	answer := ex["answer"].(map[string]any)

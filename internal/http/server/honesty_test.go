@@ -246,3 +246,47 @@ func TestNothingInvented(t *testing.T) {
 		}
 	})
 }
+
+// TestReceiptsSayWhoseTheyAre: a recall receipt names its conversation, principal, turn and
+// time; a turn or entry that exists only under another principal is a 404 that says
+// conversations are scoped by principal, in the same words as for one that exists nowhere.
+func TestReceiptsSayWhoseTheyAre(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		e := setup(t, store)
+		e.do("POST", "/v1/memories", "", `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":5}}`)
+		if r := e.do("POST", "/v1/conversations/c/turns?principal=ada", "", `{"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]}`); r.status != 201 {
+			t.Fatalf("turn: %d %s", r.status, r.body)
+		}
+		rc := e.do("POST", "/v1/conversations/c/recall?principal=ada", "", `{"query":"hello","turn":2}`).json(t)
+		got := e.do("GET", "/v1/recalls/"+rc["recallId"].(string), "", "").json(t)
+		for _, body := range []map[string]any{rc, got} {
+			if body["conversationId"] != "c" || body["principal"] != "ada" || body["turn"] != 2.0 || !apiTime.MatchString(fmt.Sprint(body["createdAt"])) {
+				t.Errorf("receipt: conversationId %v principal %v turn %v createdAt %v", body["conversationId"], body["principal"], body["turn"], body["createdAt"])
+			}
+		}
+		noPrincipal := e.do("POST", "/v1/conversations/c/recall", "", `{"query":"hello"}`).json(t)
+		if _, ok := noPrincipal["principal"]; ok || noPrincipal["conversationId"] != "c" {
+			t.Errorf("receipt without a principal: %v", noPrincipal)
+		}
+
+		// Turn 1 exists under ada only. Without a principal, or under bob, it is a 404 that
+		// says where it looked, worded as for turn 9, which exists under nobody.
+		for _, q := range []string{"", "?principal=bob"} {
+			elsewhere := e.do("GET", "/v1/conversations/c/turns/1/explain"+q, "", "")
+			nowhere := e.do("GET", "/v1/conversations/c/turns/9/explain"+q, "", "")
+			d1, d9 := fmt.Sprint(elsewhere.json(t)["detail"]), fmt.Sprint(nowhere.json(t)["detail"])
+			if elsewhere.status != 404 || !strings.Contains(d1, "scoped by `principal`") ||
+				strings.ReplaceAll(d1, `"1"`, `"9"`) != d9 {
+				t.Errorf("turn under another principal (%q): %d %q; nowhere: %q", q, elsewhere.status, d1, d9)
+			}
+			entry := e.do("GET", "/v1/conversations/c/entries/msg-1-0?memory=chat"+strings.Replace(q, "?", "&", 1), "", "")
+			if entry.status != 404 || !strings.Contains(fmt.Sprint(entry.json(t)["detail"]), "scoped by `principal`") {
+				t.Errorf("entry under another principal (%q): %d %s", q, entry.status, entry.body)
+			}
+		}
+		if r := e.do("GET", "/v1/conversations/c/turns/1/explain?principal=ada", "", ""); r.status != 200 {
+			t.Errorf("turn under its own principal: %d", r.status)
+		}
+	})
+}

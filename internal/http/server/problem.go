@@ -118,6 +118,9 @@ func problemFor(err error) *Problem {
 		return pr
 	case errors.As(err, &nf):
 		pr := newProblem(http.StatusNotFound, core.CodeNotFound, nf.What+" "+strconv.Quote(nf.ID)+" does not exist.")
+		if nf.Hint != "" {
+			pr.Detail += " " + nf.Hint
+		}
 		if len(nf.Known) > 0 {
 			pr.Extra = map[string]any{"kinds": nf.Known}
 			pr.Detail += " Known: " + joinQuoted(nf.Known) + "."

@@ -30,13 +30,15 @@ func recallParamsIn(id core.Identity, in gen.RecallInput) recall.RecallParams {
 
 func recallOut(r recall.RecallResult) (gen.RecallResult, error) {
 	out := gen.RecallResult{
-		RecallID:     r.RecallID,
-		QueryHash:    r.QueryHash,
-		CreatedAt:    apitime.Of(r.CreatedAt),
-		SystemPrompt: r.SystemPrompt,
-		Memories:     make([]gen.MemoryRecall, 0, len(r.Memories)),
-		Injections:   make([]gen.Injection, 0, len(r.Injections)),
-		RunID:        optString(r.RunID),
+		RecallID:       r.RecallID,
+		ConversationID: r.Identity.ConversationID,
+		Principal:      optString(r.Identity.Principal),
+		QueryHash:      r.QueryHash,
+		CreatedAt:      apitime.Of(r.CreatedAt),
+		SystemPrompt:   r.SystemPrompt,
+		Memories:       make([]gen.MemoryRecall, 0, len(r.Memories)),
+		Injections:     make([]gen.Injection, 0, len(r.Injections)),
+		RunID:          optString(r.RunID),
 	}
 	if r.Turn > 0 {
 		t := r.Turn
