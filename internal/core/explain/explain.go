@@ -82,6 +82,27 @@ type Origin struct {
 	// forgotten (its conversation was forgotten) or missing.
 	Status string
 	Entry  *OriginEntry
+	// Exposure says whether the model was shown it: ExposureShown (in the
+	// model calls ShownIn lists, from the linked recordings), ExposureOffered
+	// (a linked receipt offered it, and the linked recordings, whole, show
+	// no call that carried it) or ExposureUnknown (no recording is linked,
+	// or one lost events or never finished, so a call that carried it may
+	// be missing from the ledger).
+	Exposure string
+	ShownIn  []ShownIn
+}
+
+// Exposures of an origin, the design's "shown, offered, unknown".
+const (
+	ExposureShown   = "shown"
+	ExposureOffered = "offered"
+	ExposureUnknown = "unknown"
+)
+
+// ShownIn is one model call that carried a piece: the run and its iteration.
+type ShownIn struct {
+	RunID     string
+	Iteration int
 }
 
 // OriginEntry is what an origin's entry says, enough to follow it back.
@@ -109,7 +130,10 @@ type HonestyFlag struct {
 }
 
 // Suspect is an injected piece ranked by an influence proxy against the
-// answer. Scores are correlational proxies, never causes.
+// answer. Scores are correlational proxies, never causes. Suspects are drawn
+// from what the model was shown (Exposure shown); pieces whose exposure is
+// unknown (no recording, or an incomplete one) are ranked too, saying so;
+// pieces known not to have been shown are never suspects.
 type Suspect struct {
 	InjectionID string
 	Strategy    string // lexical-overlap or semantic-alignment
@@ -119,6 +143,7 @@ type Suspect struct {
 	Reruns      int
 	Flips       int
 	Note        string
+	Exposure    string // shown or unknown
 }
 
 // Ablation is a recorded rerun of a turn without some injected pieces.
@@ -218,11 +243,43 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 			Detail: "no recall receipt is linked to this turn (send `turn` on recall, or `recallIds` on the turn), so what memory offered is unknown."})
 	}
 
+	// Which model calls carried each piece (by the id it was announced under), and whether
+	// the ledgers are whole: only then does "in no call" mean "not shown".
+	shown := map[string][]ShownIn{}
+	whole := len(ex.Context.Runs) > 0
+	for _, run := range ex.Context.Runs {
+		whole = whole && run.Complete && run.DroppedEvents == 0
+		for _, call := range run.Calls {
+			for _, piece := range call.Pieces {
+				if piece.SourceID != "" {
+					shown[piece.SourceID] = append(shown[piece.SourceID], ShownIn{RunID: run.RunID, Iteration: call.Iteration})
+				}
+			}
+		}
+	}
+	expose := func(o *Origin, wholeMemory bool) {
+		o.ShownIn = shown[o.InjectionID]
+		if wholeMemory {
+			// Offered inside its memory's one injection: shown where that injection was.
+			o.ShownIn = append(slices.Clone(o.ShownIn), shown["memory:"+o.MemoryID]...)
+		}
+		switch {
+		case len(o.ShownIn) > 0:
+			o.Exposure = ExposureShown
+		case whole:
+			o.Exposure = ExposureOffered
+		default:
+			o.Exposure = ExposureUnknown
+		}
+	}
+
 	// 3. Origins: every admitted memory piece, resolved to its entry now.
 	pieces := map[string]string{} // injection id → text injected
 	for _, rc := range r.Recalls {
+		injected := map[string]bool{}
 		for _, inj := range rc.Injections {
 			pieces[inj.ID] = inj.SystemPrompt
+			injected[inj.ID] = true
 		}
 		for _, mr := range rc.Memories {
 			for _, c := range mr.Evidence.Candidates {
@@ -236,6 +293,7 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 				}
 				lk := r.Entries[mr.MemoryID+"#"+c.ID]
 				o.Status, o.Entry = originStatus(lk, rc.CreatedAt)
+				expose(&o, !injected[o.InjectionID] && injected["memory:"+mr.MemoryID])
 				if o.Status != "present" && o.Status != "replaced" {
 					ex.Honesty = append(ex.Honesty, HonestyFlag{Flag: "entry-missing", EntryID: o.InjectionID,
 						Detail: fmt.Sprintf("%s was injected but is now %s: what it said is known only from the receipt's prompt fragment.", o.InjectionID, o.Status)})
@@ -267,6 +325,7 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 				if o.Status == "replaced" {
 					o.Status = "present" // no receipt time to compare with
 				}
+				expose(&o, false)
 				if o.Status != "present" {
 					ex.Honesty = append(ex.Honesty, HonestyFlag{Flag: "entry-missing", EntryID: o.InjectionID,
 						Detail: fmt.Sprintf("%s was shown to the model but is now %s.", o.InjectionID, o.Status)})
@@ -279,14 +338,19 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 		}
 	}
 
-	// 4. Suspects: injected pieces ranked by influence proxies, with the
-	// ablation verdicts recorded for this turn.
+	// 4. Suspects: the pieces the model was shown (or may have been: exposure unknown),
+	// ranked by influence proxies, with the ablation verdicts recorded for this turn. A
+	// piece the recordings show was offered and not shown is no suspect.
 	answer := answerText(ex.Answer)
+	exposure := map[string]string{}
+	for _, o := range ex.Origins {
+		exposure[o.InjectionID] = o.Exposure
+	}
 	ids := make([]string, 0, len(pieces))
 	for id := range pieces {
 		// Only per-entry pieces can be suspects: a whole-memory injection
 		// cannot be excluded on its own to test it.
-		if _, _, ok := ParseInjectionID(id); ok {
+		if _, _, ok := ParseInjectionID(id); ok && exposure[id] != ExposureOffered {
 			ids = append(ids, id)
 		}
 	}
@@ -297,17 +361,26 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 			if !ok {
 				continue
 			}
-			s := Suspect{InjectionID: id, Strategy: scorer.Name, Score: score,
+			s := Suspect{InjectionID: id, Strategy: scorer.Name, Score: score, Exposure: exposure[id],
 				Note: "a correlational proxy: how much this piece resembles the answer, not proof that it caused it"}
+			if s.Exposure == ExposureUnknown {
+				s.Note = "offered by recall, and whether the model was shown it is unknown (no whole recording is linked); " +
+					"a correlational proxy: how much this piece resembles the answer, not proof that it caused it"
+			}
 			s.Verdict, s.Reruns, s.Flips = Verdict(id, r.Ablations)
 			ex.Suspects = append(ex.Suspects, s)
 		}
 	}
+	// Within each strategy, what the model was shown ranks before what it may not have been.
 	sort.SliceStable(ex.Suspects, func(i, j int) bool {
-		if ex.Suspects[i].Strategy != ex.Suspects[j].Strategy {
-			return ex.Suspects[i].Strategy < ex.Suspects[j].Strategy
+		a, b := ex.Suspects[i], ex.Suspects[j]
+		if a.Strategy != b.Strategy {
+			return a.Strategy < b.Strategy
 		}
-		return ex.Suspects[i].Score > ex.Suspects[j].Score
+		if a.Exposure != b.Exposure {
+			return a.Exposure == ExposureShown
+		}
+		return a.Score > b.Score
 	})
 	rank := map[string]int{}
 	for i := range ex.Suspects {

@@ -2,7 +2,10 @@ package explain_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +124,121 @@ func TestAssembleExplanationChainAndFlags(t *testing.T) {
 	}
 	if !slices.Equal(flags, []string{"no-answer", "no-recording", "no-recall-linked"}) {
 		t.Errorf("bare flags = %v", flags)
+	}
+}
+
+// TestShownOfferedUnknown: a receipt offers; only a recording shows. Each origin says which
+// it is, and suspects are drawn from what was shown.
+func TestShownOfferedUnknown(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	entry := func(mem, id, text string) core.Entry {
+		v, _ := json.Marshal(core.Message{Role: "user", Content: text})
+		return core.Entry{MemoryID: mem, ID: id, Kind: core.KindMessage, Turn: 1, SourceTurn: 1, Value: v, UpdatedAt: t0}
+	}
+	answer, _ := json.Marshal(core.Snapshot{Query: "q", FinalContent: "refunds take thirty days for damaged items"})
+	frag := func(s string) *string { return &s }
+	pos := 0
+	// why offered three entries one by one; chat offered two inside one whole-memory injection.
+	receipt := recall.RecallResult{RecallID: "rcl_b", Turn: 2, CreatedAt: t0.Add(time.Hour),
+		Memories: []recall.MemoryRecall{
+			{MemoryID: "why", Evidence: recall.Evidence{Candidates: []recall.Candidate{
+				{ID: "a", Rank: 1, Admitted: true, PromptFragment: frag("refunds take thirty days"), PromptPosition: &pos},
+				{ID: "b", Rank: 2, Admitted: true, PromptFragment: frag("damaged items are replaced"), PromptPosition: &pos},
+				{ID: "c", Rank: 3, Admitted: true, PromptFragment: frag("refunds for damaged items take thirty days"), PromptPosition: &pos},
+			}}},
+			{MemoryID: "chat", Evidence: recall.Evidence{Candidates: []recall.Candidate{
+				{ID: "m0", Rank: 1, Admitted: true, PromptFragment: frag("thirty days refunds"), PromptPosition: &pos},
+				{ID: "m1", Rank: 2, Admitted: true, PromptFragment: frag("damaged items"), PromptPosition: &pos},
+			}}},
+		},
+		Injections: []recall.Injection{{ID: "memory:why#a", SystemPrompt: "refunds take thirty days"},
+			{ID: "memory:why#b", SystemPrompt: "damaged items are replaced"}, {ID: "memory:why#c", SystemPrompt: "refunds for damaged items take thirty days"},
+			{ID: "memory:chat", SystemPrompt: "thirty days refunds\n\ndamaged items"}}}
+	announce := func(iteration int, id string) runs.Event {
+		return runs.Event{Type: "context.injected", Payload: json.RawMessage(fmt.Sprintf(`{"slot":"system","sourceId":%q,"iteration":%d}`, id, iteration))}
+	}
+	// The run showed why#a in both calls and the whole chat injection in the second: not b, not c.
+	recording := explain.Recording{RunID: "run-2", Complete: true, Finished: true,
+		Events: []runs.Event{announce(1, "memory:why#a"), announce(2, "memory:why#a"), announce(2, "memory:chat")}}
+	records := func(recs ...explain.Recording) explain.ExplainRecords {
+		return explain.ExplainRecords{Turn: 2,
+			Snapshots: []core.Entry{{MemoryID: "why", ID: "snap-2", Kind: core.KindSnapshot, Turn: 2, Value: answer}},
+			Recalls:   []recall.RecallResult{receipt}, Recordings: recs,
+			Entries: map[string]explain.EntryLookup{
+				"why#a": {Entry: entry("why", "a", "x"), Found: true}, "why#b": {Entry: entry("why", "b", "x"), Found: true},
+				"why#c": {Entry: entry("why", "c", "x"), Found: true}, "chat#m0": {Entry: entry("chat", "m0", "x"), Found: true},
+				"chat#m1": {Entry: entry("chat", "m1", "x"), Found: true}},
+			Influence: []explain.InfluenceScorer{{Name: "lexical-overlap", Score: explain.LexicalOverlap}}}
+	}
+	exposures := func(ex explain.Explanation) map[string]string {
+		out := map[string]string{}
+		for _, o := range ex.Origins {
+			out[o.InjectionID] = o.Exposure
+		}
+		return out
+	}
+	suspects := func(ex explain.Explanation) map[string]string {
+		out := map[string]string{}
+		for _, s := range ex.Suspects {
+			out[s.InjectionID] = s.Exposure
+		}
+		return out
+	}
+
+	ex := explain.AssembleExplanation(records(recording))
+	want := map[string]string{"memory:why#a": "shown", "memory:why#b": "offered", "memory:why#c": "offered",
+		"memory:chat#m0": "shown", "memory:chat#m1": "shown"}
+	if got := exposures(ex); !maps.Equal(got, want) {
+		t.Errorf("exposures = %v, want %v", got, want)
+	}
+	for _, o := range ex.Origins {
+		switch o.InjectionID {
+		case "memory:why#a":
+			if !slices.Equal(o.ShownIn, []explain.ShownIn{{RunID: "run-2", Iteration: 1}, {RunID: "run-2", Iteration: 2}}) {
+				t.Errorf("why#a shown in %v", o.ShownIn)
+			}
+		case "memory:chat#m1":
+			if !slices.Equal(o.ShownIn, []explain.ShownIn{{RunID: "run-2", Iteration: 2}}) {
+				t.Errorf("chat#m1 (inside the whole chat injection) shown in %v", o.ShownIn)
+			}
+		case "memory:why#b":
+			if len(o.ShownIn) != 0 {
+				t.Errorf("why#b shown in %v", o.ShownIn)
+			}
+		}
+	}
+	// c resembles the answer most, but the model never saw it: no suspect.
+	if got := suspects(ex); !maps.Equal(got, map[string]string{"memory:why#a": "shown", "memory:chat#m0": "shown", "memory:chat#m1": "shown"}) {
+		t.Errorf("suspects = %v", got)
+	}
+
+	// No recording: everything offered is unknown, and the ranking says so.
+	bare := explain.AssembleExplanation(records())
+	for id, e := range exposures(bare) {
+		if e != "unknown" {
+			t.Errorf("without a recording, %s is %s", id, e)
+		}
+	}
+	if len(bare.Suspects) != 5 || bare.Suspects[0].InjectionID != "memory:why#c" || bare.Suspects[0].Exposure != "unknown" ||
+		!strings.Contains(bare.Suspects[0].Note, "unknown") {
+		t.Errorf("suspects without a recording = %+v", bare.Suspects)
+	}
+
+	// A recording that lost events (or never finished) cannot say "not shown".
+	truncated := recording
+	truncated.DroppedEvents = 40
+	part := explain.AssembleExplanation(records(truncated))
+	if got := exposures(part); got["memory:why#b"] != "unknown" || got["memory:why#a"] != "shown" {
+		t.Errorf("truncated recording: exposures %v", got)
+	}
+	// Shown suspects rank before the unknown ones.
+	if s := part.Suspects; len(s) != 5 || s[0].Exposure != "shown" || s[len(s)-1].Exposure != "unknown" {
+		t.Errorf("truncated recording: suspects %+v", s)
+	}
+	open := recording
+	open.Complete = false
+	if got := exposures(explain.AssembleExplanation(records(open))); got["memory:why#c"] != "unknown" {
+		t.Errorf("open recording: exposures %v", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
+	"github.com/footprint/footprint/internal/core/recall"
 	"github.com/footprint/footprint/internal/core/runs"
 )
 
@@ -131,7 +132,7 @@ func (s *Service) explainOne(ctx context.Context, id core.Identity, turn int) (E
 	for _, run := range linkedRuns {
 		runIDs = appendUnique(runIDs, run)
 	}
-	if r.Recalls, err = s.store.RecallsFor(ctx, tenant, ns, turn, linkedRecalls); err != nil {
+	if r.Recalls, err = s.turnRecalls(ctx, tenant, ns, turn, linkedRecalls); err != nil {
 		return Explanation{}, err
 	}
 	for _, rc := range r.Recalls {
@@ -287,7 +288,7 @@ func (s *Service) RecordAblation(ctx context.Context, id core.Identity, turn int
 	if entries, err := s.turnEntries(ctx, id, turn, s.now().UTC()); err != nil {
 		return Ablation{}, err
 	} else if len(entries) == 0 {
-		recalls, err := s.store.RecallsFor(ctx, id.Tenant, id.Namespace(), turn, nil)
+		recalls, err := s.turnRecalls(ctx, id.Tenant, id.Namespace(), turn, nil)
 		if err != nil {
 			return Ablation{}, err
 		}
@@ -314,6 +315,24 @@ func (s *Service) RunContext(ctx context.Context, tenant, runID string) (RunCont
 		rec.Events = append(rec.Events, e.Event)
 	}
 	return LedgerOf(rec), nil
+}
+
+// turnRecalls returns the receipts of what the turn was offered: those made for it, or named
+// in linked, oldest first. A rerun of the turn (a recall with `exclude`) is not what the turn
+// was offered, and is left out unless linked names it.
+func (s *Service) turnRecalls(ctx context.Context, tenant, ns string, turn int, linked []string) ([]recall.RecallResult, error) {
+	all, err := s.store.RecallsFor(ctx, tenant, ns, turn, linked)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0:0]
+	for _, rc := range all {
+		if rc.Rerun && !slices.Contains(linked, rc.RecallID) {
+			continue
+		}
+		out = append(out, rc)
+	}
+	return out, nil
 }
 
 // appendUnique appends x to xs unless it is empty or already there.

@@ -117,6 +117,15 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 	for _, id := range p.Memories {
 		named[id] = true
 	}
+	// A rerun of turn N sees the conversation as the recall made for turn N did: only what
+	// turns before N wrote. (Any recall for turn N made before turn N was posted sees the
+	// same, so the rule is applied to reruns only: a host with a stale turn counter keeps
+	// seeing everything on ordinary recalls.)
+	var horizon asOf
+	if p.IsRerun() {
+		result.Rerun, result.Exclude = true, slices.Clone(p.Exclude)
+		horizon = asOf{turn: p.Turn, conversation: p.Identity.ConversationID}
+	}
 	for _, m := range chosen {
 		ctx, read := s.startRead(ctx, m, query) // telemetry.go: this memory's retrieval span and its clock
 		in := ReadInput{Memory: m, QueryHash: qhash, ContextTokensRemaining: p.ContextTokensRemaining, Now: now}
@@ -142,12 +151,16 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 			}
 			in.Entries, in.EntriesTruncated = entries, next != ""
 		}
+		var later []string // a rerun's candidates written by its turn or later
 		if len(kinds.topKs) > 0 {
-			rankings, err := s.rankParts(ctx, p.Identity.Tenant, namespace, m, kinds.topKs, now, query, embedQuery)
+			rankings, laterRanked, err := s.rankParts(ctx, p.Identity.Tenant, namespace, m, kinds.topKs, now, query, horizon, embedQuery)
 			if err != nil {
 				return RecallResult{}, read.fail(err)
 			}
-			in.Rankings = rankings
+			in.Rankings, later = rankings, laterRanked
+		}
+		if horizon.turn > 0 {
+			in.Entries, later = writtenBefore(in.Entries, horizon, later)
 		}
 		var fold *FoldEvidence
 		if sum, ok := m.Strategy.Find(core.Summarize); ok {
@@ -175,6 +188,15 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 			for _, id := range dropped {
 				rec.Evidence.Candidates = append(rec.Evidence.Candidates, Candidate{ID: id, MemoryID: m.ID,
 					Rank: len(rec.Evidence.Candidates) + 1, Reason: ReasonExcluded})
+				rec.Evidence.RejectedCount++
+				rec.Evidence.ConsideredCount++
+			}
+		}
+		if horizon.turn > 0 {
+			rec.Evidence.BeforeTurn = horizon.turn
+			for _, id := range later {
+				rec.Evidence.Candidates = append(rec.Evidence.Candidates, Candidate{ID: id, MemoryID: m.ID,
+					Rank: len(rec.Evidence.Candidates) + 1, Reason: ReasonLaterTurn})
 				rec.Evidence.RejectedCount++
 				rec.Evidence.ConsideredCount++
 			}
@@ -247,8 +269,13 @@ func strategyKinds(s core.Strategy) kindSet {
 // rankParts ranks the memory's entries for each of its topK parts. Parts that rank alike (the
 // same embedder, ranking and alpha) share one store ranking, as long as the longest of them
 // asks for (k + rejectWindow); each part gets it cut to its own length.
+//
+// With a horizon (a rerun), entries written by its turn or later are dropped from a
+// ranking before the parts cut it (rankedBefore, their ids returned as later), and the store
+// is asked for more until the longest part has its length of earlier entries or the memory
+// has no more.
 func (s *Service) rankParts(ctx context.Context, tenant, namespace string, m core.Memory, parts []core.Strategy, now time.Time,
-	query string, embedQuery func(string) ([]float32, core.EmbedderInfo, error)) ([]PartRanking, error) {
+	query string, horizon asOf, embedQuery func(string) ([]float32, core.EmbedderInfo, error)) (_ []PartRanking, later []string, _ error) {
 	type rankKey struct {
 		embedder string
 		ranking  core.Ranking
@@ -275,7 +302,7 @@ func (s *Service) rankParts(ctx context.Context, tenant, namespace string, m cor
 		if !ok {
 			vec, info, err := embedQuery(key.embedder)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			pr = PartRanking{EmbedderID: key.embedder, Dimensions: info.Dimensions, Unembeddable: vec == nil}
 			if vec != nil {
@@ -289,8 +316,16 @@ func (s *Service) rankParts(ctx context.Context, tenant, namespace string, m cor
 					rq.Terms = terms
 				}
 				rk, err := s.store.RankEntries(ctx, rq)
+				for horizon.turn > 0 && err == nil && len(rk.Ranked) == rq.Limit && rq.Limit < longest[key]+maxRecallEntries &&
+					earlierCount(rk.Ranked, horizon) < longest[key] {
+					rq.Limit = min(2*rq.Limit, longest[key]+maxRecallEntries)
+					rk, err = s.store.RankEntries(ctx, rq)
+				}
 				if err != nil {
-					return nil, err
+					return nil, nil, err
+				}
+				if horizon.turn > 0 {
+					later = rankedBefore(&rk, horizon, later)
 				}
 				pr.Ranked = &rk
 			}
@@ -305,7 +340,67 @@ func (s *Service) rankParts(ctx context.Context, tenant, namespace string, m cor
 			out[i].Ranked = &rk
 		}
 	}
-	return out, nil
+	return out, later, nil
+}
+
+// asOf is a rerun's horizon: what turn `turn` of `conversation` could have seen.
+type asOf struct {
+	turn         int
+	conversation string
+}
+
+// later reports whether e was written by the horizon's turn or a later one of its
+// conversation. Entries no turn wrote (document chunks) are never later, and neither are a
+// principal-scoped memory's entries from the principal's other conversations, whose turns are
+// not this conversation's (nothing orders them against it).
+func (h asOf) later(e core.Entry) bool {
+	return h.turn > 0 && e.SourceTurn >= h.turn && (e.SourceConversation == "" || e.SourceConversation == h.conversation)
+}
+
+// writtenBefore keeps the entries the horizon's turn could have seen, adding the ids of the
+// others to later.
+func writtenBefore(entries []core.Entry, h asOf, later []string) ([]core.Entry, []string) {
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if h.later(e) {
+			later = appendUnique(later, e.ID)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept, later
+}
+
+// rankedBefore drops the entries the horizon's turn could not have seen from a ranking (and
+// from its count), adding their ids to later.
+func rankedBefore(rk *RankResult, h asOf, later []string) []string {
+	if rk == nil {
+		return later
+	}
+	kept := rk.Ranked[:0:0]
+	for _, sc := range rk.Ranked {
+		if h.later(sc.Entry) {
+			later = appendUnique(later, sc.Entry.ID)
+			continue
+		}
+		kept = append(kept, sc)
+	}
+	if rk.Total > 0 {
+		rk.Total -= len(rk.Ranked) - len(kept)
+	}
+	rk.Ranked = kept
+	return later
+}
+
+// earlierCount counts the ranked entries the horizon's turn could have seen.
+func earlierCount(ranked []Scored, h asOf) int {
+	n := 0
+	for _, sc := range ranked {
+		if !h.later(sc.Entry) {
+			n++
+		}
+	}
+	return n
 }
 
 // withoutExcludedRanked drops excluded entries from a ranking (and from its count), adding

@@ -20,19 +20,31 @@ type RecallParams struct {
 	Turn                   int  // the turn this recall is for (0: unknown); recorded, linked by explain
 	RunID                  string
 	// Exclude names injection ids (memory:<id>#<entryId>) to answer as if
-	// those entries did not exist: an ablation rerun.
+	// those entries did not exist: an ablation rerun. Non-nil (even empty: a
+	// baseline rerun) makes the recall a RERUN of Turn: it considers only
+	// entries written before Turn, as the recall made for that turn did, and
+	// its receipt says Rerun, so an explanation never takes it for what the
+	// turn was offered.
 	Exclude []string
 }
+
+// IsRerun reports whether p reruns a turn (see Exclude).
+func (p RecallParams) IsRerun() bool { return p.Exclude != nil }
 
 // RecallResult is what recall answers, and what its receipt stores (minus
 // the query text: only QueryHash is kept).
 type RecallResult struct {
-	RecallID     string         `json:"recallId,omitempty"`
-	Identity     core.Identity  `json:"identity,omitempty"`
-	QueryHash    string         `json:"queryHash,omitempty"` // "sha256:<hex>" of the query text
-	Turn         int            `json:"turn,omitempty"`
-	RunID        string         `json:"runId,omitempty"`
-	CreatedAt    time.Time      `json:"createdAt,omitempty"`
+	RecallID  string        `json:"recallId,omitempty"`
+	Identity  core.Identity `json:"identity,omitempty"`
+	QueryHash string        `json:"queryHash,omitempty"` // "sha256:<hex>" of the query text
+	Turn      int           `json:"turn,omitempty"`
+	RunID     string        `json:"runId,omitempty"`
+	CreatedAt time.Time     `json:"createdAt,omitempty"`
+	// Rerun is set on a recall made with `exclude`: an ablation rerun of
+	// Turn, which saw only entries written before Turn. Exclude is what it
+	// left out.
+	Rerun        bool           `json:"rerun,omitempty"`
+	Exclude      []string       `json:"exclude,omitempty"`
 	Memories     []MemoryRecall `json:"memories"`
 	Injections   []Injection    `json:"injections"`
 	SystemPrompt string         `json:"systemPrompt,omitempty"`
@@ -91,6 +103,9 @@ type Evidence struct {
 	Fold *FoldEvidence `json:"fold,omitempty"`
 	// Excluded lists the entry ids this recall was asked to leave out.
 	Excluded []string `json:"excluded,omitempty"`
+	// BeforeTurn is set on a rerun of a turn: only entries written before
+	// it were considered (the others are candidates with reason later-turn).
+	BeforeTurn int `json:"beforeTurn,omitempty"`
 	// Note explains anything unusual (e.g. an embedder mismatch).
 	Note string `json:"note,omitempty"`
 }
@@ -153,6 +168,9 @@ const (
 	ReasonDecayed          = "decayed"
 	ReasonEmbedderMismatch = "embedder-mismatch"
 	ReasonExcluded         = "excluded"
+	// ReasonLaterTurn: in a rerun of turn N, an entry written by turn N or a
+	// later one, which the recall made for turn N could not have seen.
+	ReasonLaterTurn = "later-turn"
 )
 
 // RankQuery asks a store to rank one memory's live entries in a namespace that hold vectors

@@ -157,6 +157,14 @@ func optString(s string) *string {
 	return &s
 }
 
+// optInt maps 0 (unset) to nil.
+func optInt(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {

@@ -122,7 +122,11 @@ func explanationOut(ex explain.Explanation) (gen.Explanation, error) {
 	}
 	for _, o := range ex.Origins {
 		g := gen.Origin{InjectionID: o.InjectionID, MemoryID: o.MemoryID, EntryID: o.EntryID, RecallID: optString(o.RecallID),
-			Score: o.Score, Threshold: o.Threshold, Status: gen.OriginStatus(o.Status)}
+			Score: o.Score, Threshold: o.Threshold, Status: gen.OriginStatus(o.Status),
+			Exposure: gen.Exposure(o.Exposure), ShownIn: make([]gen.ModelCallRef, 0, len(o.ShownIn))}
+		for _, c := range o.ShownIn {
+			g.ShownIn = append(g.ShownIn, gen.ModelCallRef{RunID: c.RunID, Iteration: c.Iteration})
+		}
 		if o.Rank > 0 {
 			rank := o.Rank
 			g.Rank = &rank
@@ -149,7 +153,8 @@ func explanationOut(ex explain.Explanation) (gen.Explanation, error) {
 	}
 	for _, s := range ex.Suspects {
 		out.Suspects = append(out.Suspects, gen.Suspect{InjectionID: s.InjectionID, Strategy: gen.InfluenceStrategy(s.Strategy), Score: s.Score,
-			Rank: s.Rank, Verdict: gen.SuspectVerdict(s.Verdict), Reruns: s.Reruns, Flips: s.Flips, Note: s.Note})
+			Rank: s.Rank, Verdict: gen.SuspectVerdict(s.Verdict), Reruns: s.Reruns, Flips: s.Flips, Note: s.Note,
+			Exposure: gen.SuspectExposure(s.Exposure)})
 	}
 	for _, e := range ex.Earlier {
 		g, err := explanationOut(e)

@@ -290,3 +290,123 @@ func TestReceiptsSayWhoseTheyAre(t *testing.T) {
 		}
 	})
 }
+
+// TestExplainShownIsNotOffered: recall offers what a run may not show. Explain says, per
+// origin, which pieces the model was shown (and in which calls) and which were only offered;
+// suspects are drawn from what was shown. A rerun of the turn (turn + exclude) made after the
+// turn was posted sees only what earlier turns wrote, and is never taken for the turn's
+// context. On both stores.
+func TestExplainShownIsNotOffered(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		e := setup(t, store)
+		must := func(r response) map[string]any {
+			t.Helper()
+			if r.status >= 300 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			return r.json(t)
+		}
+		must(e.do("POST", "/v1/memories", "", `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":10}}`))
+		must(e.do("POST", "/v1/memories", "", `{"id":"why","type":"causal","strategy":{"kind":"topK","topK":3,"threshold":-1}}`))
+		ev := `"evidence":{"iterations":1,"decisions":[],"toolCalls":[],"durationMs":10,"tokenUsage":{"input":1,"output":1}}`
+		must(e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"What is the refund window for damaged items?"},
+			{"role":"assistant","content":"Damaged items are refunded within 30 days."}],`+ev+`}`))
+		must(e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"Do you ship to Norway?"},
+			{"role":"assistant","content":"Yes, we ship to Norway."}],`+ev+`}`))
+		must(e.do("POST", "/v1/runs", "", `{"runId":"run-3","conversationId":"c","turn":3}`))
+		rc := must(e.do("POST", "/v1/conversations/c/recall", "", `{"query":"How long do refunds for damaged items take?","turn":3,"runId":"run-3"}`))
+		if n := len(rc["injections"].([]any)); n < 5 {
+			t.Fatalf("recall offered %d injections, want the 4 messages and 2 snapshots", n)
+		}
+		// The agent showed its model one of them, in two calls.
+		must(e.do("POST", "/v1/runs/run-3/events", "", `{"events":[
+			{"type":"context.injected","payload":{"slot":"system","source":"memory","sourceId":"memory:why#snap-1","iteration":1}},
+			{"type":"context.injected","payload":{"slot":"system","source":"memory","sourceId":"memory:why#snap-1","iteration":2}}]}`))
+		must(e.do("POST", "/v1/runs/run-3/finish", "", `{"complete":true}`))
+		must(e.do("POST", "/v1/conversations/c/turns", "", `{"runId":"run-3","recallIds":["`+rc["recallId"].(string)+`"],"messages":[
+			{"role":"user","content":"How long do refunds for damaged items take?"},
+			{"role":"assistant","content":"We refund damaged items within 30 days."}],`+ev+`}`))
+
+		ex := must(e.do("GET", "/v1/conversations/c/turns/3/explain", "", ""))
+		exposure := map[string]string{}
+		for _, o := range ex["origins"].([]any) {
+			o := o.(map[string]any)
+			exposure[o["injectionId"].(string)] = o["exposure"].(string)
+			if o["injectionId"] == "memory:why#snap-1" {
+				if calls := fmt.Sprint(o["shownIn"]); calls != "[map[iteration:1 runId:run-3] map[iteration:2 runId:run-3]]" {
+					t.Errorf("snap-1 shown in %s", calls)
+				}
+			} else if len(o["shownIn"].([]any)) != 0 {
+				t.Errorf("%s, never announced, shown in %v", o["injectionId"], o["shownIn"])
+			}
+		}
+		if exposure["memory:why#snap-1"] != "shown" || exposure["memory:why#snap-2"] != "offered" || exposure["memory:chat#msg-1-1"] != "offered" || len(exposure) != 6 {
+			t.Errorf("exposures = %v", exposure)
+		}
+		for _, s := range ex["suspects"].([]any) {
+			if s := s.(map[string]any); s["injectionId"] != "memory:why#snap-1" || s["exposure"] != "shown" {
+				t.Errorf("a suspect the model never saw: %v", s)
+			}
+		}
+		if len(ex["suspects"].([]any)) == 0 {
+			t.Error("no suspects: snap-1 was shown")
+		}
+
+		// The rerun, after turn 3 was posted: turn 3's own snapshot is not recalled.
+		rerun := must(e.do("POST", "/v1/conversations/c/recall", "", `{"query":"How long do refunds for damaged items take?","turn":3,
+			"memories":["why"],"exclude":["memory:why#snap-1"]}`))
+		why := rerun["memories"].([]any)[0].(map[string]any)["evidence"].(map[string]any)
+		reasons := map[string]any{}
+		for _, c := range why["candidates"].([]any) {
+			c := c.(map[string]any)
+			reasons[c["id"].(string)] = c["reason"]
+			if c["id"] == "snap-3" && c["admitted"] == true {
+				t.Errorf("the rerun of turn 3 recalled turn 3's own answer: %v", c)
+			}
+		}
+		if reasons["snap-3"] != "later-turn" || reasons["snap-1"] != "excluded" || reasons["snap-2"] != nil || why["beforeTurn"] != 3.0 {
+			t.Errorf("rerun candidates %v, beforeTurn %v", reasons, why["beforeTurn"])
+		}
+		if rerun["rerun"] != true || fmt.Sprint(rerun["exclude"]) != "[memory:why#snap-1]" {
+			t.Errorf("rerun receipt: rerun %v exclude %v", rerun["rerun"], rerun["exclude"])
+		}
+		// A baseline rerun (exclude: []) is a rerun too.
+		if base := must(e.do("POST", "/v1/conversations/c/recall", "", `{"query":"refunds","turn":3,"exclude":[]}`)); base["rerun"] != true {
+			t.Errorf("baseline rerun: %v", base["rerun"])
+		}
+		again := must(e.do("GET", "/v1/conversations/c/turns/3/explain", "", ""))
+		if recalls := again["context"].(map[string]any)["recalls"].([]any); len(recalls) != 1 || recalls[0].(map[string]any)["recallId"] != rc["recallId"] {
+			t.Errorf("explain takes a rerun for turn 3's context: %d receipts", len(recalls))
+		}
+	})
+}
+
+// TestRerunRanksPastLaterTurns: when the entries written by the rerun turn and later ones
+// fill the ranking's window, the rerun asks the store for more until it has the window's
+// length of earlier ones, so it admits what the original recall did.
+func TestRerunRanksPastLaterTurns(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		e := setup(t, store)
+		e.do("POST", "/v1/memories", "", `{"id":"why","type":"causal","strategy":{"kind":"topK","topK":1,"rejectWindow":0,"threshold":0.05}}`)
+		for _, q := range []string{"refunds for damaged items", "refunds for damaged items and shipping",
+			"refunds for damaged items take how long", "how long do refunds for damaged items take"} {
+			if r := e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"`+q+`"},{"role":"assistant","content":"ok"}]}`); r.status != 201 {
+				t.Fatalf("turn: %d %s", r.status, r.body)
+			}
+		}
+		// Turns 2 to 4 resemble the query more than turn 1 does; a rerun of turn 2 sees only turn 1.
+		r := e.do("POST", "/v1/conversations/c/recall", "", `{"query":"how long do refunds for damaged items take","turn":2,"exclude":[]}`).json(t)
+		ev := r["memories"].([]any)[0].(map[string]any)["evidence"].(map[string]any)
+		var admitted []string
+		for _, c := range ev["candidates"].([]any) {
+			if c := c.(map[string]any); c["admitted"] == true {
+				admitted = append(admitted, c["id"].(string))
+			}
+		}
+		if fmt.Sprint(admitted) != "[snap-1]" {
+			t.Errorf("rerun of turn 2 admitted %v, want [snap-1]: %v", admitted, ev["candidates"])
+		}
+	})
+}

@@ -40,6 +40,10 @@ func recallOut(r recall.RecallResult) (gen.RecallResult, error) {
 		Injections:     make([]gen.Injection, 0, len(r.Injections)),
 		RunID:          optString(r.RunID),
 	}
+	if r.Rerun {
+		rerun := true
+		out.Rerun, out.Exclude = &rerun, append([]string{}, r.Exclude...)
+	}
 	if r.Turn > 0 {
 		t := r.Turn
 		out.Turn = &t
@@ -93,6 +97,7 @@ func evidenceOut(e recall.Evidence) gen.Evidence {
 		CandidatesComplete: e.CandidatesComplete,
 		CorpusEmpty:        e.CorpusEmpty,
 		Note:               optString(e.Note),
+		BeforeTurn:         optInt(e.BeforeTurn),
 		EmbedderID:         optString(e.EmbedderID),
 		Candidates:         make([]gen.Candidate, 0, len(e.Candidates)),
 	}
