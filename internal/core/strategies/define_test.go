@@ -263,27 +263,41 @@ func TestNormalisedStrategyRoundTrips(t *testing.T) {
 	}
 }
 
-// A hybrid's topK parts share the memory's one vector space: naming different embedders is
-// refused when the memory is defined.
+// A hybrid's topK parts share the memory's one vector space: parts that use different
+// embedders are refused when the memory is defined. A part that names none uses the memory's
+// embedder, else the deployment's default, and agrees with a part that names that one.
 func TestHybridTopKPartsShareOneEmbedder(t *testing.T) {
 	t.Parallel()
-	for _, js := range []string{
-		`{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"hash"},{"kind":"topK"}]}`,
-		`{"kind":"hybrid","strategies":[{"kind":"window"},{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"hash"}]},{"kind":"topK","embedder":"openai"}]}`,
+	two := core.Capabilities{Embedders: []core.EmbedderInfo{
+		{ID: "hash", Kind: "hash", Dimensions: 384, Default: true}, {ID: "ada", Kind: "openai", Dimensions: 1536}},
+		Store: core.StoreInfo{Kind: "postgres", RanksVectors: true}}
+	for _, tc := range []struct {
+		strategy, memoryEmbedder string
+		ok                       bool
+	}{
+		// The default is hash: a part without `embedder` and one naming hash agree.
+		{`{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"hash"},{"kind":"topK"}]}`, "", true},
+		{`{"kind":"hybrid","strategies":[{"kind":"topK"},{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"hash","topK":2}]}]}`, "", true},
+		{`{"kind":"hybrid","strategies":[{"kind":"topK","topK":1},{"kind":"topK","topK":5}]}`, "", true},
+		// A part naming ada and one using the default (hash) do not.
+		{`{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"ada"},{"kind":"topK"}]}`, "", false},
+		{`{"kind":"hybrid","strategies":[{"kind":"window"},{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"hash"}]},{"kind":"topK","embedder":"ada"}]}`, "", false},
+		// The memory's embedder comes before the default.
+		{`{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"ada"},{"kind":"topK"}]}`, "ada", true},
+		{`{"kind":"hybrid","strategies":[{"kind":"topK","embedder":"hash"},{"kind":"topK"}]}`, "ada", false},
 	} {
-		_, err := strategies.ValidateMemory(strategies.MemoryParams{ID: "m", Type: "semantic", Strategy: decode(t, js)}, full)
-		if err == nil {
-			t.Errorf("%s: accepted", js)
-			continue
+		_, err := strategies.ValidateMemory(strategies.MemoryParams{ID: "m", Type: "semantic", Embedder: tc.memoryEmbedder,
+			Strategy: decode(t, tc.strategy)}, two)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s (memory embedder %q): refused: %v", tc.strategy, tc.memoryEmbedder, err)
+		case !tc.ok && err == nil:
+			t.Errorf("%s (memory embedder %q): accepted", tc.strategy, tc.memoryEmbedder)
+		case !tc.ok:
+			if ve := refusal(t, err); ve.Path != "strategy.strategies" || !strings.Contains(ve.Detail, "different embedders") {
+				t.Errorf("%s: path %q detail %q", tc.strategy, ve.Path, ve.Detail)
+			}
 		}
-		ve := refusal(t, err)
-		if ve.Path != "strategy.strategies" || !strings.Contains(ve.Detail, "same embedder") {
-			t.Errorf("%s: path %q detail %q", js, ve.Path, ve.Detail)
-		}
-	}
-	if _, err := strategies.ValidateMemory(strategies.MemoryParams{ID: "m", Type: "semantic",
-		Strategy: decode(t, `{"kind":"hybrid","strategies":[{"kind":"topK","topK":1},{"kind":"topK","topK":5}]}`)}, full); err != nil {
-		t.Errorf("two topK parts of one embedder refused: %v", err)
 	}
 }
 

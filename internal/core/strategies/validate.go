@@ -209,33 +209,42 @@ func (v *validator) fields(value any, path string) (core.Strategy, error) {
 	return s, nil
 }
 
-// oneVectorSpace refuses a hybrid whose topK parts (nested ones included) name different
+// oneVectorSpace refuses a hybrid whose topK parts (nested ones included) use different
 // embedders: a memory stores one vector per entry, written by one embedder, so a second
-// embedder's part could never compare anything.
+// embedder's part could never compare anything. A part without `embedder` uses the memory's,
+// else the deployment's default (as EmbedderFor resolves it when the memory is written and
+// read), so it agrees with a part that names that embedder explicitly.
 func (v *validator) oneVectorSpace(s core.Strategy, path string) error {
-	var names []string
+	def, hasDefault := v.caps.DefaultEmbedder()
+	resolve := func(x core.Strategy) (id, shown string) {
+		switch {
+		case x.Str("embedder") != "":
+			return x.Str("embedder"), "`" + x.Str("embedder") + "`"
+		case v.memoryEmbedder != "":
+			return v.memoryEmbedder, "`" + v.memoryEmbedder + "` (none named: the memory's)"
+		case hasDefault:
+			return def.ID, "`" + def.ID + "` (none named: the server default)"
+		}
+		return "", "(none named, and the server has no default)"
+	}
+	var ids, names []string
 	var walk func(core.Strategy)
 	walk = func(x core.Strategy) {
-		if x.Kind == core.TopK && !slices.Contains(names, x.Str("embedder")) {
-			names = append(names, x.Str("embedder"))
+		if x.Kind == core.TopK {
+			if id, shown := resolve(x); !slices.Contains(ids, id) {
+				ids, names = append(ids, id), append(names, shown)
+			}
 		}
 		for _, p := range x.Parts {
 			walk(p)
 		}
 	}
 	walk(s)
-	if len(names) < 2 {
+	if len(ids) < 2 {
 		return nil
 	}
-	for i, n := range names {
-		if n == "" {
-			names[i] = "(none: the memory's embedder)"
-		} else {
-			names[i] = "`" + n + "`"
-		}
-	}
 	return v.refuse(core.CodeInvalidField, path+".strategies", string(core.Hybrid),
-		fmt.Sprintf("the `topK` parts of `%s` name different embedders (%s); a memory holds one vector per entry, written by one embedder, so every `topK` part must name the same embedder or none. Set `embedder` on the memory instead.",
+		fmt.Sprintf("the `topK` parts of `%s` use different embedders (%s); a memory holds one vector per entry, written by one embedder, so every `topK` part must use the same one (a part that names none uses the memory's `embedder`, else the server default). Set `embedder` on the memory instead.",
 			path, strings.Join(names, ", ")), nil)
 }
 

@@ -410,3 +410,26 @@ func TestRerunRanksPastLaterTurns(t *testing.T) {
 		}
 	})
 }
+
+// TestHybridTopKPartsUseTheDefaultEmbedder: a hybrid's topK part that names no embedder uses the
+// deployment's default and agrees with one that names it; one naming another is refused.
+func TestHybridTopKPartsUseTheDefaultEmbedder(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.do("POST", "/v1/memories", "", `{"id":"mix","type":"semantic","strategy":{"kind":"hybrid","strategies":[
+		{"kind":"topK","embedder":"hash","topK":2},{"kind":"topK","topK":5}]}}`)
+	if r.status != 201 {
+		t.Fatalf("parts naming the default and none: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"refunds for damaged items"},{"role":"assistant","content":"30 days"}]}`); r.status != 201 {
+		t.Fatalf("turn: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/conversations/c/recall", "", `{"query":"refunds"}`); r.status != 200 {
+		t.Errorf("recall: %d %s", r.status, r.body)
+	}
+	r = e.do("POST", "/v1/memories?dryRun=true", "", `{"id":"bad","type":"semantic","embedder":"hash","strategy":{"kind":"hybrid","strategies":[
+		{"kind":"topK","embedder":"other"},{"kind":"topK"}]}}`)
+	if r.status != 422 || r.json(t)["path"] != "strategy.strategies" && r.json(t)["path"] != "strategy.strategies[0].embedder" {
+		t.Errorf("parts of two embedders: %d %s", r.status, r.body)
+	}
+}
