@@ -358,7 +358,7 @@ func (b *bench) corpus(ctx context.Context, pages []page, rng *rand.Rand, rankin
 	for i := range chunks {
 		chunks[i].Embedding, chunks[i].EmbeddingModel = vecs[i], b.model
 	}
-	if err := store.PutDocuments(ctx, tenant, "docs", nil, chunks); err != nil {
+	if err := store.PutDocuments(ctx, tenant, "docs", nil, chunks, nil); err != nil {
 		return result{}, err
 	}
 	// The corpus's statistics, as the stores keep them: chunks with terms, their length, and

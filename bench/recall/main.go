@@ -734,7 +734,7 @@ func (b *bench) corpus(ctx context.Context, tc debtext.TextCorpus) ([]query, err
 		}
 	}()
 	err = parallel(ctx, cfg.workers, len(batches), func(ctx context.Context, i int) error {
-		if err := b.store.PutDocuments(ctx, tenant, mem.ID, batches[i].ids, batches[i].chunks); err != nil {
+		if err := b.store.PutDocuments(ctx, tenant, mem.ID, batches[i].ids, batches[i].chunks, nil); err != nil {
 			return err
 		}
 		inserted.Add(int64(len(batches[i].chunks)))

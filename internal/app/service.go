@@ -143,7 +143,7 @@ func New(store Store, caps core.Capabilities, opts ...Option) *App {
 		}
 		slices.SortFunc(caps.Embedders, func(a, b core.EmbedderInfo) int { return strings.Compare(a.ID, b.ID) })
 	}
-	defs := memories.New(memories.Deps{Store: store, Caps: caps, Now: c.now, CacheTTL: c.cacheTTL})
+	defs := memories.New(memories.Deps{Store: store, Caps: caps, Now: c.now, CacheTTL: c.cacheTTL, KeyTTL: c.keyTTL})
 	var (
 		turnObs   turns.Observer
 		recallObs recall.Observer
@@ -157,9 +157,9 @@ func New(store Store, caps core.Capabilities, opts ...Option) *App {
 		Turns: turns.New(turns.Deps{Store: store, Definitions: defs, Caps: caps, Embedders: c.embedders, LLMs: c.llms,
 			Now: c.now, KeyTTL: c.keyTTL, Observer: turnObs}),
 		Recall: recall.New(recall.Deps{Store: store, Definitions: defs, Caps: caps, Embedders: c.embedders, LLMs: c.llms,
-			Now: c.now, OnFold: c.onFold, Observer: recallObs, Tracer: c.tracer, CaptureContent: c.capture}),
-		Runs:    runs.New(runs.Deps{Store: store, Now: c.now, Observer: runObs}),
-		Explain: explain.New(explain.Deps{Store: store, Caps: caps, Embedders: c.embedders, Now: c.now}),
+			Now: c.now, OnFold: c.onFold, Observer: recallObs, Tracer: c.tracer, CaptureContent: c.capture, KeyTTL: c.keyTTL}),
+		Runs:    runs.New(runs.Deps{Store: store, Now: c.now, Observer: runObs, KeyTTL: c.keyTTL}),
+		Explain: explain.New(explain.Deps{Store: store, Caps: caps, Embedders: c.embedders, Now: c.now, KeyTTL: c.keyTTL}),
 		store:   store,
 		caps:    caps,
 	}

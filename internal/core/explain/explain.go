@@ -646,8 +646,10 @@ type Store interface {
 	TurnEntries(ctx context.Context, tenant, namespace, conversation string, turn int, now time.Time) ([]core.Entry, error)
 	// LookupEntry resolves an entry as it is now, expired ones included.
 	LookupEntry(ctx context.Context, tenant, namespace, memoryID, id string, now time.Time) (EntryLookup, error)
-	// SaveAblation records a rerun; Ablations lists a turn's, oldest first.
-	SaveAblation(ctx context.Context, tenant, namespace string, turn int, a Ablation) error
+	// SaveAblation records a rerun (idempotently with once, see core.Once:
+	// a replay records nothing and sets once.Replay); Ablations lists a
+	// turn's, oldest first.
+	SaveAblation(ctx context.Context, tenant, namespace string, turn int, a Ablation, once *core.Once) error
 	Ablations(ctx context.Context, tenant, namespace string, turn int) ([]Ablation, error)
 	// UsageStore serves the forward view (usage.go).
 	UsageStore

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -21,6 +22,8 @@ type Deps struct {
 	Embedders map[string]core.Embedder
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// KeyTTL is how long an Idempotency-Key is kept (0: core.DefaultIdempotencyTTL).
+	KeyTTL time.Duration
 }
 
 // Service explains turns: it walks an answer back to the context the model
@@ -31,6 +34,7 @@ type Service struct {
 	caps      core.Capabilities
 	embedders map[string]core.Embedder
 	now       func() time.Time
+	keyTTL    time.Duration
 }
 
 // New returns a Service.
@@ -38,7 +42,7 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{store: d.Store, caps: d.Caps, embedders: d.Embedders, now: d.Now}
+	return &Service{store: d.Store, caps: d.Caps, embedders: d.Embedders, now: d.Now, keyTTL: d.KeyTTL}
 }
 
 // MaxExplainDepth bounds how far back an explanation walks.
@@ -279,21 +283,38 @@ func cosineSimilarity(a, b []float32) float64 {
 
 // RecordAblation records a rerun of a turn without some injected pieces.
 func (s *Service) RecordAblation(ctx context.Context, id core.Identity, turn int, excluded []string, answer string, flipped bool) (Ablation, error) {
+	a, _, err := s.RecordAblationWithKey(ctx, id, turn, excluded, answer, flipped, "")
+	return a, err
+}
+
+// RecordAblationWithKey is RecordAblation with an Idempotency-Key (none when key is ""): a
+// retry of the same record with the same key answers the ablation as first recorded (replayed
+// true) and records no second one, which would count twice toward the verdict; the key with
+// another request is refused (idempotency-key-reused).
+func (s *Service) RecordAblationWithKey(ctx context.Context, id core.Identity, turn int, excluded []string, answer string, flipped bool, key string) (Ablation, bool, error) {
+	a, replayed, err := s.recordAblation(ctx, id, turn, excluded, answer, flipped, key)
+	if errors.Is(err, core.ErrKeyReused) {
+		return Ablation{}, false, core.KeyReused("recordAblation")
+	}
+	return a, replayed, err
+}
+
+func (s *Service) recordAblation(ctx context.Context, id core.Identity, turn int, excluded []string, answer string, flipped bool, key string) (Ablation, bool, error) {
 	if turn < 1 {
-		return Ablation{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "recordAblation", Path: "turn", Detail: "`turn` starts at 1.", Fix: 1}
+		return Ablation{}, false, &core.ValidationError{Code: core.CodeInvalidField, Site: "recordAblation", Path: "turn", Detail: "`turn` starts at 1.", Fix: 1}
 	}
 	if reason := core.CheckText(answer); reason != "" {
-		return Ablation{}, &core.ValidationError{Code: core.CodeInvalidField, Site: "recordAblation", Path: "answer", Detail: "`answer` " + reason + "."}
+		return Ablation{}, false, &core.ValidationError{Code: core.CodeInvalidField, Site: "recordAblation", Path: "answer", Detail: "`answer` " + reason + "."}
 	}
 	if entries, err := s.turnEntries(ctx, id, turn, s.now().UTC()); err != nil {
-		return Ablation{}, err
+		return Ablation{}, false, err
 	} else if len(entries) == 0 {
 		recalls, err := s.turnRecalls(ctx, id.Tenant, id.Namespace(), turn, nil)
 		if err != nil {
-			return Ablation{}, err
+			return Ablation{}, false, err
 		}
 		if len(recalls) == 0 {
-			return Ablation{}, core.InConversation("turn", fmt.Sprint(turn), id)
+			return Ablation{}, false, core.InConversation("turn", fmt.Sprint(turn), id)
 		}
 	}
 	a := Ablation{ID: core.NewID("abl_", 10), Excluded: excluded, Answer: answer, Flipped: flipped,
@@ -301,7 +322,27 @@ func (s *Service) RecordAblation(ctx context.Context, id core.Identity, turn int
 	if a.Excluded == nil {
 		a.Excluded = []string{}
 	}
-	return a, s.store.SaveAblation(ctx, id.Tenant, id.Namespace(), turn, a)
+	once, err := core.NewOnce(key, "recordAblation", struct {
+		Identity core.Identity
+		Turn     int
+		Excluded []string
+		Answer   string
+		Flipped  bool
+	}{id, turn, a.Excluded, answer, flipped}, a, a.CreatedAt, s.keyTTL)
+	if err != nil {
+		return Ablation{}, false, err
+	}
+	if err := s.store.SaveAblation(ctx, id.Tenant, id.Namespace(), turn, a, once); err != nil {
+		return Ablation{}, false, err
+	}
+	if once != nil && once.Replay != nil {
+		var first Ablation
+		if err := json.Unmarshal(once.Replay, &first); err != nil {
+			return Ablation{}, false, fmt.Errorf("decode stored idempotent response: %w", err)
+		}
+		return first, true, nil
+	}
+	return a, false, nil
 }
 
 // RunContext returns one run's per-model-call context ledger.

@@ -6,6 +6,7 @@ package memories
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -29,14 +30,17 @@ type Deps struct {
 	// made through this Service are seen at once; changes made through
 	// another replica within the TTL.
 	CacheTTL time.Duration
+	// KeyTTL is how long an Idempotency-Key is kept (0: core.DefaultIdempotencyTTL).
+	KeyTTL time.Duration
 }
 
 // Service defines and reads memory definitions. Safe for concurrent use.
 type Service struct {
-	store Store
-	caps  core.Capabilities
-	now   func() time.Time
-	cache *cache
+	store  Store
+	caps   core.Capabilities
+	now    func() time.Time
+	cache  *cache
+	keyTTL time.Duration
 }
 
 // New returns a Service.
@@ -51,7 +55,7 @@ func New(d Deps) *Service {
 	case ttl < 0:
 		ttl = 0
 	}
-	return &Service{store: d.Store, caps: d.Caps, now: d.Now, cache: &cache{ttl: ttl, byTenant: map[string]cachedMemories{}}}
+	return &Service{store: d.Store, caps: d.Caps, now: d.Now, cache: &cache{ttl: ttl, byTenant: map[string]cachedMemories{}}, keyTTL: d.KeyTTL}
 }
 
 // stamp returns the current time at the precision every store keeps
@@ -64,31 +68,54 @@ func (s *Service) stamp() time.Time { return s.now().UTC().Truncate(time.Millise
 // Returns a *ValidationError (ErrInvalid) when p is refused, and a
 // *ConflictError (ErrConflict) when the tenant already has that id.
 func (s *Service) DefineMemory(ctx context.Context, tenant string, p strategies.MemoryParams, dryRun bool) (core.Memory, error) {
+	m, _, err := s.DefineMemoryWithKey(ctx, tenant, p, dryRun, "")
+	return m, err
+}
+
+// DefineMemoryWithKey is DefineMemory with an Idempotency-Key (none when key is ""): a retry
+// of the same definition with the same key answers the memory as first created (replayed
+// true) instead of 409 memory-exists; the key with another request is refused
+// (idempotency-key-reused). A dry run stores nothing, so it claims no key.
+func (s *Service) DefineMemoryWithKey(ctx context.Context, tenant string, p strategies.MemoryParams, dryRun bool, key string) (_ core.Memory, replayed bool, _ error) {
 	m, err := strategies.ValidateMemory(p, s.caps)
 	if err != nil {
-		return core.Memory{}, err
+		return core.Memory{}, false, err
 	}
 	m.Tenant = tenant
 	if dryRun {
 		// The same checks as a real create, the id's availability included. Nothing is
 		// stored, so the definition gets no version and no times.
 		if _, err := s.store.GetMemory(ctx, tenant, m.ID); err == nil {
-			return core.Memory{}, memoryExists(m.ID)
+			return core.Memory{}, false, memoryExists(m.ID)
 		} else if !errors.Is(err, core.ErrNotFound) {
-			return core.Memory{}, err
+			return core.Memory{}, false, err
 		}
-		return m, nil
+		return m, false, nil
 	}
 	now := s.stamp()
 	m.Version, m.CreatedAt, m.UpdatedAt = 1, now, now
-	if err := s.store.CreateMemory(ctx, m); err != nil {
-		if errors.Is(err, ErrMemoryExists) {
-			return core.Memory{}, memoryExists(m.ID)
+	once, err := core.NewOnce(key, "createMemory", p, m, now, s.keyTTL)
+	if err != nil {
+		return core.Memory{}, false, err
+	}
+	if err := s.store.CreateMemory(ctx, m, once); err != nil {
+		switch {
+		case errors.Is(err, ErrMemoryExists):
+			return core.Memory{}, false, memoryExists(m.ID)
+		case errors.Is(err, core.ErrKeyReused):
+			return core.Memory{}, false, core.KeyReused("createMemory")
 		}
-		return core.Memory{}, err
+		return core.Memory{}, false, err
+	}
+	if once != nil && once.Replay != nil {
+		var first core.Memory
+		if err := json.Unmarshal(once.Replay, &first); err != nil {
+			return core.Memory{}, false, fmt.Errorf("decode stored idempotent response: %w", err)
+		}
+		return first, true, nil
 	}
 	s.cache.invalidate(tenant)
-	return m, nil
+	return m, false, nil
 }
 
 // GetMemory returns the tenant's memory, or ErrNotFound.

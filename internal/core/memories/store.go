@@ -18,8 +18,10 @@ var ErrMemoryExists = fmt.Errorf("memory id taken: %w", core.ErrConflict)
 // ErrUnavailable (wrapped), everything else is an internal error.
 type Store interface {
 	// CreateMemory stores m. It returns ErrMemoryExists if the tenant
-	// already has a memory with m.ID.
-	CreateMemory(ctx context.Context, m core.Memory) error
+	// already has a memory with m.ID. With once, the create is idempotent
+	// (see core.Once): a replay stores nothing and sets once.Replay; a key
+	// used by another request is core.ErrKeyReused.
+	CreateMemory(ctx context.Context, m core.Memory, once *core.Once) error
 	// GetMemory returns the tenant's memory, or ErrNotFound.
 	GetMemory(ctx context.Context, tenant, id string) (core.Memory, error)
 	// ListMemories returns up to limit of the tenant's memories with

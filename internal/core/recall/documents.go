@@ -35,22 +35,38 @@ const maxChunkChars = 1000
 // IndexDocuments chunks, embeds and stores documents in a corpus memory,
 // replacing any earlier version of each document id.
 func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, docs []Document) ([]IndexedDocument, error) {
+	out, _, err := s.IndexDocumentsWithKey(ctx, tenant, memoryID, docs, "")
+	return out, err
+}
+
+// IndexDocumentsWithKey is IndexDocuments with an Idempotency-Key (none when key is ""): a
+// retry of the same request with the same key answers as the first did (replayed true) and
+// writes nothing; the key with another request is refused (idempotency-key-reused).
+func (s *Service) IndexDocumentsWithKey(ctx context.Context, tenant, memoryID string, docs []Document, key string) (_ []IndexedDocument, replayed bool, _ error) {
+	out, replayed, err := s.indexDocuments(ctx, tenant, memoryID, docs, key)
+	if errors.Is(err, core.ErrKeyReused) {
+		return nil, false, core.KeyReused("indexDocuments")
+	}
+	return out, replayed, err
+}
+
+func (s *Service) indexDocuments(ctx context.Context, tenant, memoryID string, docs []Document, key string) ([]IndexedDocument, bool, error) {
 	m, err := s.defs.GetMemory(ctx, tenant, memoryID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !m.Corpus {
-		return nil, &core.ValidationError{Code: core.CodeInvalidField, Site: fmt.Sprintf("indexDocuments[%s]", memoryID), Path: "memoryId",
+		return nil, false, &core.ValidationError{Code: core.CodeInvalidField, Site: fmt.Sprintf("indexDocuments[%s]", memoryID), Path: "memoryId",
 			Detail: fmt.Sprintf("memory %q is not a corpus; define one with {\"type\":\"semantic\",\"strategy\":{\"kind\":\"topK\"},\"corpus\":true} to index documents.", memoryID)}
 	}
 	kinds := strategyKinds(m.Strategy)
 	if len(kinds.topKs) == 0 {
-		return nil, fmt.Errorf("corpus memory %q has no topK strategy: %w", memoryID, core.ErrInvalid)
+		return nil, false, fmt.Errorf("corpus memory %q has no topK strategy: %w", memoryID, core.ErrInvalid)
 	}
 	embID := strategies.EmbedderFor(kinds.topKs[0], m, s.caps)
 	emb, ok := s.embedders[embID]
 	if !ok {
-		return nil, &core.ValidationError{Code: core.CodeMissingRequirement, Site: "indexDocuments", Path: "memoryId",
+		return nil, false, &core.ValidationError{Code: core.CodeMissingRequirement, Site: "indexDocuments", Path: "memoryId",
 			Detail: fmt.Sprintf("corpus %q needs the embedder %q, which this server no longer has; configure it again to index documents.", memoryID, embID)}
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
@@ -62,14 +78,14 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 	for i, d := range docs {
 		for _, t := range []string{d.ID, d.Text, d.DocURI, d.Heading} {
 			if reason := core.CheckText(t); reason != "" {
-				return nil, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d]", i), Detail: "document text " + reason + "."}
+				return nil, false, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d]", i), Detail: "document text " + reason + "."}
 			}
 		}
 		if reason := core.CheckJSONText(d.Metadata); reason != "" {
-			return nil, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].metadata", i), Detail: "`metadata` " + reason + "."}
+			return nil, false, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].metadata", i), Detail: "`metadata` " + reason + "."}
 		}
 		if seen[d.ID] {
-			return nil, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].id", i), Detail: fmt.Sprintf("document id %q appears twice in this request.", d.ID)}
+			return nil, false, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].id", i), Detail: fmt.Sprintf("document id %q appears twice in this request.", d.ID)}
 		}
 		seen[d.ID] = true
 		ids = append(ids, d.ID)
@@ -83,7 +99,7 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 			}
 		}
 		if len(parts) == 0 && strings.TrimSpace(d.Text) != "" {
-			return nil, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].text", i),
+			return nil, false, &core.ValidationError{Code: core.CodeInvalidField, Site: "indexDocuments", Path: fmt.Sprintf("documents[%d].text", i),
 				Detail: fmt.Sprintf("document %q has no words (only punctuation, symbols or spaces), so no search could ever find it; send its text, or an empty text to remove the document.", d.ID),
 				Fix:    "Orders ship within two business days."}
 		}
@@ -101,22 +117,36 @@ func (s *Service) IndexDocuments(ctx context.Context, tenant, memoryID string, d
 		j := min(i+batch, len(texts))
 		vs, err := emb.Embed(ctx, texts[i:j])
 		if err != nil {
-			return nil, core.EmbedError(err, "indexDocuments", "documents", embID)
+			return nil, false, core.EmbedError(err, "indexDocuments", "documents", embID)
 		}
 		for k, v := range vs {
 			chunks[i+k].Embedding, chunks[i+k].EmbeddingModel = v, emb.Info().Model
 		}
 	}
-	if err := s.store.PutDocuments(ctx, tenant, memoryID, ids, chunks); err != nil {
+	once, err := core.NewOnce(key, "indexDocuments", struct {
+		MemoryID  string
+		Documents []Document
+	}{memoryID, docs}, out, now, s.keyTTL)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.store.PutDocuments(ctx, tenant, memoryID, ids, chunks, once); err != nil {
 		var fm *core.FingerprintMismatch
 		if errors.As(err, &fm) {
-			return nil, &core.ValidationError{Code: core.CodeEmbedderMismatch, Site: fmt.Sprintf("indexDocuments[%s]", memoryID), Path: "documents",
+			return nil, false, &core.ValidationError{Code: core.CodeEmbedderMismatch, Site: fmt.Sprintf("indexDocuments[%s]", memoryID), Path: "documents",
 				Detail: fmt.Sprintf("corpus %q holds %s vectors of %d dimensions; these documents were embedded as %s with %d. Vectors of different spaces are never compared: re-index the corpus into a new memory.",
 					memoryID, fm.HaveModel, fm.HaveDims, fm.GotModel, fm.GotDims)}
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	if once != nil && once.Replay != nil {
+		var first []IndexedDocument
+		if err := json.Unmarshal(once.Replay, &first); err != nil {
+			return nil, false, fmt.Errorf("decode stored idempotent response: %w", err)
+		}
+		return first, true, nil
+	}
+	return out, false, nil
 }
 
 // ChunkText splits text into chunks of at most max characters: on paragraph

@@ -37,6 +37,8 @@ type Deps struct {
 	// CaptureContent lets the query text into the retrieval spans
 	// (gen_ai.retrieval.query.text); off, it never appears in telemetry.
 	CaptureContent bool
+	// KeyTTL is how long an Idempotency-Key is kept (0: core.DefaultIdempotencyTTL).
+	KeyTTL time.Duration
 }
 
 // Service is the read side of every memory: recall with its evidence and
@@ -53,6 +55,7 @@ type Service struct {
 	obs            Observer
 	tracer         trace.Tracer // nil: tracing off
 	captureContent bool
+	keyTTL         time.Duration
 }
 
 // New returns a Service.
@@ -64,7 +67,7 @@ func New(d Deps) *Service {
 		d.Observer = nopObserver{}
 	}
 	return &Service{store: d.Store, defs: d.Definitions, caps: d.Caps, embedders: d.Embedders, llms: d.LLMs, now: d.Now, onFold: d.OnFold,
-		obs: d.Observer, tracer: d.Tracer, captureContent: d.CaptureContent}
+		obs: d.Observer, tracer: d.Tracer, captureContent: d.CaptureContent, keyTTL: d.KeyTTL}
 }
 
 func (s *Service) countFold(llm, status string) {

@@ -247,8 +247,10 @@ type Store interface {
 	SaveRecall(ctx context.Context, tenant string, r RecallResult) error
 	GetRecall(ctx context.Context, tenant, id string) (RecallResult, error)
 	// PutDocuments replaces the chunks of docIDs in a corpus memory with
-	// chunks (ids `<docId>#<n>`), in one transaction.
-	PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error
+	// chunks (ids `<docId>#<n>`), in one transaction. With once, it is
+	// idempotent (see core.Once): a replay writes nothing and sets
+	// once.Replay; a key used by another request is core.ErrKeyReused.
+	PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry, once *core.Once) error
 	// ReceiptStore lists receipts (receipts.go).
 	ReceiptStore
 }

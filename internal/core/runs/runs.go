@@ -163,8 +163,10 @@ type Store interface {
 	// CreateRun stores a new open run. When admit is set, it is called with
 	// the tenant's number of unfinished runs, counted under a per-tenant lock
 	// (so concurrent opens from any process see each other), and its error
-	// refuses the run. A taken id is ErrRunExists.
-	CreateRun(ctx context.Context, r Run, admit func(open int) error) error
+	// refuses the run. A taken id is ErrRunExists. With once, the open is
+	// idempotent (see core.Once): a replay opens nothing and sets
+	// once.Replay; a key used by another request is core.ErrKeyReused.
+	CreateRun(ctx context.Context, r Run, admit func(open int) error, once *core.Once) error
 	// GetRun returns the run, or a *core.NotFoundError{What: "run"}.
 	GetRun(ctx context.Context, tenant, id string) (Run, error)
 	// ListRuns lists runs newest first.

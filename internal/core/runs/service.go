@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +17,8 @@ type Deps struct {
 	Now func() time.Time
 	// Observer is told what each appended batch did (nil: nobody).
 	Observer Observer
+	// KeyTTL is how long an Idempotency-Key is kept (0: core.DefaultIdempotencyTTL).
+	KeyTTL time.Duration
 }
 
 // Observer is told what each appended batch did to its run's tail, for
@@ -33,9 +36,10 @@ func (nopObserver) EventsAppended(BatchCounts) {}
 // digests, truncation) and the store pushes them into the run's tail under
 // a per-run lock, in one step with persisting them. Safe for concurrent use.
 type Service struct {
-	store Store
-	now   func() time.Time
-	obs   Observer
+	store  Store
+	now    func() time.Time
+	obs    Observer
+	keyTTL time.Duration
 }
 
 // New returns a Service.
@@ -46,7 +50,7 @@ func New(d Deps) *Service {
 	if d.Observer == nil {
 		d.Observer = nopObserver{}
 	}
-	return &Service{store: d.Store, now: d.Now, obs: d.Observer}
+	return &Service{store: d.Store, now: d.Now, obs: d.Observer, keyTTL: d.KeyTTL}
 }
 
 // RunParams opens a run.
@@ -62,11 +66,21 @@ type RunParams struct {
 
 // OpenRun opens a run recording.
 func (s *Service) OpenRun(ctx context.Context, tenant string, p RunParams, maxOpen int) (Run, error) {
+	r, _, err := s.OpenRunWithKey(ctx, tenant, p, maxOpen, "")
+	return r, err
+}
+
+// OpenRunWithKey is OpenRun with an Idempotency-Key (none when key is ""): a retry of the same
+// open with the same key answers the run as first opened (replayed true) instead of 409
+// run-exists, and without a runId opens no second run; the key with another request is
+// refused (idempotency-key-reused).
+func (s *Service) OpenRunWithKey(ctx context.Context, tenant string, p RunParams, maxOpen int, key string) (_ Run, replayed bool, _ error) {
+	request := p // what the key is bound to: the request as sent, before an id is made up
 	if p.ID == "" {
 		p.ID = newRunID()
 	}
 	if !validRunID(p.ID) {
-		return Run{}, &core.ValidationError{Code: core.CodeInvalidField, Path: "runId", Detail: "runId must be 1 to 128 letters, digits and . _ : @ + = -"}
+		return Run{}, false, &core.ValidationError{Code: core.CodeInvalidField, Path: "runId", Detail: "runId must be 1 to 128 letters, digits and . _ : @ + = -"}
 	}
 	maxEvents := DefaultMaxEvents
 	if p.MaxEvents != nil {
@@ -92,14 +106,28 @@ func (s *Service) OpenRun(ctx context.Context, tenant string, p RunParams, maxOp
 			return nil
 		}
 	}
-	if err := s.store.CreateRun(ctx, r, admit); err != nil {
-		if errors.Is(err, ErrRunExists) {
-			return Run{}, &core.ConflictError{Code: core.CodeRunExists, Path: "runId",
-				Detail: fmt.Sprintf("A run %q already exists. Open the new run under another id, or leave `runId` out and let the server pick one.", r.ID)}
-		}
-		return Run{}, err
+	once, err := core.NewOnce(key, "openRun", request, r, r.CreatedAt, s.keyTTL)
+	if err != nil {
+		return Run{}, false, err
 	}
-	return r, nil
+	if err := s.store.CreateRun(ctx, r, admit, once); err != nil {
+		switch {
+		case errors.Is(err, ErrRunExists):
+			return Run{}, false, &core.ConflictError{Code: core.CodeRunExists, Path: "runId",
+				Detail: fmt.Sprintf("A run %q already exists. Open the new run under another id, or leave `runId` out and let the server pick one.", r.ID)}
+		case errors.Is(err, core.ErrKeyReused):
+			return Run{}, false, core.KeyReused("openRun")
+		}
+		return Run{}, false, err
+	}
+	if once != nil && once.Replay != nil {
+		var first Run
+		if err := json.Unmarshal(once.Replay, &first); err != nil {
+			return Run{}, false, fmt.Errorf("decode stored idempotent response: %w", err)
+		}
+		return first, true, nil
+	}
+	return r, false, nil
 }
 
 // GetRun returns a run's state.

@@ -2,7 +2,6 @@ package turns
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -169,15 +168,11 @@ func (e *EntryInTheWay) Error() string {
 func (e *EntryInTheWay) Unwrap() error { return core.ErrConflict }
 
 // ErrKeyReused is returned by WriteTurn when the idempotency key was
-// already used with a different request.
-var ErrKeyReused = errors.New("idempotency key reused with a different request")
+// already used with a different request (core's, shared by every create).
+var ErrKeyReused = core.ErrKeyReused
 
 // IdempotencyClaim binds a client's Idempotency-Key to one request.
-type IdempotencyClaim struct {
-	Key         string
-	RequestHash []byte
-	ExpiresAt   time.Time
-}
+type IdempotencyClaim = core.IdempotencyClaim
 
 // TurnOutcome is what WriteTurn did: either wrote Entries at Turn, or
 // found a committed idempotency claim and returns its stored response.

@@ -49,12 +49,13 @@ func (h *handlers) ListInfluenceStrategies(_ context.Context, req gen.ListInflue
 
 func (h *handlers) RecordAblation(ctx context.Context, req gen.RecordAblationRequestObject) (gen.RecordAblationResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
-	a, err := h.svc.Explain.RecordAblation(ctx, id, req.Turn, req.Body.Excluded, req.Body.Answer, req.Body.Flipped)
+	a, wasReplayed, err := h.svc.Explain.RecordAblationWithKey(ctx, id, req.Turn, req.Body.Excluded, req.Body.Answer, req.Body.Flipped,
+		deref(req.Params.IdempotencyKey))
 	if err != nil {
 		return nil, err
 	}
 	return gen.RecordAblation201JSONResponse{Body: gen.Ablation{ID: a.ID, Excluded: a.Excluded, Flipped: a.Flipped, CreatedAt: apitime.Of(a.CreatedAt)},
-		Headers: gen.RecordAblation201ResponseHeaders{Location: ablationPath(id, req.Turn, a.ID)}}, nil
+		Headers: gen.RecordAblation201ResponseHeaders{Location: ablationPath(id, req.Turn, a.ID), IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
 }
 
 func (h *handlers) GetRunContext(ctx context.Context, req gen.GetRunContextRequestObject) (gen.GetRunContextResponseObject, error) {

@@ -433,3 +433,71 @@ func TestHybridTopKPartsUseTheDefaultEmbedder(t *testing.T) {
 		t.Errorf("parts of two embedders: %d %s", r.status, r.body)
 	}
 }
+
+// TestIdempotencyKeyOnEveryCreate: memories, runs, documents and ablations take an
+// Idempotency-Key with the replay semantics of turns: the same request replays the first answer
+// (its status and body, Idempotent-Replayed: true) and creates nothing again; the key with
+// another request is 422 idempotency-key-reused. On both stores.
+func TestIdempotencyKeyOnEveryCreate(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		e := setup(t, store)
+		e.do("POST", "/v1/memories", "", `{"id":"why","type":"causal","strategy":{"kind":"topK"}}`)
+		if r := e.do("POST", "/v1/conversations/c/turns", "", `{"messages":[{"role":"user","content":"refunds?"},{"role":"assistant","content":"30 days"}]}`); r.status != 201 {
+			t.Fatalf("turn: %d %s", r.status, r.body)
+		}
+		e.do("POST", "/v1/memories", "", `{"id":"handbook","type":"semantic","corpus":true,"strategy":{"kind":"topK"}}`)
+		for _, tc := range []struct {
+			name, path, body, other string
+			status                  int
+			count                   func() int
+		}{
+			{"memory", "/v1/memories", `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":5}}`,
+				`{"id":"chat","type":"episodic","strategy":{"kind":"window","size":6}}`, 201,
+				func() int { return len(e.do("GET", "/v1/memories", "", "").json(t)["memories"].([]any)) }},
+			{"run with an id", "/v1/runs", `{"runId":"run-1","conversationId":"c"}`, `{"runId":"run-1"}`, 201,
+				func() int { return len(e.do("GET", "/v1/runs", "", "").json(t)["runs"].([]any)) }},
+			{"run without an id", "/v1/runs", `{"conversationId":"c","turn":2}`, `{"conversationId":"c","turn":3}`, 201,
+				func() int { return len(e.do("GET", "/v1/runs", "", "").json(t)["runs"].([]any)) }},
+			{"documents", "/v1/memories/handbook/documents", `{"documents":[{"id":"returns","text":"Refunds within 14 days."}]}`,
+				`{"documents":[{"id":"returns","text":"Refunds within 30 days."}]}`, 200, nil},
+			{"ablation", "/v1/conversations/c/turns/1/ablations", `{"excluded":[],"answer":"30 days","flipped":false}`,
+				`{"excluded":[],"answer":"14 days","flipped":true}`, 201, nil},
+		} {
+			key := "key-" + strings.ReplaceAll(tc.name, " ", "-")
+			if tc.count == nil {
+				tc.count = func() int { return 0 }
+			}
+			before := tc.count()
+			first := e.do("POST", tc.path, "", tc.body, "Idempotency-Key", key)
+			if first.status != tc.status || first.header.Get("Idempotent-Replayed") != "" {
+				t.Fatalf("%s: first: %d %s (replayed %q)", tc.name, first.status, first.body, first.header.Get("Idempotent-Replayed"))
+			}
+			afterFirst := tc.count()
+			again := e.do("POST", tc.path, "", tc.body, "Idempotency-Key", key)
+			if again.status != tc.status || again.header.Get("Idempotent-Replayed") != "true" || string(again.body) != string(first.body) ||
+				again.header.Get("Location") != first.header.Get("Location") {
+				t.Errorf("%s: retry: %d %s (replayed %q), want the first answer replayed: %s", tc.name, again.status, again.body,
+					again.header.Get("Idempotent-Replayed"), first.body)
+			}
+			if tc.status == 201 && tc.name != "ablation" && (afterFirst != before+1 || tc.count() != afterFirst) {
+				t.Errorf("%s: %d → %d → %d created, want one", tc.name, before, afterFirst, tc.count())
+			}
+			other := e.do("POST", tc.path, "", tc.other, "Idempotency-Key", key)
+			if other.status != 422 || other.json(t)["code"] != "idempotency-key-reused" || other.json(t)["path"] != "Idempotency-Key" {
+				t.Errorf("%s: the key with another body: %d %s", tc.name, other.status, other.body)
+			}
+		}
+		// Without a key, a retried memory create is the conflict it always was.
+		if r := e.do("POST", "/v1/memories", "", `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":5}}`); r.status != 409 {
+			t.Errorf("a create retried without a key: %d, want 409", r.status)
+		}
+		// A dry run claims no key.
+		if r := e.do("POST", "/v1/memories?dryRun=true", "", `{"id":"notes","type":"episodic","strategy":{"kind":"window"}}`, "Idempotency-Key", "dry"); r.status != 200 {
+			t.Errorf("dry run with a key: %d %s", r.status, r.body)
+		}
+		if r := e.do("POST", "/v1/memories", "", `{"id":"notes","type":"episodic","strategy":{"kind":"window"}}`, "Idempotency-Key", "dry"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("the dry run's key on the real create: %d %s", r.status, r.body)
+		}
+	})
+}

@@ -14,7 +14,7 @@ import (
 
 func (h *handlers) CreateMemory(ctx context.Context, req gen.CreateMemoryRequestObject) (gen.CreateMemoryResponseObject, error) {
 	dryRun := deref(req.Params.DryRun)
-	m, err := h.svc.Memories.DefineMemory(ctx, tenantFrom(ctx), memoryParamsIn(*req.Body), dryRun)
+	m, wasReplayed, err := h.svc.Memories.DefineMemoryWithKey(ctx, tenantFrom(ctx), memoryParamsIn(*req.Body), dryRun, deref(req.Params.IdempotencyKey))
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +28,8 @@ func (h *handlers) CreateMemory(ctx context.Context, req gen.CreateMemoryRequest
 			Description: out.Description, ReadOnly: out.ReadOnly, TTLMs: out.TTLMs, Tier: out.Tier, Embedder: out.Embedder,
 			Projection: out.Projection, Corpus: out.Corpus, Flavor: out.Flavor, Scope: out.Scope}}, nil
 	}
-	return gen.CreateMemory201JSONResponse{Body: out, Headers: gen.CreateMemory201ResponseHeaders{Location: "/v1/memories/" + m.ID}}, nil
+	return gen.CreateMemory201JSONResponse{Body: out, Headers: gen.CreateMemory201ResponseHeaders{Location: "/v1/memories/" + m.ID,
+		IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
 }
 
 func (h *handlers) ListMemories(ctx context.Context, req gen.ListMemoriesRequestObject) (gen.ListMemoriesResponseObject, error) {

@@ -59,7 +59,7 @@ func (h *handlers) GetRecall(ctx context.Context, req gen.GetRecallRequestObject
 }
 
 func (h *handlers) IndexDocuments(ctx context.Context, req gen.IndexDocumentsRequestObject) (gen.IndexDocumentsResponseObject, error) {
-	indexed, err := h.svc.Recall.IndexDocuments(ctx, tenantFrom(ctx), req.MemoryID, documentsIn(*req.Body))
+	indexed, wasReplayed, err := h.svc.Recall.IndexDocumentsWithKey(ctx, tenantFrom(ctx), req.MemoryID, documentsIn(*req.Body), deref(req.Params.IdempotencyKey))
 	if err != nil {
 		return nil, err
 	}
@@ -68,5 +68,5 @@ func (h *handlers) IndexDocuments(ctx context.Context, req gen.IndexDocumentsReq
 		body.Indexed = append(body.Indexed, gen.IndexedDocument{ID: d.ID, Chunks: d.Chunks})
 		body.Chunks += d.Chunks
 	}
-	return gen.IndexDocuments200JSONResponse{Body: body}, nil
+	return gen.IndexDocuments200JSONResponse{Body: body, Headers: gen.IndexDocuments200ResponseHeaders{IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
 }

@@ -64,11 +64,12 @@ func (h *handlers) OpenRun(ctx context.Context, req gen.OpenRunRequestObject) (g
 	if maxOpen == 0 {
 		maxOpen = runs.DefaultMaxOpenRuns
 	}
-	r, err := h.svc.Runs.OpenRun(ctx, tenantFrom(ctx), p, maxOpen)
+	r, wasReplayed, err := h.svc.Runs.OpenRunWithKey(ctx, tenantFrom(ctx), p, maxOpen, deref(req.Params.IdempotencyKey))
 	if err != nil {
 		return nil, err
 	}
-	return gen.OpenRun201JSONResponse{Body: runOut(r), Headers: gen.OpenRun201ResponseHeaders{Location: "/v1/runs/" + r.ID}}, nil
+	return gen.OpenRun201JSONResponse{Body: runOut(r), Headers: gen.OpenRun201ResponseHeaders{Location: "/v1/runs/" + r.ID,
+		IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
 }
 
 func (h *handlers) ListRuns(ctx context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {

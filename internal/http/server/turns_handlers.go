@@ -12,6 +12,15 @@ import (
 
 var replayed = "true"
 
+// replayedHeader is the Idempotent-Replayed header of an answer: "true" for a replay, absent
+// otherwise.
+func replayedHeader(wasReplayed bool) *string {
+	if wasReplayed {
+		return &replayed
+	}
+	return nil
+}
+
 func (h *handlers) PostTurn(ctx context.Context, req gen.PostTurnRequestObject) (gen.PostTurnResponseObject, error) {
 	id := identity(ctx, req.ConversationID, req.Params.Principal)
 	res, err := h.svc.Turns.PostTurn(ctx, turnParamsIn(id, *req.Body, req.Params.IdempotencyKey))

@@ -109,6 +109,35 @@ func (s *Store) WriteTurn(ctx context.Context, w turns.TurnWrite) (turns.TurnOut
 	return turns.TurnOutcome{Turn: turn, Entries: out}, nil
 }
 
+// inOnce runs do under once's idempotency claim (none when once is nil), as WriteTurn does for
+// turns: a committed claim of the same request makes do not run and sets once.Replay; another
+// request's is core.ErrKeyReused; a claim in flight is waited for. do's error frees the key.
+func (s *Store) inOnce(ctx context.Context, tenant string, once *core.Once, do func() error) error {
+	if once == nil {
+		return do()
+	}
+	once.Replay = nil
+	c, replay, err := s.claimKey(ctx, tenant, once.Claim, normalise(once.Now))
+	if err != nil {
+		return err
+	}
+	if replay != nil {
+		once.Replay = replay
+		return nil
+	}
+	err = do()
+	s.es.keysMu.Lock()
+	if err != nil {
+		c.failed = true
+		delete(s.es.keys, [2]string{tenant, once.Claim.Key})
+	} else {
+		c.response = slices.Clone(once.Response)
+	}
+	close(c.done)
+	s.es.keysMu.Unlock()
+	return err
+}
+
 // claimKey claims an idempotency key, or waits for the write holding it and
 // returns that write's response (ErrKeyReused for another request).
 func (s *Store) claimKey(ctx context.Context, tenant string, ic turns.IdempotencyClaim, now time.Time) (*claim, []byte, error) {

@@ -157,7 +157,11 @@ func (s *Store) LookupEntry(ctx context.Context, tenant, namespace, memoryID, id
 }
 
 // SaveAblation records a rerun of a turn.
-func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a explain.Ablation) error {
+func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a explain.Ablation, once *core.Once) error {
+	return s.inOnce(ctx, tenant, once, func() error { return s.saveAblation(ctx, tenant, namespace, turn, a) })
+}
+
+func (s *Store) saveAblation(ctx context.Context, tenant, namespace string, turn int, a explain.Ablation) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

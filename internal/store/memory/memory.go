@@ -62,7 +62,11 @@ func New() *Store {
 
 // CreateMemory stores a copy of m. It returns memories.ErrMemoryExists if the tenant already
 // has a memory with m.ID.
-func (s *Store) CreateMemory(ctx context.Context, m core.Memory) error {
+func (s *Store) CreateMemory(ctx context.Context, m core.Memory, once *core.Once) error {
+	return s.inOnce(ctx, m.Tenant, once, func() error { return s.createMemory(ctx, m) })
+}
+
+func (s *Store) createMemory(ctx context.Context, m core.Memory) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

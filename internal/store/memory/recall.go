@@ -167,7 +167,11 @@ func (s *Store) GetRecall(ctx context.Context, tenant, id string) (recall.Recall
 }
 
 // PutDocuments replaces the chunks of docIDs in a corpus memory.
-func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error {
+func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry, once *core.Once) error {
+	return s.inOnce(ctx, tenant, once, func() error { return s.putDocuments(ctx, tenant, memoryID, docIDs, chunks) })
+}
+
+func (s *Store) putDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

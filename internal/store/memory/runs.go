@@ -32,7 +32,11 @@ func (s *Store) runTable() *runStore {
 
 func runNotFound(id string) error { return &core.NotFoundError{What: "run", ID: id} }
 
-func (s *Store) CreateRun(ctx context.Context, r runs.Run, admit func(open int) error) error {
+func (s *Store) CreateRun(ctx context.Context, r runs.Run, admit func(open int) error, once *core.Once) error {
+	return s.inOnce(ctx, r.Tenant, once, func() error { return s.createRun(ctx, r, admit) })
+}
+
+func (s *Store) createRun(ctx context.Context, r runs.Run, admit func(open int) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -120,13 +120,19 @@ func (s *Store) LookupEntry(ctx context.Context, tenant, namespace, memoryID, id
 }
 
 // SaveAblation records a rerun of a turn.
-func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a explain.Ablation) error {
+func (s *Store) SaveAblation(ctx context.Context, tenant, namespace string, turn int, a explain.Ablation, once *core.Once) error {
 	excluded := a.Excluded
 	if excluded == nil {
 		excluded = []string{}
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO ablations (tenant, id, namespace, turn, excluded, answer, flipped, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, tenant, a.ID, namespace, turn, excluded, a.Answer, a.Flipped, a.CreatedAt)
+	err := s.inOnce(ctx, tenant, once, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO ablations (tenant, id, namespace, turn, excluded, answer, flipped, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, tenant, a.ID, namespace, turn, excluded, a.Answer, a.Flipped, a.CreatedAt)
+		return err
+	})
+	if errors.Is(err, core.ErrKeyReused) {
+		return err
+	}
 	return translate(err, "save ablation", "", "")
 }
 

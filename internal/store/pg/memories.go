@@ -13,13 +13,24 @@ import (
 // CreateMemory stores m. It returns memories.ErrMemoryExists if the
 // tenant already has a memory with m.ID: a plain INSERT, so of any number of concurrent
 // creates of one id exactly one wins and the primary key refuses the rest.
-func (s *Store) CreateMemory(ctx context.Context, m core.Memory) error {
+func (s *Store) CreateMemory(ctx context.Context, m core.Memory, once *core.Once) error {
 	args, err := memoryArgs(m)
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO memories (`+memoryColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, args...)
+	const insert = `INSERT INTO memories (` + memoryColumns + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+	if once == nil {
+		_, err = s.pool.Exec(ctx, insert, args...)
+	} else {
+		err = s.inOnce(ctx, m.Tenant, once, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, insert, args...)
+			return err
+		})
+	}
+	if errors.Is(err, core.ErrKeyReused) {
+		return err
+	}
 	// The one unique key of memories is (tenant, id): a unique violation, whatever the
 	// constraint is called (Citus suffixes it per shard), is the id taken.
 	if isUniqueViolation(err) {

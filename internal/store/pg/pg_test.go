@@ -68,7 +68,7 @@ func TestLockTimeoutIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if err := s.CreateMemory(ctx, memory(t, "acme", "chat")); err != nil {
+	if err := s.CreateMemory(ctx, memory(t, "acme", "chat"), nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -127,7 +127,7 @@ func TestDeletePurge(t *testing.T) {
 	conn := connect(t, dsn)
 
 	for _, m := range []core.Memory{memory(t, "acme", "chat"), memory(t, "acme", "facts"), memory(t, "other", "chat")} {
-		if err := s.CreateMemory(ctx, m); err != nil {
+		if err := s.CreateMemory(ctx, m, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -277,7 +277,7 @@ func TestMigrationsDownAndUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.CreateMemory(ctx, memory(t, "acme", "chat")); err != nil {
+	if err := s.CreateMemory(ctx, memory(t, "acme", "chat"), nil); err != nil {
 		t.Fatalf("CreateMemory on the re-migrated schema: %v", err)
 	}
 }

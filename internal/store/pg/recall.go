@@ -531,7 +531,7 @@ func (s *Store) GetRecall(ctx context.Context, tenant, id string) (recall.Recall
 // transaction: every existing chunk `<docId>#<n>` of each document goes, then the new chunks
 // are written. The corpus's vector fingerprint is recorded by the first write and checked by
 // every later one (a *core.FingerprintMismatch), as turn writes do.
-func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry) error {
+func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docIDs []string, chunks []core.Entry, once *core.Once) error {
 	// The fingerprint is recorded or checked in its own short statement pair, before the long
 	// (HNSW-maintaining) insert: a fingerprint never changes once recorded, so concurrent
 	// indexers of one corpus need not queue behind each other's inserts. The first writes race
@@ -554,7 +554,7 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 		}
 		break // one chunk's vector speaks for the batch: they share one embedder
 	}
-	err := s.tx(ctx, func(t pgx.Tx) error {
+	err := s.inOnce(ctx, tenant, once, func(t pgx.Tx) error {
 		// The replaced chunks go first, returning their terms, so that the corpus's statistics
 		// take the difference: one upsert per term, in byte order, so that concurrent indexers of
 		// one corpus lock the rows they share in the same order and cannot deadlock.
@@ -604,6 +604,9 @@ func (s *Store) PutDocuments(ctx context.Context, tenant, memoryID string, docID
 		delta.queue(b, tenant, memoryID, core.CorpusNamespace)
 		return t.SendBatch(ctx, b).Close()
 	})
+	if errors.Is(err, core.ErrKeyReused) {
+		return err
+	}
 	if err != nil {
 		return translate(err, "put documents", "", "")
 	}

@@ -167,7 +167,7 @@ func putCorpus(t *testing.T, s *pg.Store, n int, model string) {
 		chunks[i] = core.Entry{Tenant: "acme", MemoryID: "docs", ID: fmt.Sprintf("d#%d", i), Kind: core.KindDocument,
 			Index: i, Value: []byte(`{"text":"x"}`), Embedding: testVector(i), EmbeddingModel: model}
 	}
-	if err := s.PutDocuments(t.Context(), "acme", "docs", []string{"d"}, chunks); err != nil {
+	if err := s.PutDocuments(t.Context(), "acme", "docs", []string{"d"}, chunks, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -201,7 +201,7 @@ func TestFilteredCorpusIsNeverShort(t *testing.T) {
 		chunks[i] = core.Entry{Tenant: "acme", MemoryID: "small", ID: fmt.Sprintf("s#%d", i), Kind: core.KindDocument,
 			Index: i, Value: []byte(`{"text":"x"}`), Embedding: v, EmbeddingModel: "m"}
 	}
-	if err := s.PutDocuments(ctx, "acme", "small", []string{"s"}, chunks); err != nil {
+	if err := s.PutDocuments(ctx, "acme", "small", []string{"s"}, chunks, nil); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.RankEntries(ctx, recall.RankQuery{Tenant: "acme", Namespace: "", MemoryID: "small",

@@ -177,7 +177,7 @@ func nullTime(t time.Time) *time.Time {
 func translateRun(err error, op, id string) error {
 	var ce *core.ConflictError
 	var le *core.LimitError
-	if errors.As(err, &ce) || errors.As(err, &le) {
+	if errors.As(err, &ce) || errors.As(err, &le) || errors.Is(err, core.ErrKeyReused) {
 		return err
 	}
 	return translate(err, op, "run", id)
@@ -185,8 +185,8 @@ func translateRun(err error, op, id string) error {
 
 // CreateRun stores a new open run. With admit, the tenant's open runs are counted under a
 // per-tenant advisory lock, so concurrent opens (from any process) see each other.
-func (s *Store) CreateRun(ctx context.Context, r runs.Run, admit func(open int) error) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+func (s *Store) CreateRun(ctx context.Context, r runs.Run, admit func(open int) error, once *core.Once) error {
+	err := s.inOnce(ctx, r.Tenant, once, func(tx pgx.Tx) error {
 		if admit != nil {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('footprint.runs/' || $1, 0))`, r.Tenant); err != nil {
 				return err

@@ -39,7 +39,7 @@ func createRun(t *testing.T, s *pg.Store, id string, maxEvents int) {
 	t.Helper()
 	r := runs.Run{Tenant: "acme", ID: id, MaxEvents: maxEvents, CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
 		Namespace: core.Identity{Tenant: "acme"}.Namespace()}
-	if err := s.CreateRun(t.Context(), r, nil); err != nil {
+	if err := s.CreateRun(t.Context(), r, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }

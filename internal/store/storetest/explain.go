@@ -117,7 +117,7 @@ func testExplainStore(t *testing.T, s app.Store) {
 			{ID: "abl_1", Excluded: []string{"memory:why#snap-1"}, Answer: "a", Flipped: true, CreatedAt: t0},
 			{ID: "abl_2", Excluded: []string{}, Answer: "b", Flipped: false, CreatedAt: t0.Add(time.Second)},
 		} {
-			if err := s.SaveAblation(ctx, "x7", "ns", 3, a); err != nil {
+			if err := s.SaveAblation(ctx, "x7", "ns", 3, a, nil); err != nil {
 				t.Fatalf("save %d: %v", i, err)
 			}
 		}

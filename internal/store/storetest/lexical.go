@@ -155,12 +155,12 @@ func testLexicalRanking(t *testing.T, s app.Store) {
 		}
 		// A first version of document c, replaced below: its terms must leave the statistics.
 		if err := s.PutDocuments(t.Context(), "lex-doc", "corpus", []string{"c"},
-			[]core.Entry{chunk("c", 0, "cherry cherry cherry apple", unit(1, 0)), chunk("c", 1, "cherry", unit(1, 0))}); err != nil {
+			[]core.Entry{chunk("c", 0, "cherry cherry cherry apple", unit(1, 0)), chunk("c", 1, "cherry", unit(1, 0))}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.PutDocuments(t.Context(), "lex-doc", "corpus", []string{"a", "b", "c"}, []core.Entry{
 			chunk("a", 0, texts["msg-1-0"], vecs["msg-1-0"]), chunk("b", 0, texts["msg-2-0"], vecs["msg-2-0"]),
-			chunk("c", 0, texts["msg-3-0"], vecs["msg-3-0"]), chunk("d", 0, texts["msg-4-0"], vecs["msg-4-0"])}); err != nil {
+			chunk("c", 0, texts["msg-3-0"], vecs["msg-3-0"]), chunk("d", 0, texts["msg-4-0"], vecs["msg-4-0"])}, nil); err != nil {
 			t.Fatal(err)
 		}
 		res := rank("lex-doc", "", "corpus", core.KindDocument, core.RankLexical, "cherry apple", unit(1, 0), 10)

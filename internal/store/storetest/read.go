@@ -153,7 +153,7 @@ func readTurns(t *testing.T, s app.Store) {
 	save("rcl_t2", id, 2, "")
 	save("rcl_other", core.Identity{Tenant: tenant, ConversationID: "d"}, 9, "")
 	run := runs.Run{Tenant: tenant, ID: "run-5", Namespace: ns, ConversationID: "c", Turn: 5, MaxEvents: 10, CreatedAt: t0}
-	if err := s.CreateRun(ctx, run, nil); err != nil {
+	if err := s.CreateRun(ctx, run, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	list := func(q turns.TurnQuery) []turns.TurnRecord {
@@ -294,7 +294,7 @@ func readRecalls(t *testing.T, s app.Store) {
 func readAblation(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	id := core.Identity{Tenant: "ra", ConversationID: "c"}
-	if err := s.SaveAblation(ctx, "ra", id.Namespace(), 3, explainAblation("abl_0123456789", t0)); err != nil {
+	if err := s.SaveAblation(ctx, "ra", id.Namespace(), 3, explainAblation("abl_0123456789", t0), nil); err != nil {
 		t.Fatal(err)
 	}
 	ns, turn, a, err := s.Ablation(ctx, "ra", "abl_0123456789")

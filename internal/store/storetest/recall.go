@@ -128,10 +128,10 @@ func testRecallStore(t *testing.T, s app.Store) {
 			return e
 		}
 		if err := s.PutDocuments(t.Context(), "docs", "corpus", []string{"a", "b"},
-			[]core.Entry{chunk("a", 0, 1), chunk("a", 1, 2), chunk("a", 2, 3), chunk("b", 0, 4)}); err != nil {
+			[]core.Entry{chunk("a", 0, 1), chunk("a", 1, 2), chunk("a", 2, 3), chunk("b", 0, 4)}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutDocuments(t.Context(), "docs", "corpus", []string{"a"}, []core.Entry{chunk("a", 0, 5)}); err != nil {
+		if err := s.PutDocuments(t.Context(), "docs", "corpus", []string{"a"}, []core.Entry{chunk("a", 0, 5)}, nil); err != nil {
 			t.Fatal(err)
 		}
 		ids := list(t, s, "docs", "")
@@ -191,7 +191,7 @@ func testRankingEdges(t *testing.T, s app.Store) {
 			return e
 		}
 		if err := s.PutDocuments(t.Context(), "tie", "corpus", []string{"a", "b"},
-			[]core.Entry{chunk("a", 0), chunk("a", 1), chunk("b", 0), chunk("b", 1)}); err != nil {
+			[]core.Entry{chunk("a", 0), chunk("a", 1), chunk("b", 0), chunk("b", 1)}, nil); err != nil {
 			t.Fatal(err)
 		}
 		docs, err := s.RankEntries(t.Context(), recall.RankQuery{Tenant: "tie", Namespace: "", MemoryID: "corpus",
@@ -233,12 +233,12 @@ func testRankingEdges(t *testing.T, s app.Store) {
 		// Documents too.
 		doc := mkEntry("mdl", "", "corpus", core.KindDocument, "a#0", 0, 0)
 		doc.Embedding, doc.EmbeddingModel = same, "model-a"
-		if err := s.PutDocuments(t.Context(), "mdl", "corpus", []string{"a"}, []core.Entry{doc}); err != nil {
+		if err := s.PutDocuments(t.Context(), "mdl", "corpus", []string{"a"}, []core.Entry{doc}, nil); err != nil {
 			t.Fatal(err)
 		}
 		doc2 := doc
 		doc2.ID, doc2.EmbeddingModel, doc2.Embedding = "b#0", "model-a", []float32{1, 0, 0, 0}
-		err = s.PutDocuments(t.Context(), "mdl", "corpus", []string{"b"}, []core.Entry{doc2})
+		err = s.PutDocuments(t.Context(), "mdl", "corpus", []string{"b"}, []core.Entry{doc2}, nil)
 		if !errors.As(err, &fm) || fm.HaveDims != 3 || fm.GotDims != 4 {
 			t.Errorf("documents of another dimension: %v", err)
 		}
@@ -251,7 +251,7 @@ func testRankingEdges(t *testing.T, s app.Store) {
 		t.Parallel()
 		doc := mkEntry("iso-a", "", "corpus", core.KindDocument, "secret#0", 0, 0)
 		doc.Embedding, doc.EmbeddingModel = same, "m"
-		if err := s.PutDocuments(t.Context(), "iso-a", "corpus", []string{"secret"}, []core.Entry{doc}); err != nil {
+		if err := s.PutDocuments(t.Context(), "iso-a", "corpus", []string{"secret"}, []core.Entry{doc}, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, tenant := range []string{"iso-b", "iso-A", "iso-a "} {

@@ -42,7 +42,7 @@ func newRun(tenant, id string, maxEvents int) runs.Run {
 
 func mustOpenRun(t *testing.T, s app.Store, r runs.Run) {
 	t.Helper()
-	if err := s.CreateRun(t.Context(), r, nil); err != nil {
+	if err := s.CreateRun(t.Context(), r, nil, nil); err != nil {
 		t.Fatalf("CreateRun(%s/%s): %v", r.Tenant, r.ID, err)
 	}
 }
@@ -130,7 +130,7 @@ func runsOpen(t *testing.T, s app.Store) {
 		got.NextIndex != 0 || got.Namespace != r.Namespace {
 		t.Errorf("GetRun = %+v, want %+v", got, r)
 	}
-	if err := s.CreateRun(t.Context(), newRun("acme", "open-1", 3), nil); !errors.Is(err, runs.ErrRunExists) {
+	if err := s.CreateRun(t.Context(), newRun("acme", "open-1", 3), nil, nil); !errors.Is(err, runs.ErrRunExists) {
 		t.Errorf("duplicate CreateRun = %v, want runs.ErrRunExists", err)
 	}
 	_, err = s.GetRun(t.Context(), "acme", "absent")
@@ -419,21 +419,21 @@ func runsList(t *testing.T, s app.Store) {
 func runsLimit(t *testing.T, s app.Store) {
 	ctx := t.Context()
 	for i := range 2 {
-		if err := s.CreateRun(ctx, newRun("limited", fmt.Sprintf("r%d", i), 10), atMost(2)); err != nil {
+		if err := s.CreateRun(ctx, newRun("limited", fmt.Sprintf("r%d", i), 10), atMost(2), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := s.CreateRun(ctx, newRun("limited", "r2", 10), atMost(2))
+	err := s.CreateRun(ctx, newRun("limited", "r2", 10), atMost(2), nil)
 	if !errors.Is(err, core.ErrTooManyRuns) {
 		t.Fatalf("third open run = %v, want ErrTooManyRuns", err)
 	}
-	if err := s.CreateRun(ctx, newRun("other", "r2", 10), atMost(2)); err != nil {
+	if err := s.CreateRun(ctx, newRun("other", "r2", 10), atMost(2), nil); err != nil {
 		t.Errorf("other tenant: %v", err)
 	}
 	if _, err := finishRun(ctx, s, "limited", "r0", false, rt0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateRun(ctx, newRun("limited", "r2", 10), atMost(2)); err != nil {
+	if err := s.CreateRun(ctx, newRun("limited", "r2", 10), atMost(2), nil); err != nil {
 		t.Errorf("after finishing one: %v", err)
 	}
 }

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) app.Store) {
 		{"Entries", testEntries},
 		{"Principals", testPrincipals},
 		{"TurnClaims", testTurnClaims},
+		{"CreateClaims", testCreateClaims},
 		{"Sweep", testSweep},
 		{"RecallStore", testRecallStore},
 		{"RankingEdges", testRankingEdges},
@@ -157,7 +158,7 @@ func assertMemory(t *testing.T, got, want core.Memory) {
 
 func mustCreate(t *testing.T, s app.Store, m core.Memory) {
 	t.Helper()
-	if err := s.CreateMemory(t.Context(), m); err != nil {
+	if err := s.CreateMemory(t.Context(), m, nil); err != nil {
 		t.Fatalf("CreateMemory(%s/%s): %v", m.Tenant, m.ID, err)
 	}
 }
@@ -226,7 +227,7 @@ func testCreateDuplicate(t *testing.T, s app.Store) {
 	mustCreate(t, s, first)
 	second := minimal(t, "acme", "chat")
 	second.Description = "the second one"
-	assertExists(t, s.CreateMemory(t.Context(), second), "second CreateMemory")
+	assertExists(t, s.CreateMemory(t.Context(), second, nil), "second CreateMemory")
 	assertMemory(t, mustGet(t, s, "acme", "chat"), first)
 }
 
@@ -459,7 +460,7 @@ func testConcurrentCreate(t *testing.T, s app.Store) {
 			m := minimal(t, "acme", "contested")
 			m.Description = fmt.Sprintf("writer %d", i)
 			<-start
-			errs[i] = s.CreateMemory(t.Context(), m)
+			errs[i] = s.CreateMemory(t.Context(), m, nil)
 		})
 	}
 	close(start)
@@ -533,7 +534,7 @@ func testCanceledContext(t *testing.T, s app.Store) {
 		name string
 		call func() error
 	}{
-		{"CreateMemory", func() error { return s.CreateMemory(ctx, minimal(t, "acme", "new")) }},
+		{"CreateMemory", func() error { return s.CreateMemory(ctx, minimal(t, "acme", "new"), nil) }},
 		{"GetMemory", func() error { _, err := s.GetMemory(ctx, "acme", "chat"); return err }},
 		{"ListMemories", func() error { _, err := s.ListMemories(ctx, "acme", "", 10); return err }},
 		{"UpdateMemory", func() error {

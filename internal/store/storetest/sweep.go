@@ -53,7 +53,7 @@ func testSweep(t *testing.T, s app.Store) {
 	if err := s.SaveRecall(t.Context(), "sweep", r); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveAblation(t.Context(), "sweep", "ns", 1, explain.Ablation{ID: "abl_old", Excluded: []string{}, CreatedAt: t0}); err != nil {
+	if err := s.SaveAblation(t.Context(), "sweep", "ns", 1, explain.Ablation{ID: "abl_old", Excluded: []string{}, CreatedAt: t0}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sw.Sweep(t.Context(), core.NewSweepPolicy(t0.Add(29*24*time.Hour), 0)); err != nil {
