@@ -44,6 +44,7 @@ const (
 	CodeRunExists            = "run-exists"
 	CodeRunFinished          = "run-finished"
 	CodeRateLimited          = "rate-limited"
+	CodePreconditionFailed   = "precondition-failed"
 )
 
 // ValidationError explains a refusal so that a caller can act on it: which
@@ -115,6 +116,16 @@ func (e *ConflictError) Error() string { return e.Detail }
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// PreconditionError refuses a change whose precondition (an HTTP If-Match)
+// no longer holds: the resource changed since the caller read it (412). It
+// unwraps to ErrConflict.
+type PreconditionError struct{ Detail string }
+
+func (e *PreconditionError) Error() string { return e.Detail }
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *PreconditionError) Unwrap() error { return ErrConflict }
 
 // ErrTooManyRuns: the tenant has as many open runs as allowed. It is carried
 // by a *LimitError.

@@ -1,6 +1,9 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"time"
 )
 
@@ -60,3 +63,12 @@ type Memory struct {
 
 // PrincipalScoped reports whether m keeps its entries per principal.
 func (m Memory) PrincipalScoped() bool { return m.Scope == ScopePrincipal }
+
+// Revision tags this version of the stored definition, for HTTP validators
+// (ETag, If-Match): it changes whenever the definition does (every replace
+// bumps Version and UpdatedAt) and differs for a memory deleted and defined
+// again under its id (CreatedAt). Opaque, 16 hex digits.
+func (m Memory) Revision() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "memory\x00%s\x00%d\x00%d\x00%d", m.ID, m.Version, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro()))
+	return hex.EncodeToString(sum[:8])
+}

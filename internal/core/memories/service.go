@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/footprint/footprint/internal/core"
@@ -142,6 +143,14 @@ func (s *Service) ListMemories(ctx context.Context, tenant, after string, limit 
 // version-conflict otherwise). The type may not change while entries could
 // exist under the old one: changing it is refused.
 func (s *Service) ReplaceMemory(ctx context.Context, tenant, id string, p strategies.MemoryParams, expectVersion *int64) (core.Memory, error) {
+	return s.ReplaceMemoryIfMatch(ctx, tenant, id, p, expectVersion, nil)
+}
+
+// ReplaceMemoryIfMatch is ReplaceMemory with an HTTP If-Match precondition: when ifMatch is
+// not nil, the replace happens only if the stored definition's Revision is one of ifMatch (or
+// ifMatch holds "*"), checked under the store's lock with the change; otherwise it is a
+// *core.PreconditionError and nothing changes.
+func (s *Service) ReplaceMemoryIfMatch(ctx context.Context, tenant, id string, p strategies.MemoryParams, expectVersion *int64, ifMatch []string) (core.Memory, error) {
 	if p.ID != "" && p.ID != id {
 		return core.Memory{}, &core.ValidationError{Code: core.CodeInvalidField, Site: fmt.Sprintf("replaceMemory[%s]", id), Path: "id",
 			Detail: fmt.Sprintf("the body's `id` (%s) differs from the path's (%q); a memory cannot be renamed — omit `id` or make them equal.", core.DescribeJSON(p.ID), id), Fix: id}
@@ -154,6 +163,9 @@ func (s *Service) ReplaceMemory(ctx context.Context, tenant, id string, p strate
 	now := s.stamp()
 	defer s.cache.invalidate(tenant)
 	return s.store.UpdateMemory(ctx, tenant, id, func(m *core.Memory) error {
+		if ifMatch != nil && !slices.Contains(ifMatch, "*") && !slices.Contains(ifMatch, m.Revision()) {
+			return &core.PreconditionError{Detail: fmt.Sprintf("memory %q changed since the representation your If-Match names (it is at version %d now); GET it again, re-apply your change and send its new ETag.", id, m.Version)}
+		}
 		if expectVersion != nil && *expectVersion != m.Version {
 			return &core.ConflictError{Code: "version-conflict", Detail: fmt.Sprintf("memory %q is at version %d, not %d; GET it again and re-apply your change.", id, m.Version, *expectVersion)}
 		}

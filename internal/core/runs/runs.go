@@ -2,6 +2,8 @@ package runs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -110,6 +112,16 @@ func (r Run) ClocksDisagree() bool {
 		return true
 	}
 	return false
+}
+
+// Revision tags the run's recording as it is now, for HTTP validators (ETag,
+// If-None-Match): it changes with every append (NextIndex), eviction
+// (Dropped) and finish, and differs for a run re-created under its id
+// (CreatedAt). Opaque, 16 hex digits.
+func (r Run) Revision() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "run\x00%s\x00%d\x00%d\x00%d\x00%d\x00%t\x00%t\x00%d",
+		r.ID, r.CreatedAt.UnixMicro(), r.NextIndex, r.Dropped, r.TruncatedEvents, r.Finished, r.Complete, r.FinishedAt.UnixMicro()))
+	return hex.EncodeToString(sum[:8])
 }
 
 // EventTruncation records the payload an event had before it was truncated.

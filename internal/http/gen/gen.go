@@ -536,6 +536,7 @@ const (
 	ProblemCodeMethodNotAllowed     ProblemCode = "method-not-allowed"
 	ProblemCodeMissingRequirement   ProblemCode = "missing-requirement"
 	ProblemCodeNotFound             ProblemCode = "not-found"
+	ProblemCodePreconditionFailed   ProblemCode = "precondition-failed"
 	ProblemCodeRateLimited          ProblemCode = "rate-limited"
 	ProblemCodeRunExists            ProblemCode = "run-exists"
 	ProblemCodeRunFinished          ProblemCode = "run-finished"
@@ -586,6 +587,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeMissingRequirement:
 		return true
 	case ProblemCodeNotFound:
+		return true
+	case ProblemCodePreconditionFailed:
 		return true
 	case ProblemCodeRateLimited:
 		return true
@@ -4196,6 +4199,9 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IfMatch defines model for IfMatch.
+type IfMatch = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -4323,6 +4329,15 @@ type NotFound = Problem
 // embedder's id) and `upstreamStatus` (the provider's HTTP status,
 // absent when no response arrived).
 type PayloadTooLarge = Problem
+
+// PreconditionFailed An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
+type PreconditionFailed = Problem
 
 // RateLimited An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -4763,6 +4778,23 @@ type DeleteMemoryParams struct {
 	Purge *bool `form:"purge,omitempty" json:"purge,omitempty"`
 }
 
+// GetMemoryParams defines parameters for GetMemory.
+type GetMemoryParams struct {
+	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
+	// or `*`). When it still matches, the answer is a bodiless 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ReplaceMemoryParams defines parameters for ReplaceMemory.
+type ReplaceMemoryParams struct {
+	// IfMatch The `ETag` of the representation the change was made against (or a
+	// comma-separated list of them, or `*` for any). When the resource no
+	// longer matches — someone changed it since — the change is refused
+	// with 412 `precondition-failed` and nothing is stored. Entity tags
+	// are compared strongly: a weak one (`W/"…"`) never matches.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // IndexDocumentsParams defines parameters for IndexDocuments.
 type IndexDocumentsParams struct {
 	// IdempotencyKey Makes a retry safe, on every POST that creates (turns, memories,
@@ -4803,6 +4835,13 @@ type ListPrincipalEntriesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetRecallParams defines parameters for GetRecall.
+type GetRecallParams struct {
+	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
+	// or `*`). When it still matches, the answer is a bodiless 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// ConversationID Only the runs recorded for this conversation.
@@ -4839,6 +4878,13 @@ type OpenRunParams struct {
 	// claims no key. 1 to 255 printable ASCII characters, no spaces; a
 	// UUID is a good choice.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetRunParams defines parameters for GetRun.
+type GetRunParams struct {
+	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
+	// or `*`). When it still matches, the answer is a bodiless 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListRunEventsParams defines parameters for ListRunEvents.
@@ -5179,10 +5225,10 @@ type ServerInterface interface {
 	DeleteMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params DeleteMemoryParams)
 	// GetMemory Read a memory
 	// (GET /v1/memories/{memoryId})
-	GetMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID)
+	GetMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params GetMemoryParams)
 	// ReplaceMemory Replace a memory
 	// (PUT /v1/memories/{memoryId})
-	ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID)
+	ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params ReplaceMemoryParams)
 	// IndexDocuments Index documents into a corpus
 	// (POST /v1/memories/{memoryId}/documents)
 	IndexDocuments(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params IndexDocumentsParams)
@@ -5194,7 +5240,7 @@ type ServerInterface interface {
 	ListPrincipalEntries(w http.ResponseWriter, r *http.Request, principal PrincipalPath, params ListPrincipalEntriesParams)
 	// GetRecall Read a recall receipt
 	// (GET /v1/recalls/{recallId})
-	GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID)
+	GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID, params GetRecallParams)
 	// ListRuns List runs
 	// (GET /v1/runs)
 	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
@@ -5203,7 +5249,7 @@ type ServerInterface interface {
 	OpenRun(w http.ResponseWriter, r *http.Request, params OpenRunParams)
 	// GetRun Read a run recording
 	// (GET /v1/runs/{runId})
-	GetRun(w http.ResponseWriter, r *http.Request, runID RunID)
+	GetRun(w http.ResponseWriter, r *http.Request, runID RunID, params GetRunParams)
 	// GetRunContext Read the context a run showed the model, call by call
 	// (GET /v1/runs/{runId}/context)
 	GetRunContext(w http.ResponseWriter, r *http.Request, runID RunID)
@@ -5356,13 +5402,13 @@ func (_ Unimplemented) DeleteMemory(w http.ResponseWriter, r *http.Request, memo
 
 // GetMemory Read a memory
 // (GET /v1/memories/{memoryId})
-func (_ Unimplemented) GetMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+func (_ Unimplemented) GetMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params GetMemoryParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
 // ReplaceMemory Replace a memory
 // (PUT /v1/memories/{memoryId})
-func (_ Unimplemented) ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+func (_ Unimplemented) ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params ReplaceMemoryParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -5386,7 +5432,7 @@ func (_ Unimplemented) ListPrincipalEntries(w http.ResponseWriter, r *http.Reque
 
 // GetRecall Read a recall receipt
 // (GET /v1/recalls/{recallId})
-func (_ Unimplemented) GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID) {
+func (_ Unimplemented) GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID, params GetRecallParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -5404,7 +5450,7 @@ func (_ Unimplemented) OpenRun(w http.ResponseWriter, r *http.Request, params Op
 
 // GetRun Read a run recording
 // (GET /v1/runs/{runId})
-func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, runID RunID) {
+func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, runID RunID, params GetRunParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -6699,8 +6745,32 @@ func (siw *ServerInterfaceWrapper) GetMemory(w http.ResponseWriter, r *http.Requ
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetMemoryParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetMemory(w, r, memoryID)
+		siw.Handler.GetMemory(w, r, memoryID, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6725,8 +6795,32 @@ func (siw *ServerInterfaceWrapper) ReplaceMemory(w http.ResponseWriter, r *http.
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReplaceMemoryParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-Match", Err: err})
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ReplaceMemory(w, r, memoryID)
+		siw.Handler.ReplaceMemory(w, r, memoryID, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6934,8 +7028,32 @@ func (siw *ServerInterfaceWrapper) GetRecall(w http.ResponseWriter, r *http.Requ
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRecallParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetRecall(w, r, recallID)
+		siw.Handler.GetRecall(w, r, recallID, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -7073,8 +7191,32 @@ func (siw *ServerInterfaceWrapper) GetRun(w http.ResponseWriter, r *http.Request
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetRun(w, r, runID)
+		siw.Handler.GetRun(w, r, runID, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -7685,6 +7827,15 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers PayloadTooLargeResponseHeaders
+}
+
+type PreconditionFailedResponseHeaders struct {
+	XRequestID *string
+}
+type PreconditionFailedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers PreconditionFailedResponseHeaders
 }
 
 type RateLimitedResponseHeaders struct {
@@ -8763,6 +8914,7 @@ type RecallResponseObject interface {
 }
 
 type Recall200ResponseHeaders struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -8778,6 +8930,7 @@ func (response Recall200JSONResponse) VisitRecallResponse(w http.ResponseWriter)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
@@ -10656,6 +10809,7 @@ func (response CreateMemory200JSONResponse) VisitCreateMemoryResponse(w http.Res
 }
 
 type CreateMemory201ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed *string
 	Location           string
 	XRequestID         *string
@@ -10673,6 +10827,7 @@ func (response CreateMemory201JSONResponse) VisitCreateMemoryResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
@@ -11015,6 +11170,7 @@ func (response DeleteMemory503ApplicationProblemPlusJSONResponse) VisitDeleteMem
 
 type GetMemoryRequestObject struct {
 	MemoryID MemoryID `json:"memoryId"`
+	Params   GetMemoryParams
 }
 
 type GetMemoryResponseObject interface {
@@ -11022,6 +11178,7 @@ type GetMemoryResponseObject interface {
 }
 
 type GetMemory200ResponseHeaders struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -11037,12 +11194,24 @@ func (response GetMemory200JSONResponse) VisitGetMemoryResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetMemory304Response = NotModifiedResponse
+
+func (response GetMemory304Response) VisitGetMemoryResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetMemory400ApplicationProblemPlusJSONResponse struct {
@@ -11170,6 +11339,7 @@ func (response GetMemory503ApplicationProblemPlusJSONResponse) VisitGetMemoryRes
 
 type ReplaceMemoryRequestObject struct {
 	MemoryID MemoryID `json:"memoryId"`
+	Params   ReplaceMemoryParams
 	Body     *ReplaceMemoryJSONRequestBody
 }
 
@@ -11178,6 +11348,7 @@ type ReplaceMemoryResponseObject interface {
 }
 
 type ReplaceMemory200ResponseHeaders struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -11193,6 +11364,7 @@ func (response ReplaceMemory200JSONResponse) VisitReplaceMemoryResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
@@ -11274,6 +11446,25 @@ func (response ReplaceMemory409ApplicationProblemPlusJSONResponse) VisitReplaceM
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplaceMemory412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response ReplaceMemory412ApplicationProblemPlusJSONResponse) VisitReplaceMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11912,6 +12103,7 @@ func (response ListPrincipalEntries503ApplicationProblemPlusJSONResponse) VisitL
 
 type GetRecallRequestObject struct {
 	RecallID RecallID `json:"recallId"`
+	Params   GetRecallParams
 }
 
 type GetRecallResponseObject interface {
@@ -11919,6 +12111,7 @@ type GetRecallResponseObject interface {
 }
 
 type GetRecall200ResponseHeaders struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -11934,12 +12127,24 @@ func (response GetRecall200JSONResponse) VisitGetRecallResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetRecall304Response = NotModifiedResponse
+
+func (response GetRecall304Response) VisitGetRecallResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetRecall400ApplicationProblemPlusJSONResponse struct {
@@ -12211,6 +12416,7 @@ type OpenRunResponseObject interface {
 }
 
 type OpenRun201ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed *string
 	Location           string
 	XRequestID         *string
@@ -12228,6 +12434,7 @@ func (response OpenRun201JSONResponse) VisitOpenRunResponse(w http.ResponseWrite
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
@@ -12414,7 +12621,8 @@ func (response OpenRun503ApplicationProblemPlusJSONResponse) VisitOpenRunRespons
 }
 
 type GetRunRequestObject struct {
-	RunID RunID `json:"runId"`
+	RunID  RunID `json:"runId"`
+	Params GetRunParams
 }
 
 type GetRunResponseObject interface {
@@ -12422,6 +12630,7 @@ type GetRunResponseObject interface {
 }
 
 type GetRun200ResponseHeaders struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -12437,12 +12646,24 @@ func (response GetRun200JSONResponse) VisitGetRunResponse(w http.ResponseWriter)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetRun304Response = NotModifiedResponse
+
+func (response GetRun304Response) VisitGetRunResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.XRequestID != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetRun400ApplicationProblemPlusJSONResponse struct {
@@ -13150,6 +13371,7 @@ type FinishRunResponseObject interface {
 }
 
 type FinishRun200ResponseHeaders struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -13165,6 +13387,7 @@ func (response FinishRun200JSONResponse) VisitFinishRunResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.XRequestID != nil {
 		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestID))
 	}
@@ -14375,10 +14598,11 @@ func (sh *strictHandler) DeleteMemory(w http.ResponseWriter, r *http.Request, me
 }
 
 // GetMemory operation middleware
-func (sh *strictHandler) GetMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+func (sh *strictHandler) GetMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params GetMemoryParams) {
 	var request GetMemoryRequestObject
 
 	request.MemoryID = memoryID
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.GetMemory(ctx, request.(GetMemoryRequestObject))
@@ -14401,10 +14625,11 @@ func (sh *strictHandler) GetMemory(w http.ResponseWriter, r *http.Request, memor
 }
 
 // ReplaceMemory operation middleware
-func (sh *strictHandler) ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID) {
+func (sh *strictHandler) ReplaceMemory(w http.ResponseWriter, r *http.Request, memoryID MemoryID, params ReplaceMemoryParams) {
 	var request ReplaceMemoryRequestObject
 
 	request.MemoryID = memoryID
+	request.Params = params
 
 	var body ReplaceMemoryJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -14521,10 +14746,11 @@ func (sh *strictHandler) ListPrincipalEntries(w http.ResponseWriter, r *http.Req
 }
 
 // GetRecall operation middleware
-func (sh *strictHandler) GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID) {
+func (sh *strictHandler) GetRecall(w http.ResponseWriter, r *http.Request, recallID RecallID, params GetRecallParams) {
 	var request GetRecallRequestObject
 
 	request.RecallID = recallID
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.GetRecall(ctx, request.(GetRecallRequestObject))
@@ -14606,10 +14832,11 @@ func (sh *strictHandler) OpenRun(w http.ResponseWriter, r *http.Request, params 
 }
 
 // GetRun operation middleware
-func (sh *strictHandler) GetRun(w http.ResponseWriter, r *http.Request, runID RunID) {
+func (sh *strictHandler) GetRun(w http.ResponseWriter, r *http.Request, runID RunID, params GetRunParams) {
 	var request GetRunRequestObject
 
 	request.RunID = runID
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.GetRun(ctx, request.(GetRunRequestObject))
@@ -14814,1076 +15041,1085 @@ func (sh *strictHandler) GetStrategy(w http.ResponseWriter, r *http.Request, kin
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3bkhvJ0S4KvkpYapmxSkqAONUJZW3abDb771KTbKpYrdavBqczChkopJiIhDISLEK0WrauxvbcLltm",
-	"+wlm7ucVZr/J/yRjfojIyETiVCy22FqUydgFIA9x8PDwcP/88w/BOJvNM610YYLhh0C9l7N5qvDvJ9ep",
-	"LJJMX6qxTFP4JlZmnCdz+DIYBldTJSLJF0UiV/9YKFOEYiZjJeSkULkoFrkWfXErjZhnplDxUES302U0",
-	"0jk+1AhpRDFVgj7SrZPM3RgncSgmeTYTt1NZ4LdGdIXUseiN9G2eFSrET9KIZCIio+W81Y3gPqGzQqj3",
-	"iSna/H0vEokRudRvVSwmSW6KkYZ7Z4kxippRTHNlplkan5fPSoxIE2i7uE2KqciVNJke6Ui9H6eLWMUR",
-	"tYCu70figNr+yIjsVgupza3KQ3E7TcZTr6sj7XVznC1SavBUvlPCKKUP/beJKJWFyltweRSK66yYjvRC",
-	"m3GWqxjfzr1KJXT3it6iknkBrZciylW+0NFQqPfzVCY60Tcjze/W6h1MlHyrjEgKHHw31jx12WSichW3",
-	"RzoIA7OYzWS+5PnHB4ts4i5Pimm2KAQN3hD6NE30jRinSua1MQ7dr4kRif67GhcqDsLgnUwXCsRtnOl3",
-	"KjcoXxdxMAzMYj7P8qJ1ctLvBmEwzpUsVPykCIZBr9M7bnV7rd7xVed02O8OO732Wffob0EY8EQFw5+D",
-	"mZpl+XJ4O13+jloYvAkDenWSaRMMf34T0kUJrIGfPwTqXRIrPcb2yHiWFIWKn2YLXQTDThhcq0mWq6tF",
-	"roNhPwzGUsdJLAu+114fDCcyNSoMEuwEymLA71lix26nyyAMYBKDYTcMaNaDYXCt0uy25UYMhh/mPBh2",
-	"2r2TMCjwxb27cOO7uuvf1fPeZeU5sM/tbnluf/1z+95zS9EN7t74Y/Q0A1VTqGBY5AsVwnSbJFa5G2AY",
-	"0SyfL8yz2bxYuhbEyUxpQ/PVPx2EgZpdqzhWOTZjKs20nPQYZr2cahperWSuTPEiMcaO5D8WKl9+B7cO",
-	"AzOVvaPjYTxW18eD/mDcOx7Hg06v3z/qDo7H4+PjY9mVZ2dx77h3dHQy6Jyqs37nrN85PT1W/c5ZL+6f",
-	"daRSMBiKhLrsj1EyH09fZCCOoGzHBcxpkctC3cCaKrL59zABbsaHnfbJXRhMUvkuy4MhD3jTyM+UMfJG",
-	"sRCXz/wQvE10XD6bGvVTouPsNhh2O/W3hXQhTH9QLOfQ0LFcGJni9M3zRI+TuUyDYbAwKm+djPsq+HQD",
-	"CLoSO5mP01863T99c/l19/vjb/rfnn7X+RNekS+0lSCzNIWavcqz2Rx0gpPk/t1dGDzFTjzR8dOpLDbt",
-	"ab7aQdU2VSIrpioXdncMhSzwa1PIvHDqb4Cqd6TVPDFZnIxFNJ7KIhK3ONYClxIoWSNM8l7Y+RIHWt0q",
-	"U9CWJK6XIw2LKBRZGpdfJxpfOMe+HZ7jB5oWQZIgoliNE1wW0UgfwByKblhqW9FpnxziPlGqYYV62kyz",
-	"woS2eXYfo70xV+Msj025g/J+zUsI9862uNC4JwmrOeGSkbaqQ0xyeTMDCyMUf88SbXdSKa5Tqd+KNNEK",
-	"+hdR515lJkGLYqSzPIa9U+YKX0odfWSstVCo9zBeBZkM+McBXDdVMlb5SBe5fKdSQ2+DH2gobXMOQ2Ey",
-	"AdvfUoynC/0W96EC9+2RdrvCuch0uhS82eKFRoxlDkOeqyJP1DuZRmBkeNIHZsNI4zjfZn57zdohWNle",
-	"UaSGQtbmmeeJpgkEsdM+65INgkIBmzdJ3E576eC017yXdlv9zlXneNg9gr100D2BvbSyV9YXD3VTxeLR",
-	"zNy0uq3OI3EAAieOD4MmFZbE7tMQmv07vs29BxpeW9MvaBDQJlQyTxOV09pITHXhHvBwjQJ49Cg4HI70",
-	"aNHp9Mf8Q56l6qsRKrFRgAv4q1HQHQViMYftKf5qVBuIztHwqNvudQZ/GwX4JPVdEoo4E8tsIcw0mYsi",
-	"E0+llrH8I73pMb2KLg7u7sJtI9a1I3a014h1N41YU6elMYkppC7u2/P/VKYtXhdSxzKPsfNzMOTcALBB",
-	"eQTfnIjrhUm0MkbEcmna9xqbXilNgz3GprdZmrYLRG/TsJwOuyft437HDctTqcUFLEF9QyorVmmCCkbG",
-	"cQ4jkMGRQGRzpQVqtz/eczScpPT3Go2HkJT9huQ/Ybtc6CJJRVKgpJgh9f8H6L8JxTwZv6VNFr5ARTae",
-	"ZplR4lmcFHbk7ic2/VJsensMVP9jxaa/YYy6veGg2z7q99wYvVhy35+0up1BX8g8T96Ve8Q4l2M43Zlx",
-	"rpRuC5KyG1UIKXI1T+VYwX72x3uOkBOl7l4j9BCitN8wXTyaCZPBxiuv4ZBZTGXRFheP3ikUKBX7oyEu",
-	"XzxpHR31umgc+MN7LqSY52ouE7gBWiJSea1S2P4zjRbArVyC5lpmi1yomUzS3aUPDQIYXNqg3diGZEHg",
-	"br19nJ0t9zt31Fo71s/4iEqb4lwa6yjJJqv74nCkX8EV9gXWXVFp3lCMgoeSyWCkWyJXJksX+H77qzjI",
-	"F6kaim/kTN6oGBUjvEKmqAFYcYJPA9RmMZVa9Du4gQh5k6HpZp+US7TO8ZpcTRY6bh8Ke3Afig+jAHty",
-	"EY+C4Sig/oyCcBTA014neqy+YTU9giMxfA9twqur/RwFd9CdIstSQRbTL15nD9a/ib1GwdA+PG5lusUd",
-	"HgV3h+K//p//E1qazyTfbeWX74dpeg5iij+iUKoY2/MEXUxD8a9cHsFdGDhjGGTU+TKcw+Ksu3KuvdvD",
-	"23K8wb1Cpz9aP043eQdk0FoBnF1hxXzL5v//LloqDKrnqmB45Lma7AE53DienfuP52e6L66OysBziu0y",
-	"Kr0HlrLPyKxaHZy+59lr9DquDM6Dicy/xAJfHYGeHYHBbiPQfWDx+Neez1bHo2vH42iNv3hlPHaUiN/w",
-	"CX91lDp2lI7LUdrPCX7c7ARv8LeOJ9dH/fg47senE9ntqqPx6bh7dtSLj3rqaDxQk+vro7OTuD9Qk/G4",
-	"dyYn8dGkH/e6vUF33Dm57qw6rDsV3zQ7lbZ5o3lePXc0ep+K3/rsjvRI/xbW6kjvMlD/Cq26xwh+Ppvh",
-	"bsP5udg1ewzxb92qhZ4FQz4MY2yqIeblHOEm+acKhr1OGdSyUZrgLtx48OjudvBoCom6U3zTPvfl2P7l",
-	"2P4vP7ZvsFhWzu5NZ6JtwAZ/BaxCDjbAG44H94Q3rL6xv9sb+6f3NdE+BqfQiEg4HvxKBl7vEyES/ElY",
-	"Ywh+UX9f1N9noP52siJ+beTMgyz0FeTMn8+eDl6c/O373k+nV3DFgoAA+UK3+OfeXy+D8N8n4v7lxPbl",
-	"xPblxPaZnNign1/2/C97/mew55OVP0BQ6FQWtMFhYN2B755o4VCcvC5ZnBjM6ayECsYODgHO/l8Pqesc",
-	"Dftn7W6vD5C6VQBqrsbQb38xhOKdyq9lkcza67ED7HnNlYx/0Gl5ELmnXyQMWNls6wG0kmIC1SH9JpeT",
-	"ojauIgYVt9CPDKdGDHl3miQaT6DinUzx3EWJDTrLZzJNjPLSBUyR5SreMPKf7ZDi+PBx8hKhtYm+aUAh",
-	"I/QTgK4L3RbP3kHTeyJXLal1ttBjzlZxYEzQnwqv6ohJotKYskvwT9Q/SZkIMleyiIbirZojqJghtmDD",
-	"wtDqTJg0K9ojjdk9dGJN9E0kFhoWHr2l+8iIuVymmYwxQYRQwjBjZqSjD3EyMyHO3F1EiNx8ofFCnRV2",
-	"heNyiujOZ/Y1Jjqsw2CfiDEPmLCpJohcxpaYUGRa0ZdqRgpdsezQSKGzzZMUug3PoomO1Xt0eMxUIeHH",
-	"W5mmT9Ns/PaFCYbdk7PjTves3+kNunDg5Q4HQ3eKrRrt/evupDM+invqRJ5dn44H8bHqTjqyd90fD+Ij",
-	"dTw56Zx2z3qyfz0YH8XH6mRy2jnrut+3I4C22/Qwd95pBm9RybvGJcy43kHnb4ETVOzY+6LtsnHuQjdO",
-	"3e3j1DuqjpMTH/gAUsGOEBANOiY1+gz2b7eDnrTxNOU3u7et2YOzTu/fdHoH7bM+DhMtC+vAWjvZb8Jg",
-	"AvoWnjbJsgKOrEU7t4qq/a5L50YcpDRRusDhhI+pNAUqqvVN6fSgKZgysQ1ofhcGY3iy+SYx8iZXqtxU",
-	"V51xG3HtcZ7N5yp+xsu+EwZKx2tff9TudI6hlagmSvcebE5mWnr87edtj8GEg0tVyERzGy6c0tlhxGjy",
-	"ZvK9bf5Rp9NZ70lYf6LfMub9sy4upnyhx6A9vdFyttJdGJCaVvEzXeTLhl1rqoRRM6kLSH2ZyHFhIms8",
-	"qffzJFeUXqF0gUkilCLKpvJIH0RFkb4w0WEopnhIiPimJ0VEOY3v1LjIcjGWMz5BwNYib5QuHnHSxiyL",
-	"VSoOTkXpew1FkYm3Ss3xas7gEWaa5cXKXhP9kZr7FTYezi2940RjItlX5VY4FNIm75SpJbQcWiB9aaJi",
-	"29akwH2PLBa82t+M5HisjPHiTA0JjZ3eVXcw7PSH3U67d4wC4anVnzvtbi9sddr9bthpd07DTnswgM+d",
-	"oxAz21qddvcs7LRP+m+8G79BXXzqfQMOYJAnOZ6pll1D+GvrFNPpeCqoZSetTrfV6a60rIb2KHdYtpFm",
-	"5iYgyX+CXW/u69Hw6Kh90kV14W0QOCkBqfNYokq/CwOTLXKK2zkUiv2ryYBtHFA/S4bd0z9NlRa3CWTt",
-	"TFXlOALOij+WnkNYgKCvqkYwLpFvYfW/kjeqagM7KUM3GQpZmsyS4qteNOTkKswHg8wh6zwPSdJmWa5A",
-	"nsfZTPnt5iVF0UlfqDobM3uczyBYQU+Wm/4uU9f4xCZMSPPMrSiu086Tkysvfc/9telMUnl5w5R+Hp5m",
-	"59epCU34EDO3/6L7TczcA3l4Ni7aN2Gg1fvi6SI3eA5Uyz914r/+aXHx9+yfz5/+aX49u0zV04vjF991",
-	"2n+enb37y/tejue5b+W4cDuif24BfSXixBQJZltcL4XUsKkVuRwXbmc8cOpgnmeTJFXR4TneaogMQGeU",
-	"XAqbCc7suv2jv5/AwCuGOKq/JHHghGVCAcAt0tLrDgcn7bPOUU1auAsfJzD3kJOJRW902mdh8FbBBHh9",
-	"AzOXDRSYebAW4EeRxLBoSaja5SPZHbaq1WGqTaO7qDR8eFpdks31UphklqQyT4pliOohVhO5SAsjJiQZ",
-	"ib6fF+lk2O21O51BaROovIwsr/Fo2F10F5fGbnGvIxv3wtUONlww7B2d9Tr4P3fcsCO02a/k96k2+Fl+",
-	"kxWF0s+AxEJLsjrrRmj0H8+uxON33cf+wcA89pkjHqPP+XH/MbNh/NHZ0185axrSn9E8jb559vzZ1bMt",
-	"j2x8BDtReG8OLSWHIcIS5k1xGdYyV0Ll0qiYkrvzhR5pd/QCOdVZgc4c+BVVAmoWdqNBGnlWiEFncOhy",
-	"gUd6mmlliqWYpPLGCCOXxO2RGHGTYdK1KZSMwX+SKvkO31OIbFFwInuq4huV83vMNLs1Ilqh0Ig8D5Nt",
-	"kcjy5CbR4Ujr7FZEEzt10TnpbJ1xszEnukIEQnnWTVwjRs644zQ1RT1XHyxt96ohpW2Dnuk/si4qfkeq",
-	"JhWnELUF/rKKKtCZVngMpUMy/EZLmvkV8gWnQNvvPgRJoXLpwNHzRI2roIcaO8J1R8WdSXfSvz496vW7",
-	"x53J8dGkp/qDbjw4PT05Ojnr9+LBoBcfg9sh7qvT+ORMXZ8Nzq4H8fXYnerpnFZ1DZQaN4A5zhecs22/",
-	"r5yU8QTVejeoDPhr+pGOV8J/iHg3QP/Kml4NjmRPdgdnZ53jyXFP9fqn4+5p72zQPeurs+vja3U6iQdd",
-	"NZ50Omen4yM1USeqI2X/5GwymZw2sqA4IgF5nb1TVRKZ+jBYNM/p8YYxcRrRG40Vua4MRz2vr9uQ13eK",
-	"ae41oMybu7AiGb0vkvEvkIzuZykZb1bdWavuKt9g6gcgT1t5kRilQYqKtwCmayhkAqf8l5VICmwMpsL6",
-	"RAoRtiLfYXOr3B4lbuF8vFkDc1jlBrVpix4Z3IWVZlhqDN4bXSC4UFrqgri3kNmqyGzbDsp91GsO+2GS",
-	"vNKgw2ob6GUtemS1KSuTHOKGp/HFUyXIs5Ro2lBC2o9vy87SSK0MBjUPWgGDuFwrT9xGvKg1S4wB7w4I",
-	"CG2knB3pHuHuU+/nmVnkaF9Bc32KjrUvW6EOwlsvdMMuVpO+FV1Wl070NRZgvgZuaDain8zCzNW44F3V",
-	"o+shM3uNC+UJU7nMnQ9unWekkl76JUB7F+4zCv8bHTAajv/Tv+nLdJxcHF/M/jb9z/7lPy90p/22/6f4",
-	"TP75fVDK6HPZJKIgJ3CKFgdZjqboIUrrF9lcL5tvaEzR49noUbFedyblqvNsrXhU8OvDUPx9YQoBPdvP",
-	"+f7pvG29zrDTb3e7p/+7etvuwuBS3qxjYXtizYLbaWYUnzkTZSKh5UwZOtmBBERTqePrLHsbCVo/gojP",
-	"jsKRdipEdNpHhxRBApe6sxmJyuvRWnqykd7MTyY8ejIEznOjLE2ZJTnlM67JhJLjqUcyJjyOsZK3jN7H",
-	"3GUjvYa8rC2eFEWeXC8KJXAO2RwyYzln6IwU4zQzxPUpb8BST2IlJPX7kcFmQWtiNVkgvsZk1iDEn4gZ",
-	"9DpX8q0ZafCYZxNs+jWEZldxGpdP/oNnYYgDTeNbjje0ycaaEbZxvYT/EIQDEzNWDPgHoC/rd4eDQbtz",
-	"1tmBvsxZ8uTXN615libj5e86jyjeOC2KuRk+fsxRxPY4mz22EviY72nP40nDCaBK05TLmxoewD7md/VX",
-	"b2J+uXQtJh1hHOKaPosEgKL1J44CEWfjr0bBrt0ZBbh1McgXpDTRN1+NAguITAo1M6OAOvvVKIDuOhQq",
-	"/IahFtYjglGFYiy1uFYcQuFFl5TQyWxSQpYhBCPFJFfVSBx9u0hTi6Vk2Cl13pL0bCUmOe3X7Y3NxD61",
-	"8ezeTzh6pXCcHN9TOHagYNogCN1fQRBOjq0gXCr0GiDYDy+3+8l8mhWZICZdD0s/Vfg4cS3Hb8/FraJA",
-	"2rrYGwsPahIPbr+HRPQ8iTg5XpWIPahqelszRuNs/GOeBMOdRz4IAx7uYFgdbisqDXrDMyzsM4MwQCsU",
-	"/VD1jNQv6mS7OtkxYfK0kTvm00979x7T/kVRrFEUG0hPqtqiMUN1t8m2/ViZ7QtdqJyiXDJ13bXTbj8/",
-	"HmPC0YblvlcO7OBXTn09Wkl9HXQbM+J63f6ko07k6aQzPu51r7vHx7LfUcfdzun1dXd8ojqDbtzrnB4N",
-	"xp2+6vaOTq67/ePBaW9wfT0Y98erqa/dWuqr1Hp74uvR3co+3Tzqa5Jev2jYrRq2zIf6opEaNNID5qs6",
-	"t9rR3aoPbc+M1QdZn6vw5yfdb0+/6788ftX582pi6pfF9GUxfdQ54C4MXjP/fYO78apk2Lcs+V6hk9LJ",
-	"WNLuHw7xxfYLcmxQBh64udb5HndH+tXwu97O6iF4eXetktKwYoDP98cCVlkd7u+ixNhkcCvzWfARDsuy",
-	"NbjHgqeQDuq4RIKwckIjUQuGtSzJIFzNrETjjpMjK1gwyAL1zPCHTQMllP4NRZzLJFTUw/GCIm6YtnI6",
-	"6GD+gUyffi7IVhcSNDh2lILzkH7kInur9I+GYyyJni/AgOt3YaIWBX46PQbJyrL0qcPjyPwG61itzKVn",
-	"C6+muMJMqzzHDENrzmo5I9mp59Hio8wiLV7l6l2iboNhcJ/MWArrV93jVjM14cdhNX8Fa5kB4zU1ZSjp",
-	"DqNPoKcPHxgq/kUNfVFDX9TQ/wZqCAOyr/l88VQWMs1urNTX485oiY7tNZhQbAREvwzk0glY+UYk2rsE",
-	"B+Qc8T4j7SVmAcqUQsyROMDac/I6VULq5e1U5eqQy+2hPkz+qSJEvo50eSVcNRQRw2gigjdRlvk8zZYo",
-	"fVPMRhbPn79YyQK7us0c5IkjzdiHENeaMCqHuJjFsT5//kIgAv1mUUtK54OZVbbVIfteqTk1CtV0ZLAn",
-	"9rX/9T/+V1kfiohaanQEIecIZLm4VrLAq1yhKtMWT8R8kStBzBXUzBD+6/S0KVG3RVb2QFwvyDjXi9m1",
-	"yrmYYHIzLSxsHdcr5s+1iqw1U3GymGHVIdNGQBLO4xa0QP0nnioCAbmJtF6nuczlDNfQfzPjqZpJz6n2",
-	"d5PpFn3bzvKbx3EuJ8XjXqfXaXV7j/nyMJBxnJAr7VWezVVe4Kzwupp7X9lmo9fGFH4jV2XeHr1RupED",
-	"n/r4IeCxgu7Wb/wuuxUzqZdWtjjby049Zyu2KfEzmS0gU5pwLrNE82d3Xk90oW4UJaJAAc4kp5J32Ik3",
-	"7rLsGoNE5UUzzoJ/g86/OYpoJcga+Md/fhBe5CE8PMCNljno3ncqeLMaOwMvYq6wyCaCDCegGwUHlIup",
-	"cvAUUcgkHTLezhQWyxLRf8vlYQq5FLm8RU2ABbxIkLMUszoAg5jGlHvxw8tngoLwhOMDHQqhfyXnhOkj",
-	"CefVD/fe5klRKI0HTtwupTBzqeEn3JJwu9K17RO/mHPF07IYF6H3ZErBeeBcaIunmSmMkPR2bNsQWyWi",
-	"NJ1F4gA2vwxshtzTK7S8E8Pah3UgPiLCqp7JOCnSZfMKdKoSbK50FgyD2bIFf4TBjK21m3nRGmQtkDBy",
-	"xeCOfnwXNj2jXK34uOqStWvqX7pm/dbusmxxVOpie4GJEVKjit8+J+LAKEV5InIur5M0gdYd8kJ+rvRN",
-	"MQ2GQO04l0WhwNwM/h8/P2n9Tbb+2WmdvSn/bP/SevOhEx737/5bSXFgihwxoW7OmjZh/EkkJHw8CIaW",
-	"BKcjwbbVFi9h0ViFruJaG3udTsNrrVB4yu24aXRr+gyEvoI/20er+QrVf8+3AOvBNScLkSrYQXEmUK/a",
-	"N8OSSzMZq7gtnlwbpYtQFLcJZJazQtnYnF5jcyouyBWJ8cHwoCeq03CO1oM2CRgpdjdNjFg4QLXEZtam",
-	"47TTMB/31PeBv+zXK/9Ghf+G7UG7tqxheKEn2arrzC3BcrntZz592UO+7CFf9pAve8iXPeTfag/BHQSx",
-	"m5cL/bTMrlyTxgt5lo8xu+Qxp2IyGUwl8czqSuuMs9BbFTNRDDiRupTAZJnBSAtT3WKnRs05V1oeaaPG",
-	"mY5Z8cMcpFnh3ey/jkQitFtGootspDOtBKb6OaozTEYbim5U9zhcQv/sRnab5eCPYhVMUFqvgSFe5Lrn",
-	"mpBQDeYKaPZLauqX1NQvqalfUlN/ndTUuzAgrMnmg0GNQBXYdbUpvbvrjwBfXKZfXKb/pi5TWDp5pm8u",
-	"MQr3axCcEO9YrObF9KseGCQj/QQVlGoVyC1Cz6tlNIMhk2kXcLbrKrqdLqORptyrbij81KuTEM49lqg2",
-	"8tAyyGybL8k4y6UeaWmEZKYOFSPd60EEygU4RvCPnv2jH4WUTeWzyaLZVmkwphwVBl9B5134y4ge/t2n",
-	"R5SmYpKbYqTLBHPXFLLg4F4kqB3pblsgSW+XPA3MKjRVMp5jwj1kfcYqF1+3er3OySEHHc9LxsKRFsJR",
-	"tyBAjCKwdOSQ47GaFxthYW18wkVhSnRSxIQslMXFj7UDzj4K+AXpUGSKDyAMGCoolapxkWc6GRs4UXQH",
-	"XLBA97izvSFoVVs/gGoLUN47DWGZ6sVqsj3Sfb63H4oePZDZW2w/hp49Sw8wZUckjRNsU+KAvu1FAlSf",
-	"MkIWAigOS74bHk8mATYkD0KIfqcVyyUr9lFwq3isa6M7CtoCVyHOMIzWeCoTPRQRPTcSB9iCfkgkAMSE",
-	"zhwImDGH5tNIN3DkWPMcZtBS0nhGPbBf8kPasB3+3HnTxh+ic88H9MiIyCb8RzBFESbuR6FINOQ7Un7j",
-	"mDxjE/71QkfUUHqGG9tQ4KZBHi6W+JGOLPTy8uRF789nf/1+cHX8NcyDZzCEwhoRtXUudTzSRAEEvjql",
-	"C3yxc4Yt7TmMaBQEr21xECGzQRvXVzjS/BHNC258xJwWP3feRCE/hkg/hSq15RCEcaRZDBIyFrzZJ/ot",
-	"fKubMwpU24zSkbZ8or71GDIVuUtLlT4vRVLSMsFLRtoyXVfPoNbCGbpRAFemyhWShMJg3VaED/QssyPQ",
-	"XNt5w5nAaUOJSvQkXSBhahlwBmlIjB/vxsk2oAQIR2p1rELrS71HklNQlrSYbuEAy6zakzQBw89fYewI",
-	"7Q7c0LKcAu5SGgUprHAGh1mOE9QH+Ji2+I6oXdF4ymcqjkinlGxYAGNAO4tP4dBZoL+cJuMp6sZxlucq",
-	"tYkR8zx7n3BK8Eogn6CakMSRGBUL6WQBl/+5m7Iapaw7Uzc5EZp5o9aigOBFKyCgVajPwMf60KbhYX0u",
-	"99saxAE0hzwR3OrDKrKHtP4KqqfX63bCOs1IP1gB+vynMkOxTo36LSHfdwHfg/rHsj2oH/6xkGkyWTI6",
-	"iPmJLdrnstXvn3U8XBANSAPGZ4XJxIJ+YAHRXf6mbAo8woAPHjxgbfGNQ0u5zekmGyI4+4JbapFA0NM/",
-	"BvVDj3c+s9vwWqDQ4PS0BAodd3cACrEgeKdKFqgdwEEwkmtwQfibhQbhWDvwTyPd2YetjENNxMW9o6tu",
-	"Z9jpDQdH7dOTvdKvt5xW1zBYNB2G12bHPkQpmmrDwLT4wRNXcVBK3qFDnRUZwNEFnGjSTN+IOBMXRPRZ",
-	"ZFb+E1uMhpbpkKWvRceqFikxY8vS7KkcNhWcoYYjSmwMO0mGdWZGgWcZVuq4/Ge2wLXi2s25CrvpBdAG",
-	"2HOqA9Xvim/UWOERepes7eMVt8U+Obr7VHVt5Ez6JPVcv0jUJ5OoXRN3j9eUs99W6ZSkYq8ap72Tssbp",
-	"fmmXvYeuONo74b2z5hkdq+vjQX8w7h2P40Gn1+8fdQfH4/Hx8bHsyrOzuHfcOzo6GXRO1Vm/c9bvnJ4e",
-	"q37nrBf3zzpSqe1plw9VcZSG/xPWGv2yND/h0vwsq3A+iPCv5DT6B+smc/KLmfKbklybT/KFEvhL3PVL",
-	"3PVL3PWzpwTe2WtV0+M1J5ZVvMHQV7vBQ7qxdnJZdbunqy6rboPL6hPuAb5TqrvBKfVg227Nbuju44Y6",
-	"63jpav3TmhfqzRfK+3Va7B6Ls/twfN11ouxVZuzuUCDmrFKQ0wtciq6Lk+H1hGLWmYislWqitvhpKgtL",
-	"pGoDRMTIjaDkBMCshJRGDuyFfquzW72RZrvCYr0nFXT3rjIkTYTYIKe/4mKvpjD/Gkt7czWz7lXnbIhV",
-	"09r9bgdLJ34ynnBvt912rqnurZ+CX5xDjA276E4i9qFpTCBGRZGF7aOjs0Jxfdp6QGpJASyJOAk1FKcW",
-	"uEJb7yMKriemSPS4AMAnRCDH40VO4FPIEgBV2hbPMC7HdVka4nCJFj14dr8e0Stj4jYcJxqicdUpJf3e",
-	"9+bu6KTimEnV+2Qs01b2TuUpiv87lcfJuKBiohTQw0n89YZ2nBnoXKd92hXXqrhVyh/BOjLgwDrEBDjD",
-	"bFRxpiQ01ggzlVimkSrFHP7Lx/+0Wxl/Cx5qyTS50baycdMU+FT6d8Qqp3IMLj27kjdNhMsGLLgbW3w7",
-	"yxl6nsBewitNElOxUQiqwdwWpEW+mLReZlq1XshiPI0qiLZgFJyMu/HRdUedyf5kEEMOeuDjrmgbtRi1",
-	"Dz5mvds7bYKsX8RqNs9A019CBvxSxav9eUUtplmI4B1RSDF+rluRGFGiBDjRH+FlmWaQDNfQLmzhoci9",
-	"d7xsfa+W0dCBAWHHtSAHfHSRzBQFo8uRgEYEfk+VBlzaz/TDmwpaf9DU7+fZeA0kDIKdP14+F3NJABNo",
-	"M0fkRK7I/KlOC+DHbKTksWN+32FOekfHTW27lIV6nsySorlxGEXPEXY0k4mGMfvHIiukOLh4dvWtQABi",
-	"K1HFpAUYRTlPWiDzWBSzxbJ7OBzpaBRQXZBRcJ5/RZRO0GplCqrphF+p84J/IwS/4X0cF+Ni/FYh1CoB",
-	"1A1eHtVnqvKW/lnvvPiqF6wbj05n43i8olNL46jQEFjnmd+5f3AHrhe5sZ26rXWqyLgbIim2d+QfXw06",
-	"nfPb/Tuiinz5ZFKofLUPr8uW3EpQCETdlcMtEF3329LdIl8E0jw9HlRAm51G0OZPP/30ZFFMFahCWayh",
-	"o5DlFeAJxZehqbUwtbXwtZI5gsZkOvtqVNa9HgUfuSj+ekmyeRE3N5FFF7BGseXx4XUS/bXFN7cu4oiU",
-	"FpcSRg0djjSilm8TQ6AbuJtTyG6UVrB8IGMpNRmoaExvhO3zOlUzcZ3FS6rUn9sGRkzOzlfyk9LsBsno",
-	"63KFhDonf+u/GPz19PveX84uj66O/7P7U+fJ18EmVd6Ystb+Zdh686EbdnunTZlqd3eMZVYFb2BrhBFq",
-	"Vggq7m+ZXUyRKzmjqpniBvUhZ1qCkj4XrS7yJI00I48PCYdiSiAQUe7nXL+bHl8bDKDBSaABdBJwOAwE",
-	"OVaGw+GbW12vzHqii+OBD1w+63ROumdnvaPByaBzdtb1lkOrGcT81Dtefpuk64eHywp6x0O3yftH1Ory",
-	"qBHtN/W1dr71O/3fcjUJhsHvHsPBOdMwPYwwN4+fVm+rd2XdsvHfhuCxbC7/sVAiiQV5sBBoaHG2kAtr",
-	"lMFwSJZTVQgZiyQOhZHLw7a4wLM09MTM5VjFlIGLehMXhTtKWJDfSKM9kMRioWO49jYrL+In4ZdGgeQW",
-	"1Rab+mJqGl/YyDcM73qltO9wc7WbpmGOynI4kTUq5gAjyhYGWcVCsdCEAY7b4geaAxgwk9xoqBwmR3qM",
-	"txMOGXSXBOFUcSjslxAc1ze4hUjSaAJlS2R2DsKRRgtt0OmIKNGo/Vr03JX9bmvNnjXiS6OwRnUdAb3T",
-	"LNH2c3ejTTpefq8atvsX8q0iO7MA9SonWPWCte2rH15f0XCQ0WYobmdCYU20cKTpUBFn4wWXKrGQSXPY",
-	"Fj+RQwOm6K1aPgLX0ESBESoOegMxzRa5EddLp+hCEX37ww9Xry4vXl79cvHNsxevfrh69vLpf/5ydfU8",
-	"OixN3rdqWRa4h29GmncMcZDN+ZgektkJMw8byyHb0oS95XIiZGpTDfORTgrMvi8WlLc5k5jvWNrXRcsa",
-	"9kPBpjvcmC14gLCiifVCCXkjE33umlg2Woo4QQeWLuxWK/A4g9VOuLDKoNcTUeJZ9m/VspUruCKCjCCa",
-	"MI/AFTC7SapIEdj9wT2cIIOJhuMd5P+AXURZvAystYPj45QPshwda16RF2TkQgfbXOWwV6j4sC2+V0vD",
-	"S4YRuCPtaSoQZzQGbIMw85wzbcQT23P388Hg/fvDkR6nMpkhGdZbtWyLLjy6d3SEOq1APq0nr59eXIjx",
-	"VOZyDNswZkWhtjS4zH/88eIbOkfdZBlq4WS8YjT0J53x2fWZah3Lo35rIE9V6yw+Omr1Jt3rk3FHwdnQ",
-	"LlCy+csVWjt6rbVhj47qS9W3OUaj971uazR6f/IMLI7e0VGjxREGFxM4z+JxtuGorEUEh+jIoroFu29F",
-	"OZ1CinE2m8mW3QJikSbGUlXMwHrLRfR7SIH5iU07kpwZvFNxjq9/QL3O4gQJ/fqdwaqZ33jGbh5J/6y+",
-	"1lrr9BpPoBcaUeINOUkuRQ7g3KlxDk3Mr0F35CMj3qlxkeXiAE5qyNxxvbQJckP+kRPuZX6jDqtmiHvD",
-	"GiWecNt23Q2R8Nd2CI/X0hToxm+yO16jQdx6DbrkGRmZ4E0gqz1KYrdDYmYi2onkqX8Hy9hgvg/Xf8fb",
-	"X+OZvDTswSDTWo0LY9N00HTNlVmANYHJhLYidVJAzo0ocEuZw1sIIQJeORHhNSs7Y7fXWScR0O8WNqp1",
-	"8c360+GGhdX648/APQFG/NmaFbXGNwDcpgLy/ypzfbTGpEZ/QLNJfdTxLOjeDol/L5xru5ECgyt4iSSu",
-	"SiG7ShqMNOcrv695dqlcnAoa+Kr0YDe1UOkYk85WS7CWJhXatlYDGRHLQtrQh7Qbx7As7soOLDJqkbzA",
-	"NgEXJVUDM8peMtJssXnEGOvbAjuGe96QqoWPNPtbr5dsCdmdCfdbNqTtvr6SiJgtCiRZqMu67+9vEiPX",
-	"jJ11RTkXlZl5BQKwcXZCIakHkXtpxAauO9SC5qj0Lc8WMF2u+7O27UhV4vx+3E/kqv26dDGdteX4OPiI",
-	"CwP7Ju0vtmCwSIrqinFU/mdPBy9O/vZ976fTq+b+uJjS/VcQPwB7s1h7gMwXumFpO6bgs6e9v16uaeLi",
-	"Yw5g1CRo3BX65pvaBrvmI8OZ5DjE0TwzxRUGcL1BFgc2G9XvRL+x1S4TZKv/rdcdnAxO+8eDky0KFOH5",
-	"Zp5pQwngT/gw8jIrvs0WLhm8YLIfOQdyKbziMXuh/vB3Q65sL/t9TJBgnRWtSUZ5U34E3CWJjQJ5zUHH",
-	"r3tXJz8N/nr2ff/FKBBJ3bVBCWBNWMk2jwj757b4tDjmOOiAXZQUKDAvIYrDzeQBsp0zj8s+3O2+GvFe",
-	"Gt2qZLzMOHrEpzFZiCSuBvqdJwf7zD2uZUOzvwKucsqjLZ7wwZs2hEf2mTY5eaSdCr6VnGLnxZN8R+W6",
-	"HvLljz2HKHbSSs2Pep5nY2WMvLaCcE/RsQ6CSaLSivi4FN7ZwhQYgIN3yESLlz8+9442mCeAet3CpPYR",
-	"k6RgRZblse2cLz69Xik+F9RUYZu6IkLVvjyEGJHTmdRftijG2UxhEqpK0xYdMsWfXv/wEvksxlLDKF2X",
-	"uaLnI+0FvIYiqjSQbVk3zsz/XB3e85Fed9hGAQb7uB5mY2YrPNGTpDovxIMK49cy5m/2l0B8OQ9H6VOr",
-	"lRLB7303GBGRNDvAqrVPK7Lt3FVOuL3HJ5R5TCGBklYuMWbhKwl8R1u8LiTinWAdWBdLZJ1r5Upwb7yH",
-	"wuysSrx73FqR5ytgWvirP/GAV8cUIxncZZDcDaOGM1YbM+5O5THURFwGBwut3s+pXC1YdFD9FjB0AhyX",
-	"y0KJAaXVPsyocPvXjgl2wBuRV9aArBfJrtuXiaPJzMFZu2GM3D0VzYnHLlac1wrWKNsB5AAhf1Gncy5u",
-	"skIcdTqIBUve8zmMRcie3R5mrPyGrh2w8iJv1H4sJqf1AaNzKvO+VYThx6tvW6d7CFVk849+7r5pswqJ",
-	"qpKFjxQHVoROjs5J2JCLwI4xXkSmXZ5nuamCAe/7PFjQGcxdjjrRtvVx97HVdndv3IQ19OSjp++FTL1t",
-	"ZidhZ3zht7gHNq//KZ5DcBOi0yJuhCLOFI0TPKBhDvnJDaYCI27cxNmHgzvVQiNjNUk05hG2xTdJjJjB",
-	"mYL9i+9eRn9cM31MnbQUI4vtIct1oTkUpOLaTPFl/vTYrz52Sn6kUVhvhVSHCXfKB7JDnNN8ZsViuLIA",
-	"SQ+vCPRIo0Sfk2OU/f0sO7wiSk8/RQ9EBCOHBeS5rNhIzxDUSfY02StJEVpHB0Uu8Fa/aklpKgLvzEiv",
-	"1bOwu1tGR4RWwdCGTphK7CyGJafS1C4tuT9xQDlmtm6jH+nKTv+gltHTTE/SZHxfu4hWzLP3iSlMdQk/",
-	"5WgO7ikxn2vAPMqVjHmNqbhh7dIjW4qe6a3dJ3Z9jtBVNwoantcWr34kBq0KAsrOsmEXBi+0JL7fGjvz",
-	"1B41ybV2ZY1Vu3NX1mDxR95jC8WGoh1ugQ4yVYLvaRgu/qU1to+r2UFNY1bY54k+IS57bXGJkXNrMFI4",
-	"C6RgSYV4KBjsjV3Zoo8bwL9wS7z2r4zhSh8fTlWBZ1S5lzO85JaFlfQEVJvxJ5FPQ3640pdw8N1rcUBI",
-	"hAKXdvTqx6uIQF0ohiIpDkMR1bsVjTQ+Oa/LgL0yci/RGQLNVQ4qA6Og9EKr+mDKV2eyINorDQGYh1Qi",
-	"39jI9Uce9rEh8YKuUxc1o+AHrVyMHAccqZqtZccxr3XW3KolYB9lfu6/aUOUJzGiXj5zFIQiTd4q4V3d",
-	"wavb4hmEv/z2zORSyPlcybxke8dmeaum9tJ7OCAQ8eQG/GdbwfPNQ7ki7hCh/eQpMhBUJ+ACXk3WdJGV",
-	"5lIpkwjdphv3mIk1Wooe5waYnos4HTeIniMDh4XpmTmKZlz4A50heKCpuMyo5Kn4BrcOULUMwRZIdchN",
-	"IvuC3s6QBcbTAfIMX4el0OzB6AOTN1hPbK2idFKv4K1kDPgte/n61PgN5XzLw7wd/N2lStUhw2tFDabm",
-	"4cTsoRT4BmE490Hc7UafFjlAearXCx34dkAzg0WWxLzKDWmgkfZV0LnY2wk20iteMPEpnGDPOD3iWwSg",
-	"fJQr1mZatAjMUl/N9mcxCmQsRwF7swmhcr3EtenqJRws5hwR/+7q6pUYdLriRw0I3wzqMwA05ulUjd/i",
-	"ED95dYEYIK/Ggoe/QUXEOCnUxguj8F1UxyMoKVMwlVjex3Y56nhCb0dUuGFYEfvVkbLdfe2soe5DrIWo",
-	"9iYAa4hczbLCm4/CO5xppSilhaYlAXJUKQbv3wuzGE8pAHgtYzvmIciuPdXggIZUpRrPbmSMjDQjcG2h",
-	"CUoENod4pQ1woaCbbKZobS70As0FrvQH58HQOy5RtAxOW4wiCYXkP6tHMMePA7bNJePUxS0gb2BVT1U6",
-	"95IF7JA8Mk6YaFOgk9hIO/kkg8kQCi0iOY+8ALYbXJsUZCd4pD0gHJYpRLuyyMQYBLotXq6mmDzsgtdF",
-	"vvx0UTuE/ohRMDM3rbMW1V5ntwwaylDJxsPGItAAyZVRB3hR8yH5rdMse4s7eHWXHlVQtKOA5MeHHIDk",
-	"bIrCHyKe55xwD5kpXOqsx538X//j/xNRYSBIIqVsIhePoxyh8gW/tfgi5L8SUqsaZMSNq0wJbgSMiwPQ",
-	"DOQ3wWlVcQi0rInF+oL0TrL8JgP5PcSvdEY6hJ7bFk8M51sR8pVoOEGK7LKARL0VbudyfkFvjLSTj7AE",
-	"jlB65e1U4a6Jr6YtgHpLB7YapqV88IOutipM+BI3/Y+LdzbaEf4KxMmqmRMchCKviGdYrAJmzx1mGT1v",
-	"mPrnBtbhSN03a0HBOOWw1Uqh1S0CTcsDzyq6c1/TNJsrLedJeylnaWmbwreXi/UB2PK10CDhxm7VLm0e",
-	"5YcyT1dDnvX5CS1uKylKbHfIszbSDdPmpybGAJISuN2VcO4KdPkRFeAdUyisYbIedBHoQuVaps/yPMs/",
-	"Tvr5Sfcz0ipxJXqQIJynoKY1nlD4jQ819+y1JXuMsJ8wBaT07CTOslwJZzZRD85tkaJKplYVri/8BC/r",
-	"Yc4f+szw6ayHK2LHhoGon/5/a9sr7nU2F7fcRQlz04jB4Us/PQrnZVa8yOJkkjQlUsMo2V8Z7VxN9/Yy",
-	"xisQdjBdUZTPRxqKc4iF4biLGMvxlGrBe3nlK12yieqbuoLX3IUf1f1XcplmMr7Ksucyv/k4+BH0t1Vk",
-	"WQsR7BvhBur9WKnYiG5ncHp0cozRW3M/qe72S6n+Gp5dZJmwLVgR7VobH0qRVTpFmAHTnsn30KCvoW8R",
-	"1TaM6sUNCcL4QLLs8q4/0q7KZaFaKT+oMo1u0WK8DyNuhRFwvcDr4cDZ63SEy0ufI2oaMqXP2ZRKtOjy",
-	"V/eb8J4XG7nKMiqNY1/YNOeV7jzUjPMwwAqmHcp1Gbeq2rDINM1usc5FmXp2+eTq2S/PL15cXEXeMIUC",
-	"096phEXt4q9/vHx9FbnTO5cSifBDCzODI36KWVEoFY6CTUJVXuhLVKtM5d/pZr7c5tC3XN7yxrvLdPuP",
-	"VGsEhqbQ46fboSPrEbbejhFcpwwERejI5hymjlOquvPZakb2QZgoVeLeHRqFfv25++bjPdf/YmvgypW7",
-	"gUT/+gA2hkw4cg12w0hXhs/3D7lqFWWxEqQKu5U2TPmgdgNJ2K9j/VHXxKgxneC3Zw3WuNwqDpeabQi+",
-	"FVF1rYx0xZ9Ct4O69d0j4Rp0KT318BNIwkMEdnX2ZyJU82OKL1WCTZfstNPoU8bsJ0ap0RCUMLWd44rU",
-	"cvRzG/v8Ibk5IvwQUXCe34Nx/cxwml+lBXC84gbQMc7eQhskFknS2fpWu+BggAx8MeD7qRJNrIS8zrjE",
-	"4DiXY/BwmXGuMNjEFVKetLqdQf+Ppca0KOJ7gNdlmv7s+1M/v4Aer5912PWpNH6hRr56kuXAIVSL8MnC",
-	"zrSlhrJax0md/R3lbqQjmMOoeRIfdFUtdAmaur8lu9CNOKl8AW7zatLTKHBeJ7oFeB1oTNATBPdQDonV",
-	"Jgn5d1Ml3yks5wWeBpBV2IJSVfi8NPNk/FaAK6oUUj+f6v7woMuF3gCu8gbgIcSPRq6isatjxiUL6UN0",
-	"yEOYFDuOXPtBBejbRCdmep/DkOHrlK5BbJ7gd7y0AM1Ib4BhadC8MBT2kpXzcLMIuifKQhDLZbfV71x1",
-	"jofdo2Fn0D7r9P5GgTTMgNYZnT6I+4eHWzp5JeJP+ASRhfaDCJvXoUZxc7/DLNCHJwC0qg4kzQ0MpBSW",
-	"VhabLI2Q11KD2zZ+mCG1EuqGlpUWvfSrIl9gHUcPHlFOgksOKa/HaiN+fgj/8GsP7oNtJwuNcT3bZ1rB",
-	"9mN0OCzz7avSxiUPmZmrOrqusrCI7Pigs2yhHnqX+JVM8EbR+s1Z3nXlvYMrdqGtF1ZUnLAPN4m2YPYn",
-	"PKgX2fytl9FQLcNcS2EAGFn0R/F9Ysnax9KollHaJEXyTlkWZKxt7Eo9Xy/iG1U4Qm0o6hxaXJp6X+SS",
-	"ccdjCWbpdHmdJ1hu+R6H+bLO5Wfi3LeDic4NWfCgYmwP/jRgLSJExTk3hAENQlcTEuLhpOkqy15IvbxE",
-	"OtlP7AQFUxtKbWMdZkEkVYTtMezzg7AWbXVCwgWWJhJuIOw/sUj89j2hMBbSUBtwOA4W2u4Jh4Kq3Bvf",
-	"Ii59on6zwGbkAcNyqs3D9ZB7CLALfPEUfp6eQiaE2NtPyFlBTX7CT4EjAxH6dMIDgyBGwcmnx49BRYZR",
-	"ALLn7hWjklJmFKzixKrnOncbo5y0Ctdixrz2IWuYTcHOtDr8jRlWJF0uH4YlUBYVOgqxho1ipN1ADIXO",
-	"GJiVYEHsQoVCr3hM/eLbZIPTNUTcTpmasNf4122UlZH2JqMkb69C0FRORLsgRYs5C9NQSOzkSG+WB3HA",
-	"8nC4Th4qbSDzgd+f+JZnFchGQFxuATkdqPmybsfWwHMNBu1DK4SH8Ahb6OyLxMwsIZ+XQZgmSheOPI4Z",
-	"+ajjBC/2YDMomJlWTZkn9jWtmX3PuuyTiRwXZhRwwmjlzSMssTkKxEH/dFCCjc2hK+tQ9dBfo1OXOVse",
-	"lQ8rc1FGgRzPVMtqJ2xl63QUtMVf/BeXADDstJ/nAFMlIfQjXisdN7fX90Q5nj2z1pGHl3hbbnlL2/0J",
-	"1T3Te7ifLdnRbg5oB673Zm09vN5dBPKZrIFiVhPMcWmsoCfrYEnAPjRFHbaCM6+mq08f7cSUyQkTBMvX",
-	"JfWgo3ttbCSgAAnYB4BH1D5UfCanxD8i//awnVztwQEBP8qddp8Z/niQZsn90EAiUNMfaH+myF9cOnFc",
-	"Tdl9Mge9NVHGjvCwxC/DxR9Vf+uh0l/izoT5SS1uDIekMm1By/MyihSKSC/SNOL9SVYiUjrj17nw0s8/",
-	"d9rdXtjqtPvdsNPunIad9mAAnztHIdYBbnXa3bOw0z7pvwnhyW+aFro3KJ9YAPbPTeRvSEPWyT7G/oxX",
-	"s0NSYrdcP81007Z5/rn7hqbzhBNTDM21dykHlOCi0zYQiuZLr0W0m+MuwIoaJp6zZXSMtyEQGNtLuz3t",
-	"RriikZhC2Xc362mvrb/aDLrRWzuFfMXDOXZxHLczXPGBqJoLONJPs1iZoYhWNpCIIO8kSo+MvcJue87N",
-	"RpnWbIbUdn9vu6+lWIwl7/6HoReupIsjoLOvinBihIIi4KGj3NIZOa8LNdKWSDDLRZVigoQHUszX5SJS",
-	"bYRmcHpz0gDxf6M5XguzPqhp6af+fdRZc+E/yFvVaClJ7VIJpRHRE76Syw5w0RAqyfJWLW0Flvud2ro+",
-	"IUulTQ18LN7vDwbepN5gvUgQqFliEK1b8oxIP5+S0ze86fzpp59a9Zosm6a0XsLlI8FuP2r5TibpAxwz",
-	"6ttFPTvSp8VDGPOms8TCa9a29FdbF8ySiDMfNBLCcvolgR0HQhYFrHhzaAGlZprlRbpsiws+Z89Vbugk",
-	"OOa8WFnglnEtDZWKSphU2p10XS5jghEP9jVSm7DeWyZjsvofIkG232DDV0drvRnvX4c7RYHV0lZMd/h6",
-	"p/mqvvjjegMJJMlYiR83d6bah4fBJcRqrnSMlvJKr3mydXZrZaYBOTvSFjorIq+B0bA8P68+mTN802z8",
-	"FqsdjHSRwDYLUAZv66w+bzXreJwtUhK2a6wywc92zwor6cGD3hl8Pnr/nvtRnk4hlekanCvQaUXcDgeV",
-	"tFwsCWdfTO5UIFtZxQv/K2C7FZfJM10kxfKeGu1a5ur7RDcdam24iioLyFxhwApHAmvtJ1RmnzJtwhGK",
-	"L36j5onJ4mSM39rH4C8UBhwFdxvMZ3tDE9naskIwmF1DhUhHbQOti4hfkCQR+frKl0Jxi2o3VgOdJMTu",
-	"As6FWqSqdPbRW4EbFf1HaLmUqd9KJF4QogxBClqH18pAPIfjevAes46/b0tHm8nfqPI104cw64eLvQKF",
-	"PvAt3tX54ZbBAwRYyein2AKFiXbj+fDasNbkL3u38Zz+pBRaR5+2I6nlWn6/ZRuGzZM7wHam9uDkkVtC",
-	"fJPpLX1yy5Wxxud97IA/9ib1nuO+x1GZDb1LogafsYqpqotYzdNsCb+JVI7fEum7u34oXLzfZd0/f/7C",
-	"Mxcb5oZf2/KeUzeQIvfYqJx7xulqEaXpLOKFW7LcsscDXl9SM7h2iP/6H/+rPOHhfkPMXqhTqMsYI6Dr",
-	"BYZuOBP2wwjXXEXVgQpM/gmK8fjOxjAh081YvKQyhaMXeqfya1kkM2zzODOFQ6h6rEDNy/p4dVW303R2",
-	"P0HzM6/uI2Mv+GRQnbkVSWuaYKaN+jbLr/DyupzBQ8rwHtGCOKU9FIgcEZn2SZjoxOwLGN2m4u9X8Ckr",
-	"UJQSgkI3JfoGGoZ32Y0ueBNambVj36LQWd7CTlcwtbV2NXYmwn6UMg1+ef8uEBa+nJoeItVUKLjh5O3B",
-	"pp+7hyX2Hi6mwa1HiQfxxaF13xIdTju4x3bSxks/zZ6CgZW1gvfa6YCMqrnz8K+IXvM8PSCZlGN+3cGz",
-	"ZGeFonncRojKg30LviUYCJ8pBqKcoeUqpTx9lcahiCbJe5pnwhAijU7Basx7EePX0cY1SkUCTQnkc6TH",
-	"FzLNbhbKc2/Vt2JI1JzKuQLfkGV/db+BS6pxhCNxQIQplRXI1nZ1gUUVxxY5iLx3uS8alEgUWvfSOqcV",
-	"D92K2+qQQxfgz/Hqv31KMq0fS0LfFypOpFV7H+Gvcg9szeCJKzrotSXo4BqvInpKL2vBy4fCfx+8x1rV",
-	"6n3xeJ7K5J4A6e6R78ByjRTYyLUrdU13HjQjmc8BRukCh2NlAB4Md+eaXSmIsqaYjlcqHh30RAmd0MmN",
-	"S3c/aSiY9ZNXCNg+ph145WRjWahWkcxUUCko3htUKnZRva7BXYv+6JV/XNk/hit/jEZt+rN/97eGKl+w",
-	"tWI1tTVVd1zVf5HEfPqC7gt71zm5sXmZ2qr50LmkUDOzTRgu7OMv0C06k+8v6LauV9ha5rnElFwu5d84",
-	"wISaKOvvsX87LssCZ3lyk2iJdHH85OssS5XUwR3RN25uqxUOrgZUFub5OUC+TzeQZUNDTyreuLfS8THw",
-	"Sqk0lm/SZekcEhou4FQtl0tGdLUoUlOdnapkDQbVynBVQYP7y1rPbz50O+Ggc9coPa4Her4g3RjHuM3K",
-	"9JW3PDD3oGm524ImXMOfhMtF01ZXGc1us6zSb56Q3mRFu9pvPBR2HnwVQLqn8dKD+fvosHl5lCrkX7NI",
-	"ZFFdJV7tbMa02LVCxylpvMrMfwfEuK0YVl9HtXXhLQlXl8e2b9N6eJ7ot6axB7ki7IOMKaMDRKWyUBp1",
-	"s1HpZNdKflgf7i6k+lt73VPrPL6Un7O5s1S8pibo/GvDMPyQxsoUxAW1sxDZt12iKqnKUa9JjspC0g0V",
-	"IIkChpFwsLs54Jy8UZxSdy7m0hjY967l+C3u416Rmnqt5tXqk/5YlqOxaSS5b1s371LBhGUaNgnor6dx",
-	"vtgLvxF7YR/9t68dEQapVXW73EJ60VNOa8ATrnS704f7FwtssHC4JOEmre7Lte1c45LFG6mg7jpFL0Fs",
-	"8HzjipF78Jq2iIyWczPNCo518d41lgsj05G2v4oDvLBFUX+4iMP+h20PyoUQZrrVOoIYe0oFu1FZgJsA",
-	"aYf5LkIj42VtEelMq2hoPYT2diOXBuj/+SyP8+NCYgeTVN6AOEU6a9G3Ece0lIaZ+Tmw3YBJLOFb8K7g",
-	"jW/0+dd56ue4yWjDZOBLZbAK7/pim4hiLkN1JeV99eCTLXTDY77LbimphpIuqfPwwFwVMtEGwpqhyNVc",
-	"ycIILgRdVXOJLo4HvvCedTon3bOz3tHgZNA5O+t6ItxZFeEwiPOsWQG4xjGULKMtlZs6le+UuFZKC36A",
-	"MJmYyPxhG4f79yUOhoqRgb95LphDm2jpq+3N+W5q+MM2r8gXegwrmSpnb59gbhrmaioI66Hz1D7lEwxh",
-	"TUWRHJaT3jjCq/1q0k5fY1bkN2qcmEZvAIY6KHWy9Ak/MuI6l3o8bYsIWBMiTECGvwB1Bet/koCrKjJv",
-	"k3kLt0FSXLlCXe1xX8BNTsnB1Tpr8euGxCmYq5lMEO6Bfqn3pO6BOeZWRDxoVwAMAmcerOCRjnKFh0X+",
-	"Ggsu+ISj1NKq8oHvgjAoW2w/uAZVlRBfv00BPZU6TmJGHNWMW4eW9dJdx5k2SaxQzT4jgo9IxrOkKFQc",
-	"hTapwhKrRrmS6CQST/gazB8QY5kzYppYU3HYiqlaijnodW0RNbM5MKZH9Ne3ubxBH+ahjTgnueBaL5pK",
-	"+tKFrzKDB1+rv2tWJLdkvS0C9p7ShS08YVvSbGX4mMSLrRbH0+rVoBiz8Y95stqYb1x9hOlCvyVoKtM6",
-	"21+SosQ61mzdXrOlC543+HOPt/Et8DKTWJ7n+rGh8WVJvK64d8G14a090Edvtblp9Vsd+BMiGUPk5fkl",
-	"AeBCooUsE4FanHTEtoG98b/7YNqooZg6I3b+e3TImJu40ulHyDxSKU3zu050WOtqv7Opkn/pqmn/Mvw/",
-	"/vDV49/99xbU9e931jhtUvU+Gcv09ZghWNXRwhopuJZyqd/CLER8QwQ9iCiMFfFsEaQZfxYGHjgc6a9f",
-	"9I7Ewduu6LZ7obgWnfbJ0SHRLsL4II76kRFxYopE40LMZyZ02H2i14cfx25XqYFwD2xZNSzj8cgcYltV",
-	"bCO3IdArQyg5tn4yTG12eVPYBIYvYatJD6NO7NCJFkBRhM3VmVa2Hbbt2GRiykad2xUyvZVLIFBV70Db",
-	"atjk0sQiblm7jK3iY6LD8kSXLQh05vbC5s2PYA549kFBvIh39VHQwofz+a4LEaYWrr/X+SEMqvqz4VRe",
-	"KueUgT6eXk6o1nOeXC+QmL6s5gJYMXLmO6tRZNqjx6Y8OjhjZoXKRVYm2tCg1zRWs9KqKvUtrQ9FpwVn",
-	"2Zh5vSp7iTjg/+JvVJYNpPVw+7g2GmZw72p7ujbd8FqZIgSpJ7mGg7Zdx2UwNxQqNcr5kEsLhiobYvUW",
-	"xkLQmNJ5nWLNh/cUCNqWt25Wdolc0uUYoWlUVGgc28VbLi06+JI6uF46nFgxzZWBBe2S6yiYOOS+EX9G",
-	"yAyoOGCPDD8foYgK9IkeK3Dw8gXRIZtj48wkWgmTzJJU5kmxFAcRY/8PSXYrOlIcOJV6iIUkI5nOpzIS",
-	"//f/ZRME/iAOuuK//s//KfCXQ/jFPuLAquBDKl2CcIKRLuebAQZt8eQa3XSTLLdznGDEWhYizijEBjft",
-	"pYta3QZltJM/Is8YtoN7cUhqFqPH9xQoGqrdtzGekYZdrHkOoXR0YTM+RJH5O0D7o0asybviFDov8bA0",
-	"GpvOKPV10mBYgg1dXRYw5fapbRHh3tVyKwNPLFbmb6UZISBCXmfvVHUJtUUEu3lrJt+3eMfFe+nWWEyT",
-	"m6lQOlvcTEca06hwcYnHIprJ98/4DjomWpYrrK5oH2wPO/DMOImpIZOEXSiY8ECX2BvGU7lyl+CbRhre",
-	"+nQqcxO1eXEo21n8ZHWlSlPvDIWCBUkwDblEQ18ynD3s3OBeXSbJpchYbtDEYN+uW4Bw6op4IFruYDMk",
-	"E5QkFas0KZmnCXrZ88INHB5eCpHwe2izQWKwhNg26PDtqzBhptmt4awDeJaRtyIpQpqspCz6Zzc5qsiY",
-	"IeJbF5ZgzBTlI2BXZv5wF/+K2TG3GhhD7AxWJT2A8bHu/cPz1aEhpC+1ibU62dQKE/BwvEe6FHOTuXJh",
-	"SU4eOmyDBMMGT3sEv0Enz1TyLpBhv9siSmWh8hZoLTv+LmQAX4qXoW0i558hDQH9xKB6SVYHWZNl/8VM",
-	"xqSf+WqHnodCwu+UMArNzvNK5ytdduxkpnpMr63jIAzqy9N+5fie6qvGsjyh46Qpr74unlVHcDlsVYfA",
-	"asv8Y02v0TfgYR1XwmK2ZQ3+qKclZtRdRRvk9SJJi1aiRQSZ8xEV+zNssQuuZyAWOlUGTyWA4o93jknY",
-	"VJgLPcmqQYnjwWpMgtbItmc+p6vg+nS2ua8A/GwxVx0yZFgQrbGxFtxnNXV65149f/5itw7hudg0b/7W",
-	"kY6XhOQEU9IhbmFhEwKXL4RnOyBlsntw8zW8YLW5pw2ttWlHGx8HF9Hj6gFtJ348M/aJbmLdgDTu2ZgD",
-	"+hTSbjb63ZOZMtY4f/Ifz15eQVgD7qrFonLFkK1iqmbMqAJqEc7FuRoX5fHXptkAeLGQOQZoItqzIq64",
-	"FIEK937lM0J5rkI/L7EaFbJ9K9MUe/LCROcjHcH5Cl2q7sE+oHrtrdZI5QrJDX0DyW1yqXkvbB7Mre8O",
-	"qRYiDPdnE151478uGADb9eoonYtUTQrKrtBjy3RJFpYNYhxYz5p1ZtjIghE3lrzoMxiDu7UL55lLhd8T",
-	"aWRpV8pxg1W/KNAEAZwGUzjYKt7+inGbCVe6s8wv52yAsA2I+SglBcxKcjlRALxTI00eMxjOJqmu3rdG",
-	"rXJyuiq5Z5xHVrhi+sR5XklXB9Kmindy1XKlZ1PyqiG9cjDo9RqN4MMmf0rdUbki4S6K2dg3214WUXtx",
-	"WKXW4DKPJRHHAdFpoBZp4NPQgIu2RWod4J9PJRbBj+hquxmg4djvta6TQkzSTCJBEw4jE4tT39325P5w",
-	"KwjvCpo8d+UG1T3rhQG0nJKgqVJ0fc8qrz9aQTmEwfvWTdbi735+8/MbfG2/5//SwpBNNqfV0nJ5avC6",
-	"u5BJ5zfMhp0MDrDj9QR5o43Bp8cvx3mk/XA6jK/YNLxD5k1cZrCN/f/+v/32oNM77fWPVP8UbX/Opz4Y",
-	"dDol/J1Rz3igoIBBKFT7pjy0lcwdP3feWIn9iMmqTk6jeeAWb6MJQOG6V4kar4l+zeEnGHIb2ZO8KPEQ",
-	"MZZ5nqg45FVrL2o54A1Uw9TZQo8VenTLqOwjU3KtWfoSSsvDEzpH4iFdgQ6SlcfMqd7WI2M5UbNJ6U3H",
-	"3M0Do4B44kYVlwvNvQTn13wFKwb38fO4O4gSgyVt66Qg7B0VHKRNkLRI45oUkxcV0+RV3KRGGa3/nTTT",
-	"ZsmGk4B18PDFYeUV7QbNtqLLmn2x8HzKYn4nUzzB2TOjezr2tjEYvslvuurg4edaR/i2LjT2gSZ+Q4A/",
-	"iYnyAfaFli8WbGBMsjS2FfrJIYAi7OjTQG4PXFilNhCZHqvDxpG4N3Rhg7+4nBa8aId5cb69FdVg0myN",
-	"lcYOf7jAxXWLjDSTiMzSFGoW7SRgZi1CigmLQYbpokpk1r6LbAEIbybaFPkCVQRYvlGRZek+bbhYE1il",
-	"XzGy2hbfZnlZ0IjeTc5VHxcIwXX6bUiYLOv5xE/qd/QlOontd6BI+KSIhO7IH8kIvRUjZNDcC5u22DiU",
-	"6F8CI4MKD++2ckq3RuPIuJ8/QspqG4xdq2t2lhomoI6CrZh+SVzLJEDDeEjJ072jY5GqolC5CUWc3BBA",
-	"FlK42iA7v8A/Q/jn/4B//gD/fAX/tCIo5SD/sVDWXU5m9Dkly83lGMIuc0dwWS0HTTPpQdq82HptQo6O",
-	"9wiIYzS8d3TcHA33x20/4HllQFeBcdb1tifwnNbP/rct9N73IOzgo0Du9IQwKN2Mtvncom2S2ox+9we2",
-	"YT6+XvqMvQXsK3XZPrheFopDmWSrJLlQepyhRXi4s2vJb+trViG/MfB8dTC3TcjrdXoSbNMqEyp6TyDC",
-	"wNZq+RYOMJALb/3U3ge6tB03byw80q+O7zFofzZIemjZ02b07HPb9EThWZh8DXyyt2CSmva5lwHVGFhN",
-	"JVEFrjGdk5spDC9Bmf1RZmv+XEgKPLPnueESPOwdYPI4LoT7Ygp2gs+vaniLn0mU2TL2xNlJhsx1OQO7",
-	"hwcoT/5ZOdf1vIUG9eGU2/ZkWnvhXRgs5vHGlVGZKjz6EPvseCr1zWeTYbJBeWFs3Fs13iRW8w7KkdiU",
-	"g+CLRbO0g8qzVOiypvzQA3XLNP6M9UfaZSIvL+kafl315/lprAjjGc2xZVaXplZe8w+Yw5S40G/l8vCz",
-	"0pXJOp9h6i9YOwCWhv5eixbE4RkdQMwuC3YnNQQP9dTPJi8oz6C9CDQ+o8fIu2x/eMEnp6gW67NdJgCj",
-	"Lbaxc9df0ON36Xm9JXvCEe+l6MjEvIjXDF616oDxyglY2QithYD+y3My6zEwKQuqdU7PMI8/2HfdRTuP",
-	"4CXfskOGGlYQNGtjgU1tb2ztQkNTF3q/di52S6NzmUU7SM5rvtYzlTdjwx4Zpu56iCw1TlBb2TO8xCnv",
-	"oEJj74vTpt3CzwbZI/T0g6Z6sHCrF38qsuytiBc5Jnw4qeQ9ZVlJ5/8Q0Dk9GAYcn4JfGcmDAyuX5nWi",
-	"x+obBZoQbPdeGKC+gPUYUJVZEjd4YPCNnMkbQs2CNQbeMNi5YrpdxQKBEFiDod8R8HghbzKEs3ALRC5t",
-	"LjkxnVJRfFPIG3QUBbkyWbrAMbhb2QK5O+scMfj7bh4YfxikXv4wYc6+KpHCkkh+0JeMzm6IuLSDu7B+",
-	"6Uv4HmtRAolwv92x5GRwA3qlCY0U2ZBNxAUG1WSixnyku1YGq/+KCG7A5bgmwmOF603YNBLF1JMczO4h",
-	"hLEGzJTfpcO2H+zh5ZFP5Fh9uNsjDETC0ayJUgR/kSOa4FVpqZXG0ywZ7zhhTkKag9tqbgMLvEzgVVRO",
-	"ObYuzVK0Gt2XG6OP9RR9bk1oZbJx4TM4/mtbyGSP1W/vxWLelMGHXnLJmQshsk9yiZlVY9HmiqzZIdzP",
-	"50Ki02Mml0AWpGSObvWddwLbTGLx2LYj1AaxbOSm0Wv2SNp7G6lNiDHdeiQ7nXt5JB9bt+RFYWx6g8yV",
-	"iMjLnFSdzjY1uO6JrGbobJW6Tck55Ixcl5pTnYl7bDV8v5O32lZiE7+CaVHMzfDxY/6tPc5mj6dSx9dZ",
-	"9vYxd7c9jyeBl7/lNg4SKkq2Wh0byjEBt5R6XwDDJVxNSxm3GyVifs5YaiIlhieUmTJ208kmdk+yhAGT",
-	"XCm7B2E36dtFmrpd6K5hETXmuv3kKkO5QYN3mRCdV1ok2lqS4H2Ls/FX0Ufmu115mW3wXhgfL7+t+cV8",
-	"w8rLN6W/7bTWyfRThYxlIdeLGu1Y1Y58myuF/HnC3m+PkGjBkLMKF1s7aNAJzUlIGDgDD6gbmsRwLKtp",
-	"XOBSNyj7uo1IMjfpVMzxel+AHzaXN7mcTznbX8EXjKy7TiG2myZamUbaj862DYhoFaAxTbqzgixd8ZHH",
-	"aiIbE/htRqljpsSlh0F6nZXQdKSYhPgsbz2rWaaVx+4SNjunmmvI2WCd2wgV4jJzNoPFtx4tGqdhABvk",
-	"uyzP1eC3w1utAeGATwWEY+PF2M0Ry8VxhxX3BjlJ9jzPvk301jvsrCLNNyzB9UAvC+UFVwBcJZLYOXAm",
-	"WV4FN9uJ3Rm4wDpqY+/osm9I1Eyz/DK7qDc1oRPOqhCV790k7pb/vDoehN0eVvucTSaw+kqhPmARC0Ws",
-	"CpXD7JoiGQPuB3GuMgEie002/gXipmWRXKeKDtJ+HTU7+JBikqZyJiH3Hm7FD5Z4rYLDhyYGYUAvgj/w",
-	"0ioinq/ZliKP3qdmjySrWufHxTpDLjKQabUlLinHY2XM0y20HQRCBjwPNoXqHqHrIXlgpolfwyVaRoEI",
-	"svbZxYKs4G3OXieldu6VoIwY+vOVewIXwizDiwkVOc5qPEsfi33zGv1NMlvnmnU6ucyXqvqguXX2ALSf",
-	"ft4dLduUrrWtIZtVqHo/T3JldhA7vpIgkzaJWURFkb6w9By1pKJDC4sPBQL6Pxs53b4hstscL15PajPn",
-	"xGo/OZ5TRRVCUzhMeMBEC12kUe4eVra/JDZ+9d124IlLo6bZaXuG9tu9GeJjT1Bd7qxf4BbSk9dLX31i",
-	"qWCa3VAkE5pXvPDzibLcj1Pgk5wh3KCei+jDXeSQozlXCanYrKUNUeLlts4xk4/BTYu5yo2Kt2N1Xtsr",
-	"seNFovJtd1wlO2ZIN4o9EpMwW8lG2Q+5pLARGFNvB9s057ZgcYNQf257Zlk+4N/H8+s2e05MCYX0u0A5",
-	"HUj0zpWjYF/nEjTDkR7pFlLTREMRfRgFeZaqURCKkcVDj4I78G21SKj4KkTH02WTRMv0qb0WvkkKlROm",
-	"hz5bjzR8HGkhRgEASZ9CsIwvWND1L/gzZmv/COEX+rzQNmcJGoPFDpDzRdTSCxpTCyjnQGPAAvkAmd0B",
-	"bnfJzVzRm5k92+KJLn8jwHvpYOY0cbifmkXHVEql4ikvWxwh2slQ3jItXHoZ3G9XY2RfZq8Gj8UkeacO",
-	"h6z0pfinyjOhMyA7L1+NSPYWERHx1ECNQhw1Kh+Af4K7wE3qhF5Vzuu1kvZme2G73b4DoxD1K0ipLMQ8",
-	"XRjhSAm5SgUwUQgh49iwjFAQz5YSo0/kmuFxF2Yu0XICCDjfFWdjLBZWJTqig9LHRynA9m/0R3Rpi3Bb",
-	"LFVfzRVFSkFFcRI5ZD7zVRaBJHMlFnOjcvbrvFXLw4dEVG2he+ADNOkzbz8te7sB3lK1UMLK6c7th43H",
-	"bVAzQGNjmgcUjpq1Av7kw7WkAFJbJg+QBlmgPO1PjO9lyMNWM5Px55ONuROug+L9DtmxPifEnuIoI4QD",
-	"adT17Ru2jVLvgz7AEPfOMIANaRO25Zw0UWl6xSzZSDPzsSQze8Dtx6mSyJ/gMo4cmeBUxva08Ekpb1ak",
-	"GgbIaxBtQEYmsTDZff3YFsDd3ArLwEyrF9qRMctxkYWiQvCEZ9MIbmL/Ad1f3Usx/dEKoomqKOp7NH+f",
-	"MKN9bU0XMlWOxaGvx2/Yc2lToYWSHDAUC51A+gKfS8sTO9cA8xxrGFJEW2ykC5WmVN+b6l6h/f4BWnXX",
-	"+pDcOTOevoKPsA1XrhhpoiD88FYt7yw3IW+6rQ/gr7hrfSiyu+i8trVaZks4EmQTTN5LcgG0SuJiE4eh",
-	"tBYX3Kh0jLP73yMKq64QGVY5nGbioJkC8fCcTiBI8VDtUj2oyvd/DNXhFqJDmnNykDVscGxjIH+N4VIC",
-	"ZHxjqgdWoPAyuaPQ8yK1Pbevu6Lq6S2/3tHd2+z4xkCLa1li2tbCd0nObWfOS0th7civoVcjTTUSuUNs",
-	"X0oiYMRULfgqrJtAbWdNypHWsCoLCN6WVmTbNxGlMxDBJZ3Gpd3uvFojDS6RskRge52xaPG2+XxRY7qZ",
-	"GRhN6B2obyoJB00JygQvZDetzsTM1ObgdN0UNKejrEWfvvRUKEJNmd47pqQUQnzUXVwHsCPaUFjCnIG7",
-	"Z6RgO39rOSh2BNdq5u1U8Jw+4FHPVidpP2Nnd8Y6YGTqoHHDnRA68xDG4qCmjQ+3+SGbQItrxwVPzuuG",
-	"JdO+k2ZhVLw6LKrc93Z225ZFFvasx3Av/+G/VlArCXeNYGJCEVfPPklRtZ/2W73lqWv7Ml5j4lH+Pstq",
-	"QkStj0zZXAT9r7P2Hs5u63U6Wy0376RrhbEqZH7SIHW3cTm8uycI79k7i8CTWPggdHD6htXiyO53m813",
-	"a1Fz20ZFraGfrzpJ8Koka3/NLGzut1YyA6ML9yqq9nmTFNPFNQK5gPkWrL7C+wumL9cyfTwtivljfi62",
-	"CjvxH3K+KmSvvdID9kRXoRS6VhPmX7VsylRjHmtf5tksglGPiiwihgKTvGtAOcKFzYuPjib4epFm5qEr",
-	"HGTNb03lJ3tpTQaw59iQtQJ/XyAgTnAp8zUY4ExRuMZjwwqG3ZOz4073rN/pDfp9hGkhRwddb7NV+g6w",
-	"EtzMi9Yga0F/g5K0KU1nbWZlWcXi2fd+TJjI4oC9tkfiwJ2oS6q0WZKmiVHjTMdGmEQzsZOaZ+Pp4Wr0",
-	"qLrwoMxk+1Le2lSY3T2U3rD9uwUmmEmNZqEKQqfTMNRpZQpsQwVA8DA5wxOcQeRNhVYmobrkcyWLCmDB",
-	"OIKYqWQ6GmSaeauWxqa/4hf0MhcxxO+wPaYtfkAi9uOB+D75Gk4U2NikcE1zlUBCF4xFiqFVV/X9haHg",
-	"6rFbN5ErqndcMw3hy1Ki1iqJK+pJoxu3tKDQin5HeIfMlBw86Bey5PxIY0jMjLI+Tquq29bI+npZqK0I",
-	"EL+olkcohNMCQQXclyFt3zysnjdT2Ts6XtO67FblY2mUmKr34vV3T1pAfbFDY2uW5XG1oObxqnNatiZv",
-	"PhwP7ranvFYH1bV//eyzjK26tXi9FlRFmPHzTJiwmMPu0O2dNMHqEVBvsfVDC6GPmGyqTcYbxMMIgo+K",
-	"15ka7YbLcrWNqcoggxQ7LFEhUNqJLgkqD89FdCPnEdGBIQAvtqx8dscjTsO6q6neoppHpne63ef0pvQ9",
-	"/dIett586ITd3skav5OfndV0pMjy2CL3PPJ9MJyGnFNceEVvmCgVv4bCFhZmDYEtR3xM08N3YPgnEl+V",
-	"ZXL4mz9geRwaBPoKGAOJYhpShrnhnDhKijgvzCP0DeKfIBeJds1mQ3pDyZttQMN1VW/uURoBufJ3ooJf",
-	"pX9ncBhGKh7B+Sm5mRbtj6vRQeZxc275k3otSq8OBn5MCrhC6rb4AXZGl83tfGn4cOKXouXFkw+kx6Df",
-	"S4JquCjLmZnasmOPtJtDYsTGc/VtArrQ0VFLCvdETsxMxERtnAzmE2Y7JqZ9z5Pl05tXTPl7iPUtcB73",
-	"PHiXNadWTmpNx+7ylU+JW1mtB9pXRodi/pwCYb+vVLD6Fmx2j+8W7sDddrxAXAHTUtKD4AJZKWNFwdaR",
-	"xoo2vJh/wsIckd24cmUKpjpsrB3la4kNK7PsVl3E7rk+yaP7DAuJrU50jgAXB/Pya6LJAlEURebaAF5U",
-	"uyaospLmFHh6yeG6lIYyi3eTtNQqwG3JPLhcKbDiKZaqAWQLCJVRhPsgXimzdx8n2/qyrba4qKd/ONQQ",
-	"Mw1r4mJgVnc4Sn/g2axw+oeUpoPnP8tZcMvrhOu0+dHYkfbY+FHjIFmBuEINBrqt9jMppJFe0Ug2O7Us",
-	"PiAObLUCuqG+O6KdU90MwcLQSsL6eZEYE9HBAEhzbdlRal+VRXRz+GoVZbmlam2Wbp3bb7M0dkYGAFv3",
-	"kMmpXd45FgA1sLhQlxyQ4qlS8XQ7OwilN2TNChyVtq3VI8vqHBimr9YWaWAomSXGqJW8g3vE7HVWNFrK",
-	"S9IyC70wC5mW+UziAF0Nt1NXDNYRLtvaDeDwsgWFDnfLD0QzqkHtoknCk4S2HdXVcEYZtqtmd+3sdvaE",
-	"xZO/41XxQwVleVM3PfLP7sK984m8O9bFfdBmo7G49ao1O/S8GwejirIek7BnAdaS4KygTCTwg6UJ7Vwu",
-	"mIgP8+pd2IuDN5V57DdHDTzFsWETZVG/545plMzHU8hu2ApNLq+E+3h4tt7F11nA+waMzcZNDsZlXJSr",
-	"WEhe7oC2KTJYJVhH6MEwQD/oPWTN3bU5ylgrE2ZDjcM1kmdZTKPDkFxUntSNZZpcU56oFUB7TrVnkIOo",
-	"ZJbna6JQzBfXaWKmuGkJSEkbe/VQMLTF97ddSw02gJ9ulIKDXKd9winT1ZrW5Plx8m4TXoCS1aiysVgb",
-	"2xtr2tzJGq0Q59ZrqVXPpJDlgpdHlr41MdUCa23xdQanCavzGUMry3moxf/XLtkw8DuwfQWvUEHwgvE1",
-	"4KqxHNaOtXU90HhwqBq+/iVrnDqkq78FrHIzLpNgzO7oCOPsUMe+hivR20Fp+5ogLEHbQeghtoPQg2tX",
-	"IRTe9zugWaBsu17jkHSkaq64OxXTIkS3K6Fqq0CClHECL/k9eLF5WZAObWhv82iQb+n7crceaWUKyYss",
-	"ZGSzmasxMvzrWBxQXl2s5sU0Iq0luod4IdffonpPpgqJwnVlzyO4DFz/Stf0rVw2ukqw61v38HJUqXw+",
-	"n+ZsMvuO9zI3+0NkXvJ4NOjThiEMGWruGgLySwNFjymRFyNNo+o4npnNbhlSdZM5X+yi2ngn+QNGGpeZ",
-	"4IMKBvNS9U6lRCcxL6YkFMp6vOkN5hEcZeAdbc+XsZttVXapwbewamFNMxDBdUzUFcvSE9Uaw1thc+oR",
-	"SaBvdrYEv6O3f5vKm1343Xh0ms16604lwne7CO3iqy3R0AZuKGZDpdiQPh7mjTgedu7FD9isnYb7fhxz",
-	"Vic0d5xHxdY7vF6SICPeAqJqItGTdEGl9nhjCUf6Js8Wc7rcfgtjMpaFTLObhbLn5esSlsvYMXg6lifJ",
-	"c0WndYhK5Nl7HFeu+SQXxtYV3q1qFnVxp0HcApdyqu5Tsrixlix1Ximd5aLyZq7UT4277Io23cRRZ9ON",
-	"LFdmW3xL9Tcs0JL2MDQdQkpRGmm6KSy96rC95AvNN9ug+tAn7bRfhgICn15qPy8mcD+EXil6fBzPJDOU",
-	"kExyhUaA4HpJXVQt33ufNCYxhdSFfXMbssisCQIKxmUJEWD98tmrHy6vnn3jkqYZIm6fiWhRsk+8MpxG",
-	"6biWM9WUMGUwow3r9Yy0l4klGAUY28KRupKWZZcA6hCipYYMq5GmFCuvSlZtCwLDiSUnYh5xysAcadeq",
-	"ls6KlntV0/ZdGlarCBqHwy0r6durqeRpFY20G12X55bcgh7zbLttbQO/UJp5fIRIUrim4tyac9ymYMj+",
-	"QERfcDeuTj8lMPSoldYvi0a6nqZ899KA3mX88MRfVusxO49l1d9W8bg1+gXum6m9jnTWK6VVSiqPLmse",
-	"vxTXngLbyCd71CSvG2pR7VR9atd53TMzaqesctpGyrRy78i0LUm8vPLOP5vtok7gaqqxo+J7TM0Vv2wH",
-	"XVIq3C0NG1aLDeNmYFaTbnkBgJ/C1n1Cm94pffIY2Srmdr+xjbAFgIFIHp5QZnrZtty67boEKsKGJm0l",
-	"LHDZ7mHnV87lVVneAvbclIa5ejJrPhj4RgJqGOwe7ngHUb7QJjr0gQKVdK8DztrinK0acH4d/vkZ2LS1",
-	"FNAmMuVEIwVflVV5T7rkSwxG7EaZvC5KzKf/VMU3VPUDjfJ8obdSQO/Dmeydn/fKX1tovzzKGlHIzCLf",
-	"EGkuHJ9NOfmSTl+QjAOfMZ2G++vqvZVQGyq6vYrkOYRZRF5XaQpOnrbbWAilvU3Bdhe+5UIDHojFq/ZK",
-	"lBP+CYHyLqGs3iyD6f/lOp4kmnyfXM9YhRQAIsSBBR1zbVO41faKcxN15rV66GkcVCkAnskWkLW00G81",
-	"DZXOytZQvXRs4UGks5b7AapPZTnYtfwz0+Y7YBz8muiy0QYZXjFiTSdirNmHDZhJgGPaU3tZKJeEturs",
-	"xJEOwoDHMggDbnjVNWcv2+6Vwyz/JNMvOQ7mIYIdBQBBeGE96PmiwJ0JNoRBxzc6MPXKQNMWhXdV/3QF",
-	"8es994PrGL3AYqzebG/6RKYp5HZculJ426kCK+3/0IAn/AQGVnU49nzphrQJN4hNauPbVL7L8uYQFGvv",
-	"xJU5h6OrjVsMBe6EVNFR1bJbASgmb+iacYKBjFrWqXWUIr8qYAQhByUKHWWprba54rvPZS1T0v2yJUWv",
-	"EvZev0t6KYaloyXG2CpZAJxzLyKqXBgNxQ8vn5HqgKqlacq5jIlRHs0FZjRcoXOwHRUZ/iUO8myhY1AB",
-	"i+JW5rDH+OmW5rCkyuD0SG4dVG3wKb8od+mgSAhvkMaHqEfc22EKZUKFRTI9VuciytXCYOvZyOFGK6zy",
-	"69ybaYwPAGRDplU0FBN1a8k3I4ODVJr21rEIvZhgND6ayCTFt5SbDw4RfY/dYykzhVxijDy/lkUyQ1D+",
-	"SFswSJxh6lyBNx5i8ycL455sh4dhP7C55QxX0yPtjBr0jjIDMA+QLGiE4PWmfDs0LKFnSfMWQlR49msL",
-	"Wp62pmjh8WxWC6rXQKQfAhxUw2morS6lLuNfXf7rxH130uqCjFuRQb9XRSOdQi4aKMJhyRfZlFlRVypn",
-	"x8iiXiwMqGGU3zL5FXWznzfebZ1gUIfacLLKxc9d+rAezbIZv9IEYHF9/rCNXvWjVDQO3oc6Cnu1uZYa",
-	"cCuj30dpb79O6/bNyc5guSe6qaRVHYQBLFfMck5S/gHXyy77pScOKwPkQZt9SUEilD/wfxpRzUW2y6yu",
-	"UuxDRxv3rSyHasFk+NeskVxCT4fds1WDgn9aC7iolD2iq0OmYGQEpa2W+7BpBs3gotegk1B7uXwKLAWf",
-	"3YoiA2V+owo0kvH4arKZIgV8K81ujMguvPGM+v29mm+Co6S1wnLN5BAe0BhNVD6fVwghcHyhQ0OK5UhG",
-	"ULgnPqL9hLDG/q0Q9rdpKe7UXnn2tQJPJOVsjrR7YltE3zx7/uzqGSIj3Nfm8Qf3913Eg2o8Hf6J0vdY",
-	"FJtk+zsl02Jak2qntrO3q6lxpUaoodPSWxChKHtbiexnb4M3W+yl3VeiHxNsjtdPLWe9H78tQ5UuThkS",
-	"oU2iTaEkIhSsN6ehuoUqZJKuYxZ3kc3SqYFb/UxJbRyYxmvOvtV7+Tj57F1zgY3IHf9a7pwX1V29fBTl",
-	"Cus2LfZh9cqOfvNaKv6E53LHUPBTxo3t4xetJ7PCG0M7q1vE7GkWqw1UJ5uFrC2qx3M6xi/0SLvvvLO8",
-	"5/RBElbfEbHAsimEbbLPsJBnqlBMVriLgdWdL4kRfCbHA1ODyPi+kVJE/DKlJEQAwaqIZESvLh3dflwB",
-	"lK2N/FdeXLoh6m/GOn8JlJuZKy2yHHoBwCup40yr2A2qTNMW3eb8I74DsDo8IjEjvTrQQJsDYtviNhLp",
-	"ehXLgdU/dDbSoOpVbjPHhTTWe4lOflJb0PqIN3E4YoKOz4pCaYB8jnRk33NI3aBQELafVJc9Ibnd2LbU",
-	"RmlxAJpDfl5ODrSqGr30AoUUW+XvcSu3vNfsAackZXwdIud9YkmHr5sdDhlNBHPsfOG2LBLHuBiX7gKe",
-	"EO6sUeX4S4Qcj3XZrHxbCk4Q8r2lJFjqBjufdIkLyDeOW/WI3/DEbQjbC0jBL83DBlUB00HkBA25qeSl",
-	"2JTeghdUymOiE5TZ+PYH63JTGnJwVe68J6sJEjs7ny/o+baCy74eaNu80A5Nk46uv6PRHOAnuT7df/CB",
-	"s0UhYuiAOHZcGg9lBBNqNFez7B0tD/fOw/tO0l4VcpqYOzeOHsN+Lumm5iF87ax8qRuQQkIrFRtR5veB",
-	"okSch0MMR6F3VCiYjogQk7rIbJbCKkeZyqur0n27/Ujpuvbag5avTq60UXfglSu7hphhCxhegP6EbN+R",
-	"jv7j2RUa8+7aVokvR23ORFktcFSkSHJmphJpwsHUI9wxCoYPAoBgCNeVack0udEwEdFQjDOTaCVMMktS",
-	"mSfFEgnzyqofovlpFb1aa1AQBquvqo7y6h3bVV9tsG0JoKa1uII0I7dWYkSs5mm2pEJZEENorsi+U5mf",
-	"mZJmkSsTevnJxkJmC/4K6RzGKyC15W4Gud1b1iRNuwW12jnnWjSL+TxdVqCSkQPlRXso2oZlXNG2g5qu",
-	"DQPijeSfmf0BNvWd3+XW1V0YuDZvCgVWxwC7niibeuqNV3MmpD+g66d9jSqyI0yHsaQQWKxW6uXtVOUq",
-	"FLIQOkMJ+ZXHvKavcQJWahD5PffHuhTBjbrdTlQzV2CpvtZhZmvrNVGmAQUqDsZTJecuQn24/0BWdMeW",
-	"vK/mbIh1jH3urNmskjAeDRYrHx2KTMwXhYX/Uob/EIOoc5WX2c24r8IxiMJBQyrJaMNglTqNfCam7yIu",
-	"nBvlqsgT9U6m0aHnV4KnArp7kssbUh+5ggJScTWtx7YVNlEgIUFrBP4Iy8T4kbaNptvExrba+Nc9tG1i",
-	"Qnz/XGXzVNkYCwfNy0Ko2F0Vi0dUIuKROMDE+G7IG26nfdY9jHbzI05cFHFj4ild5eyoFRTZ+tEQWS72",
-	"ntp2sBonHDoE5e+o39X+DWopuKdVlzc9oiTzeONzyiKtx3H/7uB3K3U7f1dyzR7+sbk2Dq6Knf00FtiI",
-	"S48Fd+ebL90djSYqT2Zd83ELNy7ptXhLCq/SUkY13xavl6ZQs1YO0U5ePzewFReZiAz+9goXO1JKc5Kt",
-	"So3CCxzicNUiWY9TZCQhvkLGZQniWsGz+6MS1+Df/d406HVQGtYlSZdWiUx8y2dNWcj1M7KGtNrx6Igk",
-	"Lks8GiaVKUvEDcE9srdGRRD1XOUt1J/ly0K08BA8NNKo6DHJjzEQUVj6eYiowh4HsHFUOAO+1jbbxnmI",
-	"BPgP4VncEjD+UeQmWZpmt4at8twUIvpdhH4nn6ogxG/x2Wla6mVb0vZ31Sq1v+s4cEJdudxOl6RWujU7",
-	"/aRXzezv3EOv/K69ia66YXU3uRLqU+Ln4eJPjqgf9w3YESwGoYkjf3X5NVcwuOC8TUxfsXz+9yB7WVNm",
-	"AB6/ejzj9Y2g38+mfoD5+PoBdXsLx4TZ7JvU8/PnL5qrwO5boXS3aqM2Zxmv5kFg0BsWnblZlCQwm2Lq",
-	"q3tTY+eSWVKY1b5xK17JG/U6+ecaNq0IGesiZD/2OCMSI26Sd1StqhTS7VQWM/n+6yxeriG0ey7zG2UK",
-	"57/D7BI5Hqs5ZpdcJzeIPEWanlxZQkEyTwfd/ubAULdz0j8ZdE97gx0auXlQUm6nHRzbxP1GozZ7laEJ",
-	"V2an2qymeX6BOrJhMytTDOACkL5EJ83FSymTesuxGP0QJVwNb8H9+fLJfzSfhncpUmNT6F0RUWynij+b",
-	"ajUbjxZApEqnm/JgcY5OE5jvfJ6rYmVJrzkqOK/hXprnfgeM3Z8/zzPvVLo50dNdSbCdGBjW1s18vlAh",
-	"V0OhLDOIFSjamRwz0rktLqXTJZvCKnZE9avyhmCL7QYqPPo1XnoPTo+9SxRCPdKGLACXYe96S0NgGFXD",
-	"v2Dqk0+5S4VNHTbElg/cUNl0RSX2u0f9485KSlSjUiyWu44oca3uVgOx1EWUSj6eSn3zGa35bfXQWLF5",
-	"9dAy7VyEiKL81IXO8JrQJ9hwK84SY/gn1m0lz9ZvLN/kclI07S4r2wqdbmIYg4UGvmBk4wDDbyg0DEWK",
-	"yN8D3uJA3+N6TvQhJTOgrxn3LIIHcMyXeCSx/WRyYw1tV9jUa8BUmibn0Cfa3b5sDF82hi8bw64bw0cr",
-	"sfUqCpObtzGGVSGaJQMAcfIyq9PGCv9qw2ue1wCg/uwlutGb9lC7w/2yarZUE6Furh/y+xRQaNoyioz3",
-	"0s1nEtww1j52jdYe2g3meknYCnCU2msdwcf1komHmBGYJMEGn90KtBFsppG1IruODvbL3vDxe8OmSf+N",
-	"7xWuuM2XDeOjNoz1Cqo5jGxh+DuXIqKH/dbqwrlurh8fyg9vjjTXo7c2tYIBpDLPE4iPNpUlVl4e4a7M",
-	"qftqo4dm6cCaSCjihbJZd4gnpGCTRQ6gu3qaIM7YXp4bVjkcmCuT/g4/TcDs17JjP26tetbEqonnzqRu",
-	"Rkqo60aBxXP13jYHn8fRPlj1hIrXyKtGSGIMQbA9ElIxdwip2TI0IuJTaCRuFjKHLE53mGbea3egpuIc",
-	"1kFMx9vkRhNcmtMrpQCcXkTu7rHU4loJ1BOoABbaOkW2nGh/c7bRBq/wE2/ABI/XLk6hxhTFLzbYFxvs",
-	"iw326by5D7pY13pcrzzvHw4iqUWQpmtpMPkUIA1KU2SyJAZA7+BI20M4MvJbu4sfGNrCSLBDYAY9Y5UH",
-	"nbORtuq+BcHZNBkXkTiAvWCWGNB+40yPF3mu9Hh5WE6YZUcFstUE5vY20eYj8iV3IHbc2SZ+bVeVW9cV",
-	"OsggXMvf7SxC6+IAbwrVRnK3c7lAfvbhEOtDEHN1JUsVaqgTqGaObAPS1Dwvj+wSghwsl4IaDa0jRekY",
-	"6ckemfIxUGYBU6fK/NXHvyCDt1evh7RUNrF1ZLx3ks9GFmWeLcMDZYz1tS3jh8YCfXixmiFZjst7gibZ",
-	"PE3xQubEy41ZbHjfSGt1W30pXriE2jVjqNQVMSMJUE7lql44XMhxnhlTTfo1JHFM2GsKWZClc5tonegb",
-	"ombkkiOOj2KkLZkX1b25VrKw5e63VahHJGljiXrijbjNKrfbTWGcpWkSq3PODiPABqahLRH56d8DtbMK",
-	"LN2U23H3gFg6q0gFThF1gxWuTU5DHu81VfqhF1BicM7V1qrUakYuhcnOhRSDXq/Eqlh4AraDcFKlhy+y",
-	"Zy5AWF0yQoFTbyI1T0wWJ+PIIVxlPXfbzY4jmzsHiSozLpiHzDoqwZgb6QPO2rheskx74pvCyKBqKpcv",
-	"DgLYmjorRmxgEvmzjbpXkjJq2sE9vJqIUX69Pd/F21zW5KlWmFlN2xu8oRsjLxHF+5YJrcq8E8wc5DXF",
-	"5fjhVld0nzleqOw+/EKs/tFwpOdcfcvR3pmwtFuul81gKsMUP94I2sZ7+SxBGLgWIG39wtRH1Ltr+4Aa",
-	"y4W4Zy1bHraS775d52VhyGrwwpYffdLqdgZ95wDArVKKcS7HkKlqxrkC2+Wp1OJC3KhCSLu3zpQu/hiE",
-	"QZ5h/0BVBg2sKRs4SW1rG6pErqejzFK14+n7Ei6t76x4f+ja1byxlrc3CHTGG0KB21yiwXgpWpwSiurx",
-	"yauLSkYZDk0YOALhwKJkubxAVVD46q1CksWK+Cib/T0l/RAKQ74ozShL/8dc5InjXQtpM/TKzq4p/u3I",
-	"XtdVoYOKV4J2BMvMzan/ITG5dUuKV+99ZqSZtrg4Fx1xI4upyhsuKzePGNNnEMlKaXJAlOKoBy129R7Z",
-	"jzQ4OzsV+YWv4K5d6ubVPaFuQN2bG0XTTvqlmqwOfeO8M30npkXecx7dVSTxhalNhp0yyEy1O+vSzY5W",
-	"901A/QiKBbrVYyVuHM6XWTYvifJqGRo6azngvZfYPpUoct62pbMWrFl7NebSa+UMSkTBWfJCuBBMYJ21",
-	"wLSBdHJHMYdPhb/5VkscwDaQ430VBxa3yRs87YlgK4zsL7mScYvAztay8Ohir5eebYN3s+FUlt7hEnH8",
-	"fTTScBIzh+flV5YigFxIzLtfzar3vIG1QaJvqkOwkgZfu2FbKihXOliT++nXX6iXX5CVNIBQ5Mpk6TtL",
-	"1CCLkcYf2mWNHqwtxA5CB4eOmNnHFuSTxqVsjbQswlIMahSg2JySB9SR0AK2/9x5EsraP4TdrT8lTmLL",
-	"JoGFf/2rkVnIJ5MQNS6JA48oIhQeSwSQ3D9x7yhpIaiF4odvv312+eybc3ID4T7zyHhMoXADk9JJXznB",
-	"4Lz+7oefXraRrQLZXCPxVqk5qXs4dMi5zIuhIL1uKV+hDC/xnmQ5E9kbS+hqdzRp/H2OaVUdByujjkvO",
-	"X5hFf204NtQmNy0O4m5FNxDDUCOmWVWy+CNo2ZgOw7Ioc+YovQInhM5n8GdDgkZtdexQWlF5DLpbSrbQ",
-	"dS5ta6cKODWOnfuFd5qzK664Mlh9iXHs6h55Fnax7ca/TG1bk5txVS/7VWvdx2RlMJ1w80urVPoVKt1G",
-	"veMyJMGjY3mg81jlXJksMZ7RmBSGbazIbahRKDpESL7BMoO9Xzxxaa6s4LBQGDzUevIeEXrHydeWbNGw",
-	"nrNKpb6JKL0hYXU1U/WwJCYC5aRyrnEkC68ROH3ct7gtqFjSQqfKGE9nYfUN1j97UKRXLLmdwoSO9Wy7",
-	"4nlN137emTy+NglXwEr4F/fZ01blKmiy53y127w0vW3ey7/zqqCVRPg6uxUHE2KzjvjMS5sHkfXdlrw6",
-	"ZFscNkf1Pq5w2ObKHq+dz88mtsmiqdTHrqfrt4nereyIrYK5pgrFars4M82Ztou84oZMik9Tj6K5SsAL",
-	"x+KL/qOQnEVhSQuMWq/G4hxyHSEyKcYLTPHthZ1OBzwA6I/KdyTU21IjqjIursovWtnsqtdMZEMXHdRa",
-	"enjPfXAbyp+3NET326jW54Hur6kWFONtUPiKqmx2XDLhUjYpdYXjZDMJs+n7KoCiG8oQhw7FR1mdOLK2",
-	"tii1ydA+IHunch7SkaZHH0iUThcyCH0se65aTC3l0e4lBSFfAXV/axmdV9RUu6SHG+LO7vbJq6vnIoee",
-	"LsDy9Q4EdF2V01Qa4S5olwcG22t0Rtuu67ikl7OHxoOk4DgCYqX4FFu2h0j3YpUqyyGHP/IKqBGm85gj",
-	"2JiGljaNhIoBuIZWiUt8d7e9f5vb7ZVfI28l01zpGE+tYMyP4RyoK+eJoeii0jg6FqkqCpWbUMTJDXlU",
-	"4IjSBvv+F/hnCP/8H/DPH+Cfr+CfVgQ54ULNZJIKGce5MqDmC7OSoY0n55Nxv74Sj47rBwN/YdaIHJDF",
-	"oXd03JyC7QaiTk7csI6IZxaO+n74xlEOJ5QyW+RSGyq7UHNbSy68b9BR5MshB+mDYXdQ/QEwfauUv8Gw",
-	"XxYWAZocqpHSXfFbe29cmWb+SeQK7rY7mkfmy0FJ6p6D0sweluy0cRS2Uj2Tc6IyUGKq0l+H97k2P2sb",
-	"2zCiqy22XXrYJq4KzA5DqjZwQ2NTrVfNXfawjV5bluiyQkhqtg/spxXZ5oJElwvt17mpt3GlTQhJSHLL",
-	"KGxF9bD96eirq4LbvPYaZKecmdAWNSr1SpNJ8irPrlM1Wx/4Q2TW6rZz+e1TcTY4OhFzekBbfK1MErNw",
-	"UtUSg1Tht0Lai8RMLgkgMNIYUA3FOItVy8zVOJkkY3ufJVECo8owIMTA4Lvj4Ujjb4ehiCw68nvvYvxR",
-	"SAHdZfikARQHX5zoG4gd26vhKvYi0O9C4hMOiUAvQz4URue1uOIG/lJ+u9DynUxSZLIrv464yoZXez6J",
-	"Dy3G0xS5kjOyBrklHsvDd1dXr5hfN1xxw+bKzDNtlI2hrjkHxmoH0B5MjGWY3sj6fYstyKkKZWIwgdJn",
-	"wmoDCsXiqq5VcauUFrlKlTSqfkoZrMFA5nmWNyzYCx0n75J4IVOurg6zYBkPyXOQEycviElO2m4npwgP",
-	"AJaNewZv36HK2SR535TJ+k6mC/bzUyWUax+6W0AJHqi4fQCa/E+vf3hJN6ASed+6yVrwmhaEOloWKtya",
-	"ZwgjdZyF8IQ1RY8nE6XR/Y0DZFeQA9GWpHE/d9+0sbLMDgkBpJOUKdZ5kvlnFOxQyNRkFl4V/bV1ST+2",
-	"oJjOVMlY5SWsTuVgh6fZTf0Q3muqLWRUM9lijghRjCbMslzZXgNnadnhqN1gkq6+IinU+pAkTStThtjX",
-	"UCyMsCg/Q0j+zY6vWnMAhJd5yx51Y+VcfXR25m0ig07jllckRROK4PU0ywtXyMdteaSX4Sk7MMaUyM+6",
-	"7P94eQGjo3Klx0poObMlCfw3hCJ6zJ/N4w/Qu7tdBqwZqEjd9Bx28LxNW1wzqz256EBvh2Imx9NEqxbI",
-	"E3xjQ5IElnIb3dM0QTPA3CbFeIrbA+hDi3aHGCbp0agtXiJWL1ZGcG05Gcd1eFSiMcm99XfDPHD0kZeW",
-	"981c5nKmCpV733kZEcx1739l/0Tu70mWt3jw+ETa8tg2vWeiBvEeaD/TKblFiUYlG4ADtmKEFd6zIF+I",
-	"lotimkGpL/gI+QmtIstayH+DvzPyT8WtmYoT6VqnimkWY5sl0Iup2GscZTMFJV4eSMpmshhPvYuIYxm+",
-	"iNVsnhVKj5ett2rZcvV7iN/MdSVf6OoHW+0QPoKPCbl6VOy/19X+abICqP/eJ1Tkug7RapjGbTHn1R2r",
-	"gZtpc/EOu4mrXO1Yx8buQ806OKkiG2GmGZCL+9wrultYkk+rP39nlfTy8a4bUk0X2HZtrGzxqpLCUG3/",
-	"U4TNlWcnqpBLxOYQCi5hbWXlWltQDcLA4LRyjJeM2ajVEK9BBVGRGLQMsgXGe6NxNpslhb3dd6KD5w6q",
-	"t0ZDAlugQ6uqPdzb6oBAeiicUBZpTer8e7Z5n/4MPvTvpGmwOyIzlb2j42GJfYXFmo+lUWKq3ovX3z1p",
-	"geMpm3je+EK9B3Phx6tvW6cYGDNtcWWLgieFUekEnXmoS7mef1CtqIkvHU+uj/rxcdyPTyey21VH49Nx",
-	"9+yoFx/11NF4oCbX10dnJ3F/oCbjce9MTuKjST/udXuD7rhzct2pdv2kW/FSnVTdVPxKcAfL1uTNh+NB",
-	"s4PqUuq3jSTZRL7OiU0Y83RuxbaISFutYUAnHIUljXeU69FQfP2idyRcKUEcXYw85jP08cFBIra+wFlm",
-	"CtimZMHTQJVbKG58kGjxcycU3UPgdJ8ur/MES6Ok86kU//f/xYz14g8jfdAV//V//k/65RB+4ta0BZYj",
-	"pscRDiRLF4UaCudyjdVc6djgdknri3IoKhXBxhLCqrJQhuu0ltFCcnDJW7mE6BjLEvQHdX8J2K6uDrcR",
-	"cEODMKD+VRcEf7d9NfAMf8PcM2vRxzzVaJnajBO7TYiFUYbOLVRDhSOeqZLvlMHSnvgS8L/iSBM7r4f5",
-	"WWijGpEiePm65BecRJyiRzDcyc0UaZ+loN4Lfu0eEddOA2RgLNPkeh3CD9ZBherSzjs6rkMPLjqbOe76",
-	"XM3zLF6MuQTLbjuWy03ZErXjFevHrc2eKGg+I2CviUgI3uyJ7lzldnAhG4D/pM4lhgiLuIbzVBqG8tWF",
-	"5kCKsbdZ4bLWKEqUQ2CUih8Z0WmfhJRcgqsLsSAEoGSRvFbAV94gO7wGhh92nf1GxIhdZx/5GF63H/WU",
-	"Vd7emvVgZSTkdVORgaokN9kVl1hJVxmzrpIcZk6gFY7AnWCemeImV2b/+nL4JAACCCl6nc65kPYEzULE",
-	"SBQZL63lII46fR8RTo15s7WMLzd2W/JjlisKyDcXsrPPaR63Evu0mmbtu4/ZrVANa1HHqzZBPk5/6XT/",
-	"9M2fz54OXpz87fveT6dXNYfToBqGqgaI4X6PHfhDtxMO1vAAc+vvQVxjObq5j5MsJ8uH9jKA9OBfEW0N",
-	"mIYYMiM3F2ksqFiIyw4U0cKo3LEFcAIRA4hJNKZY1gXvPOd6LFolrl59WYLa0qEeQLJSVDkKUvnoYhqN",
-	"NDdxHe4EjDgq0XqpZjLRzRVD8AIu+67Lym2PjEsTmLicrXMRXS/iG1VEENt1NRnmyfgtxZkhGCkOCnom",
-	"mtQY+QazWiXpQYmTEI/F4DDyciwRzjoDpgxih0tyQaXiqryvKymxzYUA32NMYH3sbsgLE6PyOIWmpHqy",
-	"WDI8grIxlRBtQIVJnB0rdRbx8B4s4uLA0X8DsbcHjYIxepm54V7yJsJ1C0yIG5gRWU7DTbuywPrNpiCM",
-	"XZrwHVlNyuBTpite0ql8p8RUzudKq5hElOn6ZucEDIQbZGkn0W2u7gM9wCilcTOlMnq8nSZkYtmUPK5F",
-	"YZHmPGdEjB7TKitTVPker/ibSPybEBScxPWkQhxlwVf5VulI//73TyiC2/7978VrdtfaB9pAOyD+0NPs",
-	"wkxDMHghSTlNtKIHlLXALYj4UMzkWwvZ5/GW4vLZ5Y8vsYySQ0BFBZZGxwYPqVQQgiNzTqt39rhLeGXy",
-	"BltoBvuLkDTGPPPbZjJWLuyIr4qTGJJEM78EkXfDOhnwGRshTkSjwEBr7HkpQuhxNkrVCgfyQRKAorFI",
-	"ZaFyPj8weknSMKIuhcv71HpOo6dvEAxi6wnWRI57QGDpfhTyPZyVTAsddOQVxr7tkGLNQBJMabyzji+V",
-	"Ix1he1s0TdYgXhVLRLVENCdY7X6kDxqxWuEqqswUckkybzIRV8v4VjNcvVxth+j1Y7k4JCu5xLfYbT6x",
-	"5YoLDddqFD8y54LwRnww5XHPcp6xXGEiMhaKt2Ie0nqWeZqonCMu1oSGcseHtKVWcgcinGte5BGWL030",
-	"Fa0CAuHCyhlpKxQgw1Vpui2R+6GF49ofsVikhXMbXlgALhSXGGFmiackhWxRjLOZ4hRTrgxqd4ioLX5i",
-	"yadFGgrbpHKNlm4gi3XaAwFch8hvDnP5LFf19JZ0yTuYvcgnPMKppjQ+t9liu13adDXbiMHj2mWGxJky",
-	"bfGSNjtZHngkVRMbabdXEmh80BnsMQo1Qic3CMeDpjHYRPfkizMspYnMw2ridQnEICuPqp6xnecSZj6O",
-	"5OmoafLWoGSdp61ih4ZiYRYypUl1pAjq1hqWzNsDS28qzbSEGH4iBO02rGq5xSUICTwvcw4z64pmBeCy",
-	"qWjZu3M3PmmCMIGkoIVXbsWhDxgG9cJvw+30NaZ9lhfvlO/ZzL+x5mj0PGksz7ka73T5lt6ZaTXjEnbC",
-	"XdfEKwgwe1Ow+z31cyC8dP3pbx1274lPFgfyxr0aeoW9Qt+IsNfZffF8pDNEAKR0mVeIxcWeqTAS07Jh",
-	"Jri48qherOywtWIQj4vtP3dnJ/JdVb3aIRpQ9owELnOwEet5bJypl5jhKkkGIjJLGBIDda1hFfrmTeUX",
-	"cVBm3NkgjJEWanI7VZU7PkXOwC4lGqycSv3ZELSvP7W5LdtTCs7e5RFWGq3aAzLaKUpctdP3KQy4z9Zc",
-	"SvX6UmB0zQoD4f4t2iW3fJO1gKdZfw+3DBihPf5jw0r6KmmMml0TpzvTYpQFu/bg2yRVs32Tn/sA681g",
-	"IXuh3WFtYGzTXWUE7Z6JfyhKDRtivlAsdf4R7LaylWFtd1nBD+N5kI+BtJXR7ZEv7YehZxxXbWI6D/pG",
-	"sTXzyhPSOtK+/QyBLYXdSl3uF7lD88axM9kt4+9ZYo+WIhoFo5GG/wdRKNR7OS7SpV3dlNVophQfUw15",
-	"QuvqxO1guLhGci5DuEoLBHq7fU97wt+AnaCFdeXui261kINbwxUNU5uH9Zv6awIXNafDV60UXPrXeaIm",
-	"q/aKzV9dV6LV84e5aSavi28X8EPwRfzS+yrABpXcpAH32APdVvy5bISpNTm36ySyTn9dBfiwx4eVaagt",
-	"RUycwYUoTPbQa9Fbbv4ydEJv52LrMmumpv7XEkhvSAx4SdxyWJyrvftR3dcr2+izG0d97UjiefHZu8Yk",
-	"V1JYhcQ9A1H/tfQgzIQLhkcnsDaXaSbjYBh8GGFN61EwHAVGyXw8/YWwHqMgHAV5dmtGwfDnD6MAv72I",
-	"8UIiw8IrKHaG38YKqBHhOAI/4FjxvebtAq+4evJ1q9tpff38e7zkHwVEGot8oceSdSdlD8qUy+UNur2z",
-	"s37I+JlgGJyNu93TI3k0PlJnk/HR4LjbO+2cnp2cKHU6ORqcXvd6R6dxv3t9Ijtxf9yVp+pM9cbdSWfS",
-	"k4PrkxIPipRS7ZzOdCvBTR6rppqSBIEn6mDmDOgQIxS4gmPrSCFLhLB7D5sfMlOF3C/3gVjEChnLQtIR",
-	"gBMFKZEbREVA16JbmaZP02z89oWJ+Cw50qhaINAFP4TosoTbckU4yHO0xVTyjsifE+NFPB+ZilFVyrIT",
-	"wA+B1MsfJiAnKwkbPuQcA156kabt4C5cWafwvfhhrvSTVxei3+4wJgFvYBgvOlLhM+U7oP9UqMlEjVm5",
-	"XGMuCOJglnMC9tnL7ajWuvGmaZxx5UHFSxhraVgqFKaOYZ4GHiccUx/FTQwR1ziPEGiwD3Eyw9BBPruL",
-	"xIHnws1dKpApH2QOKXIgNeKrCPwpeJzJ5UgaD/0AFupsCgYMYggMhxttUbKx3dK0DiOH+Q+GAUB/25fy",
-	"9oVjHto1I6AUlw1WBwmQsNeisFai6VYixQGbU+840pxpJa4BYIVSUEz50yPj4qiWnZJucaPugkXu7W9p",
-	"whLz2Rg9uZorucYJBb+Qe41j0q3S8KzQ1UEPAXoqMPA40uQZOnCeI5aa0CauZDn9dTikEbHu4hBXZVLY",
-	"J+hMmDQrXFw1msn3uFuZaN3hqqL9N5dNULq4oqv5gL8LpTPd1lhVA1W8o+m3Gmn9ztsIDHhSYX+p7r8m",
-	"FFkaVyyIeskIuGpdlkr9UZqompKbRbYwwiwmk+S9RVbwpnQgC4RNim4HkI7e+B/uY794ZkaDH6UxvYjX",
-	"xi6PTvTNt3Q5mck7GMkrk8fvo/tDO5Ab5+5b18SmweaLhNLvVJrNAW5I7/DxSJMsK8DxUrTdDe133Sos",
-	"c8012zHyl15ew2omTDZTFDz3QAVaqdiFuBMKR0Gk3kvmGwpj7xyhXwpPEwhbho8lRJf+aqE/GRHf+Bf7",
-	"vhA7Ya+FaG86w2tWKD1tLiAwHYBPguHh+DfiDpiEElQGmCAhUyBlNSKdA4u/RbAbF0Wk7zgNhBnpRjpW",
-	"8zRbwqjVyA7sGARh4HcODivpLLCFqytzxz9sw9OWsbjGMvp1ToNxmpSkBscDjwYlpP0XusOEssR3MNJZ",
-	"TowHIUEmazQIobAUCIiybUV1YgOYmFXm+R0oDRqLzP+3YMMovFqb3gfwKxvtSSUVmKF7HFKUttmwrKOB",
-	"x0ugqC5prmEXSqH3hz5sJSmGXMgfwwT2fti+Rnqcq1jpIpGpqY8MpNlVIv+PfSrvx7A+zON+3Xk2ON3K",
-	"FHe50Ot2B6cIHhniKQdblQurILOOb3LEGSFwkD6dXMtks7xVS7O6hZBwoc2+NQLiXQquH/jDfJMYeZMr",
-	"tcZVW/UvlCZX5L2X6bl9yywEW1bCer9RxRRnGH2Tc65pih7dBVlrxKbmvQPZ4pUp2Dxbtcoygty4B+Xe",
-	"NeVxBVAtuLyQMcXvA35b1p/gx460zZ+yT4ZUOAqdUa8RDJLnaoynHhJgsN0J1TPSRTKjOMosec8G9szi",
-	"XItMXCtR5AtTWPhDQ3kYUqUNk/GtbRqMdC6xeiDxvMRr6o9/ZHAszrP5nI2AHUgo2M6hfZjw8fwEaCnw",
-	"Vfr8xteQbffAlBR4yNrsx1xowUexNQcJhJxbKXhSAKtoVhb/sbNjOYI/j2ggjPi2AqA8LTIvzcpzLp7w",
-	"vnAnVjSIEdOL5uolX4kicIG//UGUr4sedvrsqG8Q/QM3ATAd11LHmVbxIRbYoeO8zghiQP1tXhjl9G4/",
-	"fNYVwromoEAlBcvRZyMba6ZxXUJx6daqrerqUUQcqH8AqUGRiaiiJaLDhxWJVJoCn7yXn8CrCYLNrc2N",
-	"9QB4uwoOU+kx/Symzh3c1qX3z0WmRZyYItHjoiR5YY9WuwEOvo3W7n4R5T2Do7Dz7rb2qpv8GpX92cyX",
-	"c2Ns3TB5qqYytm4WUyZEktMOATAqV+x+so9+2NW1JeJkCfdoFiDv4yFiSkw37+wcT+/XTY716quy6a0O",
-	"vb94fIlbsXgbvQWuJsIaY95L+CA6YCYC9jm77WGEabazib1lpP0iEg6cXCMDb9f1qpDX2TslOiM9U1Ib",
-	"XzWPkclY5sqei6EyI49uJDClR5Q35QuNPLyUbwBzC/sYzLPby/CkTVhmejZzQPDjG3FYzcGzjXTLjnPc",
-	"uhLbezMC7wbxWW9S/zRVZUrRQpeb/a4m9p4mMs3yBkMZ5SEpfEl4aF6xj60T4S3c+mrdELdcaLzqFRfr",
-	"WQ1bzl0xHrsU7ulG/VgHZ2N94xs538nL/B9ybsshP5kUakMwG0/VnqVKx3yqWuVZ6CtBbTyyRp+QwW2T",
-	"H3WhyRLfM4PQpk+701dTuft1a7TqgyBfihxPVWxXZsg6zseLOl3WtGxXKOv41Wu6vI5DyroSEq8WyELb",
-	"OnqY+R0zCQdHTDPtw3685CauW3IQkW+sjWstOgT1U+RyrKwEsAOx2zt17sCRJn8gBTe3saLWXWFAGYMJ",
-	"qKedJydXDZRW+1GgdnunazyFC32f1FPynRUZ7lNt8QwHjwJSCRgm9Jj2g8OCdzO9v7l4fXXx8umVXcF2",
-	"1UKG3dKWdEqMI1Pj6homgy8xDg0edE40oc8hUw92xUGnfeSl0uXgLlHxSMdYUNEmoKFXhXPqDmEj11mB",
-	"u1jh7/nsQw9HutsBFm5bdVLOK3nYUswzkxTJO2UfwX1Af2Siy4T9NjcX7kR45Z/kO/kaRwnAmBBDbtPk",
-	"J5NlJIzSsaEKCNEFutiKJTMRvpQvI+bMIHfiIyMW+pp6iy0kqkBDubH0VrhztXeoHukCbPAE2ScWuX6J",
-	"vQDZfyImueRgKNpTXegBj62AoT23P+A4AWN5AucMOZvD4KM5UCtn6vL71yAFSnKAe56ucKt65mL82ysT",
-	"f49CsZipPBlbbAH0MLdBISDpEI+9TyZC1zLsv+5AwqgQMM9MgXwgkxogof0QUNkdToOgA/g6dwZEJHb+",
-	"qHakD+uHeZDGmSpk20e13LtK75bzEht5tfqhIGALbXcE036wnJuF/kyhdI3ctS8y9CKNlQbQsj1T7oeq",
-	"W+i9sXSLNfyxWAz4Qk+yJhayDYXTf7IJllRLlKow2cqkt9NstltZg/tU+IaHrDtj4ZUNhLAUoIAn7JmD",
-	"YAtgl4NdT0AIg4VO/rFQ/DPiemqjT72sqifbj8ZJQfDhi0bCQ6Kishw0LkpMeEWm6ofiwUNb3timKVNC",
-	"NHIAwFVSa04umM/z7H0yg0vI43nw3cvXPx1S5BYDN25jyozKbYo8HIZxnXAiuCyL/FKya50nEdsVhIHU",
-	"ulbnlH/Ywmzy+m2ytvTeT9NlmWhKSeI2c19ErrKdKzXgvsHi1fl8YaDaK/3mlUygnzDoygVfcYCIwgFv",
-	"Bo5DDNtHwzK1gpQt18pjngzMfqYboFWtgkrZKS6U4OYRyRdHmi9z2bhUxA9p93RGRR6KzBa1BdYvDBa3",
-	"OPO+dZvlMXapTjrkiiOXdHjuSOGKwOSmoDLWnD460gwhxMfii2HDZMKD7O9JKEbBH0fBIWIl7HNdkieP",
-	"XGFG2lbHfWQhFFQL0a/u7ddTNqss6Wg52tY62gZRiZETawUxmekM2Ayhzdh19N5VpNKJAh7pYb6ZBhOn",
-	"lf6uzJgFflcHGy9srSmN7J67DfeCvDzN2niXOjserQ+VQjN/wVE2mz0+BG9BxAwUSbOEAddLRzpWEtoh",
-	"MK6KkBEeC+nhDudMLrVSaV+jFnS9WWl95CpgUo4oJIOOleG0ZnHAcybMIn9HRjOxEeS4ViyPUzQUr/hP",
-	"clTOb1gqPfmgN8HJii+tTq37djtW5jWv8T252kvd4ApNkc5AenU6BCjvQGhL2MOvITMVsJ1srCZLNHBo",
-	"EGMYaCuPbFmkyVt1mxjFVAz4UIM5Z+jchceij4aaeV1yFEbIb2siQiq/Rpm0DC5jWcg0u1nYkpKhiP7j",
-	"2ZWoEj0//gAPv6sfzq3sB7cJnPqCMAC2UTApVqDquy0SGs5G+it8wIowbgb7elNrl+6qW88NgC0YKpnr",
-	"pcRsUTae4YS1e9liVlLw3Ee5w8TcMs5MsWOlKW/cdxnGXWuAVYe9LKqzlpacNcrqMDlUEKCV0uU5k+4Q",
-	"NQOOIcLa9wB5upftb+mFgXvjJiVb7QE2PFHMBuL3NhRJW7XFLd8okSiLapYigw28iwVk9cRJ629f9eKv",
-	"1oM4l5NC9Dq9TqvbE++ysbxepDJfHpJaSQyu/0eG1cJwpLnCGdiyoXVBmJBhLSiD3gsNw9us6jJYKQ8M",
-	"xiKCtAvG5lNjrBkWslMGcx/IFNVLV6KCqtwSzbSYqlydl6OGW5rCE79ECKuNK6zJxPDFbpdltgZ0aiWS",
-	"XDNJIbDoj9RLLBsZCllgBfJsr0Sqj5JRNJ42n5noEj4o2Q5yh0SihyLyz/MRjDlwG577phefpP1jmH8K",
-	"w7GgGFoDYRGnLuBNAKVX88RkcTI+3KdEZvWk6J2Qdxqm+58sbZmGf8Hhks2p6tmyIsm2Y04OSiXvlIav",
-	"xyoVzxrMMrvXWT/2v1fSkp1LPBzTlUz7wVqLDh1lvXYqbePTG4Zini5MaYY5fdkW36g0uVZwYbqko+FC",
-	"o/7L0WU+0nhwqdUYQfol7Vzjc2mMMlZNItEjLsrDki6nAg8BTzlflZFStFSGzCRvpnKuLOy6UFhG4Wak",
-	"gUnSc3pKcaM0+lL5zSrP8TQ10i0RfRihJGJuIxlqlBOZ/FON0FaLhj4eKYIfopJE+xmv9lAYNZO6gL8c",
-	"HXp75Q3EKYlvgBgFPcW9B9OC9ZLdbCV/G0wD7CTINinoGeWrV9/CxT3/qSgBFJ82CobH4Qjg8XjJeKrk",
-	"nNoBwXj87mZetAZZCxyZowDag9GJiO6PxDuVX8simUHtndTyixkGboNYlUiBsnHnvNlILZ4/f7HaVCAH",
-	"xmbQH8N+OCrZcEfBsNM+sjOAbhzjDQs6+iklblz4hz33gLZ47WaFHApeexzFMabc8ZmxVXqosrxhAtl1",
-	"gU3mv7Mcf+HYGo0corpSgpUQFkcXGQPFEessC+M3boPIxGosl/i+qUwnz5OJegESc3o8QLgEvC1V5ahM",
-	"HBcHEmitFxI6RZGwOw3Ayb6bV8SbO+SMn80zUxY+2roSRrrh6BQhMaER7ojmVI44KAs5kJUHhbSay2ZZ",
-	"vBUfGngTMfucx/yDEmY6TuRYfbjbIyOyclBohmeiNrR2i6d1cTGW4AjxWqmmc2bkn+9dJ0gdBGG56mHj",
-	"zObfB6GVUNxmx7gtN7HQu0ft6glojluUDW2qd+EfIxMMR3pnSyLiOaiOw+7pbpVjbMUuOdkSX/Da3Ggz",
-	"LOYqNypW8RqzmgvX2lKsFQwDMiU7MskDWvwyV67MLXKcvlXLQ9Jvll0Sb8DzFgm1skY6V+5ui0oUKNNw",
-	"GMFmOIc2v3PG6V9aZHr8Sfi3di/v3NjDdrA5bhYGaEfsnymPw+HqEPNRJyQFqECbihE9mv5EYB/+BTWF",
-	"iNENFHk72MblTu1rlh0kOW7ML+Ni7BTUAD9UppVI9CRdwJs9zxkn4br6LCNNJhCRIatYyFlm08DpfcY5",
-	"0pxxTyxzXCMDfetZjulcOJwCwihL8V//43+JKcDdFmMP+ShyRZxYFKqnl8O1I01BE3LUqyHJoqwVjHVp",
-	"2c3Eo2jT4YjneLoV5dAwlStmOXKJZSwKhYlAXBkHHip0ZlvFYET2sYyZo3SkX9uBQe9fLm81Hacd1yrZ",
-	"LSAnr7/74aeXQyGrzYAyjFyVHxETEdNPcfFEr6In1ObxqFw4hDLSSJTsqss4AuySeFXCm1LvWSETlEEr",
-	"zEjTcNhWYCO4SlaE3WJpYKs3pP3UyCVaMhkk49l7h8LeGLqUZ4jueNRbjil8ieBGHnmL96RGYwEPK2Gh",
-	"iKDnOiqFEBrEy26ky7ZmWhnOh7xe0iThHFGlkDxOxoUPqq1JUYXl+aAkqV1oCNLAr3QWJ9FNCkuHHZ+v",
-	"MOS5n4TOtDockjsHBBHmtQyv02UY0irEJE0oHapcCglq35n8e2br5kiYd1D9vbLh3JGDCJ5gIsjr7gki",
-	"RGeaYBOFI23/FP/1//p/i94hVxOvt5xbcU5RPK/V0GCMBoIou/4lumxSt6Tx1sp1p/aaka6/J4Gj3jhd",
-	"GCglVZKthYxvwtzXqWLhqXOGe89Z6EKZwjYV3lmbi6SxuowV3cZKUCTJABVyQmYfXltSlgmzDCDRwjcS",
-	"80+JLuOZXeiHvrGFrykr0wVvtttKONPbEMWwqFeFajvEpBEb7FHp70kxBst/jcmKu4ZNDeUVCiKFwcPQ",
-	"qpjCQ1VwJSbaVnZz3YOyaNgnG7c2P+ocEv4LLpkmN1NlWO/fC6PDfIeb5qy+nn25vd+cYXPXEc45c4Cq",
-	"ZXUQOkqwOC5308reqTyV8ygUra73sz2BtWSa3OgZHN+BOKVp4w9FZSPfowpTYwEd4wULN0sg986Px7B8",
-	"bTX3SRz+wlevkoKUwu01yA42i1v5NjfxdtHygghLxbPBvvtL2eY1bncnNXXryEiwmGj7ZxFHLTTSET88",
-	"8pDJKUQ2vU0qrOt/2EAqmtqqxR2VrlV27okMKPA/+89HfUjPrsMGyhu2qcmrpAlk/wTdL/JGiSJRuUjl",
-	"tUqFxOATJiMX0/IgiY7sCkzE19zTDCb4VuYzxEmktabSz1sAPFg45kcjbzYcRNZW6KI9huvEOOPFMopV",
-	"qN3QL93tAygvWxT46fS4gdaM/dd1ZCDRSuOLHjbpxDZm5VDvWEM+wWtXFjU0wbWlaUFeZRklFe03SRDl",
-	"LrIs9ex2Rv/Ei9xybMGk1eZL5oTlZVK9YMiUeqhPCO0VxHImbxTgdFoIgyZEMPqfVezao+UMl02uZKF+",
-	"YV8C18YlcrtXuXqXqFvi+stnkjn8Ll88aR0d9brs5oVGPoelgj+qGdaJHQV3q9R4tu3/ZiEQmd8sKPbO",
-	"RjBPJB4UN9Y/v7fXz83lJqAS1TvA6WiOgJMENLpRsgzqncAFTYWytxCa1KRnTRFqxx4n6HoCecBRb4fi",
-	"+bV1ij1pXJ2LXD+jSlBrQpVWoWMogfQ5UZJN3JF/FWCSxI1l+6v03l5VGoGEHtYZ5+hDcrWPv5H7sZq9",
-	"uIaefLkL7WxZHKQ2pO4RIfZ27eByJYJ75naR5kMtpWLhVaF5ZOyxRNSrFhNqDRwcSQWK6bCUB1Sp6AN8",
-	"fwcOBluUSXJ+KsXx6PkjzbVYMGXK7fNlWWM8hoCmJjE14lpNE3RhEBMGFwVyzUtuNLUPXQxrko9CDv/Q",
-	"D7beT1lqZKSlES9/uBKXz179cHn17JuQyzSzo+mfKs/If+t6TQVVGTtLyE9LeISlvBba8m6yD8bCaShe",
-	"CWdRXgshQ1GBUIcBsdeYAB0KLCyiif/okI62rPSgVfYF6FJDVMcIYzFLcRCNyjrMo2Aofn4THRLolW4Z",
-	"gvIuBx3TW6mgdMPR3F3XvKRrJanvkSr8DT9hhxzPeEFFM1+sOcKlmbeZgyC9xfbMkjRNjBpndTqb8vSz",
-	"qe5sUih67aaDo59DfcC+wSybi/Lmw2rLtpA/NLMBVMzUTYPqGbR4H9lNZv0OZHfSe0ygs8p2yPxo1Gv3",
-	"yTsEm64kfuHcHlnJ7FndSlQlRWs7C5eX0oUkPqX63Tgevqreu9oVgcEdtN7Te+TeNm/JmUTJdg7k31wP",
-	"qyyARY+tlr8aaf8qB178DMpf8S5jL/KEkuopaawSCPk89InLlY4031FWMUzKeoMHvU6Hboh0ls2j/eBb",
-	"u5bHcgXb1nJYesUKXNmespaQm3m3K3O9QJuvTIyM0rjiGnwZORhn4sDVjIsQKJ0YjAnhgfr9PE3GSSGA",
-	"CL5WsI5o+rxifPxy2qO5SOz7whbmEJhoGbJdb8oOVQJCXOSKSoLYunUovFSFFgMx9UqXZVGFCd/P1dwO",
-	"bCYcfUYyLPJwHGKPXE1Mr+qmt4ny/oe7qDQ2SCIOIM+DhqwFTwEeZXaZET+ecf6TPZjlV2zH4wZR2bv4",
-	"AOXJbk52LzD9BC8MhRTTRBdt8YJgc2USs850i1OIIenX5jRz3VVpRNeZTTYfNyfgLOTgUsAR32RtKAhY",
-	"zeT7g7KZoXPZAuM8X0g3/UF0D6N6ivJI75ijTDnJdOZ0ycoEvx1pl6Ps9RB7pXIvUVl4ecpen6Gwpqst",
-	"2e+1rpNiyCgk5/E9ppig7ds0M0WpqW3pROoms7IQcipXh9VqyJ1OWQ2Za7REaEdi8VYvLfrQVdREpUxz",
-	"CwvleAAtFJM0Yy2PkCp9EHXV2dkZ3JdLPqJKminU+2W1ChosVyR4pqSuQWr6G53F5aBsTa5eOfKw/l93",
-	"2NmzVF3z2dH6Y82+VepYNe57m1ejYp/b9q+j11QTr2x16HU83Fitgkb6c8xRhgl9qGIfPqoFerxvjjK1",
-	"Zd34WdugMbuG5bwU0pCDllBbD0PsaWKKQzFeYN6kFHNy5bSbi6DrYh0InF7D1QJz9PXgIIneaccjM+Zk",
-	"lLJmwK6FNlO+oOnt1CNuwyMj6FoEgLkXN5x3tlIhZana0TC7hEvrRPXN7rqIBxL3nYwt8NJJVpSjuUPG",
-	"IDYxdHPjhslvyTq5eZll8+Z84ZpDy9qyWJU6bUrBKmSSrrM3sSK5jec2zHajU9HmMm8aemg/Zz2vDAt9",
-	"HdqmrRuCdcU6GXnnl5rmo8q1Pdq0G0AEBZsqDfSkWc4McBxGItg83xKVeKyFUcZ9n+VDwYDqaAjYqZH2",
-	"zfMq2Jf8KHwn+GUcOwb6Bpw5P9LkJ8af0FtNA+oIkD1fMmGEGHcsSjSyBi/QwpR4IDKGJjJNQdnSrEQW",
-	"DrHcw3p95gbxZVbUU1WOGoxYzVK87USM0g57HZ1fN+SyJBb7W5F+zs+C3uzsmFjk+jW/bpcya1ugjmx3",
-	"cX1iS1HKIVdaobfSO27aU+ZWBCTfsfOQeEzsZYhUMbvAXqPzE795++jUFrhtcjmf65b463Xz/aTio6jN",
-	"NeFil7+CrruP+35XDenxQmxw+fOz1g4gO53X1kD0lCWw7ZAT2bmqQQd4NRHFt8nNIrdgzxu2/qnuOZ2P",
-	"8exTVsUn7AjCo4Q06Azf003sfKRx6St2L7fugnawzRq4j/MXF6fzlO/v+lUcBto9WsTRwqv1HtdVfBhG",
-	"PMh1zLdvHw3ECj/dZBI60gwt0yrsbKutt8njjcyeLa4PYi9rGOnNKu9+q25T6XnqLV4hDkrr12cLOdy1",
-	"/7YfDXZEyWNYGmnSiHlmCvZ5QUTIuoqB76EU+9Cb6bAyela20QRAoMVhcxj5E0QAnDx6Yrj/+lyv3uwa",
-	"stNXk11vtENPi/hNblhV65TlT+u2UlSSXtzZ7ZU7BJsRqxcbezqwe67b6LM8pOpbYA+GYjGPZaHiBwg2",
-	"/4uizeiRGC/ypFhiXhYNzbWSucqfLJoOgU+0AGzIW7UksD9sMWW9IKIKP4i+/eGHq1eXFy+vfnny6uKX",
-	"75/952sMGGNUGrzE8OwsT/6JS2EovsYXEoh6DDkd8IeKyPcIrzIqVbYuC7mEaWfCMcCFg08oF9K0KObB",
-	"3R0iaZvoMFxVKHS0acH+FPBqWbmBziRjqo79/PkLWiUGg7C8m6pJopUZ6d//3ppuv/89QNmhDZR9W8Lq",
-	"D0PUHJwdV4lnsfvVvGVaRlt9uFg9rmJ9iEwrS7/Jl46zmaWPAX1odVKI6QKyEpgX1bg8OmwsCA8osKzz",
-	"1gYBXFieof2J8amp3qnciKmSKQQqKrQELh+Mvi+JJyj8PZfXSZoUGBbn8cbhTAqHDqgwYGW5DCshPzPS",
-	"BzCgCOpa5BotH8RZJthXTDC4UUVBgHabHVJBO8SHoRvthsGrlAoyNEt+pH7oal5Vgzj+mNph5HB+LbTj",
-	"iI9ioqRxxr+9zeWJOdi2TbvCPtdysmY4R7/7nYDlpXSRUGk++PK1olKUdu1iPiYtGs5Edny40eN33ciW",
-	"Eh/CzUIIMV7kqWh9J0ZB89r9b+WS//7Zf44CAStw+Phxt3fS7rQ77e7wtHPagRxIOwc2VQSaA7tBrPz1",
-	"fS48+jEpfrx8TslCyKQFMqxhaNgZaeNGXOaTF1Q9hOSqXdE8GYh5usrtwDgEK2ukG0KkALe2dc4yC3SB",
-	"dqOXPhp0uhEyqS8xZT366aefWt4UKDtIkecpYFWJ2GFrS3gKFRhALRkcvDZVLRsai5jghMs8WVoLnrDy",
-	"aZxiDvXhHtMS/SdHUh4jsfU/I7b4tVKxdzVK0DPYhk0JtRm8f4/3Hr1/z8OHeUsI4yUpezzPs+tUzf7w",
-	"d3RIHFx++1ScDY5ODtvi9W1SjKcjnWlwycUq8mA3pkCdC88G9yjluCCT0yt63lO4gR0n5yKiU2GEUah5",
-	"jjkXWS7mKpvzUyASM55KDQnTf3G0BBSMkakRMjUZorUxGRNCKCYpoEnRXBZT2KZQWxCl71S+U3DEhHys",
-	"g2iSvAeQj4+mXGYLlMa5NIWCbJnx20Mv1bMSvTiIjFLRYW1JGdH6q3j1w+ur7StGjEZ0p9hrJVbuesTW",
-	"WAt4P4bCn0CYuEf+1bF49GEUJDGTDEjKlIfdDb+x5Ch+2vmykml+94ie9TsBNA4fICMzpnttNKy8LcSs",
-	"+yn+6n/LD8D/jYJJ8n4UDLdmtcMHRW+qpl2PgrDdbt/BFFzSggGNAmOLAqJcrNhyZYDA8xUgNLaiEYbZ",
-	"kHZopKnkNsdQI16HF3F0Lv6xIM0sC5HE/sGJgnO8Yuyasw1KYuNUdvTXFn/duoAcxbWFBy3LeCs6F67o",
-	"aO90pEu/PFKY26wRFN1cpNkNGw7ZIjfnZT6Yr6RmgPEdYZrZYt4Wz6gG261cEqvXTBna8+zKrbY5V2ae",
-	"aaPATohBV8NAJXa34TEgvU5QBzt+dlxeyRvUqyP9NEtTi56QuWJmFOMqKEsuX2nRcY4AMxTtdhsXZoiB",
-	"AEjCJEVMGU4zyiguI2GAsjFvXcYG/EARr+slBrs4iRC6PdILTQon9kNf5yLC6jGRMIotV3wACKk4YB0u",
-	"jjqhna6R7nU6h21BDeAOzuU/FqTXTHKjmbYcu0BsKq6FvDsgQJGOxlXuezAPVjXPvbTIo62K6o/Y8696",
-	"bvn/1//zf8Lyd1t/MPy53W6/CUde8JF0yvJP07/py3ScXBxfzP42/c/+5T8vdKf9tv+n+Ez++f0ouPt1",
-	"uwBHkd4xzelX21r3iCX2qWWvIQvH2cLGmXG+BUymA50VwLCInl3Jm+gcURAuqJoA58bFpPUy06r1Qhbj",
-	"acRWjijFb8XCifqdgXiZFeJFFieTBBOHMHsbUkSzeFmXiAS3iMprIC5yMu7GR9cddSb7k0EMOQqP1u9W",
-	"nrLl0QCzXbPRPtJXyUyRdIOJ0O/3z0Ab/Hj1lPSQD+EUB1Gv0ztudbutfueqczzsHA37Z+1ur/+36PB8",
-	"pK0zhR7HHorqE3jAk5xBR4qUT/TClcBOimqdYMomM3RO7ELnMG9mrrScJ8Ew6Lc77T6SVhVTPC5b6wr+",
-	"vlGNJAE0G4hKmyYpKVdLF8plV0GjfHd19Qop6MZTNUaQk4jVXOlY6fEyxGoFEi3ca2kUOG1BoThTFdQ0",
-	"pbuPpwpnIcst5ainzs9HGja60gokFSL5SJ3N2VmFaTA3qvgOe0fpK6jIsdO9TqcWqq6bEhSocyk2tEsG",
-	"wyB7S8mSYNBt823wu/Eg31DQthxBCcAjcMPQJoNN9LehdS/iyx//9dJuO/Ayzy0SDH9+Y+lYlsEweJ68",
-	"UxpeChuXAvmRgDH9OTBLU6hZ8AZu5qHdUSCULg+C9nhuy6qQ+CYGo39Sj+kCAGCPdJHLySQZ05Zw1OmL",
-	"A4I8XqoiX7aw5E106FhMxlLrrCCXCm62uB5Gunx1gqlsa6TgUsk4gY4/nCDgIGFWZ5ZXaGx3Fo+yUQ0S",
-	"Aj9SqVAeqAcTjzA46vTX3eIG5/GPWr6TCSGlNomU68VmmYJCyd6usVa4OFfVVXO2BIpE2GuJsow4SOKQ",
-	"CXrjZKa0se79hM5qyqZjs61yGOIDwBVmy4ob+orEh089FoVWMECuWq3c4TXteZVK7CF4SOlJlo+VQRkd",
-	"abdrPjI+paqYpPKGFD6M+qKwlbqgy23cehVcaGlKcDOFAhvVzXONmD/1R5iJCVWBEvNz83yXlzy+mMAL",
-	"8PmY1Hb/dYJ3uPUw/OBJS5UtGqv3LpK0aCUlCRoMMmXxXWA1eFkkMCAVjjSY3+fPXwQeK4/93XASIZc1",
-	"aaLl+ZpfGQJIGOkhJJKsFiqH0IEpknFbPKe8dqJOtVnsIIViKs0UepDlpOHcGUXo1k0uZwYhnkjUWcBe",
-	"JsxU5iqmYG/oAIzgloNFXYpvMOyfDsDZDS5gaWDXYp4w/sSMcDj86XwqgZSui8XSkmuSBHQm6/H0MRRV",
-	"TYqlaNkfFaUGOUI6bwaUKcS3XXTZqjSlowha4eh2omLrFgdJ0rrQ9vtMKyMO4mxsHuOLZzJ/a9qz+DAI",
-	"y0mwXF9hSaiHcsFfQy9Ow4CZBPDjiS2zD596p6C2ttWqWRUZUDplKoVb9/VB7x71j3nU0U5KWmYGaSJu",
-	"9OlbV+R/iCRNLffkVt/dsNMEUcdQdGgAykkhzQASYm9xXDNJqf0o14KHC9eCs6LI4LIRDXtDZS54XOtz",
-	"URn9uzvQAKTcvCpBUHPvNTLVHXUwBvR1Fi+/XhYK40CD06OTY/y6vK7XAUq7NJ3RssRBRm41bzQ9skdU",
-	"PJZq9+fmPC5sCfo0yfNOhVMwMOG72B+Zkp5xLnMEYXKtlArXmON2Hf7sfEJwKa/4IAwcdSDWJQQ/XPBm",
-	"Nfu41h50w3H9EO9tiK/UaMdjxBepQpVlLLftK4sgeI3b1qI3zhZx9IIetX61lgGx4N6FAcAknqLjtqqn",
-	"L3TLsQOid2FFTeMxHrTZF0X8v5ci/gSK4cuif8BF78ptNC75nU8nFVtyzRHWj4tWnEK1wwpYsdsOKXjN",
-	"XfhRB5t+Z7D9YPMyK6w/Cd436HS23/O1jPlVdEt3p/MT+/X4Pb2z7TddykI9h8VF9xzt0rYLXahcyxSD",
-	"XnRUc2r8G64wUq+f4J3S3EHFO6j5keq1J7Ur57elKtblLeS8Rd2GGVUuhRzXq41VewT2dBBDllKbeqCo",
-	"6onDsKjcVuOzcBZ0FuM9DGSh09nUwoT8V1cw1SWVA+ICQCexErY+b4wzsiecYqt2UVsPPnr3f//7HzDX",
-	"8/e/F18vhdcbZBWsaICEEpavl4Ulg4ByMOTaU3qcoYV6XhvGMhbqni0MIh+NSNzt5W84SNEv4P23kUlL",
-	"POH0kiuODGOX39gptJ4bPHSjj5Hj9lSv65zfa6MIQKRIg/6kiERWSdIqMmGUYkC5q9THmTA0bN8mKaZa",
-	"/P73ldoHpESpsawr66J1PtK2cpG7XNWHjYKX8JjKjINAlEiFAz//+JFx2XW54oLmFu4FdGUj7b+CUfkV",
-	"2UQsfJbfZCibWQ5YiyRXseMMpfjwuS3J7SfXhra8RUnMhaFlImKAeYS5zrPFzZS9wVi5NTZioYsk5e9y",
-	"VZCfusk5AG9/WlnWK+6B5pTv2tjaGiZ2fipMRAF80zoZ9xXycwVDh6RjXiF/i9ttF/Lql96FO7bRzn9i",
-	"Vuff0eVX2n07Xa5psdtMd3Xp+Wi2rS4XVPXBDhdygtvHuWXqLMs07XXe5cAs5iD4rcFprxuEzAWFZVWD",
-	"ajij2xsOuu2zTu9vFj35FNYQlHsOA1DMmMIGmZmpzZHk0Q+Gq/vMY/+9j+2FXqritlvshbZsKF4Pf/6x",
-	"2sWvah3kBL5tj6fLKjQJP3+odPvYRz0i4gCn1r+kV7kEcZgr1/Qr14BowrQ7dbs6DUfDzlG72+v8DR+1",
-	"Mp/FFAv0nayZy97ZVfdk2OkNu9324LRTn8v+sT+X3dMdJ9O+1E7kH93S/wqVxKC3ZWrdA/ii5gdsnmj7",
-	"DIqCNj1g/dy79+MlDW/fJAn9JlF4UynbHJSNWDe1R8PB6bBz1u50j/6Gt/uprtVYs/7LP//214vi5TcX",
-	"7+L/mC7/9tO3b59fjZPJn9t/nnXfd+TfxruHJfxtAlNuG4x/yBi1lkRl3B4wSvHvZpjfN+7iBe9MUR1t",
-	"34yvfN9syj/+UF0gd2TUp6qJc/dZLo2tr8alIAlb69yR/sPEgfvaCTlgxfB2KthXomZoaYTORELXhaXI",
-	"IA4VTRFCbSjHD8PKtxLTJUrW9WuF8Fg+D5SYVdcqCjonBUMFE5gQpsSypWKg2i/0NI6sBehB50c6V7Ps",
-	"HZhtHh63yt5jqV0qYyTLEOlI09GC3jIUnYg8T0BZI140gIdzBWZdthhP7ZEG+Rpg8VO3OYcDI+OWBwW+",
-	"7xJJf5P5R61/WvWA7Bce8iyxjw8O0WBUXY5PxCRb5C3sCu+8lYEeitPS+QUgCFCrUShO8QPupVEo+i6j",
-	"jC5ymRpRxUfJ7++e3d25+rRYLbXWqJdewiTNbdNjOnv4Vb7FqeCE4jV+lerR0ZQHiy/q9dOpV5qY2ure",
-	"oGH3XUD1kiVvdlLRzhLeEjD3sgPQ8QJqMtOqtoKSonoMGumDihImINK7xED8DNmFShYLrMtxvWQPjS2c",
-	"gO4B0nEe86Ljc0K+wkq0ip0f+CViRQ+imblpdTutDjIdwCuZCAZ/OGt1gR/qmT1sl/hwbIdZQLxfGpvU",
-	"hH6KVLKrgRwN0E7rNQj9or9RkSCuveRPqySVioVOlTFEZg2b01cu5he1BWzHzNyls0JIjWB2Y4aIV0FM",
-	"G/wy0hF9j7Zh1Ba7+5tGuuJwajzUP3MHpXur8/XnaseDOvGP09WzMxq3n+Tw3NCoeoNgKqvNmZmbNa3h",
-	"Ko+7tQVT3Wx9441NcfRhFaLwdrDK7d3UKLh250YhQ/kufoULEtfgs3NB4B2oTV5tSA21F9MsfOsuB3Vt",
-	"N/et99p0dLrzbq+J3+XY45zausb082V//oTHH7km3PfZ7NOPP3Ae8d3aHRukyG3CmF7v5fsmevVwRbvf",
-	"Ej2+WKyZKtqKucr5NjpSwOfqoYxsZEu6AhYycb1lAC5DOwH32H6rw5TIzrmeGFu8kEpXEczvhuKYRb60",
-	"pyVpqjufEZXtTtxkyojFHGMGGQf4I9ifn+BVFECAM5YRRSZ0dlti7DhTCygdDJMk4pstV7YsxPViNm+L",
-	"A7sVOxgMNq59iJTDbN/gvbZoGWXP2aw5ehadETFjTsVN2+2Nwt12uc117hc7toGw8lh5j+2zTIomEMUn",
-	"8UVXDYJdN5gH2A3k+jIrTpl/K8c89iUl69abmHLL3Wf3jp23Dncn7PHORty+a+GVKubb99t61h0Jnej8",
-	"1raXXULy2POXWfFtttC/rU3pEpnSNc/PJ9yFwnV1CiB2CdFl1b5pl9o8FMR334+w8g4ssiEevX5JiEqv",
-	"YjHDLVYJQWJIqYNKUoz7KSFHGXHvbfTxwi72tSiESZbfyjwWwEfoyC+IEgHTj4pcjt8ObQWkCq0xReHr",
-	"zkxU2zKeJUXB/GfYmqqt58EZOA/BVSjDkoOcNO8eIwu3s1H6O1/ARMUjXWSuiqNialm4sMLM7zsAGUhB",
-	"yVWOzjk6PKf7TCRuJPFxM30PvtWm3M2xKHN5GB3pPdEPT2xDLX0bV3z94dtvn10+++bcwemlRzpf1rYc",
-	"aTeuAjNEyhLVjwxNn7ZWjE8AfchVGRFBki/0I1PSHFB+CD0T88JLmnDivs/VsJx7NKXkIk4sewyF4LNF",
-	"gdZZ2bzGKDtXkABrrCTObEQAuD4SrsCyYFNBBLJKPDLpUl7YUpFcNgEzzAHaUVJLTBf6LYM5xlk+X7iA",
-	"N/oMFxCj17bwyKqAk8h4ZbeazR3i5nlIm2eHcPvnZ/L8+rF6R+qFlkurG9QKK/JoDW+ny9+5K2qhYy/I",
-	"+vOHxvhvGUTutQed7t8CL8JLfL8UX6XHPM7H6S+d7p+++fPZ08GLk7993/vp9KosnNgteeWDYdB4raMT",
-	"h/+2+q4Y3rDTHhyd9j1kKnzVs2yHfRes/bmPsEfv016bEVNNbT7ce2rYrNsNvpz1P51ZRezZ7qxpWUQ9",
-	"+4q3hH+dZdX1LCvQXjWryluy/3qjitYkPPYjXSEhphSsZbWMBRZPyya1QG++0CuEUEyFLp5JcOBboBvf",
-	"YtegZY2xrLiZVkySALE9R5BwDjsgfE9rNbG5MJNEq9hVCDnkHc+UGXeVXXGkD7Ag+XxhvMrPJTcPb7vm",
-	"sKRbKsu/ujitI6rKyT3oO2kKMlZnEjUJtQaJHiiqSZw4I41eFMvkFA2t+SV1nMQSywRoGOcc4sNlU6z1",
-	"OdKgi0Nnfq3YoRpi7BMYopBJdwGTCVOIuzGgMqk2BIceRYTfc9VOrIcRCpUyeU1ZdEM7oi9E5VKpE8f4",
-	"TRPGHWUjQRrBd7ZHmgqmKKTnCCtJll41Auwu0LG4igRIdRJBGAkZcGxjgbjHpfLbwjEoFmicHxDxCuS1",
-	"xDeqCEc6VmOJmATkFT6sleyC8ankaJkiT8YFjNUTwdkgXrH8GLNCZTlnI11y0JezlRjx5Osf/vKsmhBy",
-	"XuXqTQxVdgC5qNSLIWPAggTqQgJG+UhHWDCj5Z6NxSyUzJUpoNRGZLNkr13FYh4rqrQAZSqURKA0IHWz",
-	"2bx4lZmESubzrRTR4+AfXYPNJMmAseERdKWeCfhb1pJxlTVEkYn5oqg+rC2AFLssAkTgWyfOaARbFopJ",
-	"Lm9wjWIvQvH3LNEsNSMdjYLRSMP/gwjFsd4h7EkoFKTs+DhdopJbFooY7uCvsGRfwVxj2xfywUKTLIHL",
-	"ckjEgEmM/1W/o4+8B9B3UDDXLeQoV0WeqHeAiMYZCUlkScPwPJK3lmvXVavHjKUW41zBsabkxZtLXHk+",
-	"RU6l3VSzvvA48nGs1/QBVldE6d1U7NUJA43YiPjfLDuZNH6N8ylyUxkFa4vL1eGTWjm8mPWBGenaLvLI",
-	"TkdlVoU/qSxnl2S4gZBVeAZdIT3ij7MHLjoilcWIRvoAtzLLXUKv+Y9nV8K3gz/Y67GYYDl5eGInlqAI",
-	"Dd2orDSoK8da1JWSMT0waUTrRafokWa3ANUvaouXpBh9y1RonjK7VeB40dGLTtdMpUO1FkD/kHL8Tppp",
-	"JA5ef/ek1Ts6thU3f7z6tnWKYm4OcSQj5vFDhlZzqWYygVy5cq4z3iKJUBK0OUbOafWOtKWT58eci4iU",
-	"rWOxB808T8ZvqdcTTqQ/kFQgDLsAwmMWMyV0Rrn24lotMx17OHio5sNR8OiQReAJw+hR0XB56Yg5VFgG",
-	"SgTEPusUUy+c4sI16UrCswGiZkBVVRJhGthssStx4nkkQl8ubLFfLshtWRk9tAO/hQsBzeYSNbXjymHP",
-	"hxUEUv7OJcMjEA9LoAisJzsyrvgjmFj2OxttqfBierxyRilNC6ncc3AZEE34SJdPtwW1WHjJaZMtinE2",
-	"43sicsDYaWvkN2Aj9mNxa2hSQHrinnEKm5lRxYdd4nThXPVhIVnI+MlJv1tOvaNWLn0uPmyvIhcVfBmN",
-	"YEmG65/131QAyHjaf+Oop9Ei/7rV63VOkLlsPkV8jykyLMo3l0mO/rJvFPi6YD30BiIGP568yYYoiRfs",
-	"ryJQFBhgOv5j4M7jd7XieOWYOEvSKgpK0vIIrmnSefDPSTUVt1kJYXJz7YbC76rPvozxszd+U372ppXQ",
-	"UTC+t4ppOrnOPbRrDH5hFQszzhVxiJItQ9Wzoa9U2QWx2hZczw+u//jGDsyAEIV/thTgvqzYilq9nqiY",
-	"r4dDa/jahF/U7XL9oFWHprHrF4ZtFKkZwIs2+wVO7lSlc6R/hId6PZXGJKaQGvDqdz6Tud+NMSc72R0N",
-	"S/XhlWFZVg+xqJzQJwZ04ssX2m948/4SDI+RUdpK8sdOoedtYmdU76+XgTddexD24JaPVUDv7u7qx/e7",
-	"j46F+jpmY4jRKkpqUXBnM4Kf6PgpLIht9z/1ry4fksubp3j+3fqAS3ljb9tz+NYjX5+VOZrO2OOjjSU1",
-	"himvbb906DZGza5Br7ItSaY9lQ4XV57NVBqBaPd5kRPedP4d46s08gQ2r4RZuzt46V7JZZpJ4LR/LnNC",
-	"YQ26R7u0lDdDFb9QcSKBspWckL1dW/yjZpI0chH+ug7MHVrJkf78WyyC9CDhZAqS8VmYRL3K44lqq/SD",
-	"8k65Y8LHY6/w39pw6mqMdNVXtiUUikofI6ELbR1QMxnjAZqyu0uYT3l2TmKMx1ZyRkrPO1iRMhaST6jc",
-	"PD57WbysNUUf+VTosgCkrX5r2hDQiMRBhAh86GV0+FExUPRZ2Sitq9FWHTk+4g05Cus2SEpAx9MmFVbn",
-	"Bx3yyGRMY9tUuwNOLV7EFw1sF9QUlZjmkM4eNqop8aTPQUp/RvfLJb50yZafAHa8Inm2aKZf7bMRTUtr",
-	"o9yOVguAnmyu+PJZBgL9EJ5dDd6ZAEzg3yGGHlEcq9+WccHa+eFTxQOtcbVTTu3jviuZA46JYBiYqewd",
-	"HQ/Hk+ujfnwc9+PTiex21dH4dNw9O+rFRz11NB6oyfX10dlJ3B+oyXjcO5OT+GjSj3vd3qA77pxcd4L7",
-	"BCPt6ebNnmYNV73aBTlcpv1/gQ7/K6HDtX2uaVP9lbDDrobs2j251nSuGbJmDyb7QYoimak00WqkEUM7",
-	"dGyqXvm/sCzlah2BZTV7KXgMR5p/q1VtCytpIomt5nFdhv6cie4oLurmBdUyt37O5uwYcEbuQMfyE9Zl",
-	"wMGhyAz8KRJjizNg/6UPvuYwHaGJuHDigXRHboz6kiMQHoV/Kf4iKX2Cbjw4Nly/A66B2uVgiMC/2x55",
-	"GNqmVgcLJ267AVHevSDLIZsr7W7A+p18gbUtRtrHlKG+txPyOnPXWfvFnsvg8ZSuiicppNR3Y32tJlnu",
-	"WTBJAbsHXECvCm3irJO3kV4qG217RSKJ0/idypUl8LGVeyvFcbkmsSumNtK1WsIHXh3hkCHoWFvN+bLJ",
-	"pqQvgZsbLESEmzkYlldv19DlkL7Ln2EUMGhgw8YjjS1xywAy5eKQw54OG8Vgt3IAyljwC8bxRIccs7FX",
-	"1fL8xtk8UYZHDWuRo88btzXDdmxpKWJDncuG5hnM1iG12UYs6netM0OZQJeF/xEB8sJyaVdE1T6EY7sL",
-	"zdVAuRQOihPEPXxZbYuXfrxzonIEzpE1T73hwrNTW/bM1TOC2ICllDfr7Ngr1LwfZ8V+dvbiep6Ivz8D",
-	"Toi/vu1dn/1ZeeQnH8cDUxKQhCUpyM9cpO5nD2BMf5Wu6xpTCl9PwOXaRZYHxdmiXsn8Hc3Mx+UtXuH8",
-	"XW8ua9bvy0jzR3jEV4h0K+3n3aziNa5dV0Y0ztgxT0CNWM5w+8Rqfsiz/sey1Pdw0K/6rCtVyJFSt+ri",
-	"/knxw2vP5VzffgcDBm3vDf2zBkdyw2s8f/2LmhyUNjtZYk1W+xs22+kKNNzfVNM7vCqvnbAOpOw3FWoc",
-	"dmr1Hvfp/wro0vqu95uospwnExx71TA7d+XZJHxQ1qaG1dp1q7W722rtPvhq7X7Mau1+9Grt7rlauxtW",
-	"60+MSSPXBgoUoY9WRaGyXAf7LddvKjIlc/syFTdIrHtJ74FXrL821y/KbrVM8ulgdZV2d1yle3XbLxjc",
-	"3bBu95yycuESjLNa/TbBgNHwCGjRskWBH44H1WK3Xbe8u3u4HsB62cXj0HBc/OJu+LXdDQWbmp8sT3kd",
-	"OBdqLhBMrVK4lUKytTxjD3BVxeCOtK1yic6FhHhYLQ01nCoTLX54+Ux4rE1DDBDbOnvaJxSvnqfwCM1M",
-	"xyIqsvn3kVi5esae75LRHytFRIzYdHfEiSmSlAlBRJYLOHHjK8h5UW+Id3q3PYbRwdrcHNRO2qqNv5S1",
-	"ukeaGx/yubOsXk7HJ4ffPaQAJP8Ghw4eQ4XIZ7/OsziI2C0ThSUtuFa3NhoSG1ufkTzleDIEpA/ebbGh",
-	"B5F5mwDOw+GhQFEIcm/Q+RC6+BI/R4SPnia6GNoyoaHQmW6BtBRKIOQRUKSi6yV9d6lXOFQcUE0AbzqT",
-	"7w/Kh4dimtxMqVDKO1stlm76g+geRgSCgoVB6dfEeJLE6OHRZXUhwkelmVFM1HrugZ+c44M1Ntf6M5y5",
-	"/vvf2zNkkZHQer6hug+CnCP8ZW2eWeDtKFP9Mq8UEtwV6SybR+IAftSZdcgMMcOrKCdBUDjNLGYqrviu",
-	"7OEeJ8l+wCqEiDdmZwU0xPKdlQVpCRh/UMoFAZVJFLC4n86KFl4FXgUp6oj5ka5D5inm1sLIln1RY3lj",
-	"fBVPIYuw5QqyzomnRA9cLl/oIwXQyu8i8g5wvZ1y7kfalcvJ1TyVY7/E46OyNEbJTkcxNwtdt5JBD/YX",
-	"elmMHyQGGs0+Ttvfw9ADrlN40zaPH1MKD7IhtWSK1Q7LJ9Z0Gy/6RJlzEelFmkaOs5YxxSDBgLF1A/Mi",
-	"i1UaidnCFFj/2uErq4g+XmC2fa4AM4p16YpzeHqGHSOg3g5ha5YYLJgAaRX8KCclmIm4oh54HKiyMJmW",
-	"cHEFp08Pipo9VRabyZ6h1eqPLqJcSXVtTOklN6WHEkEoPmlfcnX6Zazb4uusmLLdaKFLhrIcaInTvJCz",
-	"DFGNZS6qmGRpmt2aMluE38PeSId8LVH7I23dWHxTMuO6zGzJ2/LPIomZlwJHxj7BJSxzagw2q9T8LvWZ",
-	"QcaYmmuyQweNLqx2sTW1o4tYzeZZofR42fpeLSNoPBXjE7mCXcfICdesMHKmRhpKR7vNCb6iimy4LpfG",
-	"KwtuR+OAY+vuTUXrEi9GRGq+UNEhVojDXPoJqjdU13bai9tkrM5J6PF9rgVSxAnipHVBjXBS53XqrVq2",
-	"cgXi3ogrBaPpigLHn9AL6I3y92r5sVhUe1SDkHkVnfdTdZM6gJ0J9qTDoa9dKsDCXwNLGAalURAMj8Be",
-	"Jrr4knptTW4/WlzOXuWq6FWr9cpZCKjDDBuKSUFOYNKTB6eVQnFFhvzxNkUChlaYaZYXnIO1ZsddJdQh",
-	"kSongAtueCrhhupjQFOcPqdGhRXyUh8ACzvualEdO0zVbQGGejxTLeuWwF9bp0HFIfFzp93tha1Ou98N",
-	"O+3OadhpDwbwuXMUdtq9E/izexZ22if9N+HPnXbnDL7p9cJOuwtXHHXxCri5Sz/Bt8enb0rM8T6vqLIn",
-	"W0cCjuhGNC8YhQBKJsWPhgCaIWaazDcDdi9fPGkdHfW6eKlz4sGgXy8MFTBE/LPdy2SuptnCKGHGUgMu",
-	"lUpO58qCUbZKeZdOhTgpRJ9dpTvlnzxD1BcXh+U/wAJf7DsJia8oy4hO4TCshE8NheRckLUiQfy8micG",
-	"xhc2TI0IexzQIKxejN6OYBhUsbZBGMB4vU70WDGKfIkE5wjARc1KIFwEli5S5flqMi1knifvZMoFnywI",
-	"PYVpQO7HfsfB0fGQwG0TubQlGjV7ZmAuTCFvFGcJmCxdoAK5e1P1MnXRzeS7gHprXDXdvu+rOT2u+moA",
-	"hZPTQlzpaxhQ+kMw5HED47nFnQ3unEvLuXgZuUT+2l88kcZHAVSWQ6HBMPgwCvKZvKDK8VaesXY8SeVz",
-	"ea1S/FHNEJE4Cu4Ig7BmPb1YVuDSNCk2Cixr4GqoTglZATYfwLV087q7eDQTJsMS0YzalkVbXDx6p2xY",
-	"2l/HbpUif6nXtnPCKcxlEvMaFCl0lzLwUPYh/lxktExxANau0uYQw2nn6/5fjl+e/bn3kwsx+MDx086T",
-	"k6ugusb7e8DHQQd8QvC4zl40pmM8sfwhjI5zGgHMAtIGhUxS3m9xZKfS+IdiiMJWTq82H7/ty7vOWvYG",
-	"EHQ+d5IbmLc5+EDpET8alb8oebwqrXVzRefOvZvt2zaWpcUaPs4RkKsZ7JP5zn2Dp9oObu/fT2TDkq+8",
-	"TiktnM8HbTV3XN3Yy/I2h4qkE0D9KZ77xzLzUCFh8DdR3qj2WK29ckpC7zYUbKBzhcDqYHzwnepxNjb+",
-	"vZRcj0uwMmJ7LaH1CQQvV7s1FEVNOiqenrq0jDR92chCwAMNKYq2wDD7S0LBw0vE9Xi+ZrcJ+h2x23CN",
-	"Yxa+XnrunXNRnbGRrkxZ23qVeDaT8fTc83hRuqQ/fw7JdCsrbqaqy7/hNLbN81/e4u74yIptvU53XzUn",
-	"Z6vM8TjB1mRXcbOl7i8vX2BXFMkj401OSSoJb+aafb6Me8lo3iJhRxvDnD/mBfM8mySp2uHxT6puuQUS",
-	"cE8SzDe0VN1Ek0lXYUjoHfFjk6eu+uap1PF1lr1ds4Q5XuWv5XtHkbddz6Vy3mw0qWF4faO6erya5qr0",
-	"lm6VhX/JWPbXjuU++Jlt15dlhzYBbkq59q6s8AgGbxrl9O7hFPqVjzvjkWlXnf2VDYvcTqFwUZSSZK5e",
-	"BBAjJqGneCsU+uh4w0vAc1/6+4EuRUTPM9JPvteSd14LGzz8dOrWvn3b3e66u/C3Ed7dJZMNBve3lMcG",
-	"7f3fMYsNSzJX480fW6yIkTYf4D+bybWtt3ClHBAGwRzsM+JgbFKEXlHSKsZ3DWZ+DUyeEfQjzSGkXWHy",
-	"4oCC1QmVrrDxXFsS6bBMltsNRT/SkfVq+wDmxCBSFrlvnA7z6J9sczEuYz9E3LnEqApoudZFsFkRUu5H",
-	"z5Y2EJBpReTgFGorQ6degoBzeJUBX4ursdMjDlx1V7c90QOyLIVRT1MIwjkPTyis/ycU6OgxUMxTTJKb",
-	"Re6/x7Ed0QsRxc6Wut3WIYNCg/xAxfRzEdmm4T6EvhyUFC/9sYaVBqvfdVEWQqYpea7tCDJCHo8PJfeo",
-	"I57Zlzf3jzQDX32wW/RdxLStfuB7pbIXnW4c321WE7QQK5pYLyOSsui3h2W8uJlH9GPDKw9a9vILuPkL",
-	"uPkLuPnzBTffo0wl6pcN54d/V9586PdvmzZ/i2H4ANyuW+4g0XmzvwXqKdxNiZv2KuK9WkmJKn22NQas",
-	"Q/BFpnFjeqcHNEkKcZMRxYlRDqtCz1pBq8QKwjsEiLGsZY/EO5XHGOiGiPW92RBqgLqRdh1lRrNGNvM1",
-	"WVlPvL3s3yozy5MZiCLimOyLYV+1VXqt3vFV53TYOxseddud7inaKsy+RgGKSco+Lla+CQy1vKb95/Lr",
-	"zp+Pvjt92nt5/Jc16f77GCCP1zx3b04AL99lj6HqDnYYqn532DlpDwa92lA18yS40SN4f23welcnPw3+",
-	"evZ9/8XDDl7lufcevN2zCeyq243DALRZKHwV9SWl4JOnFPDZu7apfCpa9N22znVpB+QFosQD2gN8Opch",
-	"BbIcibGYJ2pMzhF79IZ0aI+hss4VhNfOpTGE2CyhoI9MST4JyfAr22XIvlxloSSF/Z3QhGakS/pvGvEs",
-	"T24Q4g+9OYhYIUSh+DtQmmJIwLkTwMcw0tRlfLjtRIXSWXz95PWz5xcvn2G90EKlqfGaVBKJI2EZSAQ7",
-	"DcLq0d0OFrtx/sKbOROfNmz+aEbw7g9xKN7+I9z+yX3RbKrYyq5PRFPXDFgEkFzB88iZAhMXGIW5VzMM",
-	"P9NN0PpMU7eQqsKyQIMHJEtlQbkZ1FLsXgvT/idJDgj2ofeYpBA8I5XJ1kKKmfx7licFuubg0UKkSppC",
-	"9ETVQDG1/iQsJToT19IgjQZdCI/gl7WxSRCM85uVVDlXsRkFv7VLz0AAtUIsr8BhsU9c887qCxM9zsAz",
-	"aJJ3KhpWIZkhOw0TDFgsy+fAEyAtAd7I44MdtoVqG4WKIs72W8TvcIt5uR5Sixa6UKbA3uusNrD+kHIl",
-	"QdILMgcg77ygV6+UqIGBoPrazgWbGI+8qm5xNnmyrFvqXEDHI+p3VCkSgOB05j7OmDxZSPHyx+clgQSj",
-	"irEOsE86/2lB1Zb9/sFw1a5MUsnDS9DqkT4gZUz0vrh0USnBj6LIsLgW5T2grjg8L1vp2i1HusRie8z9",
-	"+8Kxq+eg3xAo2y61OjahupRLBn+7LpgV5EZyzSm31bDN60WqnRX8n8oMxa2Xm+ofEmCuGVK5JJr4Ar4H",
-	"hl9AaROrL3DcJ5MlI/GwKodyyLrLVr9/5mPwiEm4veVYcXfnfVMBpbP/224ira4HaPU0NimjeGhteBws",
-	"0e80jsEzOHrmmU7GBmHo12uPAhsGxBIbMywe3FkqF/PMYAV0ctB3W0slAUyT51IXcOp9ZwlhmEdZTOQi",
-	"LYbCTMFVfoHARnw0/L4yjH/c+8ixR0DdLpw9gIbdBxF0GKm6qNudwJ+/T3x8XSuD0D7+4X7N+0RHxnvM",
-	"7TpXZ51aPSltuAbUQlIQXqF0ObW/IBZ+BR/tZ4tVsILwL8UrPATwAHdRXgOYNFQ7MDeelz/GA/z4g/1z",
-	"W93vmm3sn4jDdc5dSnn0ncNbY/pQWhKB8vQ2qu5ik6foZX7PRJaLuTWctgVzH8I0+3hH6hd/4H2dqXtu",
-	"NrSmNm45/67hNTsEv+0Q2w6679fyFYZbImQgaVx0URqxRuuRJ6FSbHHNGmkovVjq6XtXX3xSPuLuXoFD",
-	"O+7r9omfZPrWUO0pdEPaOOkj46WXl6W9OMmc/U619HZyKFlvZu5YI6pFkNgVRA8aaUcbwIQwpdPSlVnA",
-	"J7r6QmXmPKTOEhTtvPxZZ4XFp6FJyqAuacRCv9XZLYQ/sT5NscS4JyGubhbKlBwejjAAWcJrFJbosRiu",
-	"0qWW+x9vrSss9uWuhzFOy+Sel1UmfUpJj3rgnOlVOYdt6/O5JFj9Bew3ds8nMgTYrO2IuWrgjp6zLZ6k",
-	"qXWo4paXZhlcupi7tNapwvxQ5MawBD5E9OmsAFvXMomrJAIeIJDE7fe/FwfWd3Yoks0owIM1DLhDy6Xj",
-	"M+WEJYwvLJNaDYP1uLI2lQ9N4kOxBWHIRSnL1o00/1hCNfEKjycH2UGH6I6NQjFJ5c0NiEuks5btsTce",
-	"vEJwQPhvGhEU9bLGHQg9AwYx0IA+7Uq19yF5xe0c47EtVfENjIlXLf166X0a6QOjlMDiBQv91L7fq91V",
-	"ioy/ChItJos09WsMlsnFro7ik5ffiFxxMMbVUTAhQwEoacHY0fgBnVQGR4IcVli9lPEHNe3iYjyJLrJy",
-	"QTGkgervJYW9jitBVKuyWRDShtpsw2rliPoCKitGHri6wu4rbJgEDGuWKs5r85pTZFnotRMmFvYojmDZ",
-	"qEVZaA4wT4YiT5qhEmYxnpLT3BVJdXNvHo00TT5rYp25X2uNp3q5pEZNlr5zmd+2XJt0JDA6uyUSKxpr",
-	"i9m09F3o6T4sDx0jvbbYZKXoIDaQpdgvz4FU1LIWW0uKsu59NM+VQcrmjDLTTAISGHH6bwxFMCOumc+1",
-	"la2vnzRmAllTRFAVURiKWsRpcbXCiVxWTHpub1iS69dqSLsXRatQpKlE3jwzi1z52XfUraGI8L6I/PDl",
-	"IxmIjEcyvOICObkjbljEMZ7Cvha6yhthBOBbFkOv4YnFdwNfUNZyP0SosYwj6CY364jZg2ygzo4TYIzy",
-	"hUbCclYRWJPlljiYbMAUwyy0BYMca/RfukFz0GbuDawLztov1a63TzpnEyuO14w7Qs1hQUie6mBl0qhM",
-	"D7KclRjVRKwNUyhmcknFCa+V0sPmyTtkQfcqlE1VZVcCrUuLFvuIsddET9KF0hArccUQSRuniSku7K9l",
-	"yWEu4wKLqTyKgmydj7R0ioBWUUUeYLJp9MvgJ+HEx0RXl2O95TxXZIbKVMzz7D3Wmqb7YH9UhjVFQ6QX",
-	"bp8pn6FkJ4wa15ypgNTOBY4BT2rENyiRL1LFE/6NmhfTkuorho+ReEk1jUWXNwEl8zRh34SXfYVxO7cY",
-	"mQTPCLaguQw43xshqctLkap3ilYfQOxH+ulynNK4iWRmPfswx+MM5nLhURVySQBNquNa2SKeMEeTQnkU",
-	"Wl4TbaTYJasbj/se16LXXmgFkUapmGLhtDsUai5uMmWgC5KLS6fLkTYzeH1eyXKzuSC3Mn0rlI6NsFVk",
-	"u7bKOkbPC+Cx5/G+zhCeC7+Z5J9uDyKBR3dRZQZoz18bVK2ADnZLKLAG38rWRoax9/VCl0vayywQT9wM",
-	"VFxXqPPdThFWFH42qVrpPpCBdiULs2A7h3dHI24yraw52OQH86AVD1oD6Tub38JSbMlbQS74nUPRJZ6v",
-	"WGHY6dD+YCwzGPSOcs97QqZEgGAf48uthbWA/cG2GomyyQRmSxVilplCHNEIuPN2r7n6EopapfwSt5C4",
-	"dm0ppqMtFZjefDQThpOGrWUMv7VXPis508D3gkx2l+hI3PqMn8prK0/Z2dNWvavRzeZRun3Bsn9mjrZn",
-	"tPo8dJ6N2/8LQXnslnJmS6ssub3W7wS6p1ajHPZCPA/4kPHQ1uc3UzlXruyGs4vGspBpdrNQfMi1Pzyi",
-	"EtmhO4LMlDSLHM+Y9ojMLjlTOUVcfXfxWsRqnmbLmauTTYUFDyJno7ki+tC0hZ4p9zS4icxxe3w4tHiy",
-	"VL1PxjJtZe9Unsp5NLQdy90e6ZuGjwzRC+sxAqFuEch0MJZGtSZZGvNxDu5MVVEQ3j0WcXKTwLARBUFZ",
-	"lwYekeViluXqkGGIoK2z8XiR2zFGS/GR4SLuHVFkQL37ba5UCLfHqlA5qFNTJONQyPSW8A48JgTPsvSj",
-	"REwKo8H9HGcm0UqYZJak0qLk6m8lxFi8MhahJV2Ny8BVOUmPjN2f4H6+Mg9Fq8tdeKlUzOkA9Nt5+Zjr",
-	"RZIWLZiwKZSq95/gyw3NUyxuebsvsowskqoQs+Hsi7BXNLIcLCeobJK43H77vch0BT7ZFs+oaDO+AU2V",
-	"JtMcnG5s8eMk54q8qMaP9bkUVK0w9JonKTHRIiMIeT1LN2vVYG+yzHGRMCyxBqN8KsdTBR0e+g2wlbAA",
-	"vfbsSt5EYNtrPOKjKzoBBN3FpPUy06r1AvlhYSaJDew6ixM8BfY7AzhmpaWTbSqNxfWsS/doOD7tbVRd",
-	"TKBh2K7gAUwIndms+Dqcy9NDnhA58YwTDJtXMCW+7v25KQSyi76xyoaUiFUv29RHFV5dUyBV7UFZ2aRA",
-	"3F4HXoQGiSbL3k5b6A6sKLCYNEiKltA7bB/WdC2Igl16NgLjK2y4d9VAfrqisq5VcatUU3d3VluORppV",
-	"VpO+2n8cmhQaj8Eu6qw6jIG9IygHdFWvV8eUwVK1QfWeRHw60Mpdpd3T1+Kg0rNMKwZ9H36R/S+y/5Cy",
-	"v7vEN45kTeB3PpfVt6W1xV2vpp6DUJQSj4ays4YJA1o7vsFOu+3Yhtd8JCSuv8sR7GVWvMjiZJLYY9u/",
-	"VxLWakJVsWbiNgHEStriTeVabezV1iRRyJZPgU6UA6YRA2BmWa4PyUQ4TELxWo55cswWs+/U+8QU5hxT",
-	"n5x1Jk2ZoHvghXTkTNk6qodEeyk5EaPREntR0qPtZ379uqm0eAfmHL5iAtGNHhrs1fJbd/1dGKRyr3uf",
-	"28t31x584w65lKsy8iWT8hNnUno0gHahu6/e3K3LaPwGZgiz0njKrD+5BrWgeE05n7Cqx1OFXMpwjJJi",
-	"krxXMScFlBt1bgoqzCFTcZtoM6ycPh8Z8fq7J6+eURZXdg27vWVqjt4mOkZMynR5ncNRkk7XWKiD8u2j",
-	"Ur1FoW0OBjgWuUneqXRpA9ZeFmJZWeTqP189E3I8VvOCvcjwSrQBR9o2ujwyw4/0F/h3ieKS7rZvsVc9",
-	"MgKzqUw40u6Hy2d//vHi8tmLZy+vXntxusT4BukBHb3mMi/I0099RwIl7h9HQal1FEro9UQBh3g4m87z",
-	"7DpVM2i3TYvCtsCBGnBjCK4QaMuy5zzL30I54UnyngN8NP12iz+IjFLsXfpBQ9B/bGOjHBKpSgXl21hz",
-	"zMaCrBfCWmRMO5noEIN4BsFwXXy99HH9pAPw5RRs+2OcLy8X+ivMBStztnBwkCveTxf0pz2hak6TXClx",
-	"MOicWTRGizYfGJfrReHns3L3slzkCk3KeAjeEEqv8zq9UjGpqC4VSfxomIgGoVyoPaVciakDr/8hJo2a",
-	"Qs7m6HHT2e0hVgTjJD3CzbkEOzvXUuRKpoKgwPSitrAWnpgn47cKK+dgkYHE2NRiqgUFwmxApuJ8CeNn",
-	"a4jxQGBELynEOJXJzGABqHoi4G8sZ5BmhtcGaz1cj+JAjjQ1C9cejyeuEhR7FavYJlk2SdCnzCGkxtAO",
-	"vL8nqZYUuHIM+wtIlywUx+3zmUwTozDidk6j7aB0ftSMseJNgTNcpc2RM0uWRFGy6yxLldQ2Snb/VMVc",
-	"fZ/oWobUJdWEEgcw3DbT1WqjwyG4+TBnN2HnqJ1d6VSWf/BPPNYr9/swoDKageuRLQ+IuzQp8LoPgm5h",
-	"dcc/iIw8DvZ2ls2VBkBCX2ulFR+Ct9h7+8Kw7qbgn11jIWYeDLsdEIapTCfPk4nCwqXHgw78L7R3xGos",
-	"l3h41a/HWa6CYafdw3BMU39zefOUOIBrXa5zD4OhcfnkP1qTVL7LFrlqKvAx5ieRnOGVeTCEdwScolDl",
-	"II6peBBd3jA2UKosCOk/w6OyB/YMjj2gX/3Gv+afrbZwCIrrpee5WK1tg9kc4O63rSWa4o1NswA1GOUj",
-	"2xhIcSiKFKand3TW6/AENbWe57fS/mdVicIqQVYBpsgc0HF4Ur8XTbkRY5pCHxD8TuXXskhmbdvN9cJZ",
-	"k75ep1GK9jyQfMICFOVobjxRPZ1KOmcuv8nlpNj7SGXvWjlTfcN7Mp6bD6rGD5W/qllfqOHIWOfiYSNd",
-	"u8o3R66VI5h+x1sAYbccrJa1NlhO1mQ7rxRbsPeTmcAVCZxNE4rIZShFWFgvWsxj/rxCKP3r0u7bhb4Z",
-	"TgFL9oWrCrG3QOwtC+u8cZbkW7oSDZVpbjbIv6S/7gvr2OHI/zTTkzQZF5936msl5fWZLmCH+i05Ncgz",
-	"4RwTzW6NmgPzcckMTPtXqgrV5PSA701NfbbF10sXMWgktzaFXLr8GbKKD2TF12UhuLUzTBILo2zJZ7zg",
-	"EICMf5wv8hvFR1mVS+MuMeJWAS9SosuHeFWomw4I1Nl1B4TqADxJTUYvFH5+AR4OKzko2AK6pFKfcLdD",
-	"AHbvHmeAypY9WDd/MdY5AvX374of+01ix2hytqzbcH06+YrruMz/GJawFWuW+I6kebowlDdSulTQn+V8",
-	"Kt6OyfQqKk6syWOw4qocvx3phWZ4B1bdefXjFUQgKE3iRrtS7+VzD9fklbvV+JFm6G/SUllrhXxZn//y",
-	"JOptq3M/95LjBEfmxEUjcSImRNW3XKayQP8ZVpDFB4UiV63yOIIpwZD2ZCB+aL1y6NHhUMGK8xsjjFwP",
-	"/LAtLgpTnkhGGpMSFnM4vWMyOSSxlocSMcveYRVz79wCGz/VfP9hXiQzwleMMz1e5Dk41YaEK4POufcg",
-	"MVWuZOxVuqBRGOmJTFIG7KEfke9pjdmyjEQyESabKWgf5nfyrbHntBzpRFu0RFtYPqry/e50j0Xecgy/",
-	"cHYDF7eWfM6DggyR1YhODeJBEVLCkpirtCtg2CLrB0IJlGiLY80BXuqqP3KPK0Mrc8UhE5tYTfoUcgDZ",
-	"2JIptMvlwFpGPXKtanVbbgE32TuVa2MTWij3R2e3otk+4hH0VPJ9XY25Iu9FlQ4s5jgP6d1Q3CxkHpfp",
-	"0DwtNOqcmPKRvpbt/pVBk38lDLgtXM43BxV2lSfzuscOynSgpJQigeKCsCjcH5t8dWzZrS8/0Tka9s/a",
-	"3V4feEnu0W3nBnQqLKlUI7BeQG7I9lHqN4+Sk9vNPfAHc88NlLXig7uuftvTMdh1OnqtTveqczbs9oad",
-	"fntwdFyZjt7D+12sEl51vJBi2ux8+fc0e744TD4fww6l894ek8eu7iO04mMswEakyYWO1XtlyuqSzFCw",
-	"EhhadalwfJd+dyHddQEkSP1cCkKXuYANmIKGk2ko9FqhvR1WFBydKgXiNiEwZweL0+mhHVkuKfGVjp/o",
-	"n5+qnOk1y/KahJ5p3SaxGpIjZaT9V9Xq8VIPOI/ZJZg/nS70W4i9/v73lAFthwxSoJExA15l5mlSiEwL",
-	"mJebXM6nI405shLaLg6uU8h6ShOtzCGN/Riea4hGmtIi/3s37HQ6Xj4PpXbbB1oyUSxVbymH6b0Wtouw",
-	"ZoucTbRJYkoYbgvsBZKcw8BFxHcRZ+MaA4ZlVwk5N9gy83REol3HR5qARgcRwU1Ma56lyXj5uw5EHGrf",
-	"daNQtNvtQ6b+oW6PtM0OwSiHN6BxNv4xT+A5gGaD/4JWRmoCtG5nqpCxLCQkZyWmAX7sAEYl7BhuJKqG",
-	"xRz6QfPsFYgrmTjGPEwOVdGyhVlh+i/4b3/dJLGbC2s94y2EheKDV1JQtbosje28ozWOpCpw5IndMQU2",
-	"s0zjcnHFASk07bkgiXS2bAS2wEwxsy5V8p0yWDLFFDJV9oXXaprouC2+8VQAPtfiIqBF3HT+aaS9dw6x",
-	"uVkuUKBgfGCxEWUCOXWIod2iqwglatoz+R7M/K+XhTKROBh0+5yqnxTgh8WzWwobjbBLO9GW/d22zfzG",
-	"UC6JExQYjE+JTME3uSn9aGzKR6FAHBygypN7mwn7i1/dmAjryeWOQ+IUnUFNJ5TOFjdTwkTeWn1ZObWV",
-	"W+bP+OnHPIGYf1HMzfCx9bK1x9nssW3AY9ZO7Xk8YQMRUwKqtI/WjK6qMixdRtoH3p5mY4lkcYrK3L1L",
-	"yPQ9QQ/ODaW1w/4A22+BlcswrSTPk3fK1TRzRNMebq+ZeRsHQgqE0LFiwbVP3y5QlUDOOHPiU9HqqX2T",
-	"9dbMp1mRWT4JM03mDosAPcdz5rm4VULNZJLC9cg57Yi8U3mtUttImMHrhUm0Mgaa2yZs007zYF+9MhFs",
-	"mHFiiL3Mzoj9/HgstYxl4Eb4dSFhr429PmXiKV5E7EniCL45qTTYnENeZw6f6Jpee79q03bhfU1pgp/i",
-	"JElSD5W8WTejsNuve82SeheWl3TXDN0ehXxw39tcVbs0LG9VuY8MxVzl7rdQuGqrvCclBcAxx3KmzkWG",
-	"Gj9dvQgfaIt1f7Iq2P+eB8TP9rzntqz/7YpZ42JaPYixy2jTsdFxP5rHH9zfG2Pt6ENKbqZFq8haKsfU",
-	"OIQiDzni3WxcKkfSOdLl+chmHyXKINlbyeakdIx4ZvFf/+N/VWLa2WTDsSvJTVi/Gt7mutYy42yuYvfW",
-	"kcaKMWQywKuszSwXcWLJOQ3VgGHLYlivax1SsWFH6WNCordBxspwhbnKvqHIZtemyLQyWGSndl61pC/W",
-	"tdwWB0AEo4rC1iSqdB8QgIgMy0y97QtdJCkNjshVobSz9rmqlE9EAKcoLYxcwvfEvIOeMteeczEpmyFp",
-	"ijBzQmdF+xAOyyPNVjs8hSjvlC7OhSxnoZGIyUPd87keylibtnixknuE54qFLrLFeNqcsk+NLFmMPjpi",
-	"i7K9AvvF7mNb0ZysTCFhgVckb55nkySteNq9ioudsFJf9Jkt5twdVH+gfdo93F3X96ojD7BKr+GoAI/2",
-	"axzsaj9erqD/ynXIhYr3aWtnpamdpqZ2vKZ2bFM7e1hKbnZpYWw2JirU8WWBpi9JbJ/MfUmzYnUEKuXb",
-	"qcqVtx+Vu889gtRu+l/JYlrSCTXvaI9dWfQNGbFwKHIgsW07By6RTCu3UyGvMFwzLG8CTC+qwFXIVblj",
-	"iUIubqYFo9BU/i6hVPVbV7VSSCNk5W5mGkyYNDBNjCNeHemSSHK1XBnx4DG5GlEEe+xNyG9KhMNtuBJS",
-	"YKQAlLvIlSlkwbXikLwvrz7dut+oG3AtObOKMtYNbJpzlRsVA/lkW3ybpAVxWXLmDTjnME2QHLNRkag8",
-	"OscsVBvabij3S8n/lcHJbvVIr44QvgrCoDvwofPd0bo85Fd1jbYFo4f0OD4M0RbWoK5X2eLLXaIJh+fi",
-	"AbspyktFU4qqKmxsV71NMAnVFoEQrGkOXLxzY2C0lpjYs60tJV+5KbIcHA4gDtVWTbN1jSooHr9bo64S",
-	"pPXboRobpiKqz69yM95B6Sg1GwW+FAYcLo4BpaYTKkub0vj9Ld+pTigHjcmiT8HAW9nocWUUeTJvgTmp",
-	"ycWyEqfu9Fud3lW3M+weDTuddqfT+ZufTTOMEwVTyqFklrpUmuIJvnr7o2z8q7KKPC8bbFK4HKBvVHEE",
-	"Q8tOM/GgV/sVJ1qrvJXEShpX2mRQgUvoCfn+IdPnNAzeqiXep4rSpXQhlASdbqacmypmCsPq/JhgrsxY",
-	"FjJPJLEzrgTJO0etbheqwXR6w27f9nnfVsiZeKduFL1I6Oy2fEZQ/gBGgBd+38eLhat8F2KByh5b7mrV",
-	"/e+LmfaJuQYspSxVuqAjsbS2/6e01vgE8PiDZeNeX5rqiT13l/hBW8fWFl0ZluG6RJlHLvqKxoQNzdWq",
-	"NJcHcrM0hZq15nk2mxdMZuiCOsQuDZcyq2O1pggFqACZaAmuM11ISxKOWxM+cciUKRF+9R0wB0J4u1bu",
-	"wjHq85F40BmINHmrOIAGk2XP3IS1XANXvrQJmB+5r1A1iyc6BnDxdgSyfzU3YXfNQTdsPszxIZWH6d8V",
-	"lkMj8VvGJFcdZZ4qoR/uoUYuWU14GgT9BhtOdeWqWmgTEiyCQHDp0pFuwy4TimxOMSL4QadL60/LJs12",
-	"k1OIbfGq8YQCGBcmPMLla0+BaarWpv3A0eKSCubfn4eXDla7GJ971SL+dU1a+LPknQqGgVr+afo3fZmO",
-	"k4vjC/2n7nXSuX3x4/zZj1c3t3++in+80J32uPeX97PunyGMR5IBka00Ubp4mmZjjCODMfnsndJFA3gS",
-	"LMlB+6yDNfa44vCay3rtQffkb7BYxvBk801i5E2uSk5DGBryoVNG1YpN6ZfBC8IgzrP5XMXYNPKJKR2v",
-	"ff1Ru9NBgKSC69ki74cBOEnNtCwYZj9vewwugUtVYA0AbANGFbAdO4xYn2xv+d42/wgz2t0SCYbBwqi8",
-	"dTLuK5obHIJ8oVtQFe3PZ097f73cYcz7Z114UZEv9FgWldFim/wu3G/Ge8NBt31E7d/w9h6gao+Pu/+i",
-	"GadWnnTrMz7o7jfl/nPuPeX4kMHpaW3Ku5395vy08+TkapdR7/Q2z3l/j8Dz5ULvci4B5fHl2PGJjx05",
-	"7XPOKoCP66nNfpgrbeq1MzDh50ZpfBjyv2RUWbUAsEk24VJi0C62nM0if5e8U/QkFD0qVkcMX+gstHbA",
-	"uS1XZKveUeyS6EgREWawAYt5W0DroE1SO/yeBe8RnRBCsTpnVCLPUgz5hdvkHEBokVtQkMEzpwPENxev",
-	"ry5ePr3inoicF+2Q2LyxylqrrAUmtc4WmsE8B8huZmvBtekqKl810hGO3STLCli1RXvlKqholxlYFxjR",
-	"h04ksdIFsKSGwCGhOGpLf4FZlOgqOA2RnVj4BsaKCm1N4WIiI8/VXEnGG2LBL6EzYdKMKeoIDYizmRg3",
-	"u7IQ3Y74v/8v8jaP5fxcXKtlpmOhiO4cL8R2ZGmsTGFH7iazLnX+GevaQREaXxezf3mNgsRSTcJkbfFk",
-	"pP35cqjNa0qeivQiTaNQXKs0uxVdQjqCT0MnhRIzJXXJ5gHZr6HodgCve85FUan6EChVAPEmRoxTOZtT",
-	"Fqv7vg0JYJOcAu0yBaGBS3MeqTi71TSS2NOKfHGyw1jOMfdMTSaWf/33vyeQAoSzQSpfLmYqT8ZC5jkE",
-	"FwjdClBJZS9jeXKfTUSTPxHSCQ+VPrZnZiOiD3EyMyESVN1FkKaLBO1MFP/MexS0NF/Yek2A/6MtGNrm",
-	"9c3tJBBI8LYw+FjuihEXuuTNNiqLE6KQcBFNlbwrk9xgmF4/u/zLs0sQFnz3kDLlksIeIliaQmFvtuBb",
-	"J36hsI2gaYe6xND8JUN3kds5YSQ2UfGKn2xVM9ZyiMIjyICt84fNEQnDFKRfvhSBsNeKykOZ8jmPEKYB",
-	"55PSUuKCCwzWrA6nOHB1K2n58EiB/KtCtm9lmuJDXgBzo629JDI9VnblIeaKV1koZBkoyi20QpgiV3LG",
-	"YqmxwNGhj2JWm19MYs7a2bph8lyNCyTixgE1nL830jwONHrnNJnwHojkx2zZEX+4vdJvwUgz4NHbEOpy",
-	"kOVelS33FAxNYbfxCv8n/NYr48XPtUIDdWejqunpVgbDt4tkptJEw0DLW01A++usmNJwjDRh1qnglNK4",
-	"iXITEfJ/I12FPtBxRLm4/I0hpTO3E5NbDfp6wO2B0ovQcLhmExGgt0WHjj8JvaKuxK1d+bRfqXFGvsFP",
-	"ShoI7yMavn8hJps3q1qgyavCzBeomIeCpBhoK2l2E7/yxJ2r+17l+YMdgKLVA9pE+OxUccPUQh8bD1sf",
-	"fza1B8y7fQ4be5CZdffE8W47hLov9j6FegfMjn++5CduOjh+Hi6A3ednnY8Z3fwGV3hzemi+0Oc+s60r",
-	"IvqFouvhKbouF/oZquPPG4Jc1bOXqMh3PpZfZdkLqZfo/P1XHcvhFMvmgTtmr57QPdf74w+4ju82uuDd",
-	"o4TS71SKGCm2ksj2Rr+4PdRaW5kObiNNIWAy8yuXGN9sZg99kdwssoURZjGZJO/9wm9KzthkbzRIS9M2",
-	"01BWLEroqJewoconjLVHQjxR1A6RCMSyuQcjfYu0C9bcwoqmaIfAMLikHYmHW8hVAFsO4VfuzAB9TIyI",
-	"F1Q4TfzAfgrEeBh/s3XhQYjo0jBdU8WGt2rp0jlvFsoYZYbI8OidBNqe4V8fsZF2Q6Yz7wzllViG/thG",
-	"C7sdhZg+WDlYoaeCnl0eC1fNajzVwHi9VmqkI7aBykK+rjoMnYMcgpuM6nWhUbSiPjYu6rbabSFRvvDS",
-	"ram9AqLunrtw0+r6tw2ELvRvOgq6WZnuHQJFu+nuTYMSfszuu83KGBUZXymopv8QFxO6QKig+RjTplyZ",
-	"RZeigPckBYM945AUlqvSTc8uBRLwEFaBOg8ktDji/IxaLU86njrwOZ2iNXHAgR+LDqKvsEmYPG9htRsc",
-	"oIDLbXJ+il19nyPtOT+l+NPrH14KLm2BX9hC6bgFlcNHNFXkVR5p60TiR1HiyzWWCJuUB0ayIQ8ii9eM",
-	"hEqhAUDZFIoIazhGVEYMxzzK8Uz+TqbI5A3XQMK2dwmoXKnfvspMQkUXuZg5EzyJsoCP1zpRptJ79Uox",
-	"6wdrZbTFhfUBV4ba5X9D/7nuBvaLnxuKmr/40BYbx/O3Zhcx10KjADq5h8EZTlkl2BLVqr7Wf4JjWXjh",
-	"pgJl5UnNLw5OWX2DVattfRQMFrgZgmEvVO6b9yHOB15G7ifvggOLMQwJez3StMmaIptTsKHSaPbNKMqj",
-	"oV5aWQBvN1AQvixrV9BWbZdagrVAspw+kpuD9ughO7cqw4OODo0CllFHYdhvJNyHw0ZfdtriKeGlYJtn",
-	"xDR784megbKIyEwisSf4Fb3MUhx8l2lliqX1zZKKYZMD+DVQTG6tX7M0DtPMFMORRmmsm1KJYX94x3fq",
-	"j21zBVdia6Oeoc0Wb8ITK5f7LKrHOhg/68LFCu3yWuo400x+zRB3fMNMQh07+xIu4rrGrHjKOvjjSSLt",
-	"AbeG6NXCNRS7g7PLw2UpIWBwur2OEwrqBtbK69PkZ7rK9kWJOD9/CJxII76V1D/+wE0H0Brm/sre0fEw",
-	"vu6ouDPpTvrXp0e9fve4Mzk+mvRUf9CNB6enJ0cnZ/1ePBj04uPO+CiO++o0PjlT12eDs+tBfD3GYcIV",
-	"jgd4iPvAwxGKF5RI3SDRpsgXhNhz31e8GajNW+8Ggb8Fv6Yf2XnuP0S8G8Am+qbBYVJziHR7nQZvxdcn",
-	"33ef4YZf3GZPafS2WIHcGE9G9vIklTfdhTvu618sws/QIqSq1jRNZB2C2WOpIGHTCkkfXy8F4zc/ocmo",
-	"3lmGqC0WY/3szewPNmaDKcikoiOMYEAuEWsihtdZUiKLkOOEWi4v+ARv8qoLonIe6VmWq+p5n6LqZQx8",
-	"pcogvb8trjIxz4CWR3onbTA+tLrlR4Z0t+PWpH4A1aeRt7yf/YecowXxk3cUtvRI/K6VCmk8VgjYXXU0",
-	"IMoED9lGyKLpRnwNm0A3cs6+BOYsZuYtfC5smlDtK89mGH2JiiziklkmeacOhyONQIcFmGFZYpl9YN9W",
-	"7xIsxpqUEUPrGTBvE2jtSJskRaQkD8W3WZpmt7hZJ+8UDgpiHp8gCegQMc4kUi0SjMiv353AJite43m9",
-	"9Ro6SDrWChG2bIKvKD0JlL+coCMIfQqGq7MpHRtKeePRSgwxW8JePtJCCJHEQ0EsVL6Y4jeKrsA77UVg",
-	"2/o/gjXnfoOSb+ykeEaTQ04nDLdlEzwX2JshJA92jdauAF4E9RlbeGfr4hvHP00kIfNcjRURR2UYp2Ox",
-	"OuSZM2x829CgZEGl0nENczvS3uTioJSJhNblAssPoSEoXxxjoy5/GAV4eAiG//U//j/hKCgy+vMu4oJS",
-	"SCLbFk+zGdqyMAZwbhliIjpUvn2nokM69eDbycPXPeJAmVm1yP6xSFTRdrrBOrBGGsykpUBCA5rEDahZ",
-	"3rL31Y+oeh4UAPvcYg+YQu8jTcEbWSNzjf6IovDVoBMNrUoaUCnk7lnFs+k71MjFJ8ZwEgBlWcnyeudo",
-	"jxIK5qDdw6chbGR+g43JZxLH/PLFk9bRUa8L+6JNusvl+O0vZprMQSyCkvezyLK0TZkAb0LbHRAxQjAW",
-	"WTDsds/Q0JhzydPVzra6sL56xygiX/UYr0CCDVF7q9FxxygycD2qzV3sUGYY/OgBCYJh9+TsuNM963d6",
-	"g+7JXWUUGq3g/nV3AuZtT53Is+vT8SA+Vt1JR/au++NBfKSOJyed0+5ZT/avB+Oj+FidTE47Z133u82A",
-	"o9y1YazGyPxkfme0nLf6gU2VJxN0nP7CAbPBi5O/fd/76fQqqJvO5dDX3RoovnaKt/e/36/239WVArAx",
-	"Witw8pkXrUHWmiU68d6cprN2bs1BKJBtd/n9uHXtunbFbVc2mUpgNGCVfgOopro6G3StNgNxA0UNW0S3",
-	"1xlpvs1Jqncz7Rq0IkbYu1EwHJVCPQrCkR2jUTD8MML1QNdUVgReCOuIrsKVhJfZtTQCYxua5WvSspld",
-	"10waW1IqjS3t+i2tXL3SWBZpvPI/s0Ve4QKDphtRZLMsz7PbNjQQ2lOrAlJN1Fq/w7ODgyxKu17tDm+D",
-	"Bgi8ncn3z5W+KabB8KzTOemenfWOBieDztlZ1wmYKfI1fnEfymtfkzGSZJO1cigKSwTAm82XE9RndYIC",
-	"JSCKaY48flnO1qKQFZF6uBPTOizyk/lcaaxefC2L8dQXs0R7iFfv4HEuJN9Ebk5iDSILKU+wPmfMrkMy",
-	"wSn6lWhTSD1WbCnCgYkQSXKke+/fE4oUvuaW+PFBzza+Uew7BSXMsj3SbERe+Sa680B6QDR89LCkUaO+",
-	"olFOkF1wsS90Ae5ld1HFCgF3tKRC0sgCwkFVe9zh+pl0JOKzxnMi+wTXLR8cicyWXz5XObUrRDMWnHTF",
-	"mAimov/Hz09af5Otf77h/3ZaZ7+0h603Hzpht3dy99+ANLTTIcfpbWLUYVnTAWAe5PRO9AbC0UMM39LY",
-	"EkI6Yp0a4TEH6UeZWPd4IL5PvrZnBBjilz9c2XIW+GL4zCM1BEUIT8Cwp/MBigPPNy2uFdg2hkxiOI3B",
-	"LFjWRQupJIAovhIU3WFYFgEkZieZihRVLLbh9XdPWr2j4zISi/hQ14AorEKmRVQD4DgPPTvgaYkwbWIZ",
-	"xbb2voPZ2R8aAW+0ZJxZf3/QWrHI9WsYmDo9AucoOh+2jQewIwZPmlKL589fiHo1U8+e/N/TivzVbMd9",
-	"mAfeeeSZYUUu3rd0vIKjCz54dlK9l6u2EowPXkojhBckZMOtGfZRcBeOcKjoCd5gjeoycjfSH1bMNhyE",
-	"1Zbg+OFl3gjiZXaYR1hodqd39/vw7g1G3ZUNUVpPHMKh4dzfilVKRgHqmiE6RSKGxswXgLbnaClobLjD",
-	"3yNlRbXDr6Ytvi6ZzdmHQO4o0rlgSXhl/FOsKmhERC37OXkD/i9moQP1ozPd8rjSmX2ctM0ESmODwF8j",
-	"M3zV7jw+6XZOT48HjfbmQ1emZfW/op4QGwS/wFABolLEWFxpXDiLAwI9bFizw9U+rAKPRTgnYTLdy/CM",
-	"X8E0XXiH/xWIJTLJwcbUTCC3/rU9751r3tj0vn3o4Gi/2UwcQCYSxizxahX/72Lf7wiy/NZCff91MMvf",
-	"yEGExM2qQzRx8oVePXk0xVzI5Nm/Kse2U8kLmb9dheAhvG8limKrdh2UOYnOEjsM6QhMhyuVGzg+0HOV",
-	"qWfrsFU40kpXSqPZqH55ICHNi9Z/ptvCC9RDcAMD/8SDwh3IpRYI6CA62ANQtIcYtZfGi4EfYNgWC7B6",
-	"OV7wXodrqSXSiIQrmyH6RTqMIh3J8KiEuW0W23hQ1mxNZuoQzVtaKZzxaWNSFSO3mubi9ZZpXUa61+mU",
-	"V1Gsg+tUcjoP5dAkBtNozstr8eAy0qhl6bywoz1NP1rw432NaTf2NVp+7gVMz3hRQFgzLyD1BkYtW8CY",
-	"i3EuzdRKEEblD6vbRSUWD6un/KrpXbmS4ynjHpSOm5+FO/ReDkea3U+z068Zvc24Dgvk0JlgsQxtKIbO",
-	"e9fLckgtFrYyGrtSIpwMO2fDo6P2cbe3G9fBBtSEn0hClsfOXAUnw25n2DtqHw82cxXge3bozaCZoGIN",
-	"rmN9FsoJMq912t3u6d+CdSZSs8w+cYqGt4r9J+cLQ8m/A0PJ3QMmKNnRW01SguziL9btF+v2XuTNOFJb",
-	"bFou/biNVtkVeB3LQqbZzUKFYjxVcu6gQUNXZPV6Ed+oIhTUkuSfCrzo8+/DEbitczkuQhGrsVyGYrq8",
-	"zpPY+rg15RojRIYBNe61caaMw+RyATnyGJMRjNYg3pZQcm6Sww0SSp+9xaQl2rwJuoMwD/0a16flFyGQ",
-	"d2i922jEXn138VrEap5mSyqGJwl+lCAgPYNkYBj3yOMYXOiZci1weOqIUaeRtTvTwpLOR9CNSBygGQuM",
-	"qQz1ha+5c4YS6MsXfoUJ0yNdvSkxDW0FrHgbIbWWMrmc8T/CO76y5TwpLl97B1UX0sJdpCEFWOWVeINF",
-	"moO9/exK3kTnVHrZwrlgAC4mrZeZVq0XcHoHDpZMELP4dRYnmHXU7wwYUWKLCkzBBiVbeh1e5HUpvrtQ",
-	"N5d950EuuZsrA14lKPYKnjayFINi2K+uKemSVe7kCAd9KLKVxjZOrtDZbVtEaAnwXZbvDvM7tM4gRQ2z",
-	"xrhOG8P1RtrvIe3hTX1z4lDpILvSrrMsVURyuz17fQLT/4J8um8egM2S1dB2wC6rkKfujt13bnvvOrIp",
-	"ovxxCjHR5SfnG8X42wQX/Gp6F6yWbZs4XvORecD9HSsEvcjiZJLYTfzfi+5qlbqqrAvprTVvpyyFrGG7",
-	"fPwB9O76nNkftCcbvLldk7IWB2NpVMsobZIieaeGAPicfw/VNbMC/34bYWxypBea6HzxNsxUGqCaxGAl",
-	"fGkiTkJCdnybP/pOacgDgR36OsU8kLeEHiMmJteuNRkQVu636dQn5QYNbaGtRkRkCERVJeoKSqOamcti",
-	"ukI+Xz2k+4vUd+gPwmCWaPuxAUjyqysjZ+jskD3AV9oRvtCTDASaR2fb/T/hZdWb99ZmfNtmbUYS+0Vd",
-	"3e9sY4f6XwHPqei5b3CGrxXTtrll3aji4E41XuRJscTFfq1krvInC1hnP2OaDflgm1SBx9pExoorIC1n",
-	"5DQm+5xKEBdGTDMmcIMjFme8RVDu2jyOGFuPQJtRcAXuU+SiGgWu8qsN8bt3yoL+jgm7EITBIgd/wONg",
-	"1cx6IrBKp72ZslMt5Y2QcZwrY0KurMmAW3yDVipGO1demyxdFEr8ePm87d41LYr58PHjbu+k3Wl32t3h",
-	"aee0gxqGx7vekOfJO6WVMVzCQcaJdm/O8vFU4ZRlOV1AsBGZSj1WuWmLl5kosrdKY7MoDMYK1YX+6y/8",
-	"yVm9q9bksNw8VrdFL0TAle9MCIAK+gG5nriUMOeDQJpMC8LC4J3XsRjb3ehcyJHmBy8FHSeQFnCRpIVL",
-	"QzZI4kUTyZ0qZXW1X6v1xQBW74o+X/3nq2figM6Htj4WHapeX10+uXr2H/8pDqbZ7UgzkoR4jrjg96Eo",
-	"shs6EMZqnMSKDprS1uFJCh4e/NpWkbYVZf0euNp9TSJZoaZOSMowHW4Mu70WSRxSxHyOdXjmjmyeMkx8",
-	"ImtYWpgh7GIZ2FSMw3hkHTzJ3ANoPcGN6CSE02p3d6Xm52hhiCxHQfUpvmyxlyITRoGEMLk/DxO/BkFm",
-	"tvScTaAqe1xkVHvQLV87695FjQOnyzqDGOOJyspNrj5T5VXmkOvR2QI1I71a9Am7vEvdJxhnZSqFn3ik",
-	"1hdkCAn1aAdi5lXWqvR9XlZruAubNC7OhME69s5jwlx8JJ6h3wVXeJ/r2Wc5zDdfAsKhKSFes26lKgpl",
-	"PNAVRrdEA1hpME5iWeBkQkNyJAaMZ0lRqJjJMtnBw2vLLUBMZMElh4USUMF6RAIGiy+KoqoEcq5FsDIc",
-	"l5XyjR6LLKAZtTKFY5O1C6uKYB5pG+GkuvAyp1JTNHQ1ICdRxZJrLWQcAjEcWFSlJpyCMpYvUiTFOc0X",
-	"u0VCMfdxsDARFKuFScHYbVhZbB5zw+Zcw+p4LfQ64YFGILS9LZ7BsCeahYaK0pNzJ6y8u2SXgKlPUyo3",
-	"OM1uddioEGBK7b3OEMABtnyAsZoXU4Zsc5lMbAPfTFXOaEd5ntgC+SAlyRhGjCkREz1RORYPua1SbcZJ",
-	"jIcqFKXEZ9U0gs9W7iGcnt8WF3qSLlDQkazBCCygbxZmrsaQNrigovjIS5lySWpQwNl7rnrzDp1iC6PM",
-	"uceVWqshimV+8hnM8ThVMh/p0jPDk6doWgA89/8fAA==",
+	"7P3bkhtH0i6IvkoYtMxY1Z0AcaoTymQ9FEX+Youk2MVSq38puZVRyEAhm4lIdEaCRTStlq2rsdm3y8Zs",
+	"nmDP/X6FPW/yP8k2P0RkZCJxKhbVVC+2tVEFIA9x8PDwcP/88w+tcTabZ1rpwrRGH1rqvZzNU4V/P7pK",
+	"ZZFk+kKNZZrCN7Ey4zyZw5etUetyqkQk+aJI5OofC2WKQMxkrIScFCoXxSLXYiBupBHzzBQqHonoZrqM",
+	"Qp3jQ42QRhRTJegj3TrJ3I1xEgdikmczcTOVBX5rRE9IHYt+qG/yrFABfpJGJBMRGS3n7V4E9wmdFUK9",
+	"T0zR4e/7kUiMyKV+q2IxSXJThBrunSXGKGpGMc2VmWZpfF4+KzEiTaDt4iYppiJX0mQ61JF6P04XsYoj",
+	"agFdP4jEAbX9gRHZjRZSmxuVB+JmmoynXldD7XVznC1SavBUvlPCKKUP/beJKJWFyttweRSIq6yYhnqh",
+	"zTjLVYxv516lErp7SW9RybyA1ksR5Spf6Ggk1Pt5KhOd6OtQ87u1egcTJd8qI5ICB9+NNU9dNpmoXMWd",
+	"ULeCllnMZjJf8vzjg0U2cZcnxTRbFIIGbwR9mib6WoxTJfPaGAfu18SIRP9djQsVt4LWO5kuFIjbONPv",
+	"VG5Qvp7FrVHLLObzLC/aJyeDXitojXMlCxU/KlqjVr/bP273+u3+8WX3dDTojbr9zlnv6OdW0OKJao1+",
+	"ac3ULMuXo5vp8itqYetN0KJXJ5k2rdEvbwK6KIE18MuHlnqXxEqPsT0yniVFoeLH2UIXrVE3aF2pSZar",
+	"y0WuW6NB0BpLHSexLPhee31rNJGpUUErwU6gLLb4PUvs2M102QpaMImtUS9o0ay3Rq0rlWY3bTdiMPww",
+	"561Rt9M/CVoFvrh/G2x8V2/9u/reu6w8t+xze1ueO1j/3IH33FJ0W7dv/DF6nIGqKVRrVOQLFcB0myRW",
+	"uRtgGNEsny/Mk9m8WLoWxMlMaUPzNTgdBi01u1JxrHJsxlSaaTnpMcx6OdU0vFrJXJniRWKMHcl/LFS+",
+	"/A5uHbXMVPaPjkfxWF0dDwfDcf94HA+7/cHgqDc8Ho+Pj49lT56dxf3j/tHRybB7qs4G3bNB9/T0WA26",
+	"Z/14cNaVSsFgKBLqsj9GyXw8fZGBOIKyHRcwp0UuC3UNa6rI5t/DBLgZH3U7J7dBa5LKd1neGvGAN438",
+	"TBkjrxULcfnMD623iY7LZ1Ojfkp0nN20Rr1u/W0BXQjT3yqWc2joWC6MTHH65nmix8lcpq1Ra2FU3j4Z",
+	"D1Tr0w0g6ErsZD5Of+32/vztxTe974+/HTw9/a77Z7wiX2grQWZpCjV7lWezOegEJ8mD29ug9Rg78UjH",
+	"j6ey2LSn+WoHVdtUiayYqlzY3TEQssCvTSHzwqm/IareUKt5YrI4GYtoPJVFJG5wrAUuJVCyRpjkvbDz",
+	"JQ60ulGmoC1JXC1DDYsoEFkal18nGl84x74dnuMHmhZBkiCiWI0TXBZRqA9gDkUvKLWt6HZODnGfKNWw",
+	"Qj1tpllhAts8u4/R3pircZbHptxBeb/mJYR7Z0c807gnCas54ZJQW9UhJrm8noGFEYi/Z4m2O6kUV6nU",
+	"b0WaaAX9i6hzrzKToEUR6iyPYe+UucKXUkcfGGstFOo9jFdBJgP+cQDXTZWMVR7qIpfvVGrobfADDaVt",
+	"zmEgTCZg+1uK8XSh3+I+VOC+HWq3K5yLTKdLwZstXmjEWOYw5Lkq8kS9k2kERoYnfWA2hBrH+Sbz22vW",
+	"DsHK9ooiNRKyNs88TzRNIIjdzlmPbBAUCti8SeJ22kuHp/3mvbTXHnQvu8ej3hHspcPeCeyllb2yvnio",
+	"myoWD2bmut1rdx+IAxA4cXzYalJhSew+jaDZX/Ft7j3Q8NqafkGDgDahknmaqJzWRmKqC/eAhytswaPD",
+	"1uEo1OGi2x2M+Yc8S9XXISqxsIUL+Ouw1QtbYjGH7Sn+OqwNRPdodNTr9LvDn8MWPkl9lwQizsQyWwgz",
+	"TeaiyMRjqWUs/0Rvekivootbt7fBthHr2RE72mvEeptGrKnT0pjEFFIXd+35fyrTEa8LqWOZx9j5ORhy",
+	"bgDYoDyCb07E1cIkWhkjYrk0nTuNTb+UpuEeY9PfLE3bBaK/aVhOR72TzvGg64blsdTiGSxBfU0qK1Zp",
+	"ggpGxnEOI5DBkUBkc6UFarc/3XE0nKQM9hqN+5CU/YbkP2G7XOgiSUVSoKSYEfX/B+i/CcQ8Gb+lTRa+",
+	"QEU2nmaZUeJJnBR25O4mNoNSbPp7DNTgY8VmsGGMev3RsNc5GvTdGL1Yct8ftXvd4UDIPE/elXvEOJdj",
+	"ON2Zca6U7giSsmtVCClyNU/lWMF+9qc7jpATpd5eI3QforTfMD17MBMmg41XXsEhs5jKoiOePXinUKBU",
+	"7I+GuHjxqH101O+hceAP77mQYp6ruUzgBmiJSOWVSmH7zzRaADdyCZprmS1yoWYySXeXPjQIYHBpg3Zj",
+	"G5AFgbv19nF2ttxX7qi1dqyf8BGVNsW5NNZRkk1W98VRqF/BFfYF1l1Rad5IhK37kslWqNsiVyZLF/h+",
+	"+6s4yBepGolv5UxeqxgVI7xCpqgBWHGCTwPUZjGVWgy6uIEIeZ2h6WaflEu0zvGaXE0WOu4cCntwH4kP",
+	"YQt78iwOW6OwRf0JW0HYgqe9TvRYfctqOoQjMXwPbcKrq/0MW7fQnSLLUkEW069eZw/Wv4m9Rq2RfXjc",
+	"znSbOxy2bg/Ff/3v/xNams8k323ll++HaXoOYoo/olCqGNvzCF1MI/GvXB6t26DljGGQUefLcA6Ls97K",
+	"ufZ2D2/L8Qb3Cp3+aP043eQdkEFrteDsCivmKZv//6toqaBVPVe1Rkeeq8kekION49m9+3h+pvvi6qgM",
+	"PafYLqPSv2cp+4zMqtXBGXievUav48rg3JvI/Ess8NUR6NsRGO42Ar17Fo9/7flsdTx6djyO1viLV8Zj",
+	"R4n4HZ/wV0epa0fpuByl/Zzgx81O8AZ/63hydTSIj+NBfDqRvZ46Gp+Oe2dH/fior47GQzW5ujo6O4kH",
+	"QzUZj/tnchIfTQZxv9cf9sbdk6vuqsO6W/FNs1Npmzea59VzR6P3qfi9z26oQ/17WKuh3mWg/hVadY8R",
+	"/Hw2w92G83Oxa/YY4t+7VQs9a434MIyxqYaYl3OEm+SfqjXqd8uglo3StG6DjQeP3m4Hj6aQqDvFN+1z",
+	"X47tX47t//Jj+waLZeXs3nQm2gZs8FfAKuRgA7zheHhHeMPqGwe7vXFwelcT7WNwCo2IhOPhb2Tg9T8R",
+	"IsGfhDWG4Bf190X9fQbqbycr4rdGztzLQl9Bzvzl7PHwxcnP3/d/Or2EKxYEBMgXus0/9/920Qr+fSLu",
+	"X05sX05sX05sn8mJDfr5Zc//sud/Bns+WflDBIVOZUEbHAbWHfjukRYOxcnrksWJwZzOSqhg7OAQ4Oz/",
+	"9ZC67tFocNbp9QcAqVsFoOZqDP32F0Mg3qn8ShbJrLMeO8Ce11zJ+AedlgeRO/pFghYrm209gFZSTKA6",
+	"pN/mclLUxlXEoOIW+oHh1IgR706TROMJVLyTKZ67KLFBZ/lMpolRXrqAKbJcxRtG/rMdUhwfPk5eILQ2",
+	"0dcNKGSEfgLQdaE74sk7aHpf5Kottc4WeszZKg6MCfpT4VVdMUlUGlN2Cf6J+icpE0HmShbRSLxVcwQV",
+	"M8QWbFgYWp0Jk2ZFJ9SY3UMn1kRfR2KhYeHRW3oPjJjLZZrJGBNECCUMM2ZCHX2Ik5kJcOZuI0Lk5guN",
+	"F+qssCscl1NEdz6xrzHRYR0G+0iMecCETTVB5DK2xAQi04q+VDNS6Iplh0YKnW2epNBteBZNdKzeo8Nj",
+	"pgoJP97INH2cZuO3L0xr1Ds5O+72zgbd/rAHB17ucGvkTrFVo31w1Zt0x0dxX53Is6vT8TA+Vr1JV/av",
+	"BuNhfKSOJyfd095ZXw6uhuOj+FidTE67Zz33+3YE0HabHubOO83gLSp517iEGdc77P7ccoKKHXtfdFw2",
+	"zm3gxqm3fZz6R9VxcuIDH0Aq2BECokHHpEafwf7tdtCTDp6m/Gb3tzV7eNbt/5tO77BzNsBhomVhHVhr",
+	"J/tN0JqAvoWnTbKsgCNr0cmtouq869G5EQcpTZQucDjhYypNgYpqfVO6fWgKpkxsA5rfBq0xPNl8mxh5",
+	"nStVbqqrzriNuPY4z+ZzFT/hZd8NWkrHa19/1Ol2j6GVqCZK9x5sTmZaevzt522PwYSDC1XIRHMbnjml",
+	"s8OI0eTN5Hvb/KNut7vek7D+RL9lzAdnPVxM+UKPQXt6o+VspdugRWpaxU90kS8bdq2pEkbNpC4g9WUi",
+	"x4WJrPGk3s+TXFF6hdIFJolQiiibyqE+iIoifWGiw0BM8ZAQ8U2PiohyGt+pcZHlYixnfIKArUVeK108",
+	"4KSNWRarVBycitL3GogiE2+VmuPVnMEjzDTLi5W9JvoTNfdrbDycW/rHicZEsq/LrXAkpE3eKVNLaDm0",
+	"QfrSRMW2rUmB+x5ZLHi1vxnJ8VgZ48WZGhIau/3L3nDUHYx63U7/GAXCU6u/dDu9ftDudga9oNvpngbd",
+	"znAIn7tHAWa2tbud3lnQ7ZwM3ng3fou6+NT7BhzAIE9yPFNtu4bw1/YpptPxVFDLTtrdXrvbW2lZDe1R",
+	"7rBsI83MdYsk/xF2vbmvR6Ojo85JD9WFt0HgpLRInccSVfpt0DLZIqe4nUOh2L+aDNjGAfWzZNg9/dNU",
+	"aXGTQNbOVFWOI+Cs+FPpOYQFCPqqagTjEnkKq/+VvFZVG9hJGbrJUMjSZJYUX/ejESdXYT4YZA5Z53lA",
+	"kjbLcgXyPM5mym83LymKTvpC1d2Y2eN8Bq0V9GS56e8ydY1PbMKENM/ciuI67T46ufTS99xfm84klZc3",
+	"TOnn4Wl2fp2a0AT3MXP7L7rfxczdk4dn46J9E7S0el88XuQGz4Fq+edu/Lc/L579Pfvn88d/nl/NLlL1",
+	"+Nnxi++6nb/Mzt799X0/x/PcUzku3I7on1tAX4k4MUWC2RZXSyE1bGpFLseF2xkPnDqY59kkSVV0eI63",
+	"GiID0Bkll8JmgjO7bv8Y7Ccw8IoRjuqvSdxywjKhAOAWaen3RsOTzln3qCYt3IWPE5g7yMnEoje6nbOg",
+	"9VbBBHh9AzOXDRSYebAW4EeRxLBoSag65SPZHbaq1WGqTaO7qDR8eFpdks3VUphklqQyT4plgOohVhO5",
+	"SAsjJiQZib6bF+lk1Ot3ut1haROovIwsr/Fo2F10F5fGbnGvIxv3wtUONlxr1D8663fxf+64YUdos1/J",
+	"71Nt8LP8OisKpZ8AiYWWZHXWjdDoP55ciofveg/9g4F56DNHPESf88PBQ2bD+JOzp7921jSkP6N5Gn37",
+	"5PmTyydbHtn4CHai8N4cWEoOQ4QlzJviMqxlroTKpVExJXfnCx1qd/QCOdVZgc4c+BVVAmoWdqNBGnlW",
+	"iGF3eOhygUM9zbQyxVJMUnlthJFL4vZIjLjOMOnaFErG4D9JlXyH7ylEtig4kT1V8bXK+T1mmt0YEa1Q",
+	"aESeh8m2SGR5cp3oINQ6uxHRxE5ddE46W2fcbMyJrhCBUJ51E9eIkTPuOE1NUc/VB0vbvWpEadugZwYP",
+	"rIuK35GqScUpRG2Bv6yiaulMKzyG0iEZfqMlzfwK+YJToO13H1pJoXLpwNHzRI2roIcaO8JVV8XdSW8y",
+	"uDo96g96x93J8dGkrwbDXjw8PT05Ojkb9OPhsB8fg9shHqjT+ORMXZ0Nz66G8dXYnerpnFZ1DZQatwVz",
+	"nC84Z9t+Xzkp4wmq/W5YGfDX9CMdr4T/EPFuiP6VNb0aHsm+7A3PzrrHk+O+6g9Ox73T/tmwdzZQZ1fH",
+	"V+p0Eg97ajzpds9Ox0dqok5UV8rBydlkMjltZEFxRALyKnunqiQy9WGwaJ7T4w1j4jSiNxorcl0Zjnpe",
+	"X68hr+8U09xrQJk3t0FFMvpfJONfIBm9z1Iy3qy6s1bdVb7BNGiBPG3lRWKUBikq3gKYrqGQCZzyX1Yi",
+	"KbAxmArrEylE2Ip8h82NcnuUuIHz8WYNzGGVa9SmbXpk6zaoNMNSY/De6ALBhdJSF8S9hcxWRWbbdlDu",
+	"o15z2A+T5JUGHVbbQC9r0yOrTVmZ5AA3PI0vnipBnqVE04YS0H58U3aWRmplMKh50AoYxOVaeeI24kXt",
+	"WWIMeHdAQGgj5exI9wh3n3o/z8wiR/sKmutTdKx92Qp1EN76TDfsYjXpW9FldelEX2MB5mvLDc1G9JNZ",
+	"mLkaF7yrenQ9ZGavcaE8YiqXufPBrfOMVNJLvwRob4N9RuF/oQNGw/F/+rO+SMfJs+Nns5+n/zm4+Ocz",
+	"3e28Hfw5PpN/ed8qZfS5bBJRkBM4RYuDLEdT9BCl9YtsrpfNNzSm6PFs9KhYrzuTctV5tlY8Kvj1YSD+",
+	"vjCFgJ7t53z/dN62fnfUHXR6vdP/Vb1tt0HrQl6vY2F7ZM2Cm2lmFJ85E2UioeVMGTrZgQREU6njqyx7",
+	"GwlaP4KIz46CUDsVIrqdo0OKIIFL3dmMROX1YC09Wag385MJj54MgfPcKEtTZklO+YxrMqHkeOqRjAmP",
+	"Y6zkLaP3MXdZqNeQl3XEo6LIk6tFoQTOIZtDZiznDJ2RYpxmhrg+5TVY6kmshKR+PzDYLGhNrCYLxNeY",
+	"zBqE+BMxg17lSr41oQaPeTbBpl9BaHYVp3Hx6D94FkY40DS+5XhDm2ysGWEbV0v4D0E4MDFjxYC/B/qy",
+	"QW80HHa6Z90d6MucJU9+fdOeZ2kyXn7VfUDxxmlRzM3o4UOOInbG2eyhlcCHfE9nHk8aTgBVmqZcXtfw",
+	"APYxX9VfvYn55cK1mHSEcYhr+iwSAIrWnxi2RJyNvw5bu3YnbOHWxSBfkNJEX38dtiwgMinUzIQt6uzX",
+	"YQu661Co8BuGWliPCEYVirHU4kpxCIUXXVJCJ7NJCVmGEIwUk1xVI3H07SJNLZaSYafUeUvSs5WY5HRQ",
+	"tzc2E/vUxrN3N+Hol8JxcnxH4diBgmmDIPR+A0E4ObaCcKHQa4BgP7zc7ifzaVZkgph0PSz9VOHjxJUc",
+	"vz0XN4oCaetibyw8qEk8uP0eEtH3JOLkeFUi9qCq6W/NGI2z8Y950hrtPPKtoMXD3RpVh9uKSoPe8AwL",
+	"+8xW0EIrFP1Q9YzUL+pkuzrZMWHytJE75tNPe+8O0/5FUaxRFBtIT6raojFDdbfJtv1Yme1nulA5Rblk",
+	"6rprp91+fjjGhKMNy32vHNjhb5z6erSS+jrsNWbE9XuDSVedyNNJd3zc7131jo/loKuOe93Tq6ve+ER1",
+	"h7243z09Go67A9XrH51c9QbHw9P+8OpqOB6MV1Nfe7XUV6n19sTXo9uVfbp51NckvX7RsFs1bJkP9UUj",
+	"NWike8xXdW61o9tVH9qeGav3sj5X4c+Pek9Pvxu8PH7V/ctqYuqXxfRlMX3UOeA2aL1m/vsGd+NlybBv",
+	"WfK9Qielk7Gk3T8c4YvtF+TYoAw8cHOt8z3ujvSr4Xe9ndVD8PLuWiWlYcUAn++OBayyOtzdRYmxydaN",
+	"zGetj3BYlq3BPRY8hXRQxyXSCionNBK11qiWJdkKVjMr0bjj5MgKFgyyQD0z/H7TQAmlf00R5zIJFfVw",
+	"vKCIG6atnA67mH8g08efC7LVhQQNjh2l4NynH7nI3ir9o+EYS6LnCzDgBj2YqEWBn06PQbKyLH3s8Dgy",
+	"v8Y6Vitz6dnCqymuMNMqzzHD0JqzWs5Idup5tPgos0iLV7l6l6ib1qh1l8xYCutX3eNWMzXhx2E1fw1r",
+	"mQHjNTVlKOkOo0+gpw/vGSr+RQ19UUNf1ND/AmoIA7Kv+XzxWBYyza6t1NfjzmiJju01mFBsBES/DOTS",
+	"CVj5RiTauwQH5BzxPqH2ErMAZUoh5kgcYO05eZUqIfXyZqpydcjl9lAfJv9UESJfQ11eCVeNRMQwmojg",
+	"TZRlPk+zJUrfFLORxfPnL1aywC5vMgd54kgz9iHAtSaMyiEuZnGsz5+/EIhAv17UktL5YGaVbXXIvldq",
+	"To1CNR0Z7Il97X/9j/+zrA9FRC01OoKAcwSyXFwpWeBVrlCV6YhHYr7IlSDmCmpmAP91etqUqNsiK3sg",
+	"rhZknOvF7ErlXEwwuZ4WFraO6xXz59pF1p6pOFnMsOqQ6SAgCedxC1qg/hNPFYGA3ERar9Nc5nKGa+i/",
+	"mfFUzaTnVPu7yXSbvu1k+fXDOJeT4mG/2++2e/2HfHnQknGckCvtVZ7NVV7grPC6mntf2Waj18YUfiNX",
+	"Zd4evVG6kQOf+vihxWMF3a3f+F12I2ZSL61scbaXnXrOVuxQ4mcyW0CmNOFcZonmz+68nuhCXStKRIEC",
+	"nElOJe+wE2/cZdkVBonKi2acBf8GnX9zFNFKkLXlH//5QXiRh/DwADda5qB736nWm9XYGXgRc4VFNhFk",
+	"OAHdKDigXEyVg6eIQibpiPF2prBYloj+Wy4PU8ilyOUNagIs4EWCnKWY1QEYxDSm3IsfXj4RFIQnHB/o",
+	"UAj9KzknTB9JOK9+uPcmT4pCaTxw4nYphZlLDT/hloTbla5tn/jFnCuelsW4CL0nUwrOA+dCRzzOTGGE",
+	"pLdj20bYKhGl6SwSB7D5ZWAz5J5eoeWdGNY+rAPxERFW9UzGSZEum1egU5Vgc6Wz1qg1W7bhj6A1Y2vt",
+	"el60h1kbJIxcMbijH98GTc8oVys+rrpk7Zr6l65Zv7W7LFsclbrYPsPECKlRxW+fE3FglKI8ETmXV0ma",
+	"QOsOeSE/V/q6mLZGQO04l0WhwNxs/b9+edT+Wbb/2W2fvSn/7PzafvOhGxwPbv9bSXFgihwxoW7OmjZh",
+	"/EkkJHw8CIaWBKcjwbbVES9h0ViFruJaG/vdbsNrrVB4yu24aXRr+gyEvoI/20er+QrVf89TgPXgmpOF",
+	"SBXsoDgTqFftm2HJpZmMVdwRj66M0kUgipsEMstZoWxsTr+xORUX5IrE+GB40BPVaThH60GbBIwUu5sm",
+	"RiwcoFpiM2vTcdptmI876vuWv+zXK/9Ghf+G7UG7tqxh+ExPslXXmVuC5XLbz3z6sod82UO+7CFf9pAv",
+	"e8i/1R6COwhiNy8W+nGZXbkmjRfyLB9idslDTsVkMphK4pnVldYZZ6G3KmaiGHAi9SiByTKDkRamusVO",
+	"jZpzrrQcaqPGmY5Z8cMcpFnh3ey/jkQisFtGooss1JlWAlP9HNUZJqONRC+qexwuoH92I7vJcvBHsQom",
+	"KK3XwAAvct1zTUioBnMFNPslNfVLauqX1NQvqam/TWrqbdAirMnmg0GNQBXYdbUpvbvrjwBfXKZfXKb/",
+	"pi5TWDp5pq8vMAr3WxCcEO9YrObF9Os+GCShfoQKSrUL5Bah59UymsGQybQLONt1Fd1Ml1GoKfeqFwg/",
+	"9eokgHOPJaqNPLQMMtvmSzLOcqlDLY2QzNShYqR7PYhAuQDHCP7Rt38MooCyqXw2WTTbKg3GlKPC4Cvo",
+	"vAt/GdHHvwf0iNJUTHJThLpMMHdNIQsO7kWC2lD3OgJJenvkaWBWoamS8RwT7iHrM1a5+Kbd73dPDjno",
+	"eF4yFoZaCEfdggAxisDSkUOOx2pebISFdfAJzwpTopMiJmShLC5+rB1w9lHAL0iHIlN8AGHAUEGpVI2L",
+	"PNPJ2MCJojfkggW6z53tj0Cr2voBVFuA8t5pCMtUL1aTnVAP+N5BIPr0QGZvsf0YefYsPcCUHZE0TrBN",
+	"iQP6th8JUH3KCFkIoDgs+W54PJkE2JA8CCEG3XYsl6zYw9aN4rGujW7Y6ghchTjDMFrjqUz0SET03Egc",
+	"YAsGAZEAEBM6cyBgxhyaT6Fu4Mix5jnMoKWk8Yx6YL/kh3RgO/yl+6aDP0Tnng/ogRGRTfiPYIoiTNyP",
+	"ApFoyHek/MYxecYm/OszHVFD6RlubAOBmwZ5uFjiQx1Z6OXFyYv+X87+9v3w8vgbmAfPYAiENSJq61zq",
+	"ONREAQS+OqULfLFzhi3tOYxoFASvbXEQIbNBB9dXEGr+iOYFNz5iTotfum+igB9DpJ9CldpyBMIYahaD",
+	"hIwFb/aJfgvf6uaMAtU2ozTUlk/Utx4DpiJ3aanS56VISlomeEmoLdN19QxqLZyRGwVwZapcIUkoDNZN",
+	"RfhAzzI7As21nTecCZw2lKhET9IFEqaWAWeQhsT48W6cbANKgHCkVscqtL7UeyQ5BWVJi+kGDrDMqj1J",
+	"EzD8/BXGjtDe0A0tyyngLqVRkMIKZ3CY5ThBfYCP6YjviNoVjad8puKIdErJhgUwBrSz+BQOnQX6y2ky",
+	"nqJuHGd5rlKbGDHPs/cJpwSvBPIJqglJHIlRsZBOFnD5n7spq1HKujN1kxOhmTdqLQoIXrQCAlqF+gx9",
+	"rA9tGh7W52K/rUEcQHPIE8GtPqwie0jrr6B6+v1eN6jTjAxaK0Cf/1RmJNapUb8l5Psu4HtQ/1i2B/XD",
+	"PxYyTSZLRgcxP7FF+1y0B4OzrocLogFpwPisMJlY0A8sILrL35RNgUcY8MGDB6wjvnVoKbc5XWcjBGc/",
+	"45ZaJBD09E+t+qHHO5/ZbXgtUGh4eloChY57OwCFWBC8UyUL1A7gIBjJNbgg/M1Cg3CsHfinke7sw1bG",
+	"oSbi4v7RZa876vZHw6PO6cle6ddbTqtrGCyaDsNrs2PvoxRNtWFgWvzgias4KCXv0KHOigzg6AJONGmm",
+	"r0WciWdE9FlkVv4TW4yGlumIpa9Nx6o2KTFjy9LsqRw2FZyhhiNKbAw7SYZ1ZsKWZxlW6rj8Z7bAteLa",
+	"zbkKu+kF0AbYc6oDNeiJb9VY4RF6l6zt4xW3xT45uvtUdW3kTPok9Vy/SNQnk6hdE3eP15Sz31bplKRi",
+	"rxqn/ZOyxul+aZf9+6442j/hvbPmGR2rq+PhYDjuH4/jYbc/GBz1hsfj8fHxsezJs7O4f9w/OjoZdk/V",
+	"2aB7Nuienh6rQfesHw/OulKp7WmX91VxlIb/E9Ya/bI0P+HS/CyrcN6L8K/kNPoH6yZz8ouZ8ruSXJtP",
+	"8oUS+Evc9Uvc9Uvc9bOnBN7Za1XT4zUnllW8rZGvdlv36cbayWXV652uuqx6DS6rT7gH+E6p3gan1L1t",
+	"uzW7obePG+qs66WrDU5rXqg3Xyjv12mxOyzO3v3xddeJsleZsXsjgZizSkFOL3Apei5OhtcTillnIrJW",
+	"qok64qepLCyRqg0QESM3gpITALMSUho5sBf6rc5u9Eaa7QqL9Z5U0L3bypA0EWKDnP6Gi72awvxbLO3N",
+	"1cx6l92zEVZN6wx6XSyd+Ml4wr3ddtu5prq3fgp+cQ4xNuyiO4nYh6YxgRgVRRa2j47OCsX1aesBqSUF",
+	"sCTiJNRInFrgCm29Dyi4npgi0eMCAJ8QgRyPFzmBTyFLAFRpRzzBuBzXZWmIwyVa9OHZg3pEr4yJ23Cc",
+	"aIjGVaeU9PvAm7ujk4pjJlXvk7FM29k7laco/u9UHifjgoqJUkAPJ/G3G9pxZqBz3c5pT1yp4kYpfwTr",
+	"yIAD6xAT4AyzUcWZktBYI8xUYplGqhRz+C8f/9NeZfwteKgt0+Ra28rGTVPgU+nfEqucyjG49ORSXjcR",
+	"Lhuw4K5t8e0sZ+h5AnsJrzRJTMVGIagGc1uQFvnZpP0y06r9QhbjaVRBtLXC1sm4Fx9dddWZHEyGMeSg",
+	"t3zcFW2jFqP2wces9/qnTZD1Z7GazTPQ9BeQAb9U8Wp/XlGLaRYieEcUUIyf61YkRpQoAU70R3hZphkk",
+	"wzW0C1t4KHLvHS/b36tlNHJgQNhxLcgBH10kM0XB6HIkoBEtv6dKAy7tF/rhTQWtP2zq9/NsvAYSBsHO",
+	"Hy+ei7kkgAm0mSNyIldk/lSnBfBjNlLy0DG/7zAn/aPjprZdyEI9T2ZJ0dw4jKLnCDuayUTDmP1jkRVS",
+	"HDx7cvlUIACxnahi0gaMopwnbZB5LIrZZtk9HIU6CltUFyRsnedfE6UTtFqZgmo64VfqvODfCMFveB/H",
+	"xbgYv1UItUoAdYOXR/WZqrxlcNY/L77ut9aNR7e7cTxe0amlcVRoCKzzzO/cP7gDV4vc2E7d1DpVZNwN",
+	"kRTbO/KPr4fd7vnN/h1RRb58NClUvtqH12VLbiQoBKLuyuEWiK77beltkS8CaZ4eDyugzW4jaPOnn356",
+	"tCimClShLNbQUcjyCvCE4svQ1FqY2lr4RskcQWMynX0dlnWvw9ZHLoq/XZBsPoubm8iiC1ij2PL48DqJ",
+	"/tbmm9vP4oiUFpcSRg0dhBpRyzeJIdAN3M0pZNdKK1g+kLGUmgxUNKY3wvZ5laqZuMriJVXqz20DIyZn",
+	"5yv5SWl2jWT0dblCQp2Tnwcvhn87/b7/17OLo8vj/+z91H30TWuTKm9MWev8Omq/+dALev3Tpky121vG",
+	"MquCN7A1wgg1KwQV97fMLqbIlZxR1UxxjfqQMy1BSZ+Ldg95kkLNyONDwqGYEghElPs51++mx9cGA2hw",
+	"EmgAnQQcDgNBjpXhcPjmds8rs57o4njoA5fPut2T3tlZ/2h4MuyenfW85dBuBjE/9o6XT5N0/fBwWUHv",
+	"eOg2ef+IWl0eNaL9pr7Wzrd+p/9briatUeurh3BwzjRMDyPMzcPH1dvqXVm3bPy3IXgsm8t/LJRIYkEe",
+	"LAQaWpwt5MIaZTAckuVUFULGIokDYeTysCOe4VkaemLmcqxiysBFvYmLwh0lLMgv1GgPJLFY6BiuvcnK",
+	"i/hJ+KVRILlFtcWmvpiaxhc28g3Du14p7TvcXO2maZijshxOZI2KOcCIsoVBVrFALDRhgOOO+IHmAAbM",
+	"JNcaKofJUI/xdsIhg+6SIJwqDoT9EoLj+hq3EEkaTaBsiczOQRBqtNCG3a6IEo3ar03PXdnvttbsWSO+",
+	"NAprVNcR0DvNEm0/9zbapOPl96phu38h3yqyMwtQr3KCVS9Y27764fUlDQcZbYbidiYQ1kQLQk2Hijgb",
+	"L7hUiYVMmsOO+IkcGjBFb9XyAbiGJgqMUHHQH4pptsiNuFo6RReI6OkPP1y+unj28vLXZ98+efHqh8sn",
+	"Lx//56+Xl8+jw9LkfauWZYF7+CbUvGOIg2zOx/SAzE6YedhYDtmWJuwtlxMhU5tqmIc6KTD7vlhQ3uZM",
+	"Yr5jaV8XbWvYjwSb7nBjtuABwoom1gsl5LVM9LlrYtloKeIEHVi6sFutwOMMVjvhwirDfl9EiWfZv1XL",
+	"dq7giggygmjCPAJXwOwmqSJFYPcH93CCDCYajneQ/wN2EWXxMrDWDo6PUz7IcnSseUVekJELHWxzlcNe",
+	"oeLDjvheLQ0vGUbghtrTVCDOaAzYBmHmOWfaiEe25+7ng+H794ehHqcymSEZ1lu17IgePLp/dIQ6rUA+",
+	"rUevHz97JsZTmcsxbMOYFYXa0uAy//HHZ9/SOeo6y1ALJ+MVo2Ew6Y7Prs5U+1geDdpDearaZ/HRUbs/",
+	"6V2djLsKzoZ2gZLNX67Q2tFrrQ17dFRfqr7NEYbv+712GL4/eQIWR//oqNHiCFrPJniUXaMX4QTtNGL1",
+	"cIxfkU5EfTeTsSIB5TpgoBOz2Uy27d4QizQxlsNihoox+kNE7koN29NPts6iPcgJnYUaREDlYgbN5Nw3",
+	"k81Upu3r8YRuEj1W+KPXrtUl0OtDaSM05hEZ1Sbxixj0XlbmxcXcEU90kRRLUchrkGFEZM/m6DghJ0K6",
+	"HAkpbpR8i9J4EP30MGz91//4v8NWdMhFhbjhqweWweRMdsc9dXLVj4fjo9OwtVYmJuRwWGtydvvD5skF",
+	"Z8WaCX6k7fwyZF+wb16Ua1VIsXEOQ02TaCcvKVgtcKeDigMJVs1VFifI1jjoDleHpNGBsm5ISkfM3uOi",
+	"MQWgIeHM5T8CVj81zluNyVPoa35gxDs1LrJcHMAxHGlZrpY2+3HEPzKbgsyv1WHVxnRvWLNDJ9y2XU0d",
+	"ZHO2HULfiTQFxmiajMrXeNppv4aN4gmdIMBVREeyKIndYse0UzwEUBjmHRbNwmQuLu6Pt7/GdVqe2nBp",
+	"aTUujM3BwnNJrswCTEXMFLXlxpMCEqpEgfYCLEpF8B9wuYoIr1kxe3r97jqJgH63sVHtZ9+uP/pv0Jrt",
+	"P/0CxCJwQjtboy7XOH6AuFZAcmdlro/WnJfQ2dN8Xjrqesej/g5ZnS9c3KKR34TLs4kkrkoh+8EaLHAX",
+	"CLmr7X2hXBASGviqDE80tVDpGDMKV+vrlvYyHlysBjIiloW0cS1prYJRWbmXvZN0YkFmCtsEXJSklY2y",
+	"l4SazXGP9WR9W8AccM8bUSn4ULMz/WrJZq41O9CY4lOSNdpWskyzRYEMGnVZ94M5TWLkmrGzrijnojIz",
+	"r0AANs5OICT1IHIvjfj04jwWoDkqfcuzBUyX6/6sYztSlTi/H3cTuWq/LlzAbm2tRY4s48LAvkn7i60G",
+	"LZKiumJcnYazx8MXJz9/3//p9LK5Py5gePcVxA/A3izWegfyhW5Y2o4G+uxx/28Xa5q4+JjTNTUJGneJ",
+	"gZemtsGu+cAwTQAOcTTPTHGJ0XlvkMWBTTX2OzFobLVL89nqXO33hifD08Hx8GSLAsXcCzPPtKHs/kd8",
+	"0nyZFU+zhcv0L5jJSc6BOQyveMguxj/+3VCcwqM2GBPeW2dFe5JRUpwPb3AZgGFLXnFE+Zv+5clPw7+d",
+	"fT94EbZEUvdbUXZfExC2wyPCztctDksOKA+7YBclBQrMSwjRcTN5gGznzMOyD7e7r0a8l0a3KhkvMw4N",
+	"8lFbFiKJqygO56bDPnOPa6nu7IyCq5zy6IhH7FWhDeGBfabNPA+1U8E3kvMnvWCh74Ve10O+/KHn7cZO",
+	"Wqn5Uc/zbKyMkVdWEO4oOtb7M0lUWhEfl589W5gCo6vwDplo8fLH5965FZNAUK9bDNw+YpIUrMiyPLad",
+	"88Wn3y/F5xk1VdimrohQtS/3IUYUUSD1ly2KcTbDs96NStM2eRDEn1//8BLJSsZSwyhdlYnA56H2opkj",
+	"EVUayLasG2cm964O73mo13lS+Dy7GkNl2jJ015CkOhfTvQrjNzLmb/aXQHw5D0fpMK3VicHvfR8nscw0",
+	"ezerhW0rsu18kU64vccnlFZO8Z6SMzAxZuErCXxHR7wuJILZYB1Y/1lkPaflSnBvvIPC7K5KvHvcWpHn",
+	"K2Ba+Ks/84BXxxTDVNxlkNwNo4YzVhsz7k7lMdREXAYHC63ez6kWMVh0UNoYAJICvNLLQokh5Uzfz6hw",
+	"+9eOCXbAG5FX1oCsV0Cv25eJ40DNwbuzYYzcPRXNiccuVpxXCtYo2wHkACFnYLd7Lq6zQhx1uwj0S97z",
+	"OYxFyJ7d7mes/IauHbDyIm/Ufiwmp/UBo3Mqk/pVhOHHy6ft0z2EKrLJZb/03nRYhURVycJHigMrQidH",
+	"5yRsSDRhxxgvItMuz7PcVJGed30eLOgM5i5HnWjb+rD30Gq72zduwhp68tHT90Km3jazk7AzePQp7oHN",
+	"63+K5xDchOi0iBuhiDNF4wQPaJhDfnKDqcBwKjdx9uHgK7e411hNEo2u0I74NokREDpTsH/x3cvoT2um",
+	"j3mxliK0wC2yXBea43wqrs0UX+ZPj/3qY6fkRxqF9VZIdZhwp7wnO8RFRGZWLEYrC5D08IpAhxol+pwc",
+	"oxzMYdnhFVH6sCk0JCIYuQiO1VwzLtQzROySPU32SlIE1tFBYSm81S9JU5qKQCoU6rV6FnZ3S9eJuDkY",
+	"2sAJUwmMxpjzVJrapSWxKw4oB0TXbfShruz092oZPc70JE3Gd7WLaMU8eZ+YwlSX8GMO1eGeEvO5Bsyj",
+	"XMmY15iKG9YuPbKt6Jne2n1k12eIrrqw1fC8jnj1I9GjVeBtdpYNuzB4oSXx3dbYmaf2qEmutStrrNqd",
+	"27LAjj/yHhUsNhTtcItikakSfE/DcPEv7bF9XM0Oahqzwj5PDAhO2++IC4RFWIORYpUgBUuqskTRI2/s",
+	"yhZ93AD+lVvitX9lDFf6eH+qCjyjyr2csUM3LKykJ6CUkD+JfBryY9G+hIPvXosDgpkUFNJ79eNlRIg9",
+	"FEORFIeBiOrdikKNT87rMmCvjNxLdCY4Bjhe5Bjiphda1QdTvjqTZRjw8F6VyLcWlvCRh31sSLyg69Sz",
+	"mlHwg1YOAIEDjjzc1rLjmNc6a27VErCPMr8M3nQgypMYUa+NGrYCkSZvlfCu7uLVHfEEwl9+e2ZyKeR8",
+	"rmReUvljs7xVU3vpHRwQCGdzA/6LLc/65r5cEbcIv3/0GOklqhPwDF5N1nSRleZSKZOIy6cb95iJNVqK",
+	"HucGmJ6LICw3iJ4jA4eFubc5imZc+AOdIXigqbjMqJ6t+Ba3DlC1jK8XyGPJTSL7gt7OeBQGSwKsEF+H",
+	"de7swegDM3NYT2ytXHhSL8+uZAzgPHv5et6DDbWay8O8HfzdpUrV8eBrRQ2m5v7E7L4U+AZhOPcR+p1G",
+	"nxY5QHmq1wsd+HZAM4NFlsS8yg1poFD7Kuhc7O0EC/WKF0x8CifYE859eYrwjo9yxdo0GoaK1Fez/VmE",
+	"LRnLsMXebIIfXS1xbbpiGAeLOUfEv7u8fCWG3Z74UQN8O4PiG4B7ejxV47c4xI9ePUOAl1dAwwNXoSJi",
+	"EBxq44VR+C4q0tIq+XAwT1zexXY56npCb0dUuGFYEfvVkbLdfe2sod59rIWo9iYAa4hczbLCm4/CO5xp",
+	"pShfiaYlAeZbKYbv3wuzGE8pAHglYzvmAciuPdXggAZUghzPbmSMhJrh1baKCGV5m0O80ga4UNBNNlO0",
+	"Nhd6geYCl3GE82DgHZcoWganLUaRBELyn9UjmCM/AtvmgpMQxA0gb2BVT1U69zJB7JA8ME6YaFOgk1io",
+	"nXySwWQIYhiRnEdeANsNrs34shMcag/liDUo0a4sMjEGge6Il6v5Q/e74HWRLz9d1A6hPyJszcx1+6xN",
+	"hfXZLYOGMpQp8oDPCDRA5mzUAV7UfER+6zTL3uIOXt2lwwpEOmyR/PiQA5CcTVH4Q8TznBPuITOFy4v2",
+	"iLH/63/83xFVfYIMYUoVc/E4SgArX/B7iy9CcjMhtapBRty4ynzvxmwAcQCagfwmOK0qDoBzN7FAbpDe",
+	"SZZfZyC/h/iVzkiH0HM74pHhZDqCNRPHKkiRXRaQhblC3F3OL+iNUDv5CErgCOXO3kwV7pr4atoCqLd0",
+	"YKthWsoH3+tqq2LAL3DT/7h4Z6Md4a9AnKyaOcFBKPKKeIbFKhr63AHS0fOGeZ1uYB1I2H2zFvGNUw5b",
+	"rRRa3SCKuDzwrEJ39zVNs7nScp50lnKWlrYpfHuxWB+ALV8LDRJu7Fbt0uZRvi/zdDXkWZ+fwOK2kqIE",
+	"7gc8a6FumDY/7zQGkJTA7a7E6ldw6Q+ouvKYQmENk3Wvi0AXKtcyfZLnWf5x0s9PupuRVokr0YME4TwF",
+	"Na3xhMJvvK+5Z68t2WOE/YQpIKVnJ3GW5Uo4s4l6cG4rUFXS8Kq5GMLP3rMe5vy+zwyfznq4JOpzGIj6",
+	"6f/3tr3iXufw+SVYBzE3jRgcvvTTo3BeZsWLLE4mSVOWPIyS/ZXRztVcfo8OoAJhB9MVRfk81FB5RSwM",
+	"x13EWI6nKq7lRax0ybIQbOoKXnMbfFT3X8llmsn4Msuey/z64+BH0N92kWVtRLBvhBuo92OlYiN63eHp",
+	"0ckxRm/N3aS6Nyil+ht4dpFlwrZgRbRrbbwvRVbpFGEGTGcm30ODvoG+RVS4MqpXriQI4z3J8isvR+Ue",
+	"fBgNKS/+pNY9kjavhpJqGnJ/MExis1L4fHiQFPWAi9DZzeG5gCo+NtoSiFy1V2ItdGxUXMEGNmtYEXeU",
+	"Is808odxg+OiaXjuzyiaWA0zX23NqJrvtDLwoa6N/A2k/drEHTCK4Kfq8drmLtGwh7o+7l6ClBt2rjTF",
+	"D75Xtez4IT5ShnNZqHbKD6poJLf/YOgag8eFEXC9wOvBd9LvdoXjz5hjAgDMxTmfChItevzV3aSu74X5",
+	"LrOMSnjZFzbJXKU79yVsPAwgE2RsuS6j1VUbFpmm2Q3W4ylTZC8eXT759fmzF88uI2+YAoH0HFRqp3bx",
+	"Nz9evL6MnCOKSx5F+KGNDAYRP8WsyFWFS2WTUJUX+hLVLilHdrqZL7dcH23Hr7Dx7pIW5CN3aML1UxT9",
+	"0xmbkQ1uWMddCNcpA/E98j4437/jvqsacbbqmn0Q5vyVKRwOWEW//tJ78/FBmH+xYXvpynIBIUl9ABuj",
+	"fwzCABM41JXh83Wxq6pTFlVCSkNPT9+rrsXX/TYHGeqaCBszY35/B5sa52TFd1g75qCpU/UShrriGqTb",
+	"Qd36nr5gDVCannr4CSThPjAKOvsLET/64fGXKsGmS/Y/awyPYCIfAy5pCErE5c4hcmo5hmyMff6IrJQI",
+	"P0SEM+H3mIhtIsxYrbQAPAXcAPJI2Ftog8Ribjpb32oX524hU2gMqSpUMStWQl5lXAp1nMsxOGvNOFcY",
+	"N+VKTo/ave5w8KdSY1pA/B3yMGSa/uKHBj6/2DSvn3VpGFNp/IKyfPUky4HrrBasloWdaUthZ7WOkzr7",
+	"uyaigQjmMGqexHtdVQtd4v/ubskudCPkL19ABKiavxe2nAOVbgH+GaWdwQ73UDqU1SYJhSpSJd8pLDsI",
+	"TjOQVdiCUlX4/FnzZIzEBd627qcG3h3pdrHQG3CC3gDch/jRyFU0dnXMuLQqfYgOeQiTYseR69yrAD1N",
+	"dGKmdzkMGb5O6Rpa7BF+x0sLgLn0BhiWBs0LQ2EvWXHtNIuge6IsBLHx9tqD7mX3eNQ7GnWHnbNu/2eK",
+	"CWMyv87o9EEcZTzc0skrERTDJwiSde5F2LwONYqb+x1mgT48gnNxdSBpbmAgpbD019hkaYS8kjrOmnG8",
+	"dxhSK6FuaFlp0Uu/LvIF1pv1kD7lJLg8p/J6rIrkpzrxD7/14N7bdrLQGKK2faYVbD9Gh6OSOqIqbVya",
+	"lRkEq6PrKqCLyI4P+n0X6r53id/IBG8Urd+d5V1X3jtEFRbaBhREJZ5wf5NoC/t/woN6kc3fesk51XLx",
+	"tWwcQERGfxLfJ7aoxFga1TZKm6RI3inL1o412F1J+qtFfK0KR/wPxecDC7FU74tcMoR+LMEsnS6v8gTL",
+	"wt/hMF/W4/1M4lR2MNG5IQseVPTIwp8GrEVEWznnhjCgQehqAvXcnzRdZtkLqZcXSHv9iZ2gYGr3ut0u",
+	"1osXRKZHMDXDPj/wDtNWJyRcYOls4QZKYyFClN+/JxTGAsnJ9JKG42Ch7Z5wiGNjmU3YIi59on6zwGbk",
+	"AcOyz83DdZ97CBBlfPEUfp6eQuY22dtPyAluTX7CTwGJBBH6dMIDgyDC1smnh0JC5ZiwBbLn7hVhyY4U",
+	"tlYhj9VznbuNAXtaBWvhj177kADPsglkWh3+zgyrGpkhS6AsKswqYg2xSqjdQIyEzhhjmGDh/kIFQq94",
+	"TMsSPQRRB5YN5tyAdmQT3mv86zbKSqi9ySiLTFTRlCqnADVI0WLOwjQSEjsZ6s3yIA5YHg7XyUOlDWQ+",
+	"8PsT3/KsYjIJU84tIKcDNV/W7dgaDrTBoL1vhXAfHmGLAn+RmJnllvSSYdNE6cLxIDK5JHWckPIeAgwF",
+	"M9OqKYnKvqY9s+9Zl0g1kePChC3Ofa68OcRSwGFLHAxOhyVu3hy68jNVD/0VOnWZfuhB+bAyrSpsyfFM",
+	"ta12wla2T8NWR/zVf3GJZcRO+yk7lkO0I14rHTe31/dEOcpIs9aRh5d4W255S8f9CVWI0zu4ny1v124O",
+	"aJcn4s3a+kwRdxHIZ7IGVVzlSsClsQIEruN+AcbTFHXYijO+nK4+PdyJ0ZdzfyjDRJcsmo6WurGRAGgl",
+	"jCpgd1H7UJGsnJAaVKTAgylzVRqHaf0od9pdZvjj8cYljUkDH0ZNf6D9mSLPeunEcbWv90mC9dZEGTvC",
+	"wxK/DBd/VP2tj0p/iTsTptq1uTEcksq0xd/PyyhSICK9SNOI9ydZiUjpjF/nwku//NLt9PpBu9sZ9IJu",
+	"p3sadDvDIXzuHgVYr7zd7fTOgm7nZPAmgCe/aVro3qB8YgHYP82WvyENWeetGfszXk10Somodf00003b",
+	"5vmX3huazhPOsTI0196lHFCCi047wI2bL70W0W6OuwAraph4TvzSMd6GmHZsL+32tBvhikaOFWXf3ayn",
+	"vbb+ZjPoRm/tFPIV9+fYxXHcTtbGB6JqWmuoH2exMiMRrWwgEWVvkCg9MPYKu+05NxuRBrAZUtv9ve2+",
+	"li00lrz7HwZeuJIujqDsRlWEEyPUbF4sA8cepzNyXhcq1JYTM8tFlS2FhAfYEtal1VINl+Y8i+b8F6pT",
+	"gOZ4Lcx6r6aln8X6UWfNhf8gb1WjpSS1y4qVRkSP+Eouj8LFjah01Fu1tJWi7nZq6/ncQpU2NVALeb/f",
+	"Gw6ZeoN1bUGgZolB4HlJmSP91GDORPKm86effmrXa0dtmtJ6qamPBLv9qOU7maT3cMyobxf1RF+f4RER",
+	"+ZvOEguvWdsyuW39QsuHz9TmyG3MmcQEdhwKWRSw4s2hBZSaaZYX6bIjnvE5e65yQyfBMad4ywK3jCtp",
+	"qKRdwvzo7qTr0nITjHiwr5HahHUpMxmT1X8fud6DBhu+OlrrzXj/OtwpCqzquGK6w9c7zVf1xR/XG8iF",
+	"SsZK/Li5M9U+3A8uIVZzpWO0lFd6zZOtsxsrMw3I2VBb6KyIvAZGo/L8vPpkTlZPs/FbrMoS6iKBbRag",
+	"DN7WWX3eagL9OFukJGxXiEPnZ7tnBZVM92H/DD4fvX/P/ShPp5CVdwXOFei0IpqSg0qGOZautC8mdyrw",
+	"Bq3ihf8VsN2Ky4QKgtxRo13JXH2f6KZDrQ1XUZEMmSsMWOFIjMSHsJXEYWtkEzSCEMUXv1HzxGRxMsZv",
+	"7WPwFwoDhq3bDeazvaGJN3BZ4crMrqCSrWNpgtZFRJVJkojUk+VLoQhPtRurgU4SYncBp/UtUlU6++it",
+	"QPOL/iO0XEoWAyUSLwhRhiAFrcMrZSCew3E9eI9ZR0W5paPNPIZUoZ+ZcJjAxsVeoRoEUIfe1qkOl617",
+	"CLCS0U+xBQoT7UZZ47Vhrclf9m7jOf1RKbSOCXBHfta1VJXLDgybJ3eA7UztwcnjaYX4JjO1+jytK2ON",
+	"z/vYAX/oTeodx32PozIbehfEcj9jFVNVF7Gap9kSfhOpHL+l+gXu+pFw8X5HIPH8+QvPXGyYG35t23tO",
+	"3UCK3GOjcu4Zp6tFlKaziBduSdjMHg94fcky4tqBBZvcCQ/3GyKpQ51CXcYYAV0vMHTDSd0fQlxzFVUH",
+	"KjD5JyjG41sbw3yr1NxYvKQyhWPKeqfyK1kkM2zzODOFQ6h6BFfNy/p4dVV30nR2N0HzkwjvImMv+GRQ",
+	"nbkVSWuaYGZAe5rll3h5Xc7gIWV4jxhunNIeCUSOiEz7fGJ0YvYFjG5T8fcr+JQVKEoJQaGbEn0NDcO7",
+	"7EYHv7LM2rFvU+gsb2OnK5jaWrsaOxNhP0qZBr+8fxcIC19OTQ+QNS0Q3HDy9mDTz93DEnsP14Xh1qPE",
+	"g/ji0Lpvidmp07rDdtLBSz/NnoKBlbWC99rpAAxr5oKHf0X0mufpHnnRHInxDp4lOysUzeM2QlQe7Fvw",
+	"LcFA+KRHEOUMLO0uUU6oNA5ENEne0zwThhAZoQpWY96LGL+ONq5RKhJoSmCmLD2+kGl2vVCee6u+FUPO",
+	"8VTOFfiGLJGx+w1cUo0jHIkD4v6prEC2tqsLLKo4tshB5L3LfdGgRKLAupfWOa146FbcVoccugB/jlek",
+	"71Pywv1YclO/UHEirdr7CH+Ve2B7Bk9c0UGvbX4t16IW0WN6WRtePhL+++A91qpW74uH81QmdwRI9458",
+	"B5ZrpMBGrl2pa7pzr8n1fA4wShc4HCsDcG+4O9fsSm2fNXWhqPwMlhWBBjC7eUInN6pWGz9qqP32k1ew",
+	"3D6m0/LKXseyUO0imSkqfe1K0Q2rJTux9Nzwtk1/9Ms/Lu0fo5U/wrBDfw5uf24oWAdbKxYGXFNAKtF/",
+	"Z39WEvPpC7ov7F3n5MbmZQqOKiyR3gpaSaFmZpswPLOPf4Zu0Zl8/4xu63kF+GWeS0zJnaTJfN7U0p8Y",
+	"XeGVkmT/dlyWL8/y5DrREpkP+clXWZYqqVu3xES6ua1WOLiwVVlj6pcWUte6gSwbGnhS8ca9lY6PLa8q",
+	"UGMlMl1WgSKh4Vpk1bLeZERX63s1lYyqStZwWC1yWBU0uL+sSf/mQ68bDLu3jdLjeqDnC9KNMbEXyPSV",
+	"tzww96BpudvaPNmEa/WCcLlo2uoqo9ltllX6zRPS66zoVPuNh8Luva8CSPc0Xnowfx8dNi+PUoX8axaJ",
+	"LKqrxKvxz5gWu1boOCWNV0H+74AYt8Xv6uuoti68JeFKTNn2bVoPzxP91jT2IFeEfZAxZXSAqFQWSqNu",
+	"Niqd7FqUEksd3gZUSm6ve2qdx5fyczZ3luow1QSdf20Yhh/SWJmCaM12FiL7tgtUJVU56jfJUVnwvqGY",
+	"KfGNMBIOdjcHnJPXilPqzsVcGgP73pUcv8V93Ku3VK8pv1pI1R/LcjQ2jST3bevmXSqYoEzDJgH97TTO",
+	"F3vhd2Iv7KP/9rUjglZqVd0ut5Be9JTTGvAEnTKlKfXh/nUvGywcrq65Sav7cm0717hk8UaqDb1O0UsQ",
+	"GzzfKFui0YPXdERktJybaVZwrIv3rrFcGJmG2v4qDvDCNkX94SIO+x92PCgXQpjpVusIYuwpAipIWYCb",
+	"ABm0+S5CIzOZUqQzraKR9RDa241cGqhkwWd5nB8XEjuYpPIaxCnSWZu+jTimpTTMzC8t2w2YxBK+Be9q",
+	"vfGNPv86T/0cNxltmAx8oQwWlF5fNxZRzGWorqzeUD34ZAvd8JjvshtKqqGkS+o8PDBXhUy0gbBmIHI1",
+	"V7IwgmuaV9VcoovjoS+8Z93uSe/srH80PBl2z856ngh3V0U4aMV51qwAXOMYSpbRlspNncp3SlwppQU/",
+	"QJhMTGR+v43D/fsCB0PFWEyieS6YDp4qLFTbm/Pd1PD7bV6RL/QYVjIVgd8+wdw0zNVUENZD56l9yicY",
+	"wpqKIjksJ71xhFf71aSdvsGsyG/VODGN3gAMdVDqZOkTfmDEVS71eNoREbAmRJiADH+pmLjOJwm4qiLz",
+	"Npm3cRskxZUr1NUe9wXc5JQcXK2zNr9uRPSYuZrJBOEe6Jd6T+oemGNuRMSDdgnAIHDmwQoOdZQrPCzy",
+	"11g7xOfOpZZWlQ981wpaZYvtB9egqhLi67cpoMdSx0nMiKOacevQsl666zjTJokVqtknRPARyXiWFIWK",
+	"o8AmVViO4ChXEp1E4hFfg/kDYixzRkwTATAOWzFVSzEHva4tomY2B/L/iP56mstr9GEe2ohzkgsuW6Sp",
+	"OjVd+CozePC1+rtmRXJL1tsiYO8pXdgaKrYlzVaGj0l8ttXieFy9GhRjNv4xT1Yb860r9TFd6LcETWWG",
+	"cvtLUpRYx5qt22+2dMHzBn/u8Ta+BV5mEktZXj82NL4sidfVqS/yJXpQrD0wQG+1uW4P2l34EyIZI+Tl",
+	"+TUB4EKihSwTgdqcdMS2gb3xv/tg2ogaX03ZIcTOf48OGXMTVzr9AJlHKlWWvupGh7WuDrrdqr+mauc7",
+	"V03n19H/9sevH37139tvPvSCQXeN0yZV75OxTF+PGYJVHS0s94NrKZf6LcxCxDdE0IOIwlgRzxZBmvFn",
+	"YeCBo1B/86J/JA7e9kSv0w/Eleh2To4OiXYRxgdx1A+MiBNTJBoXYj4zgcPuU6UI+HHsdpUaCPfAVgjE",
+	"ijQPzCG2VcU2chsAUziEkmPrJ8PUZpc3hU1g+BK2mvQw6sQunWgBFEXYXJ1pZdth245NJtJ31Lk9IdMb",
+	"uQQuYPUOtK2GTS5NLOKWtcvYKj4mOixPdNmCQGduL2ze/AjmgGcfFMRn8a4+Clr4cD7fdSHC1ML1dzo/",
+	"BK2q/mw4lZfKOWWgj6eXEypbnidXC6yxUBYmAqwYOfOd1Sgy7TG9Ux4dnDEzWHtZmWhDg17TWM1Kq6rU",
+	"t7Q+EN02nGVj5vWq7CXigP+Lv1GFQZDWw+3j2miYwb2r7enZdMMrZYoApJ7kGg7adh2XwdxAqNQo50Mu",
+	"LRgq0omFiBgLQWNK53WKNR/eUSBoW966WdklckGXY4SmUVGhcWwXb7m06OBL6uBq6XBixTRXBha0S66j",
+	"YOKI+0b8GQEzoOKAPTD8fIQiKtAneqzAwcsXRIdsjo0zk2glTDJLUpknxVIcRIz9PyTZrehIceBU6iHW",
+	"RI1kOp/KSPw//5dNEPijOOiJ//o//qfAXw7hF/uIA6uCD6kKD8IJQl3ONwMMOuLRFbrpJllu5zjBiLUs",
+	"RJxRiA1u2ksXtXsNymgnf0SeMWwH9+KA1CxGj+8oUDRUu29jPCMNu1jzHEIV9MJmfIgi83eAzkeNWJN3",
+	"xSl0XuJBaTQ2nVHq66TBsAQburosYMrtUzsiwr2r7VYGnliszN9IEyIgQl5l71R1CXVEBLt5eybft3nH",
+	"xXvp1lhMk+upUDpbXE9DjWlUuLjEQxHN5PsnfAcdEy3LFRYKtQ+2hx14ZpzE1JBJwi4UTHigS+wNUKu4",
+	"fpfgm0INb308lbmJOrw4lO0sfrK6UqWpd4ZCwYIkmIZcopEvGc4edm5wr8SY5Kp6LDdoYrBv1y1AOHVF",
+	"PBBtd7AZkQlKkooFx5TM0wS97HnhBg4PL4VI+D202SAxWEJsG3T49lWYMNPsxnDWATzLyBuRFAFNVlLW",
+	"r7SbHBUXzRDxrQtLMGaK8hGwKzMVvot/xZElL68HxhA7gwV2D2B8rHv/8Hx1aAjpS21irU42tcIEPBzv",
+	"UJdibjJX+S7JyUOHbZBg2OBpj+A36OSZSt4FMux3R0SpLFTeBq1lx9+FDOBL8TKwTeT8M6QhoJ8YVC/J",
+	"6iBrsuy/mMmY9DNf7dDzUBP7nRJGodl5Xul8pcuOncxUj+m1ddwKWvXlab9yfE/1VWNZntBx0pRXXxfP",
+	"qiO4HLaqQ2C1Zf6xpt/oG/CwjithMduyBn/U4xIz6q6iDfJqkaRFO9Eigsz5iOpWGrbYBZPni4VOlcFT",
+	"CaD4451jEjYV5pmeZNWgxPFwNSZBa2TbM5/TVXB9OtvcVwB+tpmrDhkyLIjW2FgL7rOaOr1zr54/f7Fb",
+	"h/BcbJo3f+tIx0sCcoIp6RC3sLAJgcsXwrMdkDLZPbj5Gl6w2tzThtbatKONj4OL6HH1gLYTP54Z+0Q3",
+	"sW5AGvdszAF9DGk3G/3uyUwZa5w/+o8nLy8hrAF31WJRuWLIVjFVM2ZUAbUI5+JcjYvy+GvTbAC8WMgc",
+	"AzQR7VkRFw+LQIV7v/IZoTxXoZ+XWI0K2bmRaYo9eWGi81BHcL5Cl6p7sA+oXnurNVK52HdD30Bym1xq",
+	"3gubB3PruwMq6wnD/dmEV934rwsGwHa9OkrnIlWTgrIr9NgyXZKFZYMYB9azZp0ZNrJgxLUlL/oMxuB2",
+	"7cJ54lLh90QaWdqVctxg1S8KNEEAp8EUDrYgvb9i3GbCRRst88s5GyBsA2I+SkkBs5JcThQA71SoyWMG",
+	"w9kk1dX71qhVTk5XJfeM88iKR65UN3KeV9LVgbSp4p1ctVzp2ZS8akivHAz7/UYj+LDJn1J3VK5IuIti",
+	"NvbNtpdF1F4cVKk1uGJpScRxQHQaqEUa+DQ04KJtvWUH+OdTiUXwI7rabgZoOA767aukEJM0k0jQhMPI",
+	"xOLUd7c9uT/cCsK7Wk2eu3KD6p31gxa0nJKgqeh5fc8qrz9aQTkErfft66zN3/3y5pc3+NpB3/+ljSGb",
+	"bE6rpe3y1OB1twGTzm+YDTsZHGDH6wnyRhuDT49fjnOo/XA6jK/YNLwj5k1cZrCN/f/+v4POsNs/7Q+O",
+	"1OAUbX/Opz4Ydrsl/J1Rz3igoIBBIFTnujy0lcwdv3TfWIn9iMmqTk6jeeAWb6MJQOG6V4kar4l+zeEn",
+	"GHIb2ZO8KPEQAUGsRMUBr1p7UdsBb6Cwq84WeqzQo1tGZR+YkmvN0pdQWh6e0DkSD+kKdJCsPGZOpeMe",
+	"GMuJmk1Kbzrmbh4YBcQT16q4WGjuJTi/5itYMbiPn8fdQZQYLGlbJwVh76jgIG2CpEUa16SYvKiYJq/i",
+	"JjXKaP3vpJk2SzacBKyDhy8OKq/oNGi2FV3W7IuF51MW8zuZ4gnOnhnd07G3jcHwTX7TVQcPP9c6wrd1",
+	"obEPNPEbAvxJTJQPKVYI88SCDYxJlsYqtpHLxLAIO/o0kNsDF1apDUSmx+qwcSTuDF3Y4C8upwUv2mFe",
+	"nG9vRTWYNFtjpbHDHy5wcd0iI80kIrM0hZpFOwmYWYuQYsJikGG6qBKZte8iWwDCm4k2Rb5AFQGWb1Rk",
+	"WbpPG56tCazSrxhZ7YinWc7eDhcqJeeqjwuE4Dr9NiJMlvV84if1FX2JTmL7HSgSPikioTvyRzJCb8UI",
+	"GTb3wqYtNg4l+pfAyKAa2rutnNKt0Tgy7uePkLLaBmPX6pqdpYYJqKNgK6ZfEtcyCdAwHlHydP/oWKSq",
+	"KFRuAhEn1wSQhRSuDsjOr/DPCP753+CfP8I/X8M/7QhKOch/LJR1l5MZfU7JcnM5hrDL3BFcViub00x6",
+	"kDYvtl6bkKPjPQLiGA3vHx03R8P9cdsPeF4Z0FVgnHW97Qk8p/Wz/20Lvfc9CDv4KJA7PSFolW5G23xu",
+	"0TZJbUa/+wPbMB/fLH3G3gL2lbpsH1wtC8WhTLJVklwoPc7QIjzc2bXkt/U1q5DfGXi+OpjbJuT1Oj0J",
+	"tmmVCRW9JxBhYGu1fAsHGMiFt35q7wJd2o6bNxYemSbvLJjMZ9D+bJD00LLHzejZ57bpicKzMPka+GRv",
+	"wSQ17XMnA6oxsJpKogpcYzon11MYXoIy+6PM1vy5kBR4Zs9zwyV42DvA5HFcCHfFFOwEn1/V8BY/kyiz",
+	"ZeyJs5MMmatyBnYPD1Ce/JNyrut5Cw3qwym37cm09sLboLWYxxtXRmWq8OhD7LNcUvjzcf+tU14YG/dW",
+	"jTeJ1byDciQ25SD4YtEs7aDyLBW6rCk/9EDdMI0/Y/2RdpnIy0u6ht9W/Xl+GivCeEZzbJnVpamV1/wD",
+	"5jAlLvQbuTz8rHRlss5nmPoL1g6ApaG/06IFcXhCBxCzy4LdSQ3BQz31s8kLyjNoLwKNz+gx8i7bH17w",
+	"ySmqxfpslwnAaItt7Nz1F/T4XXpeb8mecMQ7KToyMZ/FawavWnXAeOUErGwE1kJA/+U5mfUYmJQFle2n",
+	"Z5iHH+y7bqOdR/CCb9khQw0rCJq1scCmtje2dqGhqQu9XzsXu6XRucyiHSTnNV/rmcqbsWEPDFN33UeW",
+	"GieorewZXuKUd1ChsffFadNu4WeD7BF6+kFTPVi41Ys/FVn2VsSLHBM+nFTynrKspPN/aNE5Hcu8YnwK",
+	"fmUkDw6sXJrXiR6rbxVoQrDd+0EL9QWsxxZVmSVxgwe2vpUzeU2oWbDGwBsGO1dMt6tYIBACazAMugIe",
+	"L+R1hnAWboHIpc0lJ6ZTKopvCnmNjqJWrkyWLnAMble2QO7OOkcM/r6bB8YfBqmXP0yYs69KpLAkkh/0",
+	"JaOzGyIundZtUL/0JXyPtSiBRHjQ6VpyMrgBvdKERopsyCbiAoNqMlFjPtJdKYPVf0UEN+ByXBPhscL1",
+	"JmgaiWLqSQ5m9xDCWANmyu/SYccP9vDyyCdyrD7c7hEGIuFo1kQpgr/IEU3wqrTUSuNplox3nDAnIc3B",
+	"bTW3gQVeJvAqKqccW5dmKVqN7suN0cd6ij63JrAy2bjwGRz/jS1kssfqt/diMW/K4EMvueTMhQDZJ7nE",
+	"zKqxaHNF1uwQ7udzIdHpMZNLIedzJXN0q++8E9hmEovHth2hNohlIzeNXrNH0t7bSG1CjOnWI9nt3skj",
+	"+dC6JZ8VxqY3yFyJiLzMSdXpbFOD657IaobOVqnblJxDzsh1qTnVmbjDVsP3O3mrbSU28as1LYq5GT18",
+	"yL91xtns4VTq+CrL3j7k7nbm8aTl5W+5jYOEipKtVseGckzALaXeF8BwCVfTUsbtRomYnzOWmkiJ4Qll",
+	"pozddLKJ3ZMsYcAkV8ruQdhN+naRpm4Xum1YRI25bj+5ylBu0OBdJkDnlRaJtpYkeN/ibPx19JH5bpde",
+	"Zhu8F8bHy29rfjHfsPLyTelvO611Mv1UIWNZyPWiRjtWtSNPc6WQP0/Y++0REi0YclbhYuu0GnRCcxIS",
+	"Bs7AA+qGJjEcy2oaF7jUDcq+biOSzE06FXO83hfgh83ldS7nU872V/AFI+uuUojtpolWppH2o7ttAyJa",
+	"BWhMk+6sIEtXfOSxmsjGBH6bUeqYKXHpYZBeZyU0HSkmIT7LW89qlmnlsbuEzc6p5hpyNljnNkKFuMyc",
+	"zWDxrUeLxmkYwAb5LstzNfjt8FZrQDjgUwHh2HgxdnPEcnHcZcW9QU6SPc+zbxO99Q47q0jzDUtwPdDL",
+	"QnnBFQBXiSR2DpxJllfBzXZidwYusI7a2Du67FsSNdMsv8wu6k1N4ISzKkTlezeJu+U/r44HYbdH1T5n",
+	"kwmsvlKoD1jEAhGrQuUwu6ZIxoD7QZyrTIDIXpON/wxx07JIrlJFB2m/jpodfEgxSVM5k5B7D7fiB0u8",
+	"VsHhQxNbQYteBH/gpVVEPF+zLUUevU/NHklWtc6Pi3WGXGQg02pLXFKOx8qYx1toOwiEDHgebArVPULX",
+	"Q3LPTBO/hUu0jAIRZO2ziwVZwducvU5K7dwrQRkx9Odr9wQuhFmGFxMqcpzVeJY+FvvmNfrbZLbONet0",
+	"cpkvVfVBc+vsAWg//bw7WrYpXWtbQzarUPV+nuTK7CB2fCVBJm0Ss4iKIn1h6TlqSUWHFhYfCAT0fzZy",
+	"un1DZLc5Xrye1GbOidV+cjyniiqEpnCY8ICJFnpIo9w7rGx/SWz86rudlicujZpmp+0Z2m/3ZoiPPUJ1",
+	"ubN+gVtIT14tffWJpYJpdgORTGhe8cLPJ8pyN06BT3KGcIN6LqIPt5FDjuZcJaRis5Y2RImX2zrHTD4G",
+	"Ny3mKjcq3o7VeW2vxI4Xicq33XGZ7Jgh3Sj2SEzCbCUbZT/gksJGYEy909qmObcFixuE+nPbM8vyAf8+",
+	"nl+32XNiSiCk3wXK6UCid64cBfs6l6AZhTrUbaSmiUYi+hC28ixVYSsQocVDh61b8G21Saj4KkTH02WT",
+	"RMv0sb0WvkkKlROmhz5bjzR8DLUQYQuApI8hWMYXLOj6F/wZs7V/hPALfV5om7MEjcFiB8j5ImrpBY2p",
+	"BZRzoDFggXyAzO4At7vkZq7ozcyeHfFIl78R4L10MHOaONxPzaJjKqVS8ZSXLY4Q7WQob5kWLr0M7rer",
+	"MbIvs1eDx2KSvFOHI1b6UvxT5ZnQGZCdl69GJHubiIh4aqBGIY4alQ/AP8Fd4CZ1Qq8q5/VKSXuzvbDT",
+	"6dyCUYj6FaRUFmKeLoxwpIRcpSLLoTEyjg3LCAXxbCkx+kSuGR53YeYSLSeAgPNdcTbGYmFVoiM6KH18",
+	"lAJs/0Z/RI+2CLfFUvXVXFGkFFQUJ5FD5jNfZRFIMldiMTcqZ7/OW7U8vE9E1Ra6Bz5Akz7z9tOytxvg",
+	"LVULJaic7tx+2HjcBjUDNDameUDhqFkr4E8+XEsKILVl8gBpkAXK0/7E+F6GPGw1Mxl/PtmYO+E6KN7v",
+	"kB3rc0LsKY4yQjiQRl3fvmHbKPU+6AMMce8MA9iQNmFbzkkTlaZXzJKNNDMfSzKzB9x+nCqJ/Aku48iR",
+	"CU5lbE8Ln5TyZkWqYYC8BtEGZGQSC5Pd1Y9tAdzNrbAMzLR6oR0ZsxwXWSAqBE94No3gJvYf0P3VvRTT",
+	"Hx1cIqqiqO/Q/H3CjPa1NV3IVDkWh74ev2HPpU2FFkpywEAsdALpC3wuLU/sXAPMc6xhSBFtsVAXKk2p",
+	"vjfVvUL7/QO06rb9Ibl1Zjx9BR9hG65cEWqiIPzwVi1vLTchb7rtD+CvuG1/KLLb6Ly2tVpmSzgSZBNM",
+	"3ktyAbRK4tkmDkNpLS64UekYZ/e/RxRWXSEyrHI4zcRBMwXi4TmdQJDiodqlelCV7/8YqsMtRIc05+Qg",
+	"a9jg2MZA/hrDpQTI+MZUD6xA4WVyR4HnRep4bl93RdXTW369o7u32fGNgRbXssR0rIXvkpw7zpyXlsLa",
+	"kV9Dr0JNNRK5Q2xfSiJgxFQt+Cqom0AdZ03KUGtYlQUEb0srsuObiNIZiOCSTuPSbnderVCDS6QsEdhZ",
+	"ZyxavC1AJKoe9pmB0YTegfqmknDQlFaZ4IXsptWZmJnaHJyum4LmdJS16NOXngpFqCnTe8eUlEKIj7qL",
+	"6wB2RBsKS5gzcPeMFGzn7y0HxY7gWs28nQqe0wc86tnqJO1n7OzOWAeMTF00brgTQmcewlgc1LTx4TY/",
+	"ZBNoce244Ml53bBk2nfSQHp8cxbaDi69itu2LLKwZz2GO/kP/7WCWkm4awQTE4q4evZJiqr9tN/qLU9d",
+	"25fxGhOP8vdZVhMian1gyuYi6H+dtXd/dlu/291quXknXSuMVSHzkwapu43L4d0dQXhP3lkEnsTCB4GD",
+	"0zesFkd2v9tsvluLmts2KmoN/XzVSYJXJVnnG2Zhc7+1kxkYXbhXUbXP66SYLq4QyAXMt2D1Fd5fMH25",
+	"lunDaVHMH/JzsVXYif+Q81Uhe+2VHrAnugql0JWaMP+qZVOmGvNY+zLPZhGMelRkETEUmORdA8oRLmxe",
+	"fHQ0wdeLNDP3XeEga35rKj/ZS2sygD3HhqwV+LsCAXGCS5mvwQBnisI1HhtWa9Q7OTvu9s4G3f5wMECY",
+	"FnJ00PU2W2XgACut63nRHmZt6G+rJG1K01mHWVlWsXj2vR8TJrI4YK/tkThwJ+qSKm2WpGli1DjTsREm",
+	"0UzspObZeHq4Gj2qLjwoM9m5kDc2FWZ3D6U3bP9ugQlmUqNZqILQ6TQMdVqZAttQARA8TM7wBGcQeVOh",
+	"lUmoLvlcyaICWDCOIGYqmY4GmWbeqqWx6a/4Bb3MRQzxO2yP6YgfkIj9eCi+T76BEwU2Nilc01wlkMAF",
+	"Y5FiaNVVfXdhKLh67NZN5JLqHddMQ/iylKi1SuKSetLoxi0tKLSi3xHeITMlBw/6hSw5P9IYEjOjrI/T",
+	"quq2NbK+WRZqKwLEL6rlEQrhtEBQAfdlSNs390wHM5X9o+M1rctuVD6WRompei9ef/eoDdQXOzS2Zlke",
+	"VwtqHq86p2V78ubD8fB2e8prdVBd+9fPPsvYqluL12tBVYQZP8+ECYs57A69/kkTrB4B9RZbP7IQ+ojJ",
+	"pjpkvEE8jCD4qHidqdFpuCxX25iqDDJIscMSFQKlneiSoPLwXETXch4RHRgC8GLLymd3POI0rLua6i2q",
+	"eWT6p9t9Tm9K39OvnVH7zYdu0OufrPE7+dlZTUeKLI8tcs8j3wfDacQ5xYVX9IaJUvFrKGxhYdYQ2HLE",
+	"xzQ9fAeGfyLxdVkmh7/5I5bHoUGgr4AxkCimIWWYG86Jo6SI88I8QN8g/glykWjXbDakN5S82QY0XFf1",
+	"5g6lEZArfycq+FX6dwaHYaTiAZyfkutp0fm4Gh1kHjfnlj+q16L06mDgx6SAK6TuiB9gZ3TZ3M6Xhg8n",
+	"filaXjz5QHoM+r0kqIaLspyZqS07dqjdHBIjNp6rbxLQhY6OWlK4J3JiZiImauNkMJ8w2zEx7XueLJ/e",
+	"vGLK3wOsb4HzuOfBu6w5tXJSazp2l698TNzKaj3QvjI6FPPnFAj7faWC1VOw2T2+W7gDd9vxAnEFTEtJ",
+	"D4ILZKWMFQVbQ40VbXgx/4SFOSK7ceXKFEx12Fg7ytcSG1Zm2a26iN1xfZJH9wkWElud6BwBLg7m5ddE",
+	"kwWiKIrMtQG8qHZNUGUlzSnw9JLDdSkNZRbvJmmpVYDbknlwsVJgxVMsVQPIFhAqowh3QbxSZu8+Trb1",
+	"ZVttcVFP/3CoIWYa1sTFwKzucJT+wLNZ4fQPKE0Hz3+Ws+CG1wnXafOjsaH22PhR4yBZgbhEDQa6rfYz",
+	"KaRQr2gkm51aFh8QB7ZaAd1Q3x3RzqluhmBhaCVh/bxIjInoYACkubbsKLWvyiK6OXy1irLcUrU2S7fO",
+	"7dMsjZ2RAcDWPWRyapd3jgVADSwu1CUHpHiqVDy97g5C6Q1ZswJHpW1r9ciyOgeG6au1RRoYSsBZqlby",
+	"Du4Qs9dZ0WgpL0nLLPTCLGRa5jOJA3Q13ExdMVhHuGxrN4DDyxYUOtwtPxDNqAa1iyYJTxLadlRXwxll",
+	"2K6a3bWz29kTFk/+jlfFDxWU5U3d9Mi/uAv3zify7lgX90GbjcbixqvW7NDzbhyMKsp6TMKeBVhLgrOC",
+	"MpHAD5YmtHO5YCI+zKt3YS9uvanM46A5auApjg2bKIv6HXdMo2Q+nkJ2w1Zocnkl3MfDs/Uuvs4C3jdg",
+	"bDZucjAu46JcxULycge0TZHBKsE6QveGAfpB7yFr7q7NUcZamTAbahytkTzLYhodBuSi8qRuLNPkivJE",
+	"rQDac6o9gxxEJbM8XxMFYr64ShMzxU1LQEra2KuHgqEtvr/jWmqwAfx0oxQc5LqdE06Zrta0Js+Pk3eb",
+	"8AKUrEaVjcXa2N5Y0+ZO1miFOLdeS616JoUsF7w8svStiakWWOuIbzI4TVidzxhaWc5DLf6/dskGLb8D",
+	"21fwChUELxhfA64ay0HtWFvXA40Hh6rh61+yxqlDuvopYJWbcZkEY3ZHRxhnhzr2NVyJ3m6Vtq9pBSVo",
+	"uxV4iO1W4MG1qxAK7/sd0CxQtl2vcUg6UjVX3J2KaRGi25VQtVUgQco4gZf8HrzYvCxIhza0t3k0yDf0",
+	"fblbh1qZQvIiY+W1MHM1RoZ/HYsDyquL1byYRqS1RO8QL+T6W1TvyVQhUbiu7HkEl4HrX+mavpHLRlcJ",
+	"dn3rHl6OKpXP59OcTWbf8V7mZr+PzEsejwZ92jCEAUPNXUNAfmmg6DEl8iLUNKqO45nZ7JYBVTeZ88Uu",
+	"qo13kj8g1LjMBB9UMJiXqncqJTqJeTEloVDW401vMA/gKAPv6Hi+jN1sq7JLDb6FVQtrCsf4Yh0TdcWy",
+	"9ES1xvBW2Jx6RBLo650twe/o7U9Teb0LvxuPTrNZb92pRPhuF6FdfLUlGtjADcVsqBQb0sfDvBHHw869",
+	"+AGbtdNw341jzuqE5o7zqNh6h1dLEmTEW0BUTSR6ki6o1B5vLEGor/NsMafL7bcwJmNZyDS7Xih7Xr4q",
+	"YbmMHYOnY3mSPFd0WoeoRJ69x3Hlmk9yYWxd4d2qZlEXdxrELXApp+o+JYsba8lS55XSWS4qb+ZK/dS4",
+	"y65o000cdTbdyHJldsRTqr9hgZa0h6HpEFCKUqjppqD0qsP2ki8032yD6iOftNN+GQgIfHqp/byYwP0Q",
+	"eKXo8XE8k8xQQjLJFRoBgusldVG1fO990pjEFFIX9s0dyCKzJggoGJclRID1iyevfri4fPKtS5pmiLh9",
+	"JqJFyT7xynAapeNazlRTwpTBjDas1xNqLxNLMAowtoUjdSUtyy4B1CFESw0ZVqGmFCuvSlZtCwLDiSUn",
+	"Yh5xysAMtWtVW2dF272qafsuDatVBI3D4ZaV9O3VVPK0ikbaja7Lc0tuQY95tt22toFfKM08PkIkKVxT",
+	"cW7NOW5TMGR/IKIvuBtXp58SGHjUSuuXRSNdT1O+e2lA7zJ+eOIvq/WYncey6m+reNwa/QJ3zdReRzrr",
+	"ldIqJZVHlzWPX4prT4Ft5JM9apLXDbWodqo+teu87pkZtVNWOW0jZVq5d2TaliReXnnrn812USdwNdXY",
+	"UfEdpuaSX7aDLikV7paGjarFhnEzMKtJt7wAwE9h6z6hTe+UPnmMbBVzu9/YRtgCwEAkD08oM71sW27c",
+	"dl0CFWFDk7YSFrhs97DzK+fyqixvAXtuSsNcPZk1Hwx8IwE1DHYPd7yDKF9oEx36QIFKutcBZ21xzlYN",
+	"OL8O//wEbNpaCmgTmXKikYKvyqq8J13yBQYjdqNMXhcl5tN/quJrqvqBRnm+0FspoPfhTPbOz3vlry20",
+	"Xx5ljShkZpFviDQXjs+mnHxJpy9IxoHPmE7D/XX13kqoDRXdXkXyHMIsIq8rHJgzbd8DrQ2gtLcp2O7C",
+	"tzzTgAdi8aq9EuWEf0KgvEsoqzfLYPp/uY4niSbfJ9czVgEFgAhxYEHHXNsUbrW94txEnXmtHnkaB1UK",
+	"gGeyBWQtLfRbTUOls7I1VC8dW3gQ6aztfoDqU1kOdi3/zLT5DhgHvya6bLRBhleMWNOJGGv2YQNmEuCY",
+	"9tReFsoloa06O3GkW0GLx7IVtLjhVdecvWy7Vw6z/JNMv+Q4mIcIdhQABOGF9aDniwJ3JtgQhl3f6MDU",
+	"KxDnbFF4Vw1OVxC/3nM/uI7RCyzG6s32pk9kmkJux4UrhbedKrDS/g8NeMJPYGBVh2PPl25Im3CD2KQ2",
+	"nqbyXZY3h6BYeyeuzDkcXW3cYiRwJ6SKjqqW3QpAMXlN14wTDGTUsk6toxT5VQEjCDkoUeAoS221zRXf",
+	"fS5rmZLuly0pepWw9/pd0ksxLB0tMcZWyQLgnHsRUeXCaCR+ePmEVAdULU1TzmVMjPJoLjCj4RKdg52o",
+	"yPAvcZBnCx2DClgUNzKHPcZPtzSHJVUGp0dy66Bqg0/5RblLB0VCeIM0PkQ94t4OUygTKiyS6bE6F1Gu",
+	"AK4cjayRw41WWOXXuTfTGB8AyIZMq2gkJurGkm9GBgepNO2tYxF6McFofDSRSYpvKTcfHCL6HrvHUmYK",
+	"ucQYeX4li2SGoPxQWzBInGHqXIE3HmLzJwvjnmyHh2E/sLnlDFfToXZGDXpHmQGYB0gWNELwelO+HRqW",
+	"0LOkeQshKjz7dQQtT1tTtPB4NqsF1Wsg0g8tHFTDaajtHqUu4189/uvEfXfS7oGMW5FBv1dFI51CLhoo",
+	"wlHJF9mUWVFXKmfHyKJeLAyoYZTfMvkVdbOfN95rn2BQh9pwssrFz136sB7Nshm/0gRgcX3+sI1e9aNU",
+	"NA7ehzoKe7W5lhpwK6PfR2lvv07r9s3JzmC5J7qppFXdClqwXDHLOUn5B1wvu+yXnjisDJAHbfYlBYlQ",
+	"/sj/aUQ1F9kus7pKsQ8dbdy3shyqBZPhX7NGcgk9HfXOVg0K/mkt4KJS9oiuDpiCkRGUtlru/aYZNIOL",
+	"XoNOQu3l8imwFHx2I4oMlPm1KtBIxuOryWaKFPCNNLsxIrvwxhPq9/dqvgmOktYKyzWTQ3hAYzRR+Xxe",
+	"IYTA8YUOjSiWIxlB4Z74gPYTwhr7t0LY36aluFN75dlXCjyRlLMZavfEjoi+ffL8yeUTREa4r83DD+7v",
+	"24gH1Xg6/BOl77EoNsn2d0qmxbQm1U5tZ29XU+NKjVBDp6U3IEJR9rYS2c/ett5ssZd2X4l+TLA5Xj+1",
+	"nPV+/LYMVbo4ZUCENok2hZKIULDenIbqFqqQSbqOWdxFNkunBm71MyW1cWAarzn7Vu/l4+STd80FNiJ3",
+	"/Gu7c15Ud/XyUZQrrNu02PvVKzv6zWup+BOeyx1DwY8ZN7aPX7SezApvDOysbhGzx1msNlCdbBayjqge",
+	"z+kYv9Chdt95Z3nP6YMkrL4jYoFlUwjbZJ9hIc9UoZiscBcDqztfEiP4TI4HpgaR8X0jpYj4ZUpJiACC",
+	"VRHJiF5dOrr9uAIoWxv5r7y4dEPU34x1/hIoNzNXWmQ59AKAV1LHmVaxG1SZpm26zflHfAdgdXhEYkK9",
+	"OtBAmwNi2+Y2Eul6FcuB1T90FmpQ9Sq3meNgk7P3Ep38pLag9RFv4nDEBB2fFYXSAPkMdWTfc0jdoFAQ",
+	"tp9Ulz0hud3YttRGaXEAmkN+Xk4OtKoavfQChRRb5e9xK7e81+wBpyRlfB0i531iSYevmx2OGE0Ec+x8",
+	"4bYsEse4GJfuAp4Q7qxR5fhLhByPddmsfFsKTivge0tJsNQNdj7pEheQbxy36hG/4YnbELbPIAW/NA8b",
+	"VAVMB5ETNOSmkpdiU3oLXlApj4lOUGbj2x+sy01pyMFVufOerCZI7Ox8fkbPtxVc9vVA2+YFdmiadHT9",
+	"HY3mAD/J9enugw+cLQoRQwfEsePSeCgjmFCjuZpl72h5uHce3nWS9qqQ08TcuXH0GPZzQTc1D+FrZ+VL",
+	"3YAUElqp2Igyvw8UJeI8HGI4CryjQsF0RISY1EVmsxRWOcpUXl2V7tvtR0rXtdcetHx1cqWNugOvXNk1",
+	"xAxbwPAC9Cdk+4Y6+o8nl2jMu2vbJb4ctTkTZbXBUZEiyZmZSqQJB1OPcMcoGD4IAIIhXFemLdPkWsNE",
+	"RCMxzkyilTDJLEllnhRLJMwrq36I5qdV9GqtQQg8rr+qOsqrd2xXfbXBtiWAmtbiCtKM3FqJEbGap9mS",
+	"CmVBDKG5IvtOZX5mSkJoygRefrKxkNmCv0I6h/EKSG25m0Fu95Y1SdNuQa12zrkWgYowXVagkpED5UV7",
+	"KNqGZVzRtsOarg1axBvJPzP7A2zqO7/LravboOXavCkUWB0D7Dqc2ymc5o1XcyakP6Drp32NKrIjTIex",
+	"pBBYrFbq5c1U5SoQshA6Qwn5jce8pq9xAlZqEPk998e6FMGNut1OVDNXYKm+1mFma+s1UaYBBSoOxlMl",
+	"5y5Cfbj/QFZ0x5a8r+ZsiHWMfe6s2aySMB4NFisfHYpMzBeFhf9Shv8Ig6hzlZfZzbivwjGIwkEjKslo",
+	"w2CVOo18JqbvIi6cG+WqyBP1TqbRoedXwt36Qagnubwm9ZErKCAVV9N6bFthEwUSErRG4I+gTIwPtW00",
+	"3SY2ttXGv+6gbRMT4PvnKpunysZYOGheFkLF7qpYPKASEQ/EASbG9wLecLuds95htJsfceKiiBsTT+kq",
+	"Z0etoMjWj4bIcrH31HZaq3HCkUNQfkX9rvZvWEvBPa26vOkRJZnHG59TFmk9jge3B1+t1O38quSaPfxT",
+	"c20cXBU7+2kssBGXHgvuzjdfuDsaTVSezLrm4xZuXNJr8ZYUXqWljGq+I14vTaFm7Ryinbx+rmErLjIR",
+	"GfztFS52pJTmJFuVGoUXOMThqkWyHqfISEJ8hYzLEsS1gmd3RyWuwb/7vWnQ66A0rEuSLq0SmfiWz5qy",
+	"kOtnZA1ptePREUlclng0TCpTlogbgXtkb42KIOq5ytuoP8uXBWjhIXgo1KjoMcmPMRBRUPp5iKjCHgew",
+	"cVQ4A77WNtvGeYgE+A/hWdwSMP5R5CZZmmY3hq3y3BQi+ipCv5NPVRDgt/jsNC31si1p+1W1Su1XXQdO",
+	"qCuXm+mS1EqvZqef9KuZ/d076JWvOpvoqhtWd5MroT4lfh4u/uSI+nHfgB3BYhCaOPJXl19zBYNnnLeJ",
+	"6SuWz/8OZC9rygzA41ePZ7y+EfT72dQPMB9fP6Bub+GYMJt9k3p+/vxFcxXYfSuU7lZt1OYs49U8CAx6",
+	"w6Iz14uSBGZTTH11b2rsXDJLCrPaN27FK3mtXif/XMOmFSFjXYTsxx5nRGLEdfKOqlWVQrqdymIm33+T",
+	"xcs1hHbPZX6N/EPsv8PsEjkeqzlml1wl14g8RZqeXFlCQTJPh73B5sBQr3syOBn2TvvDHRq5eVBSbqcd",
+	"HNvE/UajNnuVoQlWZqfarKZ5foE6smEzK1MM4AKQvkQnzcVLKZN6y7EY/RAlXA1vwf354tF/NJ+GdylS",
+	"Y1PoXRFRbKeKP5tqNRuPFkCkSqeb8mBxjk4TmO98nqtiZUmvOSo4r+FemuduB4zdnz/PM+9UujnR011J",
+	"sJ0YGNbWzXy+UAFXQ6EsM4gVKNqZHDPSuS0updMlm8IqdkT1q/KGYIvtBio8+jVeegdOj71LFEI90oYs",
+	"AJdh73pLQ2AYVcO/YOqTT7lLhU0dNsSWD9xQ2XRFJQ56R4Pj7kpKVKNSLJa7jihxre5WA7HURZRKPp5K",
+	"ff0Zrflt9dBYsXn10DLtXISIovzUhc7wmsAn2HArzhJj+CfWbSXP1m8s3+ZyUjTtLivbCp1uYhiDhQa+",
+	"YGTjAMNvJDQMRYrI3wPe4kDf43pO9CElM6CvGfcsggdwzJd4JLH9ZHJjDW1X2NRrwFSaJufQJ9rdvmwM",
+	"XzaGLxvDrhvDRyux9SoKk5u3MYZVIZolAwBx8jKr08YK/2rDa57XAKD+7CW60Zt2X7vD3bJqtlQToW6u",
+	"H/K7FFBo2jKKjPfSzWcS3DDWPnaN1h7ZDeZqSdgKcJTaax3Bx9WSiYeYEZgkwQaf3Qq0EWymkbUiu44O",
+	"9sve8PF7w6ZJ/53vFa64zZcN46M2jPUKqjmMbGH4O5cioof93urCuW6uHx/KD2+ONNejtza1ggGkMs8T",
+	"iI82lSVWXh7hrsyp+2qj+2bpwJpIKOKFsll3iCekYJNFDqC7epogzthenhtWORyYK5P+Dj9NwOy3smM/",
+	"bq161sSqiefOpG5GSqjrRoHFc/XeNgefx9E+WPWEitfIq0ZIYgxBsD0SUDF3CKnZMjQi4lNoJK4XMocs",
+	"TneYZt5rd6Cm4hzWQUzH2+RaE1ya0yulAJxeRO7usdTiSgnUE6gAFto6RbacaH93ttEGr/Ajb8AEj9cu",
+	"TqHGFMUvNtgXG+yLDfbpvLn3uljXelwvPe8fDiKpRZCmK2kw+RQgDUpTZLIkBkDvYKjtIRwZ+a3dxQ8M",
+	"bGEk2CEwg56xysPuWaitum9DcDZNxkUkDmAvmCUGtN840+NFnis9Xh6WE2bZUYFsNYG5vUm0+Yh8yR2I",
+	"HXe2iV/bVeXWdYUOshWs5e92FqF1cYA3hWojudu5XCA/+3CE9SGIubqSpQo11AlUM0e2AWlqnpcHdglB",
+	"DpZLQY1G1pGidIz0ZA9M+Rgos4CpU2X+6sNfkcHbq9dDWiqb2Doy3jvJZyOLMs+W4YEyxvralvFDY4E+",
+	"vFjNkCzH5T1Bk2yepnghc+Llxiw2vC/UWt1UX4oXLqF2zRgqdUXMSAKUU7mqFw4XcpxnxlSTfg1JHBP2",
+	"mkIWZOncJFon+pqoGbnkiOOjCLUl86K6N1dKFrbc/bYK9YgkbSxRT7wRN1nldrspjLM0TWJ1ztlhBNjA",
+	"NLQlIj/9e6B2VoGlm3I77h4QS2cVqcApom6wwrXJacjjvaZKP/QCSgzOudpalVrNyKUw2bmQYtjvl1gV",
+	"C0/AdhBOqvTwRfbMBQirC0YocOpNpOaJyeJkHDmEq6znbrvZcWRz5yBRZcYF85BZRyUYc6E+4KyNqyXL",
+	"tCe+KYwMqqZy+eIggK2psyJkA5PIn23UvZKUUdMO7uHVRIzy6+35Lt7msiZPtcLMajre4I3cGHmJKN63",
+	"TGhV5p1g5iCvKS7HD7e6ovvM8UJl9+EXYvWPRqGec/UtR3tngtJuuVo2g6kMU/x4I2gb7+WztIKWawHS",
+	"1i9MfUS9u7YPqLFciHvWsuVhK/nuO3VeFoastl7Y8qOP2r3ucOAcALhVSjHO5RgyVc04V2C7PJZaPBPX",
+	"qhDS7q0zpYs/tYJWnmH/QFW2GlhTNnCS2tY2VIlcT0eZpWrH0/cFXFrfWfH+wLWreWMtb28Q6Iw3hAK3",
+	"uUSD8VK0OSUU1eOjV88qGWU4NEHLEQi3LEqWywtUBYWv3iokWayIj7LZ31PSD6Ew5IvSjLL0f8xFnjje",
+	"tYA2Q6/s7Jri347sdV0VOqh4JWhHsMzcnPofEJNbr6R49d5nQs20xcW56IprWUxV3nBZuXnEmD6DSFZK",
+	"kwOiFEc9aLGrd8h+pMHZ2anIL3wFd+1SN6/uCXUD6t7cKJp20i/UZHXoG+ed6TsxLfKO8+iuIokvTG0y",
+	"7JRBZqrdWZdudrS6awLqR1As0K0eK3HjcL7MsnlJlFfL0NBZ2wHvvcT2qUSR87YtnbVhzdqrMZdeK2dQ",
+	"IgrOkhfChWAC66wNpg2kkzuKOXwq/M23WuIAtoEc76s4sLhN3uBpTwRbIbS/5ErGbQI7W8vCo4u9Wnq2",
+	"Dd7NhlNZeodLxPH3UajhJGYOz8uvLEUAuZCYd7+aVe95A2uDRN9Uh2AlDb52w7ZUUK50sCb306+/UC+/",
+	"ICtpAIHIlcnSd5aoQRahxh86ZY0erC3EDkIHh46Y2ccW5JPGpWyFWhZBKQY1ClBsTskD6khoAdt/7jwJ",
+	"Ze0fwu7WnxInsWWTwMK//tXILOSTSYgal8SBRxQRCI8lAkjuH7l3lLQQ1ELxw9OnTy6efHtObiDcZx4Y",
+	"jykUbmBSOukrJxic19/98NPLDrJVIJtrJN4qNSd1D4cOOZd5MRKk1y3lK5ThJd6TLGcie2MJXe2OJo2/",
+	"zzGtquNgZdRxyfkLs+ivDceG2uSmxUHcregGYhhqxDSrShZ/BC0b02FYFmXOHKVX4ITQ+Qz+bEjQqK2O",
+	"HUorKo9Bd0vJFrrOpW3tVAGnxrFzt/BOc3bFJVcGqy8xjl3dIc/CLrbd+JepbWtyMy7rZb9qrfuYrAym",
+	"E25+aZVKv0Kl26h3XIYkeHQsD3Qeq5wrkyXGMxqTwrCNFbkNNQpElwjJN1hmsPeLRy7NlRUcFgqDh1pP",
+	"3gNC7zj52pItGtRzVqnUNxGlNySsrmaqHpbERKCcVM41jmThNQKnj/sWdwQVS1roVBnj6SysvsH6Zw+K",
+	"9Iolt1OY0LGebVc8r+nazzuTx9cmwQpYCf/iPnvaqlwFTfacr3abl6a3zXv5d14VtJIIX2c34mBCbNYR",
+	"n3lp8yCyvpuSV4dsi8PmqN7HFQ7bXNnjtfP52cQ2WTSV+tj1dP020buVHbFVMNdUoVhtF2emOdN2kVfc",
+	"kEnxaepRNFcJeOFYfNF/FJCzKChpgVHr1VicA64jRCbFeIEpvv2g2+2CBwD9UfmOhHpbakRVxsVV+UUr",
+	"m131mols6KKDWksP77gPbkP585aG6H4b1fo80P011YJivA0KX1GVzY5LJlzKJqWucJxsJmE2fV8FUHRD",
+	"GeLQofgoqxNH1tYRpTYZ2Qdk71TOQxpqevSBROl0IYPAx7Lnqs3UUh7tXlIQ8hVQ9zeW0XlFTXVKergR",
+	"7uxun7y8fC5y6OkCLF/vQEDXVTlNpRHugk55YLC9Rme07bqOS3o5e2g8SAqOIyBWik+xZXuIdC9WqbIc",
+	"cvgjr4AaYTqPOYKNaWhp00ioGIBraJW4xHd32/u3ud1e+TXyVjLNlY7x1ArG/BjOgbpynhiJHiqNo2OR",
+	"qqJQuQlEnFyTRwWOKB2w73+Ff0bwz/8G//wR/vka/mlHkBMu1EwmqZBxnCsDar4wKxnaeHI+GQ/qK/Ho",
+	"uH4w8BdmjcgBWRz6R8fNKdhuIOrkxA3riHhm4ajvh28c5XBCKbNFLrWhsgs1t7XkwvsGHUW+HHKQvjXq",
+	"Das/AKZvlfK3NRqUhUWAJodqpPRW/NbeG1emmX8SuYK77Y7mkflyUJK656A0s/slO20cha1Uz+ScqAyU",
+	"mKr0t+F9rs3P2sY2jOhqi22X7reJqwKzw5CqDdzQ2FTrVXOX3W+j15YluqgQkprtA/tpRba5INHFQvt1",
+	"buptXGkTQhKS3DIKW1E97Hw6+uqq4DavvQbZKWcmsEWNSr3SZJK8yrOrVM3WB/4QmbW67Vw8fSzOhkcn",
+	"Yk4P6IhvlEliFk6qWmKQKvxGSHuRmMklAQRCjQHVQIyzWLXNXI2TSTK291kSJTCqDANCDAy+Ox6GGn87",
+	"DERk0ZHfexfjj0IK6C7DJw2gOPjiRF9D7NheDVexF4F+FxKfcEgEehnyoTA6r80VN/CX8tuFlu9kkiKT",
+	"Xfl1xFU2vNrzSXxoMZ6myJWckTXILfFYHr67vHzF/LrBihs2V2aeaaNsDHXNOTBWO4D2YGIsw/RG1u8b",
+	"bEFOVSgTgwmUPhNWB1AoFld1pYobpbTIVaqkUfVTynANBjLPs7xhwT7TcfIuiRcy5erqMAuW8ZA8Bzlx",
+	"8oKY5KTtdnKK8ABg2bgn8PYdqpxNkvdNmazvZLpgPz9VQrnyobsFlOCBitsHoMn//PqHl3QDKpH37eus",
+	"Da9pQ6ijbaHC7XmGMFLHWQhPWFP0eDJRGt3fOEB2BTkQbUka90vvTQcry+yQEEA6SZlinSeZf0bBDoRM",
+	"TWbhVdHf2hf0YxuK6UyVjFVewupUDnZ4ml3XD+H9ptpCRjWTLeaIEMVowizLle01cJaWHY46DSbp6iuS",
+	"Qq0PSdK0MmWIfQ3FwgiL8guE5N/s+Ko1B0B4mbfsUTdWztVHZ2feJjLsNm55RVI0oQheT7O8cIV83JZH",
+	"ehmesgNjTIn8rMv+jxfPYHRUrvRYCS1ntiSB/4ZARA/5s3n4AXp3u8uANQMVqZueww6et2mLa2a1Jxcd",
+	"6O1AzOR4mmjVBnmCb2xIksBSbqN7nCZoBpibpBhPcXsAfWjR7hDDJD0adcRLxOrFygiuLSfjuA6PSjQm",
+	"ubf/bpgHjj7y0vK+mctczlShcu87LyOCue79r+yfyP09yfI2Dx6fSNse26b3TNQg3gPtZzoltynRqGQD",
+	"cMBWjLDCexbkC9FyUUwzKPUFHyE/oV1kWRv5b/B3Rv6puD1TcSJd61QxzWJsswR6MRV7jaNsplaJlweS",
+	"spksxlPvIuJYhi9iNZtnhdLjZfutWrZd/R7iN3NdyRe6+sFWO4SP4GNCrh78OM8RdI2mUtvV/6nZB/43",
+	"nm1Ao+J9QvWu68CthsndFole3ccaGJs2l/SwW7vK1Y7Vbezu1KyZkyreEeafYbq4+72iu4Wl/rRa9Sur",
+	"upcPd92mahrCtmtjvYtXlcSGavsfI5iuPFFR3VyiO4cAcQl2K+vZ2jJrEBwGV5bjwWQkR62yeA1AiOrF",
+	"oL2QLTAKHI2z2Swp7O2+ax38eVDTNRoRBAPdXFWd4t5WhwnSQ+HcskhrUuffs80n9RfwrH8nTYM1Epmp",
+	"7B8dj0pELCzhfCyNElP1Xrz+7lEb3FHZxPPRF+o9GBE/Xj5tn2K4zHTEpS0VnhRGpRN08aGG5Sr/rWqd",
+	"TXzpeHJ1NIiP40F8OpG9njoan457Z0f9+KivjsZDNbm6Ojo7iQdDNRmP+2dyEh9NBnG/1x/2xt2Tq261",
+	"6ye9iu/qpOq84leCk1i2J28+HA+b3VYXUr9tpM4mSnZOd8JIqHM2dkREOmwNLzqhKyyVvCNij0bimxf9",
+	"I+EKDOLoYjwyn6HnD44XsfUQzjJTwOYlC54GqudC0eSDRItfuoHoHQLT+3R5lSdYMCWdT6X4f/4v5rEX",
+	"fwz1QU/81//xP+mXQ/iJW9MRWKSYHkfokCxdFGoknCM2VnOlY4ObKK0vyqyo1AkbSwi2ykIZrt5axhDJ",
+	"7SVv5BJiZixL0B/cEUoYd3V1uO2BG9oKWtS/6oLg77avBp7hb5mRZi0mmaca7VWbh2K3CbEwytBphiqr",
+	"cBw0VfKdMljwE18CXlkcaeLs9ZBAC21UI34EL1+XEoOTiFP0AIY7uZ4iGbQU1HvBr90jDtttABKMZZpc",
+	"rcP9wTqoEGDaeUd3duCBSGczx2ifq3mexYsxF2bZbcdyGStbYnm8Yv1ottkTG80nB+w10QvBmz3Rnavc",
+	"Di7kCPCf1LnEEI0RV3aeSsMAv7rQHEgx9jYrXNYaRYkyC4xS8QMjup2TgFJOcHUhQoRglSySVwpYzBtk",
+	"h9fA6MOus9+II7Hr7CMfw+v2o56yyuZbsx6sjAS8bioyUJXkJrviAuvrKmPW1ZfDfAq0zRHO05pnprjO",
+	"ldm/6hw+CeABQop+t3supD1XsxAxPkXGS2s5iKPuwMeJU2PebC3uy43dlhKZ5YrC9M3l7exzmsetRESt",
+	"Jl/7TmV2NlSDXdTxqk2Qj9Nfu70/f/uXs8fDFyc/f9//6fSy5oYaVoNT1bAx3O9xBn/odYPhGnZgbv0d",
+	"6Gwsczf3cZLlZPnQXgZAH/wroq0BkxMD5unm0o0FlRBxOYMiWhiVOw4BTitiWDGJxhSLveCd51ylRavE",
+	"VbEvC1NbktQDSGGKKgdEKipdTKNQcxPXoVHAiKPCrRdqJhPdXEcEL+Bi8Lqs5/bAuOSBicvkOhfR1SK+",
+	"VkUEEV9XqWGejN9S9BlClOKgoGeiSY3xcDCrVZIelOgJ8VAMDyMv8xJBrjPgzyDOuCQXVECuyga7kijb",
+	"XB7wPUYK1kf0RrwwMVaPU2hKAiiLMMODKRtTCZEJVPjF2d1S5xYP7sAtLg4cKTjQfXuAKRijl5kb7iVv",
+	"IlzNwAS4gRmR5TTctCsLrOpsCkLepQnfkdWkDD5luuI7ncp3SkzlfK60iklEmcRvdk5wQbhBlnYS3eaq",
+	"QdADjFIaN1MqrsfbaUImlk3U4woVFn/Oc0Z06TGtsjJxle/xSsKJxL8JocJJXE81xFEWfJVvlYb6D394",
+	"RHHdzh/+IF6zE9c+0IbfAQeI/mcXfBqBwQupy2miFT2grBBuocWHYibfWiA/j7cUF08ufnyJxZUcLioq",
+	"sGA6NnhEBYQQMplzsr2zx10aLFM62PIz2F8EqjESmt82k7FywUh8VZzEkDqa+YWJvBvWyYDP4wjRIxoF",
+	"hl9jz0sRQj+0UapWTpAPkgAfjUUqC5Xz+YExTZKGEXUpXD6g1nNyPX2DEBFbZbAmctwDglAPooDv4Vxl",
+	"WuigIy8xIm6HFCsJkmBK4511fKkMdYTtbdM0WYN4VSwR6xLRnGAN/FAfNCK4glWsmSnkkmTeZCKuFvet",
+	"5r16GdwO5+tHeHFIVjKMb7DbfGLLFZcfrlUufmDOBaGQ+GDK457lPGO5wvRkLB9vxTyg9SzzNFE5x2Gs",
+	"CQ1FkA9pS61kFEQ417zIIyxqmuhLWgUEzYWVE2orFCDDVWm6KfH8gQXp2h+xhKQFeRteWAA5FBcYd2aJ",
+	"p9SFbFGMs5nixFOuF2p3iKgjfmLJp0UaCNukco2WbiCLgNoDF1wHzm8OfvncV/Wkl3TJO5i9yKdBwqmm",
+	"5D632WK7XTJ1NQeJIeXa5YvEmTId8ZI2O1keeCTVGAu12ysJSj7sDvcYhRrNkxuE42HTGGwigfLFGZbS",
+	"ROZBNR27hGeQlUe10NjOc2k0H0f9dNQ0eWuws87TVrFDA7EwC5nSpDqqBHVjDUtm84GlN5VmWgIPPxGu",
+	"dhuCtdziEgQKnpeZiJl1RbMCcDlWtOzduRufNEHwQFLQwiu34sCHEYN64bfhdvoak0HLi3fKAm1m5Vhz",
+	"NHqeNBbtXI2CuixM78y0mocJO+Gua+IVhJ29Kdj9nvo5EF66/vS3DtH3yKeQA3njXo28cl+Bb0TY6+y+",
+	"eB7qDHEBKV3mlWdxEWkql8RkbZgfLi49AhgrO2ytGETpYvvP3dmJfFdVr3aABpQ9I4HLHGzEenYb5+8l",
+	"ZrRKnYE4zRKcxPBda1gFvnlT+UUclHl4NghjpAWg3ExV5Y5PkUmwS+EGK6dSfza07etPbW7L9pSCs3d5",
+	"hJVGq/aAjHaKHVft9H3KBe6zNZdSvb5AGF2zwku4f4t2yTjfZC3gadbfwy0vRmCP/9iwktRKGqNmV8T0",
+	"zmQZZRmvPVg4SdVs3+TnPux6M4TIXmh3WBsY23RXGUG7YzogilLDhpgvFEudfwS7qWxlWPFdVlDFeB7k",
+	"YyBtZXR75Ev7YeAZx1WbmM6DvlFszbzyhLSOym8/Q2BLubdSl/ul79C8cZxNdsv4e5bYo6WIwlYYavh/",
+	"KwqEei/HRbq0q5tyHc2U4mOqIXtoXfW4HQwX10jOcAhWyYJAb3fuaE/4G7ATtKCu3H3RrZZ3cGu4omFq",
+	"87B+U39NkKPmJPmqlYJL/ypP1GTVXrFZresKt3r+MDfN5HXx7QJ+CL6IX3pXBdigkps04B57oNuKP5eN",
+	"MLUm53adRNbpb6sA7/f4sDINtaWI6TS4EIXJ7nstesvNX4ZO6O1cbF1mzYTV/1pa6Q3pAi+JcQ5LdnV2",
+	"P6r7emUbqXbjqK8dSTwvPnnXmPpKCquQuGdgLkAtaQjz41qjoxNYm8s0k3Fr1PoQYqXrsDUKW0bJfDz9",
+	"lbAeYSsIW3l2Y8LW6JcPYQu/fRbjhUSRhVdQ7Ay/jRUQJsJxBH7AseJ7zdsFXnH56Jt2r9v+5vn3eMk/",
+	"Cog0FvlCjyXrTsoplCkX0Rv2+mdng4DxM61R62zc650eyaPxkTqbjI+Gx73+aff07OREqdPJ0fD0qt8/",
+	"Oo0HvasT2Y0H4548VWeqP+5NupO+HF6dlChRJJrq5HSmWwlu8lg1VZokYDwRCjOTQJd4osAVHFtHClki",
+	"hOi736yRmSrkfhkRxC1WyFgWko4AnD5I6d0gKgK6Ft3INH2cZuO3L0zEZ8lQo2qBQBf8EKDLEm7LFaEj",
+	"z9EWU8k7ooROjBfxfGAqRlUpy04AP7SkXv4wATlZSePwgegY8NKLNO20boOVdQrfix/mSj969UwMOl3G",
+	"JOANDO5FRyp8piwI9J8KNZmoMSuXK8wQQRzMck7APnu5HdVaN940jTOuPKiDCWMtDUuFwoQyzN7A44Tj",
+	"76O4iSE6G+cRAg32IU5mGDrIZ7eROPBcuLlLEDLlg8whRQ6kRnwVQUIFjzO5HEnjoR/AAqBNwYBBDIHh",
+	"cKMtSja2W5rWYeQyAVqjFgCCOxfy5oXjI9o1T6AUlw1WBwmQsNeisFai6VYixQGbU+840pxpJa4AYIVS",
+	"UEz50wPj4qiWs5JucaPugkXu7W9pwhLz2Rg9uZorucYJBb+Qe41j0u3S8KyQ2EEPAXoqMPAYavIMHTjP",
+	"EUtNYNNZspz+OhzRiFh3cYCrMinsE3QmTJoVLq4azeR73K1MtO5wVdH+m4spKF1c0tV8wN+F6Jlua6y1",
+	"gSrekfdbjbR+520EBjyqcMJU918TiCyNKxZEvZAEXLUud6X+KE0ETsn1IlsYYRaTSfLeIit4UzqQBcIm",
+	"Ra8LSEdv/A/3sV88M6PBj9KYdMRrY5dHJ/r6KV1OZvIORvLK5PH76P7ADuTGuXvqmtg02HyRUPqdSrM5",
+	"wA3pHT4eaZJlBTheio67ofOuV4VlrrlmO0b+wst2WM2PyWaKguceqEArFbsQd0LhKIjUeyl+I2HsnSH6",
+	"pfA0gbBl+FhCdOmvNvqTEfGNf7HvC7ET9lqI9qYzvGaF6NNmCAL/AfgkGB6OfyPugKkpQWWACRIwMVJW",
+	"o9c5sPhbBLtxqUT6jpNDmKcu1LGap9kSRq1GgWDHoBW0/M7BYSWdtWw568rc8Q/b8LRlLK6xuH6d6WCc",
+	"JiXVwfHQI0cJaP+F7jDNLLEghDrLiQchIMhkjRwhEJYYAVG27ahOdwATs8pHvwPRQWPp+f/W2jAKr9Ym",
+	"/QH8ykZ7UkllZ+gehxSlbTYoq2vg8RKIq0vya9iFUuj9oQ9bSYoRl/fHMIG9H7avUI9zFStdJDI19ZGB",
+	"5LtK5P+hT/D9ENaHeTioO8+Gp1v54y4Wet3u4BTBA0Ps5WCrcrkV5NvxTY44IwQOkqqTa5lslrdqaVa3",
+	"EBIutNm3RkC8S8H1A3+YbxMjr3Ol1rhqq/6F0uSKvPcyabdvmQVgy0pY79eqmOIMo29yzpVO0aO7IGuN",
+	"ONa8dyCHvDIFm2erVllGkBv3oNy7pjyuAKoFlxfyqPh9wG/LqhT82FDbrCr7ZEiQo9AZ9RrBIHmuxnjq",
+	"IQEG251QPaEukhnFUWbJezawZxbnWmTiSokiX5jCwh8aisaQKm2YjKe2aTDSucSagsT+Eq+pSv6RwbE4",
+	"z+ZzNgJ2oKZgO4f2YcLH8xOgpcBi6bMeX0EO3j0TVeAha7Mfc6EFH8XWHCQQcm6l4FEBXKNZWRLIzo5l",
+	"Dv48ooEw4tvKgvK0yLw0K8+5pML7wp1Y0SBGTC+aqxd8JYrAM/ztj6J8XXS/02dHfYPoH7gJgOm4kjrO",
+	"tIoPsewOHed1RhAD6m/zwiind/vhs64Q1jUBBSopWI4+G9lYM43r0oxLt1ZtVVePIuJA/QOoDopMRBUt",
+	"ER3er0ik0hT45L38BF6lEGxubW6sB8DbVXCYSo/pZzF17uC2Lul/LjIt4sQUiR4XJfULe7Q6DXDwbWR3",
+	"d4so7xkchZ13t7VX3eTXqOzPZr6cG2PrhslTNZWxdbOYMiGSnHYIgFG5YveTffT9rq4tESdLw0ezAHkf",
+	"9xFTYhJ6Z+d4er9ucqxXX5VNb3Xo/cXjS9yKxdvoLXCVEtYY817CB5EEMz2wz+RtDyNMvp1N7C2h9ktL",
+	"OHByjSK8U9erQl5l75TohnqmpDa+ah4jv7HMlT0XQ71GHt1IYEqPKG/KFxrZeSnfAOYW9jGYZ7eX4Umb",
+	"sMz0bGaG4Mc34rCag2cbSZgdE7l1JXb25gneDeKz3qT+aarKlKKFLjf7XU3sPU1kmuUNhjLKQ1L4knDf",
+	"bGMfWz3CW7j11bohbrnQeNUrLuGzGracuxI9dinc0Y36sQ7OxqrH13K+k5f5P+TcFkl+NCnUhmA2nqo9",
+	"S5WO+VTLyrPQV4LaeGSNPiGv2yY/6kKTJb5nBqFNn3anr6Yi+OvWaNUHQb4UOZ6q2K7MgHWcjxd1uqxp",
+	"2a4Q2fGr13R5HbOUdSUkXoWQhbbV9TDzO2YSDo6YZtqH/XjJTVzN5CAi31gH11p0COqnyOVYWQlgB2Kv",
+	"f+rcgaEuyVLFVq7UuisMiGQwAfW0++jksoHoaj9i1F7/dI2ncKHvknpKvrMiw32qI57g4FFAKgHDhB7T",
+	"uXdY8G6m97fPXl8+e/n40q5gu2ohw25pCz0lxlGscc0Nk8GXGIcGDzonmtDngAkJe+Kg2znyUulycJeo",
+	"ONQxllm0CWjoVeGcukPYyHVW4C5W+Hs++9CDUPe6wM1ta1HKeSUPW4p5ZpIieafsI7gP6I9MdJmw3+Hm",
+	"wp0Ir/yzfCdf4ygBGBNiyB2a/GSyjIRROjZUFyF6hi62Ysn8hC/ly4g5M8id+MCIhb6i3mILiUDQUG4s",
+	"vRXuXO0dqke6ABs8QfaJRa5fYi9A9h+JSS45GIr2VA96wGMrYGjP7Q84TsBjnsA5Q87mMPhoDtSKnLr8",
+	"/jVIgZIc4I6nK9yqnrgY//Z6xd+jUCxmKk/GFlsAPcxtUAhIOsRD75OJ0LUM+687kDAqBMwzUyAfyKQG",
+	"SOjcB1R2h9Mg6AC+zp0BEYmdP6gd6YP6YR6kcaYK2fFRLXeu3bvlvMRGXq2qKAjYQtsdwXTuLedmoT9T",
+	"KF0jo+2LDL1IY6UBtGzPlPuh6hZ6byzdYg2rLJYIfqYnWRML2YZy6j/ZBEuqMEq1mWy90ptpNtut2MFd",
+	"6n7DQ9adsfDKBppYClDAE/bMQbBlscvBricgBK2FTv6xUPwz4npqo0+9rKon24/GSUHw4YtGGkSiorIc",
+	"NC5KTHhFJvCHksIjW/TYpilTQjRyAMBVUmtOLpjP8+x9MoNLyON58N3L1z8dUuQWAzduY8qMym2KPByG",
+	"cZ1wIrgsS/9SsmudPRHb1QpaUuta9VP+YQuzyeu3ydqCfD9Nl2WiKSWJ28x9Ebl6d64AgfsGS1rn84WB",
+	"GrD0m1dIgX7CoCuXgcUBIgoHvBmYDzFsH43K1ApStlxBj3kyMPuZboBWtQsqcKe4fIKbR6RkDDVf5rJx",
+	"qbQf0u7pjEo/FJktdQusXxgsbnPmffsmy2PsUp10yJVMLunw3JHClYbJTUHFrTl9NNQMIcTH4othw2TC",
+	"g+zvSSDC1p/C1iFiJexzXZInj1xhQm1r5j6wEAqqkOjX/ParLJtV7nS0HG1rHW2DqMTIibWCmMx0BmyG",
+	"0GbsOnrvKlLpRAGP9DDfTI6J00p/V2bMAr+rg40XttcUTHbP3YZ7QV6eZm28S/Udj9aHCqSZv+Iom80e",
+	"H4K3IGIGSqdZwoCrpSMdKwntEBhXRcgIj5v0cIdzJhdgqbSvUQu63qy0PnJ1MSlHFJJBx8pwWrM44DkT",
+	"ZpG/I6OZ2AhyXCuWxykaiVf8Jzkq59cslZ580JvgZMWXVqfWfbsdK/Oa1/ieDO6lbnDlp0hnIOk6HQKU",
+	"dyC0he3h14CZCthONlaTJRo4NIgxDLSVR8Es0uStukmMYioGfKjBnDN07sJj0UdDzbwqOQojZL01ESGV",
+	"X6NMWgaXsSxkml0vbKHJQET/8eRSVOmfH36Ah9/WD+dW9ls3CZz6WkEL2EbBpFiBqu+2SGg4G+mv8AEr",
+	"wrgZ7OtNrV26q249NwC2jKhkrpcSs0XZeIYT1u5ki1lJwXMf5Q4Tc8s4M8WO9ae8cd9lGHetDFYd9rLU",
+	"zlqyctYoq8PkUEGAVkqX50y6Q9QMOIYIa98D5Oletr+lF7TcGzcp2WoPsOGJYjYQv7eBSDqqI274RolE",
+	"WVTJFBls4F0sIKsnTlp/+6oXf7UexLmcFKLf7Xfbvb54l43l1SKV+fKQ1EpicP0/MKwWRqHmumdgywbW",
+	"BWEChrWgDHovNAxvs6rLYP08MBiLCNIuGJtPjbFmWMBOGcx9IFNUL13hCqp9S+TTYqpydV6OGm5pCk/8",
+	"EiGsNq6wJhPDF7tdltka0KmVSHLNJIXAUkBSL7GYZCBkgXXJs70SqT5KRtF42nxmokv4oGQ7yB0SiR6J",
+	"yD/PRzDmwG147ptefJL2j2H+KQzHgmJoDYRFnLqANwGUXs0Tk8XJ+HCfwpnVk6J3Qt5pmO5+srTFG/4F",
+	"h0s2p6pny4ok2445OSiVvFMavh6r1EFrMMvsXmf92P9eSUt2LvFwTFcy7QdrLTp0lFXcqeCNT28YiHm6",
+	"MKUZ5vRlR3yr0uRKwYXpko6GC436L0eXeajx4FKrPIL0S9q5xufSGGWsmkSiR1yUhyVdTgUeAp5yvioj",
+	"pWipDJlJ3kzlXFnYdaGwuMJ1qIFJ0nN6SnGtNPpS+c0qz/E0Feq2iD6EKImY20iGGuVEJv9UIdpq0cjH",
+	"I0XwQ1SSaD/h1R4Io2ZSF/CXo0PvrLyBOCXxDRCjoKe492BasF6ym63kb4NpgJ0E2SYFPaN89epbuOTn",
+	"PxUlgOLTwtboOAgBHo+XjKdKzqkdEIzH767nRXuYtcGRGbagPRidiOj+SLxT+ZUskhlU5Ektv5hh4DaI",
+	"VYkUKBt3zpuN1OL58xerTQVyYGwG/TEaBGHJhhu2Rt3OkZ0BdOMYb1jQ0U8pcePCP+y5B3TEazcr5FDw",
+	"2uMojjHljs+M7dJDleUNE8iuC2wy/53l+AvH1mjkENWVEqyEsDi6yBgojlhnWRi/cRtEJlZjucT3TWU6",
+	"eZ5M1AuQmNPjIcIl4G2pKkdl4rg4kEBrvZDQKYqE3WkATvbdvCLe3CJn/GyembIc0taVEOqGo1OExIRG",
+	"uCOaUznioCzkQFYelNdqLqZl8VZ8aOBNxOxzHvMPSpjpOJFj9eF2j4zIykGhGZ6J2tDaLZ7WxcVYgiPE",
+	"a6WazpmRf753nSB10ArKVQ8bZzb/vhVYCcVtdozbchMLvXvUrp6A5rhF2dCmehf+MTLBcKR3tiQinoPq",
+	"OOye7lY5xlbskpMt8QWvzY02w2KucqNiFa8xq7mcrS3QWsEwIFOyI5M8oMUvc+WK3yLH6Vu1PCT9Ztkl",
+	"8QY8b5FQK2ukcz3vjqhEgTINhxFshnNo8ztnnP6lRabHn4R/a/eiz4097LQ2x82CFtoR+2fK43C46sR8",
+	"1AlIASrQpiKkR9OfCOzDv6DSEDG6gSLvtLZxuVP7mmUHSY4b88u4RDsFNcAPlWklEj1JF/Bmz3PGSbiu",
+	"PkuoyQQiMmQVCznLbBo4vc84R5oz7olljmtkoG89yzGdC4dTQBhlKf7rf/yfYgpwt8XYQz6KXBEnFoXq",
+	"6eVwbagpaEKOejUiWZS1MrIuLbuZeBRtOhzxHE+3ohwapnLFLEcuvIylojARiCvjwEOFzmyrGIzIPpYx",
+	"c5SG+rUdGPT+5fJG03Haca2S3QJy8vq7H356ORKy2oxQR7ZWPyImIqaf4pKKXp1PqM3jUblwCCXUSJTs",
+	"qss4AuySeFXCm1LvWQETlEErTKhpOGwrsBFcOyvCbrE0sNUb0H5q5BItmQyS8ey9I2FvDFzKM0R3POot",
+	"xxS+RHAjj7zFe1KjsYCHlbBARNBzHZVCCA3iZRfqsq2ZVobzIa+WNEk4R1QpJI+TceGDamtSVGF5PihJ",
+	"ahe6MKGGX+ksTqKbFJYOOz5fYchzPwmdaXU4IncOCCLMaxlep8swpFWISZpQOlS5FBLUvjP598zWzZEw",
+	"76D6+2XDuSMHETzBRJDX3RdEiM40wSYKQm3/FP/1//7/iP4h1xivt5xbcU5RPK/V0GCMBoIou/4lumxS",
+	"r6Tx1sp1p/aaUNffk8BRb5wuDJSSKsnWAsY3Ye7rVLHw1DnDvecsdKFMYZsK76zNRdJYXcaKbmMlKJJk",
+	"gAo5IbMPry0py4RZBpBo4RuJ+adEl/HELvRD39jC15T16lpvtttKONPbEMWwqFeFajvEpBEb7FHp70kx",
+	"Bst/jcmKu4ZNDeUVCiKFwcPAqpjCQ1VwJSbaVnZz3YOyaNgnG7c2P+ocEP4LLpkm11NlWO/fCaPDfIeb",
+	"5qy+nn25vducYXPXEc45c4CqZXUROkqwOC5304ask1TOo0C0e97P9gTWlmlyrWdwfAfilKaNPxCVjXyP",
+	"KkyNBXSMFyzcLIHcOz8ew/K11dwncfgrX71KClIKt9cgO9gsbuXb3MTbRcsLIigVzwb77q9lm9e43Z3U",
+	"1K0jI8Fiou2fRRy1UKgjfnjkIZNTiGx6m1RQ1/+wgVQ0tVWLOypdq+zcExlQ4H/2n4/6kJ5dhw2UN2xT",
+	"k5dJE8j+Ebpf5LUSRaJykcorlQqJwSdMRi6m5UESHdkVmIivuacZTPCNzGeIk0hrTaWftwB4sHDMj0Ze",
+	"bziIrK3QRXsM14lxxotlFKtQu6FfujcAUF62KPDT6XEDrRn7r+vIQKKVxhfdb9KJbczKod6xhnyC164s",
+	"amiCa0vTgrzMMkoq2m+SIMpdZFnq2e2M/okXueXYgkmrzZfMCcvLpHqtEVPqoT4htFcrljN5rQCn00YY",
+	"NCGC0f+sYtceLWe4bHIlC/Ur+xK4Yi6R273K1btE3RDXXz6TzOF38eJR++io32M3LzTyOSwV/FHNsE5s",
+	"2Lpdpcazbf83C4HI/HpBsXc2gnki8aC4sSr6nb1+bi43AZWo3gFOR3MEnCSg0Y2SZVDvBC5oKp+9hdCk",
+	"Jj1rSlM79jhB1xPIA456O5TUr61T7Enj6lzk+glVgloTqrQKHUMJpM+JkmzijvyrAJMkbizmX6X39qrS",
+	"CCT0sM44Rx+Sq338jdyP1ezFNfTky11oZ8viILUhdY8IsLdrB5crEdwxt4s0H2opFQuvCs0DY48lol61",
+	"mFBr4OBIKlBMh6U8oEpFH+D7W3Aw2KJMkvNTKY5Hzw8112LBlCm3z5dljfEYApqaxNSIKzVN0IVBTBhc",
+	"FMg1L7nW1D50MaxJPgo4/EM/2Ho/ZamRUEsjXv5wKS6evPrh4vLJtwGXaWZH0z9VnpH/1vWaCqoydpaQ",
+	"n5bwCEt5LbTl3WQfjIXTULwSzqK8FgKGogKhDgNirzABOhBYWEQT/9EhHW1Z6UGr7AvQpYaojhBjMUtx",
+	"EIVlHeawNRK/vIkOCfRKt4xAeZeDjumtVFC64Wjurmte0rWS1HdIFf6Wn7BDjme8oKKZL9Yc4dLM28xB",
+	"kN5ie2ZJmiYGK66bNaefTXVnk0LRazcdHP0c6gP2DWbZXJQ3H1ZbtoX8oZkNoGKmbhpUz6DF+8huMut3",
+	"ILuT3mECnVW2Q+ZHo167S94h2HQl8Qvn9shKZs/qVqIqKVrbWbi8lC4k8SnV78bx8FX13tWuCAzuoPWe",
+	"3iP3tnlLziRKtnMg/+Z6WGUBLHpstfxVqP2rHHjxMyh/xbuMvcgTSqqnpLFKIOTz0CcuVxpqvqOsYpiU",
+	"9QYP+t0u3RDpLJtH+8G3di2P5Qq2reWw9IoVuLI9ZS0hN/NuV+Z6gTZfmRgZpXHFNfgycjDOxIGrGRch",
+	"UDoxGBPCA/X7eZqMk0IAEXytYB3R9HnF+PjltEdzkdj3hS3MITDRMmC73pQdqgSEuMgVlQSxdetQeKkK",
+	"LQZi6pUuy6IKE76fq7kd2Ew4+oxkWOThOMQeuZqYXtVNbxPl/Q93UWlskEQcQJ4HDVkbngI8yuwyI348",
+	"4/wnezDLr9iOxw2isnfxAcqT3ZzsXmD6CV4YCCmmiS464gXB5sokZp3pNqcQZ3mobU4z112VRvSc2WTz",
+	"cXMCzkIOLgUc8U3WhoKA1Uy+PyibGTiXLTDO84V00x9F7zCqpyiHesccZcpJpjOnS1Ym+G2oXY6y10Ps",
+	"lcq9RGXh5Sl7fYbCmq625KDfvkqKEaOQnMf3mGKCtm/TzBSlpralE6mbzMpCyKlcHVarIXe7ZTVkrtES",
+	"oR2JxVu9tOhDV1ETlTLNLSyU4yG0UEzSjLU8Qqr0QdRTZ2dncF8u+YgqaaZQ75fVKmiwXJHgmZK6BqkZ",
+	"bHQWl4OyNbl65cjD+n/dYWfPUnXNZ0frjzX7Vqlj1bjvbV6Nin1u27+OXlNNvLLVgdfxYGO1ChrpzzFH",
+	"GSb0vop9+KgW6PG+OcrUlnXjZ22DxuwalvNSSAMOWkJtPQyxp4kpDsV4gXmTUszJldNpLoKui3UgcHoN",
+	"VwvM0deDgyT6p12PzJiTUcqaAbsW2kz5gqa3U4+4DQ+MoGsRAOZe3HDe2UqFlKVqR8PsAi6tE9U3u+si",
+	"HkjcdzK2wEsnWVGO5g4Zg9jEwM2NGya/Jevk5mWWzZvzhWsOLWvLYlXqtCkFq5BJus7exIrkNp7bMNuN",
+	"TkWby7xp6KH9nPW8Miz0dWCbtm4I1hXrZOSdX2qajypX9mjTaQARFGyqNNCTZjkzwHEYiWDzfEtU4rEW",
+	"Rhn3fZaPBAOqoxFgp0Ltm+dVsC/5UfhO8Ms4dgz0DThzPtTkJ8af0FtNA+oIkD1fMmGEGHcsXKtCDV6g",
+	"hSnxQGQMTWSagrKlWYksHGK5h/X6xA3iy6yop6ocNRixmqV424kYpR32Ojq/bshlSSz2tyL9nJ8FvdnZ",
+	"MbHI9Wt+3S5l1rZAHdnu4vrElqKUQ660Qm+kd9y0p8ytCEi+Y+ch8ZjYyxCpYnaBvUbnJ37z9tGpLXDb",
+	"5HI+1y3x1+vm+1HFR1Gba8LFLn8DXXcX9/2uGtLjhdjg8udnrR1AdjqvrYHoKUtg2yEnsnNVgw7waiKK",
+	"p8n1Irdgz2u2/qnuOZ2P8exTVsUn7AjCo4Q06Azf003sfKRx6St2L7fugk5rmzVwF+cvLk7nKd/f9as4",
+	"DLR7tIijhZfrPa6r+DCMeJDrmG/fPhqIFX68ySR0pBlaplXY2VZbb5PHG5k921wfxF7WMNKbVd7dVt2m",
+	"0vPUW7xCHJTWr88Wcrhr/20/GuyIksewNNKkEfPMFOzzgoiQdRUD30Mp9oE300Fl9KxsowmAQIvD5jDy",
+	"J4gAOHn0xHD/9blevdk1ZKevJrveaAeeFvGb3LCq1inLn9Ztpagkvbiz2yt3CDYjVi829nRg91y30Wd5",
+	"QNW3wB4MxGIey0LF9xBs/hdFm9EjMV7kSbHEvCwamislc5U/WjQdAh9pAdiQt2pJYH/YYsp6QUQVfhA9",
+	"/eGHy1cXz15e/vro1bNfv3/yn68xYIxRafASw7OzPPknLoWR+AZfSCDqMeR0wB8qIt8jvMqoVNm6LOQS",
+	"pp0JxwAXDj6hXEjTopi3bm8RSdtEh+GqQqGjTQv2p4BXy8oNdCYZU3Xs589f0CoxGITl3VRNEq1MqP/w",
+	"B2u6/eEPAGWHNlD2bQmrPwxQc3B2XCWexe5X85ZpGW314WL1uIr1ITKtLP0mXzrOZpY+BvSh1UkBpgvI",
+	"SmBeVOPy6LCxIDygwLLOWxsEcGF5hvYnxqemAl+LmCqZQqCiQkvg8sHo+5J4gsLfc3mVpEmBYXEebxzO",
+	"pHDogAoDVpbLoBLyM6E+gAFFUNci12j5IM4ywb5igsG1KgoCtNvskAraIT4M3Gg3DF6lVJChWfIj9SNX",
+	"86oaxPHH1A4jh/NroR1HfBQTJY0z/u1tLk/MwbZt2hX2uZaTNcM5+uorActL6SKh0nzw5WtFpSjt2sV8",
+	"TFo0nIns+HCjh+96kS0lPoKbhRBivMhT0f5OhK3mtfvfyiX//ZP/DFsCVuDo4cNe/6TT7XQ7vdFp97QL",
+	"OZB2DmyqCDQHdoNY+ev7XHj0Y1L8ePGckoWQSQtkWMPQsDPSxo24zCcvqHoIyVW7onkyEPN0lduBcQhW",
+	"VqgbQqQAt7Z1zjILdIF2o5c+GnZ7ETKpLzFlPfrpp5/a3hQoO0iR5ylgVYnYYWtLeAoVGEAtGRy8NlVt",
+	"GxqLmOCEyzxZWguesPJpnGIO9eEe0hL9J0dSHiKx9T8jtvi1UrF3NUrQE9iGTQm1Gb5/j/cevX/Pw4d5",
+	"SwjjJSl7OM+zq1TN/vh3dEgcXDx9LM6GRyeHHfH6JinG01BnGlxysYo82I0pUOfCs8E9SjkuyOT0ip73",
+	"GG5gx8m5iOhUGGEUap5jzkWWi7nK5vwUiMSMp1JDwvRfHS0BBWNkaoRMTYZobUzGhBCKSQpoUjSXxRS2",
+	"KdQWROk7le8UHDEhH+sgmiTvAeTjoymX2QKlcS5NoSBbZvz20Ev1rEQvDiKjVHRYW1JGtP8mXv3w+nL7",
+	"ihFhSHeKvVZi5a4HbI21gfdjJPwJhIl74F8diwcfwlYSM8mApEx52N3wG0uO4qedLyuZ5rcP6FlfCaBx",
+	"+AAZmTHda6Nh5W0BZt1P8Vf/W34A/i9sTZL3YWu0NasdPih6UzXtOmwFnU7nFqbgghYMaBQYWxQQ5WLF",
+	"lisDBJ6vAKGxFY0wzIa0Q6GmktscQ414HT6Lo3PxjwVpZlmIJPYPThSc4xVj15xtUBIbp7Kjv7X56/Yz",
+	"yFFcW3jQsoy3o3Phio72T0Nd+uWRwtxmjaDo5iLNrtlwyBa5OS/zwXwlNQOMb4hpZot5RzyhGmw3ckms",
+	"XjNlaM+zK7fa5lyZeaaNAjshBl0NA5XY3YbHgPQ6QR3s+NlxeSWvUa+G+nGWphY9IXPFzCjGVVCWXL7S",
+	"ouMcAWYgOp0OLswAAwGQhEmKmDKcZpRRXEbCAGVj3rqMDfiBIl5XSwx2cRIhdDvUC00KJ/ZDX+ciwuox",
+	"kTCKLVd8AAipOGAdLo66gZ2uUPe73cOOoAZwB+fyHwvSaya51kxbjl0gNhXXQt4dEKBIR+Mq9z2YB6ua",
+	"505a5MFWRfUn7PnXfbf8/+t//5+w/N3W3xr90ul03gShF3wknbL88/RnfZGOk2fHz2Y/T/9zcPHPZ7rb",
+	"eTv4c3wm//I+bN3+tl2Ao0j/mOb0622te8AS+9iy15CF42xh48w43wIm04HOCmBYRE8u5XV0jigIF1RN",
+	"gHPj2aT9MtOq/UIW42nEVo4oxW/FwokG3aF4mRXiRRYnkwQThzB7G1JEs3hZl4gEt4jKayAucjLuxUdX",
+	"XXUmB5NhDDkKD9bvVp6yBS2Gxotrmeus5m6KIstGJV3XQXStCiKmijxsj+0P0J5TagVfQwYNp1nwdwCi",
+	"qNfwgX3+WhUXC+2MDxo01n6kjKg2/LmIsrnScC0HW/C0Bp9tS7wCMuNFnlOEXLFBVkN+UZ8uHIIrptx5",
+	"+HQupLuKeYupUcR7meTiP55cunNFbfqpYq+AGS6yrFMfBc7MgJvoeioiLFNCqSRGDHv9UEfzHOGyePBq",
+	"Uywq4ixih6ujMwohvm8yoeKkAA3FyCk4BRLoEM+2uIU8MNwVsdBGlfUi+t0e1xwyInqekeXhND1G7zUf",
+	"70J9mcwU6UEwJgeDwRnsGz9ePqY588G+4iDqd/vH7V6vPehedo9H3aPR4KzT6w9+jg7PQ23dbvQ49mVV",
+	"n8DCluQMT1O0TUUvXLH0pKhWlKa8Q0MehR4sA8ywmist50lr1Bp0up0B0psVU3SsWDsc/r5WjXQSJOeI",
+	"X5wmKW3DlliWC/TCpHx3efkKyQrHUzVGOJyIFQiv0uNlgHUtJJ6FrqRR4N6HrccdamBDJ2KE8VThes1y",
+	"S07rbfznoV4Y5Z0XaLOR7HzJ5uzWxISpa1V8h72jRCfc8rHT/W63BmqoG50U0nXJWGRPtUat7C2l1YLp",
+	"v80Lxu9Gl09D6eNyBCVA1MBhR+YINtE3WNa9iC9/+LcLa6DAyzwHWmv0yxtL3LNsjVrPAfYILwUTR4H8",
+	"SEAj/9IyS1OoWesN3MxDu6NA2LOj40q+Uq4AD4lvYjBOLPWYLgAlEOoil5NJMiaFetQdiAMCx16oIl+2",
+	"sThSdOj4bsZS66wg5xuaZbgeQl2+OsGkxzVScKFknEDH708QcJAw/zfLK4THO4tH2agGCYEfqagsD9S9",
+	"iUfQOuoO1t3iBufhj1q+kwlh6jaJlOvFZpmCktqefbFWuDir2dX9tlSbRO1sKdWMOEjigKmc42SmtLGB",
+	"oIRO9com7rNVexjgA8BpagvQG/qKxIfPxxavWDCUslrX3u3+1rNBxRgRZqb0JMvHyqCMhtrZVw+MT74r",
+	"Jqm8JoUPo74obE036HIHjTQFF1pCG7JHHtb32TVi/tgfYaawVAVKzC/N811e8vDZBF6Az8f0x7uvE7zD",
+	"rYfRB09aqrziWOd5kaRFOynp8mCQKd/zWRtaKosEBqTCpgfz+/z5i5bH32R/N5xuygVwmgicvuFXBgAn",
+	"RyIRiXS8hcohyGSKZNwRz4kBgUh2Ld8BSKGYSjOFHmQ5aTh3mhW6fZ3LmUGjBCldC9jLhJnKXMUECwgc",
+	"1BUcuLCoS/FtjQanQwiLQLBAGti1mFGOPzF3IA5/Op9KoC/sYVm95IokAcMOejx9COV3k2Ip2vZHRUlk",
+	"jrrQmwFlCvG0h859laZ0aMXzGlqrVJbfImZJWhfafp9pZcRBnI3NQ3zxTOZvTWcWH7aCchIsK1xQUi+i",
+	"XPDX0IvToMWcE/jxJGjRmoNP/VNQW9uqGq2KDCidMunGrfv6oPeOBsc86mgnJW0zg4QiN/r0LYQgIfrc",
+	"GiGdV9s9uT1wN+w0QdQxFB0agHJSSDOAhNhbHCtRUmo/ysrh4cK14KwoMrhs7MveUJkLHtf6XFRG//YW",
+	"NAApN6+eFFRnfI2chkddjBZ+k8XLb5aFwojh8PTo5Bi/Lq/rd4H8ME1ntCxxkJGFzxtNjxYUFY8lZf6l",
+	"OeMPW4LebzqeUYkdNPP9YMwDUxJ5zmWOcF2uqlNhpXMswKNfnPcQLuUV3wpajmQSK1iCx7b1ZjVPvdYe",
+	"dNhypRnvbYjE1WjHIzYASWWV5ba37SvLZXiN29aiN84WcUSUXhGGatUL4ku+DVoAqHmMLv6qnn6m245H",
+	"Ev1QK2oaHT6gzb4o4v+1FPEnUAxfFv09LnpXmKVxye98OqnYkmuOsH4EveI+rB1WwIrddkjBa26DjzrY",
+	"DLrD7Qebl1lhPY/wvmG3u/2eb2TMr6Jbejudn9gDzO/pn22/6UIW6jksLrrnaJe2PdOFyrVMMTxKRzWn",
+	"xr/lWjT1ShveKc0dVLyDmie7609ql87DT/XOy1vIzY+6DXPvHNkArleLavBKHdBBDPlsbZKKovo4Du2k",
+	"clu30QKf0GuJ9zDkiU5nUwso819dQd+XpB+IIAGdxErYRkfQw8oxE4rC20VtYz3oHfzDH37ArOA//EF8",
+	"sxReb5B/sqIBEkptv1oWljYECgeRa0/pcYYW6nltGMuouXu2MIiRNSJxt5e/4SBFv0KcyMawLUWJ00uu",
+	"jDaMXX5tp9B6bvDQjT5GRnhQZbdzfq+NNwHlJg36oyISWSWdr8iEUYpTD1xNR86ZomF7mqSYlPOHP1Sq",
+	"ZJASpcayrqyL1nmobY0rd7mqDxuFueExlRkHgSgxLQd+pvoD4/Iwc8Wl7y0wEIjtQu2/gvM3KrKJWRNZ",
+	"fp2hbGY5oHKSXMWOXZaQBOe2eLufhh3YQiglhRuCEIiyA+YR5jrPFtdT9gZjjd/YiIUukpS/y1VBfuom",
+	"5wC8/XFlWa+4B5rJAWpja6vd2PmpcFa14Jv2yXigkMmtNXKYS2ag8re43XYhr9LtbbBjG+38J2Z1/l1h",
+	"hUq7b6bLNS12m+muLj0f97jV5YKqvrXDhZwK+XFumTofN017naG7ZRZzEPz28LTfA1MDQ1tYgLdVDWf0",
+	"+qNhr3PW7f9scbaPYQ1BYfCgBYoZkx0hhze12bQ8+q3R6j7z0H/vQ3uhl9S67RZ7oS0wi9fDn3+qdvHr",
+	"Wgc51XPb4+myCqHGLx8q3T728bGITcGp9S/pVy5BxO7KNYPKNSCaMO1O3a5Ow9Goe9Tp9bs/46NW5hMs",
+	"fRm3T9bMZf/ssncy6vZHvV5neNqtz+Xg2J/L3umOk2lfaifyT27pf41KYtjfMrXuAXxR8wM2T7R9BsXL",
+	"mx6wfu7d+/GShrdvkoRBkyi8qRT4bpWNWDe1R6Ph6ah71un2jn7G2/2k6CoqQf/1nz//7Vnx8ttn7+L/",
+	"mC5//unp2+eX42Tyl85fZr33XfnzePewhL9NYHJ2g/EPucXWkqiM2z1GKf7dDPO7xl284J0pqqPtm/GV",
+	"75tN+Ycfqgvkloz6VDWxMz/JpbGV+LhoKKGwnTvSf5g4cF87IQdUId5OpR1LfBUtjcCZSOi6sGQqxLaj",
+	"KUKoDWWDYlj5RmJiTcnPf6UQSM3ngRLd7FpFQefEAhmQWZHJ02xRIagLDT2NI2sBekkWoc7VLHsHZpuH",
+	"3K7yPNGTdFYZI1mGSBkSwW8ZiW5EnicgNxIvGmDmuQKzLluMp/ZIg3ATWPzUbc72wci4ZcyB73tUzqHJ",
+	"/KPWP656QPYLD3mW2McHh2gwqi7HR1DjOW9jV3jnrQz0SJyWzi8AQYBajQJxih9wL40CMXC5h3SRy+mJ",
+	"Kj5Kfn/v7PbWVTLGurq1Rr30Umtpbpse093Dr/IUp4JTz9f4VapHR1MeLL6o10+nXmliaqt7g4bddwHV",
+	"i9u82UlFO0t4S8DcyyNBxwuoyUyr2gpKiuoxKNQHFSVMQKR3iYH4GfJQlXwnWMHlaskeGltiA90DpOM8",
+	"jk7H/IXMlpVoFTs/8EtEFR9EM3Pd7nXbXeTEgFcyZRD+cNbuAZPYE3vYLjMJsB1mAfF+aWz6G/opUsmu",
+	"BnI0QDut1yDwy0NHRYIZECXTXiX9WCx0qowh2nPYnL52Mb+oI2A7ZiyazgohNaY9GDNCvAoD+XQW6oi+",
+	"R9sw6ojd/U2hrjicGg/1T9xB6c7qfP252jHmTvzjdPXsjMbtJzk8NzSq3iCYympzZuZ6TWu4HuhubcGk",
+	"SFsJe2NTHNFchVK+01plgW9qFFy7c6OQy34Xv8IzEtfWZ+eCwDtQm7zakERsL6ZZeOouB3VtN/et91ri",
+	"Arrzdq+J3+XY45zausYJ9WV//oTHH7km3PfZ7NMPP3DG+e3aHRukyG3CSMTgZYYnevVwRbvfEj2+WNab",
+	"ah+Lucr5NjpSwOfqoYxsZEvPAxYysQJmAC5DOwH32EG7y+TZzrmeGFvmkoqcEczvmuKYRb60pyVpqjuf",
+	"EZXtTlxnyojFHGMGGQf4I9ifH+FVFECAM5YRRSZ0dlNi7BhiDuQfhuk08c2WVV0W4moxm3fEgd2KHQwG",
+	"G9c5RHJqtm/w3lD7eZY2v5KeRWdEzK1UcdN2e61wt11uc537ZbFtIKw8Vt5h+yzT5wlE8Ul80VWDYNcN",
+	"5h52A7m+II9T5k/lmMe+JO/dehOTs7n77N6x89bh7oQ93tmI23ctvFLFfPt+W8+6I6ETnd/b9rJLSB57",
+	"/jIrnmYL/fvalC6QU1/z/HzCXShYV9ECYpcQXVad606pzQNBlREGEdZogkU2wqPXrwmRLlYsZrjFKiFI",
+	"DCl1UEmfcjcl5MhF7ryNPlzYxb4WhTDJ8huZxwKYKx1NCpFnYKJakcvx25GtlVUhwKYofN2ZiWpbxrOk",
+	"KJgpD1tTtfU8OAPnIbhadlickukV3GNk4XY2IkrgC5jSOtRF5up9KiYhhgsrNRx8ByADKSgNzxF/R4fn",
+	"dJ+JxLUk5nYmesK32uTMOZbvLg+jod4T/fDINtQS/XFt4B+ePn1y8eTbcwenl155grIKaqjduArMECmL",
+	"mT8wNH3aWjE+Vfgh1+9EBEkto47yQ+iZyCBQEspTlYRcjcq5R1NKLuLE8gxRCD5bFGidlc1rjLJzrRGw",
+	"xkqK1UYEgOsj4QosXzqVziCrxKMdL+WFLRXJBTaQiwCgHSUJyXSh3zKYY5zl84ULeKPPcAExem1L1KwK",
+	"OImMV6Ct2dwhFqf7tHl2CLd/fibPbx+rd/RvaLm0e61aCU4erdHNdPmVu6IWOvaCrL98aIz/lkHkfmfY",
+	"7f3c8iK8xAxN8VV6zMN8nP7a7f3527+cPR6+OPn5+/5Pp5dlic1eWYGgNWo1XuuI5+G/7YErmzjqdoZH",
+	"pwMPmQpf9S0v5sAFa38ZIOzR+7TXZsSkZJsP954aNut2gy9n/U9nVhHPujtrWr5Zz77iLeFfZ1n1PMsK",
+	"tFfNqvKW7L/eqKI1CY/9SFdIgCkFa/lPY4Fl9rIJWwzWOZEv9Ap1GJPmiycSHPgW6Ma32DVo+YUsf3Km",
+	"FdNpQGzPUWmcww4I39NaTWwuzCTRKna1ZA55xzNlxl1lVwz1AZauny+MVyO8ZHHibdcclsRcZaHgGi2A",
+	"TSgPKk6agozVmURNQq1BShCKahJ7UqjRi2I5v6KRNb+kjpNYYkEJDeOM6e9lU6z1GWrQxYEzv1bsUA0x",
+	"9gkMUcD0zIDJhCnE3RhQmcQMwKFHEeH3XN8VK6cEQqVMc1SWZ9GOEg5RuVQUx3HD04RxR9lIkEbwnZ1Q",
+	"U2kdhUQuQSXJ0qtbgd0F4h5XuwJJcSIIIyFXkm0sUDw50gdbYgjFAo3zA6LogbyW+FoVQahjNZaISUAG",
+	"6sNacTcYn0qOlinyZFzAWD0SnA3ipIHG2ghZzlmoy2oF5WwlRjz65oe/PqkmhJxXWZ0TQzVAQC4qlYXI",
+	"GLAggbqQgFEe6ghLq7Tds7HsiZK5MgUUZYlsluyVq23NY0U1OaCgiZIIlAakbjabF68yg0gFdytF9Dj4",
+	"R9dgM0kyYGx4BF1RcAL+llWHXA0WUWRiviiqD+sIoE8vy0UR+NaJMxrBlsJjkstrXKPYi0D8PUs0S02o",
+	"o7AVhhr+34pQHOsdwp4EQkHKjo/TJdLBZaGICxH+CkqeHsw1tn0hHyw0yVL9LEdEIZnE+F/1FX3kPYC+",
+	"g9LKbiFHuSryRL0DRDTOSEAiSxqG55G8tVzlsFpnaCy1GOcKjjUlg+Jc4srzyZQq7Q61PRfaagpMfdLY",
+	"B1hdEaV3U1lgJww0YiExBVoeO2n8avhTZDEzCtYWFzbEJ7VzeDHrAxPq2i7ywE5HZVaFP6ksZxdkuIGQ",
+	"VRgpHWkIMQ3aAxcdkcqyVaE+wK3MstzQa/7jyaXw7eAP9nosO1lOHp7YiU8qQkM3KmtS6sqxFnWlZEwP",
+	"TBoRwNEpOtTsFqBKVx3xkhSjb5kKzVNmtwocLzp60emaSZeoKgfoH1KO30kzjcTB6+8etftHx7Y264+X",
+	"T9unKObmEEcyYsZH5PI1F2omE8iVK+c64y2SqEdBm2PknFZvqG3hAX7MuYhI2bp6B6CZ58n4LfV6won0",
+	"B5JKyWEXQHjMYqaEzijXXlypZaZjDwcPdZ84Ch4dsgg8Yhg9KhouRB4xhwrLQImA2GedYuqFU1y4Jrmy",
+	"OtXQhXbNgNSspEyFXA1iyI8TzyMR+HJhy0Jz6XbL3+mhHfgtXDJqNpeoqR2rEns+rCCQ8ncuGR6BeFQC",
+	"RWA92ZFxZULBxLLf2WhLhUHVYyA0SmlaSOWeg8uACOVDXT7dll5j4SWnTbYoxtmM74nIAWOnrZHfgI3Y",
+	"j8WtoUkB6Yl7xilsZkYVH3aB04VzNYCFZCHjJyeDXjn1joS79Ln4sL2KXFTwZTSCJW2yf9Z/UwEg42n/",
+	"jSMpR4v8m3a/3z1Bjrv5FPE9psiwfONcJjn6y75V4OuC9dAfihj8ePI6G6EkPmN/FYGiwADT8Z9a7jx+",
+	"WyujWI6JsyStoqAkLY8KnSadB/+cVFNxk5UQJjfXbij8rvo83Rg/e+M35RdvWgkdBeN7o5jQFYypBW2N",
+	"Y/ALq1iYca6IbZZsGaqzDn2lGkCI1bbgen5w/cc3dmCGhCj8iyWL92XF1l7r90XFfD0cWcPXJvyibpfr",
+	"B606NI1df2bYRpGaAbxosz/DyZ2qdI5EofBQr6fSmMQUUgNe/dbnvPe7MeZkJ7ujYVFHvDIoCzAiFpUT",
+	"+sSQTnz5QvsNb95fWqNj5B63kvyxU+h5m9gZ1f/bRcubrj0Ie3DLx3qxt7e39eP77UfHQn0dszHEaBUl",
+	"tah1azOCH+n4MSyIbfc/9q8uH5LL68d4/t36gAt5bW/bc/jWI1+flDmaztjjo42lv4Ypr22/dOg2Rs2u",
+	"QK+yLUmmPRWZF5eezVQagWj3eZET3nT+BWnLn1UslmaJgOmVkGxvB4/eK7lMMwmVEp7LnBBbw97RLi3l",
+	"jVPFL1ScSCACJodlf9cW/6iZUI3cib+ts3OHVjIqIH+KdIb3EnqmgBqfm2lZVNlhUcWVPlPeVXdMDnno",
+	"lZNcG3pdjaeu+tW2hE1xg8Co6UJbZ9VMxnjYpkzwEhJUnrOTGGO3lfyS0ksPFqeMheTTLDcv8Hg1Q+3M",
+	"1gc+wb4sAJWr35oOBD+iClHm4UfFS9G/ZSO6rvJfdeT4ODjiiK3bTClZHU+mVK6fH3TII5MxOXJTRRg4",
+	"4XjRYTTGXQBUVOKfIzqn2AioRK8ABzT9Gd0v7/jCJWZ+AojyiuTZUqx+DdlG5C2tjXLrWi0re7K5jtBn",
+	"GTT0w312NXjnBzCXv0K8PSI+Vr8tY4i1s8anih1aQ2yn/NuHA1eICZwYrVHLTGX/6Hg0nlwdDeLjeBCf",
+	"TmSvp47Gp+Pe2VE/Puqro/FQTa6ujs5O4sFQTcbj/pmcxEeTQdzv9Ye9cffkqtu6S+DSnoTe7GkCcS21",
+	"XVDGJUXAF5jxvxJmXNvnmjbV3whn7CoTr92Ta03nSjRr9mCyH6QokplKE61CjXjbkWNe9YpKBmWBYOs0",
+	"tGfPAF1UOIah5t9qtQCDSkpJYmvEXJVhQmfOOzqMunlBFfKtT7Q5kwYclztQt/yEhNs4OBTFgT9FYmzJ",
+	"D+y/9IHaliMakUdcjvNAuuM5RojJaQiPwr8Uf5GU/kM3HhxHrt8B10BFfDBE4N9tjzwMbFOrg4UTt92A",
+	"KO9ekOWQzZV2N2BVWL7A2hah9vFnqO/thLzO3HXWfrFnOHg8pbbiqQsLNbixvlKTLPcsmKSA3QMuoFcF",
+	"NsnWyVuol8pG5l6RSOI0fqdyZcl+bD3oSsllrnTtSvSFulah+sCrTh0wXB0r9jm/N9mU9CXweIOFiNA0",
+	"B9nyqjgbuhxSffkzjAIGGGyIOdTYErcMIKsuDjhE6nBUDIwrB6CMG79gzE90yPEde1UtJ3CczRNleNSw",
+	"wj36x3FbM4623lqK2FDn3qF5BrN1RG220Y36XevMUCbbZeF/QOC9oFzaFVG1DwksqT3XmOUCSyhOECPx",
+	"ZbUjXvqx0YnKEWRH1jz1hssZT20xPVclC+IIrhzAOjv2EjXvx1mxn529uJ5T4u9PgD/ib2/7V2d/UR5R",
+	"ysdxxpRkJUFJIPILlz78xQMj01+lm7vGqsLXE8i5dpHlTHG2qGNV2tnMfFjeEjis0c432xv2Z6/5Ezzi",
+	"a0TFlfbzblbxGjewK04bZ+zEJ1BHLGe4fWKNSORk/1NZQH40HFT925Xa9ki/W3WH/6T44bXncl7woIvB",
+	"hY73hsFZg9O54TWeb/9FTQ5Km50ssSar/Q2b7XQFGu5vqqkgXu3gblAHXQ6ayn+OurUqovv0fwWgaf3c",
+	"+01UWSSWyZC9Gqvd2/JsEtwrw1PDau251drbbbX27n219j5mtfY+erX29lytvQ2r9SfGr5FrAwWKkEqr",
+	"olBZrsP9luu3FZmSuX2Zihsk1r2kf88r1l+b6xdlr1p8+3S4ukp7O67Svbrtl6HubVi3e05ZuXAJ8lmt",
+	"qZxgcGl0BBRq2aLAD8fDagnlnlvevT1cD2C97OJxaDgufnE3/NbuhoJNzU+W07wOyAv1GQjSVikHTOHb",
+	"Wk6yB86q4nVDbWunonMhIc5WS1kNp8pEix9ePhEew9MIg8m2eqP2ycer5yk8QjMrsoiKbP59JFaunrHn",
+	"u2T/x6oSEaM73R1xYookZfIQkeUCTtz4CnJe1Bvind5tj2F0sOI7B8CTjurgL2UF+FBz4wM+d5Y18en4",
+	"5LC+VGPL/gaHDh5DhShpv3q4OIjYLRMFJYW4Vjc2GhIbW/WTPOV4MgRUEN5tcaQHkXmbACbEYadAUQhy",
+	"b9D5ELr4Ej9HhKWeJroY2eKzgdBQpCvRSaEEwiMBcSp6XoJ4j3qFQ8XB1wSwqTP5/qB8eCCmyfWUiqq8",
+	"szWI6aY/it5hRIApWBi2yBf4dJIYPTy6rEREWKo0M4pJXc89oJRzfLDG5gqShrPc//AHe4YsMhJazzdU",
+	"90GQc4S/rM0zC7wdZaqK55VNgrsinWXzSBxILGxmHTIjzAYrykkQFE4zi5mKK74re7jHSbIfsLYlYpPZ",
+	"WQENsdxoZZljAtEflHJBoGYSBSwZqbOijVeBV0GKOro+1HV4PcXc2hjZsi9qLJqNr+IpZBG2vELWOfGY",
+	"qITL5Qt9pABa+V1E3gGuzVPOfahdaR0uP+fVD3tQltEomewo5mZh7lYy6MH+Qn/Aq1wcgMRAo9nHaft7",
+	"GHggdwpv2ubxY0rhQeaktkyxhmb5xJpu40WfKHMuIr2Acn2W35bxxyDBgMd1A/Mii1UaidnCFFhV3WEx",
+	"q+g/XmC2fa6sN4p16Ypz2HuGKCP43g5he5YYLK6AZQN5wKyUYNbiinrgcaB61WRawsUVTD89KGr2VFkc",
+	"J3uGVmuKuohyJS22Mf2X3JQeogRh+6R9ydXpF0fviG+yYsp2o4U5GcqIoCVO80LOMkRAlnmrYpKlaXZj",
+	"yswSfg97Ix1KtkT4h9q6sfimZMbVvtmSt0XFRRIzhwWOjH2CS27mNBpsVqn5XZo0A5Ixjddkhw5GXVjt",
+	"Yiu1R89iNZtnhdLjZft7BQUdMy7cJ3IFu46RE65vYeRMhRoKkrvNCb6i6m24LpfGKzZvR+OAY+vuTUX7",
+	"Ai9G9Gq+UNEhVpPDvPsJqjdU13bai5tkrM5J6PF9rgVSxAliqnVBjXBS53XqrVq2cwXi3ohBBaPpkgLH",
+	"n9AL6I3y92r5sbhVe1SDkHkVyfdTdZM6gJ0J9qTDka9dKiDE3wJ3GLRKo6A1OgJ7majlS5q2NTwAaHE5",
+	"e5Vr7Vet1ktnIaAOM2woJgU5gUlPHpxWisoVGXLN23QKGFphpllecL7Wmh13lXyHRKqcAC7O4amEa6ql",
+	"AU1x+pwaFVSITn2wLOy4qwV47DBVtwUY6vFMta1bAn9tn7YqDolfup1eP2h3O4Ne0O10T4NuZziEz92j",
+	"oNvpn8CfvbOg2zkZvAl+6Xa6Z/BNvx90Oz244qiHV8DNPfoJvj0+fVPik/d5RZVp2ToScEQ3In/BKAQA",
+	"Myl+NATQDDHTZL4Z3Hvx4lH76Kjfw0udEw8G/WphqNghYqXtXiZzNc0WRgkzlhowrFTIPFcWjLJVynt0",
+	"KsRJIartKjUq/+QZor64ONz/ARYDY99JQNxGWUbUC4dBJXxqKCTngqwVCeLn1TwxML6wYWpE4+OAtoLq",
+	"xejtaI1aVVxuK2jBeL1O9Fgx4nyJZOgI1kXNSoBdBKEuUuX5ajItZJ4n72TKxaEsYD2FaUCeyEHXQdfx",
+	"kMBtE7m05Rw1e2ZgLkwhrxVnFJgsXaACuX1T9TL10M3ku4D6a1w1vYHvqzk9rvpqAIWT00Jc6WvQolSJ",
+	"1ojHDYznNne2detcWs7Fy8gl8tf+6ok0PgpgtRwKbY1aH8JWPpPPYqxgbuU5bAVhi6TyubxSKf6oZohI",
+	"DFu3hEFYs55eLCvQapoUGwWWNSA2VLKEDAKbO+BaunndPXswEybDWtyM8JZFRzx78E7ZsLS/jt0qRa5T",
+	"r23nhFOYyyTmNShS6C5l66HsQ/y5yGiZ4gCsXaXNIYbT7jeDvx6/PPtL/ycXYvBB5qfdRyeXreoaH+wB",
+	"NQcd8AmB5jp70Zi68chyjTA6zmkEMAtIGxQySXm/xZGdSuMfiiEKWzm92tz9ji/vOmvbG0DQ+dxJbmDe",
+	"5uADpVL8aFT+ouT8qrTWzRWdO/dutm/bWEYXa/g4R0CuZrBP5jv3DZ5qO7i9fz+RDUu+8jr9tHA+H7TV",
+	"3HF1Yy/L2xwqkk4A9ad47h/L4kNFh8HfRDmm2mPA9kovCb3bULCBztUEq4PxwXeqx9nY+PdSIj4uwcqI",
+	"7bWE1icbvFzt1kgUNemoeHrq0hJq+rKRsYAHGtIZbTFi9pcEgoeXSO7xfM1uE/Q7YrfhGsdCfLX03Dvn",
+	"ojpjoa5MWcd6lXg2k/H03PN4UWqlP38OyXQjK26mqsu/4TS2zfNf3uLu+Mg0iX63t6+ak7NVlnmcYGuy",
+	"q7jZUveXly+wK4rkgfEmpySghDdzfT9fxr3ENW+RsKONYc4f84J5nk2SVO3w+EdVt9wCybonCeYmWlpv",
+	"otSkqzAk9I64tMlTV33zVOr4KsverlnCHK/y1/Kdo8jbrueyOm82mtQwvL5RXT1eTXNVeku3ysK/ZCwH",
+	"a8dyH/zMtuvLEkWbADelXHtXVjgHW28a5fT2/hT6pY8745HpVJ39lQ2L3E6BcFGUkpCuXjAQIyaBp3gr",
+	"dPvoeMNLwHNf+vuBWkVEzzPST77XkndeCxs8/HTq1r59293uun+nTDYY3N9THhu093/FLDYs31yNN39s",
+	"YSNG2nyA/2wm4rbewpXSQRgEc7DPiIOxSRF4BUyrGN81mPk1MHlG0IeaQ0i7wuTFAQWrEypzYeO5tnzS",
+	"YZkstxuKPtSR9Wr7AObEIFIWeXKcDvOoomxzMS5jP0TcucSoCmi51kWwWRFS7kfPljYQkGlFROIUaitD",
+	"p16CgHN4lQFfi6ux0yMOXCVYtz3RA7IshVFPUwjCOQ9PIKz/JxDo6DFQ+FNMkutF7r/HMSPRCxHFzpa6",
+	"3dYhg0KD/EB19XMR2abhPoS+HJQUL/2xhpUGq991URZCpil5ru0IMkIejw8lT6kjqdmXY/dPNANff7Bb",
+	"9G3EFK9+4HulChidbhw3blYTtACrn1gvIxK46LeHZby4mXP0Y8Mr91oi8wu4+Qu4+Qu4+fMFN9+hpCXq",
+	"lw3nh39Xjn3o9++bYn+LYXgPPLBb7iDRebO/Beop3E2Jm/Yq4shaSYkqfbY1tqxD8EWmcWN6pwc0SQpx",
+	"nREdilEOq0LPWkGrxArCOwSIsQxnD8Q7lccY6IaI9Z3ZEGqAulC7jjL7WSPz+ZqsrEfeXvZvlZnlyQxE",
+	"EXFM9sWwr9oq/Xb/+LJ7OuqfjY56nW7vFG0VZmqjAMUkZR8XK98Ehlpe0f5z8U33L0ffnT7uvzz+65p0",
+	"/30MkIdrnrs3J4CX77LHUPWGOwzVoDfqnnSGw35tqJp5EtzoEby/Nnj9y5Ofhn87+37w4n4Hr/LcOw/e",
+	"7tkEdtXtxmEA2iwQvor6klLwyVMK+Oxd21Q+FYX6blvnurQD8gJR4gHtAT6dy4gCWY7wWMwTNSbniD16",
+	"Qzq0x2ZZ5wrCa+fSGEJsllDQB6YkqoRk+JXtMmBfrrJQksL+TmhCE+qSKpxGPMuTa4T4Q28OIlYIUSD+",
+	"DvSnGBJw7gTwMYSauowPt52o0D+Lbx69fvL82csnWFu0UGlqvCaVpONIbgYSwU6DoHp0t4PFbpy/8mbO",
+	"JKkNmz+aEbz7QxyKt/8It39yXzSbKrYK7CPR1DUDFgEkV/A8cqbAxAVGYe7VDMPPdBO0PtPULaSqsIzR",
+	"4AHJUllQbga1FLvXxrT/SZIDgn3kPSYpBM9IZbK1kGIm/57lSYGuOXi0EKmSphB9UTVQTK0/CUuJzsSV",
+	"NEijQRfCI/hlHWwSBOP8ZiVVflZsRsFv7dEzEECtEMsrcFjsE9e8s/rCRI8z8Aya5J2KRlVIZsBOQwpY",
+	"LMvnwBMgLQHeyOODHbZFbRuFiiLO9lvE73CLebkeUosWulCmwN7rrDaw/pBy1UGuy5Mr8VbNi9Km9Tc2",
+	"HAiqxe1csInxyKvqFmeTJ8u6pc4FdDyifkeVggIITmee5IyJloUUL398XhJIMKoYawb7BPWfFlRtmfLv",
+	"DVftSiqVnL0ErQ71ASljogLGpYtKCX4URYaFuCjvAXXF4XnZStduGeoSi+2x/O8Lx66eg35HoGy71OrY",
+	"hOpSLtn+7bpgVpBryfWp3FbDNq8XqXZW8H8qMxI3Xm6qf0iAuWZI5ZIo5Qv4HtiAAaVNDMDAh59MlozE",
+	"wwoeyiHrLtqDwZmPwSPW4c6WY8XtrfdNBZTO/m+7ibR7HqDV09ikjOKRteFxsMSg2zgGT+DomWc6GRuE",
+	"oV+tPQpsGBBLgsyweHBnqVzMM4PV0slB32svlQQwTZ5LXcCp950lhGHOZTGRi7QYCTMFV/kzBDbio+H3",
+	"lWH8095Hjj0C6nbh7AE07N2LoMNI1UXd7gT+/H3i4+taGYT28Q93a94nOjLeYW7XuTrrNOxJacM1oBaS",
+	"gvAKpcup8wWx8Bv4aD9brIIVhH8pXuE+gAe4i/IawKSh2oG58bz8MR7ghx/sn9tqhNdsY/9EHKxz7lLK",
+	"o+8c3hrThzKUCJSnt1ElGJs8RS/zeyayXMyt4bQtmHsfptnHO1K/+APv6kzdc7OhNbVxy/l3Da/ZIfh9",
+	"h9h20H2/la8w2BIhA0njAo3SiDVajzwJlcKMa9ZIQ5nGUk/fuVLjo/IRt3cKHNpxX7dP/CTTt4bqVKEb",
+	"0sZJHxgvvbwsA8ZJ5ux3qqW3k0PJejNzxxpRLZjEriB6UKgdbQATwpROS1eSAZ/oahGVmfOQOktQtPPy",
+	"Z50VFp+GJimDuqQRC/1WZzcQ/sRaNsUS456EuLpeKFNyeDjCAGQJr1FYosditEqXWu5/vLWusNiXux7G",
+	"OC2Te15WpPQpJT3qgXOmV+Uctq3P5/Jh9Rew39g9n8gQYLO2I+Yqhzt6zo54lKbWoYpbXpplcOli7tJa",
+	"pwrzQ5EbwxL4ENGnswJsDcwkrpIIeIBAErc//EEcWN/ZoUg2owAP1jDgjiyXjs+UE5QwvqBMajUM1uMq",
+	"3FRqNIkPxRaEIRewLFsXav6xhGriFR5PDrKDjtAdGwViksrraxCXSGdt22NvPHiF4IDw3zQiKOplPTwQ",
+	"egYMYqABfdqVyvAj8orbOcZjW6riaxgTr7L61dL7FOoDo5TA4gUL/di+36vzVYqMvwoSLSaLNPXrEZbJ",
+	"xa7m4qOX34pccTDG1VEwAUMBKGnB2NH4AZ1UBkeCHFZY6ZTxBzXt4mI8iS6yckExpIFq9SWFvY4rQVQr",
+	"uFkQ0oY6bqNq5Yj6AiqrSx64GsTuK2yYBAxrlirOa/OaU2RZ4LUTJhb2KI5g2ahFWZQOME+GIk+aoRJm",
+	"MZ6S09wVVHVzbx6EmiafNbHO3K+1xlNtXVKjJkvfucxvW9pNOhIYnd0QiRWNtcVsWvou9HQfloeOUK8t",
+	"TFkpUIgNZCn2y3MgFbWsxdaSoqyRH81zZZCyOaPMNJOABEac/htDwcyI6+tzHWbr6yeNmUDWFBFURRSG",
+	"ohZxWlytyCKXIJOe2xuW5Pq1GtDuRdEqFGkqpzfPzCJXfvYddWskIrwvIj98+UgGIuORDK94hpzcETcs",
+	"4hhPYV8LXeWNMALwLYuh1/DE4ruBLyhrux8i1FjGEXSTmzVk9iAbqLPjBBijfKGRsJxVBNZkuSEOJhsw",
+	"xTALbcEgxxr9l27QHLSZewPrgrP2S7Xr7ZPO2cSK4zXjjlBzWBCSpzpYmTQq04MsZyVG9RNrwxSImVxS",
+	"IcMrpfSoefIOWdC9amZTVdmVQOvSosU+Yuw10ZN0oTTESlzhRNLGaWKKZ/bXsjwxl3GBxVQeRUG2zkMt",
+	"nSKgVVSRB5hsGv0y+Ek48THR1eVYmznPFZmhMhXzPHuPdanpPtgflWFN0RDphdtnymco2QmjxjVnKiC1",
+	"c4FjwJMa8Q1K5ItU8YR/q+bFtKT6iuFjJF5S/WPR401AyTxN2DfhZV9h3M4tRibBM4ItaC4ZzvdGSOry",
+	"UqTqnaLVBxD7UD9ejlMaN5HMrGcf5nicwVwuPKpCLgmgSXVcKVvwE+ZoUiiPQstroo0Uu2R143Hf41r0",
+	"2gutINIoFVMsnHaHQs3FdaYMdEFyIep0GWozg9fnlSw3mwtyI9O3QunYCFtxtmcrsmP0vAAeex7vqwzh",
+	"ufCbSf7p9iASeHQXVWaA9vy1QdUK6GC3hAJr8K1sbWQYe18vdLmkvcwC8cjNQMV1hTrf7RRBReFnk6qV",
+	"7gMZaFeyMAu2c3h3NOI608qag01+MA9aca81kL6z+S0sxZa8FeSC3zkSPeL5ihWGnQ7tD8Yyg0HvKPe8",
+	"L2RKBAj2Mb7cWlgL2B9sq5Eom0xgtlQhZpkpxBGNgDtv95urL6GoVcovcQuJa9eWYjraUoHpzUczYThp",
+	"2Fry8Km98knJmQa+F2Syu0BH4tZn/FReW3nKzp626l2NbjaP0u0Llv0zc7Q9odXnofNs3P5fCMpjt5Qz",
+	"W9plee61fifQPbV65rAX4nnAh4wHtpa/mcq5cmU3nF00loVMs+uF4kOu/eEBldMO3BFkpqRZ5HjGtEdk",
+	"dsmZyini8rtnr0Ws5mm2nLma2lRY8CByNporuA9NW+iZck+Dm8gct8eHQ4snS9X7ZCzTNoT0UzmPRrZj",
+	"udsjfdPwgSF6YT1GINQNApkOxtKo9iRLYz7OwZ2pKgrCu8ciTq4TGDaiICjr0sAjslzMslwdMgwRtHU2",
+	"Hi9yO8ZoKT4wXPC9K4oMqHef5koFcHusCpWDOjVFMg6ETG8I78BjQvAsSz9KxKQwGtzPcWYSrYRJZkkq",
+	"LUqu/lZCjMUrYxFY0tW4DFyVk/TA2P0J7ucr80C0e9yFl0rFnA5Av52Xj7laJGnRhgmbQll7/wm+3NA8",
+	"xeKGt/siy8giqQoxG86+CHtFI8vBcoLKJonL7bffi0xX4JMd8YQKPOMb0FRpMs3B6cYWP05yrsiLavxY",
+	"n0tB1QpDr3mSEhMtMoKQ17N0s1YN9ibLHBcJwxJrMMrHcjxV0OGR3wBbCQvQa1AANwLbXuMRH13RCSDo",
+	"nk3aLzOt2i+QHxZmktjArrI4wVPgoDuEY1ZaOtmm0lhcz7p0j4bj095G1bMJNAzb1boHE0JnNiu+Dufy",
+	"9JAnRE484wTD5hVMia97f2kKgeyib6yyISVi1cs29VGFV9cUSFV7UFY2KRC314EXoUGiybK30xa4AysK",
+	"LCYNkqIl9A7bhzVdC6Jgl56NwPgKG+5dNZAfr6isK1XcKNXU3Z3VlqORZpXVpK/2H4cmhcZjsIs6qw5j",
+	"y97RKgd0Va9Xx5TBUrVB9Z5EfDrQyl2l3dPX4qDSs0wrBn0ffpH9L7J/n7K/u8Q3jmRN4Hc+l9W3pbXF",
+	"XS+nnoNQlBKPhrKzhgkD2vnXlKMf7HIEe5kVL7I4mST22PbvlYS1mlBVrJm4TQCxkrZ4U7lWG3u1NUkU",
+	"suVToBPlgGnEAJhZlutDMhEOk1C8lmOeHLPF7Dv1PjGFOcfUJ2edSVMm6B54IR05U7aO6iHRXkpOxGi0",
+	"xF6U9Gj7mV+/bSot3oE5h6+YQHSjhwZ7tXzqrr8NWqnc697n9vLdtQffuEMu5aqMfMmk/MSZlB4NoF3o",
+	"7qs3t+syGr+FGcKsNJ4y60+uQS0oXlPOJ6zq8VQhlzIco6SYJO9VzEkB5Uadm4IKc8hU3CTajCqnzwdG",
+	"vP7u0asnlMWVXcFub5mao7eJjhGTMl1e5XCUpNM1FuqgfPuoVG9RYJuDAY5FDplk6dIGrL0sxLKyyOV/",
+	"vnoi5His5gV7keGVaAOG2ja6PDLDj/QX+HeJ4pLutm+xVz0wArOpTBBq98PFk7/8+OziyYsnLy9fe3G6",
+	"xPgG6QEdveYyL8jTT31HAiXuH0dBqXUUSuj3RQGHeDibzvPsKlUzaLdNi8K2wIEacGMIrhBoy7LnPMvf",
+	"QjnhSfKeA3w0/XaLP4iMUuxd+kFD0H9sY6McEqlKBeXbWHPMxoKsF8JaZEw7megAg3gGwXA9fL30cf2k",
+	"A/DlFGz7U5wvLxb6a8wFK3O2cHCQK95PF/SnPaFqTpNcKXEw7J5ZNEabNh8Yl6tF4eezcveyXOQKTcp4",
+	"BN4QSq/zOr1SMamoLhVJ/GiYiAahXKg9pVyJqQOv/wEmjZpCzubocdPZzSFWBOMkPcLNuQQ7O9dS5Eqm",
+	"gqDA9KKOsBaemCfjtwor52CRgcTY1GKqBQXCbECm4nwJ42driPFAYEQvKcQ4lcnMYAGoeiLg7yxnkGaG",
+	"1wZrPVyP4kCGmpqFa4/HE1cJir2KVWyTLJsk6FPmEFJjaAfe35NUSwpcOYb9FaRLForj9vlMpolRGHE7",
+	"p9F2UDo/asZY8abAGa7S5siZJUuiKNlVlqVKahslu3uqYq6+T3QtQ+qCakKJAxhum+lqtdHhCNx8mLOb",
+	"sHPUzq50Kss/+Cce65X7fdSiMpot1yNbHhB3aVLgdR8E3cLqjn8QGXkc7O0smysNgIS+9korPrTeYu/t",
+	"C4O6m4J/do2FmHlr1OuCMExlOnmeTBQWLj0eduF/gb0jVmO5xMOrfj3OctUadTt9DMc09TeX14+JA7jW",
+	"5Tr3MBgaF4/+oz1J5btskaumAh9jfhLJGV6Zt0bwjhanKFQ5iGMqHkSXN4wNlCprBfSf0VHZA3sGxx7Q",
+	"r37jX/PPVls4BMXV0vNcrNa2wWwOcPfb1hJN8camWYAajPKRbQykOBRFCtPTPzrrd3mCmlrP81tp/5Oq",
+	"RGGVIKsAU2QO6Do8qd+LptyIMU2hDwh+p/IrWSSzju3meuGsSV+/2yhFex5IPmEBinI0N56oHk8lnTOX",
+	"3+ZyUux9pLJ3rZypvuU9Gc/NB1Xjh8pf1awv1HBkrHPxsFDXrvLNkSvlCKbf8RZA2C0Hq2WtDZaTNdnO",
+	"K8UW7P1kJnBFAmfTBCJyGUoRFtaLFvOYP68QSv+2tPt2oW+GU8CSfeGqQuwtEHvLwjpvnCX5lq5EQ2Wa",
+	"mw3yj3DNfUmV3QoB2cE98DjTkzQZF593mmwlPfaJLmA3+z05QMiL4ZwYzS6QmrPzYckiTHtdqgrV5CCB",
+	"701N1XbEN0sXXWgkwjaFXLpcG7KgD2TFL2bhurXzThILo2x5aLzgEECPf5ov8mvFx16VS+MuMeJGAYdS",
+	"osuHeBWrmw4T1Nl1h4nqADxKTUYvFH4uAh4kK/kq2AK6pFLLcLcDA3bvDueFyvY+XDd/MdZEAlX574o1",
+	"+13izGhytqzbYH3q+YqbucwVGZUQF2vC+E6nebowlGNSul/Q9+X8L97uylQsKk6seWSwOqscvw31QjMU",
+	"BCv0vPrxEqIVlFJxrV1Z+PK5h2ty0O96tL9fkMjv0iYq57+sesCIny+xyf+F1Anmh29TJvstL0d3Dmtr",
+	"vmjQQxeU61W3EJilA12DWBwXHxSIXLXLkxZmO0NGl4HQqHU4orOKoyArfn0MnnKp88OOeFaY8rAVasy3",
+	"WMzBMYF58pCfW563xCx7hwXavSMZ2ClUzv6HeZHMCDoyzvR4kefgLxwRZA46596DnFu5krFXxINGIdQT",
+	"maSMRUQXKd/THrMhHIlkIkw2U9A+TF3lW2PPHxvqRFsgSEdYqq3y/c5xgfXrcowsceIG1+2WfISFWhOR",
+	"VeBOa+MZGLLdkpgL0CsgDyNjDaIklEOMY82xa+qqP3IPK0Mrc8XRIJszTuof0hvZNpQptMul91qyQPIa",
+	"a3VT7ljX2TuVa2NzdSitSWc3otmc4xG88w7i7x539b/milw6VY60mINftEUE4noh87jMEecJpfnibJ2P",
+	"dEBtdzoNm5xOQYvbwjWOc1B+l3kyr7sxoXYJylgpTChoiBVDQ6DJgckm7PqaHN2j0eCs0+sPgKzlDt12",
+	"vlGn/JJKiQbrGuWGbB+lQfMoOYnf3AN/MPfc61mf3rs/7/c9HcNdp6Pf7vYuu2ejXn/UHXSGR8eV6ejf",
+	"vzPKqu9VbxSptJpH6nOx0D5fa2t/t9IOHp5XuRpnOsYpKIuiffFIfTpTFFfFnV1SD10RTmjFx9isjbCf",
+	"ZzpW75UpS30yXcRKlG7VZ8XBdvrdxdfXRfMgD3cpCOrnomdgvBrObKI4eIWDeFRRrHRsFwiihSipHSzm",
+	"NoB2ZLmkLGQ632OwZKpy5jota50SlKl9k8RqRJ6qUPuvqhVHph5wUrnL9n88Xei3EAj/wx8oHd0OGeSj",
+	"I30JvMrM06QQmRYwL9e5nE9DjQnLEtouDq5SSEFLE63MIY39GJ5riNObclT/ey/odrtechXl2dsHWmbX",
+	"Yiq143+m91oMNWLMLYw50SaJKXu7I7AXyDgPAxcR+UicjWt0JJbqJuBEbUuT1BWJdh0PNaG+DiLC/pj2",
+	"PEuT8fKrLoR/at/1okB0Op1D5mGibofapupgyMkb0Dgb/5gn8ByAFsJ/QaEjTwTa4zNVyFgWEjLlEtOA",
+	"BXdorxIDDjcSb8ZiDv2gefaq9ZW0KGMeJgdxadsquTD9z/hvf90ksZsLa+/jLQRM46NiUlDpwCyN7bzj",
+	"+QEZbuCQFruDFWyimcbl4io1Ek7A8/ESA3DZCGyBmWKaY6rkO2Wwfo0pZKrsC6/UNNFxR3zrqQB8rgWp",
+	"QIu46fxTqL13jrC5WS5QoGB8YLERfwV5zYgu30LdCLJrOjP5Ho4X3ywLZSJxMOwNmDchKcDRjafNFDYa",
+	"YZd2oi0Vv22b+Z1BjhInKDAYnxImhG9yU/rRQKGPOhI6bEaVtPgmE/YXv9Q0VQ+gmAYOiVN0BjWdUDpb",
+	"XE8JoHpj9WXltFhumb/gpx/zpDVqTYtibkYPrSOyM85mD20DHrJ26szjCduhmJ9R5eC05ntVlWEdOdI+",
+	"8PY0G0tk7lNUc/BdQib3CfqcroljAPYH2H4LLCOHOT55nrxTrsCcY/32QJTNNOg4EFIgnpEVC659+naB",
+	"qgQS+LlAAVUQn9o3Wf/SfJoVmSX3MNNk7oAh0HM8356LGyXUTCYpXI8E4I5VPZVXKrWNhBm8WphEK2Og",
+	"uR0Cmu00D/bVKxPBhhln6djL7IzYzw/HUstYttwIvy4k7LWx16dMPMaLiMpKHME3J5UGm3NIss3hE13T",
+	"7+xX+tsuvG/IofIpTrAk9VBWnXUzCrv9ut8sqbdBeUlvzdDtUVUJ973NJc5Lw/JGlfvISMxV7n4LhCt9",
+	"y3tSUgA2dixn6lxkqPHT1YvwgbZy+icrSf7vebb8bM97bsv6X66yOC6m1YMYu6o2HRsdEad5+MH9vRHM",
+	"gL6r5HpatIusrXLMU0Rc+IghBc3GpXKMqaEuz0c2FSxRBpn3SmotpWMEl4v/+h//ZwU0kE02HLuS3AT1",
+	"q+FtrmttM87mKnZvDTWW7yGTAV5lbWa5iBPLlGqoIA9bFqN6kfGAKj87fiUTENcQ0ocGKzRi9g1FNrsy",
+	"RaaVwYpHtfOqZeCxLu2OOABWHlUUtkBUpfsAx0SYXmbqbV/oIklpcESuCqWdtc8lvnxWCDhFaWHkEr4n",
+	"GiT00Ln2nItJ2QxJU4RpLDorOodwWA41W+3wFOIfVLo4F7KchUZWLC8Fgs/1UFPcdMSLlUQwPFcsdJEt",
+	"xtNm/gRqZEkp9dFBbZTtFQw2dh/biuZkZQoJmL0iefM8myRpxcPvlb/sBpVir09sZe3esPoD7dPu4e66",
+	"gVeqeoglkw1HI3i0X+NgV/vxcgWKWa5Drhq9T1u7K03tNjW16zW1a5va3cNScrNLC2OzMVHh8S+rZX3J",
+	"KPxk7kuaFasjUCnfTFWuvP2o3H3uEFZ30/9KFtOS26l5R3voatRvSE+GQ5FD4W3bOXCJZFq5nQpJnuGa",
+	"UXkTAKxRBa5i2sodSxRycT0tGOan8ncJ8QbcuBKiQhohK3cz7WPCDI5pYhwLbqhLVs/V2nFESshMd8TX",
+	"7FFpIdkssT934ErIR5ICUg5ErkwhCy7ch0yKefXp1v1G3YBryZlVlNF5oDadq9yoGJhAO+JpkhZELMpp",
+	"UOCcw5xNcsxGRaLy6BxTgm0wvqH2MjExVAYnu9GhXh0hfBWEX3cgp+e7o3VJ4a/qGm0LCBK5inycp61y",
+	"Ql2vUveXu0QT0NHFA3ZTlBeKphRVVdDYrnqbYBKqLQIhWNMcuHjnxsBoLTHLaltbSvJ4U2Q5OBxAHKqt",
+	"mmbrGlUQDmC3Rl0myLG4Q2k8zAtVn18ZbbyDcoNqNgp8KQw4XBwdTU0nVJY2cSr4W75TnVCbGzN3H4OB",
+	"t7LR48oo8mTeBnNSk4tlJT7eHbS7/cted9Q7GnW7nW63+7Of2jSKEwVTyiFslrpUmuIRvnr7o2z8q7KK",
+	"PC8bbFK4HKBvVP4FQ9pOM/GgV/sVJ1qrvJ3EShpXZ2ZYgWnoCfn+Ie3qNGi9VUu8TxWlS+mZUBJ0uply",
+	"orCYKQzn82Nac2XGspB5IokqcyU43z1q93pQmqfbH/UGts/7tkLOxDt1rehFQmc35TNa5Q9gBHhh/328",
+	"WLjKd2F5qOyx5a5W3f++mGmfmPjB8vtS2RE6Ektr+39Ka41PAA8/WGr09XXCHtlzd4l4tEWFbQWcURmu",
+	"S5R54KKvaEzY0FytZHZ5IDdLU6hZe55ns3nBzJIuqENU33ApU2xWC7xQgAqwlJZtPNOFtIztuDXhE0fM",
+	"XxPhV98BjSOEt2u1R1x5Az4SD7tDkSZvFQfQYLLsmZvQoWvw4Bc2G/ZfigenwiSPdAzo7e0Qb/9q7sDu",
+	"eodu2HwU5CMuD/IKmAjwCvybnUsqBn34BQh+N/cxTcrvGQ5e9fh5OpF+uIM+vGB956lCdIBsOJ6W6mGh",
+	"TUD4DkIRpktH5Q7bZSCyOQW74AedLq1jMJs0G4BOs3fEq8ajFoB1mEYL9ZA9zqapWpsgBmekC+jTx7A7",
+	"0wlxFyt6rwrXv61tDn+WbGatUUst/zz9WV+k4+TZ8TP9595V0r158eP8yY+X1zd/uYx/fKa7nXH/r+9n",
+	"vb9APJIkA0J0aaJ08TjNxhgQB6v4yTuliwb0KZjEw85ZFys3ch3rNZf1O8Peyc+wWMbwZPNtYuR1rkqm",
+	"TBgaCgZQ7t2KcewXV2wFrTjP5nMVY9PIuad0vPb1R51uFxGmCq7no8UgaIG310zLMnT287bH4BK4UAVW",
+	"lsA2YHgE27HDiA3oECHf2+YfIU+CWyKtUQvsovbJeKBobnAI8oVuQ629v5w97v/tYocxH5z14EVFvtBj",
+	"WVRGiw8Xt8F+M94fDXudI2r/hrf3AZZ8fNz7F804tfKkV5/xYW+/Kfefc+cpx4cMT09rU97r7jfnp91H",
+	"J5e7jHq3v3nOB3tE0C8WepcDFiiPL+enT3x+ymmfc1YBfFxPmPfDXGlTr8iCuVbXCN1aaGQVyqhebwGo",
+	"mWzCBeqgXXwEMIv8XfJO0ZNQ9KgEIvHGodfT2gHntgiWraVIQVgiuUVom8EGLOYdAa2DNkntgIgWhUgk",
+	"VYgp655R4UVLXOWXA5RzQNNFbkFB8tScTkLfPnt9+ezl40vuich50Y6IIx5r97XLCnNS62yhGZV0gJx5",
+	"tsJgh66iomihjnDsJllWwKotOitXQZ3EzMC6QGgCdCKJlS6AezcAZhLF4Wf6C8yiRFdRdghRxXJKMFZU",
+	"vm0KFxPFfa7mSjJwEsvICZ0Jk2ZMfEiwRpzNxLjZlYXodcX/83+R23ws5+fiSi0zHQtFJPp4IbYjS2Nl",
+	"Cjty15mNDfDPWC0RShv5upgd5WsUJBYAEybriEeh9ufLwU+vKG8t0os0jQJxpdLsRvQIsgnOGZ0USsyU",
+	"1CVHDORJB6LXBeDxOZfapZpWoFQBjZwYMU7lbE75zu77DuTeTXJCDMgUhAYuzXmk4uxG00hiTyvyxdki",
+	"YznHtD81mVhW/z/8gdAWEJcHqXy5mKk8GQuZ5xAlIZguYD6VvYzlyX02EU3+REgnPFRQ2x7+jYg+xMnM",
+	"BEh7dhtBQjfS/nP5gSfeo6Cl+cJWAQMgI23B0Davb24ngYiIt4XBx3JXjLh8Km+2UVnyEoWES7Oq5F2Z",
+	"XwjD9PrJxV+fXICw4LtHlKSYFPYQwdIUCHuzRRE78QuEbQRNO1S7huYvGYOMjOEJQ8qJ4Fn8ZGvlsZZD",
+	"OCFhH2z1SGyOSBhvIf2iuIjovVJUdMyUz3mAeBM4n5SWEpfxYNRpdTjFgauGSsuHRwrkXxWycyPTFB/y",
+	"AvhAbUUvkemxsisPwWO8ygIhy4hXbjEiwhS5kjMWS41lsw59OLba/GISc9bO1p+U52pcIL07DqjhBMhQ",
+	"8zjQ6J3TZMJ7AJIQs2VHrPT2Sr8FoWbkprch1OUgy73abe4pGGPDbuMV/k/4rVccjp9rhQaqGUdV09Ot",
+	"DMahF8lMpYmGgZY3mjIGrrJiSsMRagLfUxkzpXET5SZi7sK1dHUfQccRkefydwb5ztxOTP5B6OsBtwcK",
+	"ekLD4ZpN9JLeFh04Vi5077rCyXbl036FOV7wqk9KRQnvI3LHfyG4nDerWsTMq+3NF6iYh4KkGMhQaXYT",
+	"v57J7a214qvskbADUNh9SJsIn50qbphaDGfjYevjz6b2gHm7z2FjD4q83p6A5G2HUPfF3qdQ74DZ9c+X",
+	"/MRNB8fPwwWw+/ysc3djvMLgCm/Or80X+tznS3alab8Qv/1rid8uFvoJqu7PG3dd1ckXqPR3PsJfZtkL",
+	"qZfoKP5XHeHhxMumhDuSr57mPTf9ww+45m83uuvdo4TS71SKwDC2qMhORx+6PQBbu5oOeaGmuDcdCSqX",
+	"GN/EZm9+kVwvsoURZjGZJO/90oNKzti8bzReSzM401DYLkroWJiwUcunkbXHRzx91A6ciD6zCRehvkGO",
+	"C2uaYU1dtFlgGFymksSDMCRogN2HmDN3voA+JkbECyrdJ35gnwYCW4y/MbuYKISxaZiuqGbIW7V0OazX",
+	"C2WMMiPkGPVODR3vkFAfsVC7IdOZd97yinxDf2yjhd26AsyZrBzC0KtBzy6PkKsmOJ6AYLxeKxXqiO2l",
+	"spS0q09EZyYHWycDfF08eKH/5cFgt6lviwPzhRduRe4VBXb33Aab1mZD9DcpbMDXLz8g53M6Knh5wTTd",
+	"X8LCdw0LL/TvOia8ebvYOyCMVuTtm4Zt5iE7MzdvN6iq+UqRqvha5SNUF+gQmmWxSjFPJyhLmbrME7wn",
+	"KRjDGwekkl0lfHq26yzCXOwW4fyx0OKI025q9XLpsO5yCsinoIk7Ebx6dCx/hU1CTgSLlt7gDga4dZMr",
+	"WOzqCQaWLucKluLPr394Kbh8DH6BI2Q98+XwEV8a+dhDbV1q/CjKZ7rCMnyT8vhMFvVBZGG4kVApNAC4",
+	"wwIRYZ3UiEr14ZhHOXoo3skU2fLhGsjD9y6BTUXqt68yk1Bh04CmmZnGRFkky2udKBkSvJrAmMyF9Wg6",
+	"4pn1iFeG2qX1Q/+5tg32i58biJr3/NAW9EdvhGaHOdcbJDgBOcshNEDJQtgS1a6+1n+CI8944aYCZeVR",
+	"LUoALmp9jZXhbQ0iVO9uhmDYC5X7h50A54N2AXTGeRccWOhoQJD6UJMZYYpsTqGXSqPZU6UoPYp6aWUB",
+	"fP9A3fmyrA9DxohdagnW28ly+khOH7JCRuzqqwwPun00ClhGHYVhv5ZwHw4bfdntiMcEgwNDhoHwHNsg",
+	"1g1KDiNDkMSeUHX0Mstc8V2mlSmW1lNNKoaNKqBNQTG5sV7e0vxNMwO4N5TGurGYGI4OdP0Qx9g2V3C1",
+	"ww7qGTII8CY8v3NJ3aJ6yIXxsw7tG4kZflLHmWaCec5cwDfMJNSKtC/hQslrDKfHrIM/nh7VHvdrQG0t",
+	"XEOxOzi7PFyW6QMGp9fvOqGgbmA9ygFNfqar5HGUX/XLh5YTaYQtk/rHH7jpgEXElG7ZPzoexVddFXcn",
+	"vcng6vSoP+gddyfHR5O+Ggx78fD09OTo5GzQj4fDfnzcHR/F8UCdxidn6upseHY1jK/GOEy4wtGdAVEw",
+	"eDgiLFslALuVaFPkCwJiuu8rvh3U5u13w5a/Bb+mHzmU4D9EvBvCJvqmwX1Ucw/1+t0G3803J9/3nuCG",
+	"X9xkj2n0tliq3BhPRvbyq5U33QY77uv/rgTUv2uLkCrH0zSRdQhmj+UkhU0rIH18tRQMy/2EJqN6Z4m/",
+	"tliMde8Ck3rYCBZmlpOKjjCeAylirIkYbGi5pixekPOkuYTnI7zJq+CJyjnUsyxXVY8GYQxKRMBKJU96",
+	"f0dcZmKeAduS9HwJYHxodcOPDOhuR/JK/QDOWSNveD/7DzlHC+In77BvWa/4XStVCHmsEIe96kpBzA26",
+	"EYyQRdON+Bo2ga7lnL0lzPXNhGr4XNg0oaJens0wFhUVWcRl6UzyTh2OQo2wjwWYYVliCZtg31bvEix4",
+	"nJTxU+v7MG8TaG2oTZIibpSH4mmWptkNbtbJO4WDggjQR8hGO0LoOolUmwQj8mvkJ7DJitfokWi/hg6S",
+	"jrVChC2b4CtKXwmlpSfo6kKvieEKiErHhjIZebQSQ0SpsJeHWgghkngkiFzMF1P8RtEVeKe9CGxb/0ew",
+	"5txvUFaR3TBPaHLIrYbBx2yC5wJ7MwAUkARRuyKTEdRAbeOd7WffOt524n6Z52qsiA8sw6gli9Uhz5xh",
+	"49sGSiULKpVnbJjbUHuTi4NS5odapxIsPwTKoHxxxJG6/CFs4eGhNfqv//F/B2GryOjP24iLtiGbcUc8",
+	"zmZoy8IYwLllhPwCUF36nYoO6dSDbyffSO+Iw4Zm1SL7xyJRRcfpBuuiCzWYSUuBPBU0iRswxLxl76sf",
+	"UfXcKxz4uUViMDPiR5qC17LGDRz9CUXh62E3GlmVNKRy472ziu/WdxmSE1OM4SQAyrKSvPfOsVklFNpC",
+	"u4dPQ9jI/Bobk88kjvnFi0fto6N+D/ZFm0uZy/HbX800mYNYtEoa2SLL0g6laLwJbHdAxAjPWWStUa93",
+	"hobGnMsKr3a23YP11T9GEfm6z+gNEmzAMFiNjjtGkYFzVW3uYpcS/uBHD1bRGvVOzo67vbNBtz/sndxW",
+	"RqHRCh5c9SZg3vbViTy7Oh0P42PVm3Rl/2owHsZH6nhy0j3tnfXl4Go4PoqP1cnktHvWc7/bxEZKSRzF",
+	"aoyEXuYro+W8PWhZBgQyQcfprxw+HL44+fn7/k+nl6266VwOfd2tgeJrp3h7/weDav9d7TaAXqO1Aief",
+	"edEeZu1ZohPvzWk66+TWHIQi9HaX34+q2a5rV0B6ZZOphIlbrNKvAeNVV2fDntVmIG6gqGGL6PW7oebb",
+	"nKR6N9OuQSsixN6FrVFYCnXYCkI7RmFr9CHE9UDXVFYEXgjriK7ClYSX2bUUgrENzfI1adnMnmsmjS0p",
+	"lcaW9vyWVq5eaSyLNF75n9kir1C8QdONKLJZlufZTQcaCO2pVc+p5t+t3+HZwUEWpV2vdoe3YRGEIc/k",
+	"++dKXxfT1uis2z3pnZ31j4Ynw+7ZWc8JmCnyNb57H9hsX5MxrmaTtXIoCsvvwJvNlxPUZ3WCAiUgimmO",
+	"9IxZztaikBWRur8T0zpk9iOM8his6VqMp76YJdrD/3oHj3MODRnGBRMZFFlIeYI1cGN2HZIJTvG9RJtC",
+	"6rFiSxEOTITPkqHuv39PmFr4mlviR0A92/hase8UlDDLdqjZiLz0TXTngfRgefjoUcmOR31Fo5wAzOBi",
+	"X+gC3MvuoooVAu5oScXakdyFw8b2uMM1aulIxGeN58ThCq5bPjgSRzG/fK5yaleAZiw46Yox8YZF/69f",
+	"HrV/lu1/vuH/dttnv3ZG7TcfukGvf3L734ALttslx+lNYtRhWVwEQC/k9E70Bh7ZQwxQ09gSXjxinRrh",
+	"MQdZZZkv+Xgovk++sWcEGOKXP1zauir4YvjMIzUCRQhPwMCu8wGKA883La4U2DaGTGI4jcEsWDJNCzAl",
+	"uCy+EhTdoRfCJMIumYoUVSy24fV3j9r9o+My1oxoWdeAKKgCyEVUgyM5Dz074GmJMBtmGae39r4DHdof",
+	"GuF/tGScWX93CF+xyPVrGJg66wVnbDofto0HsCMGT5pSi+fPX4h6xWDPnvxf04r8zWzHfQgl3nmcqEFF",
+	"Lt63dbyCKmx98Oykei9XbSUYH7yURggvSMiGWzPsYes2CHGo6AneYIV1GbkN9YcVsw0HYbUlOH54mTeC",
+	"eJkd5hCLOe/07sEA3r3BqLu0IUrriUNwOJz727FKyShAXTNCp0jE4J/5AnIPOFoKGhvu8PdIWVHt8Kvp",
+	"iG9Kwnr2IZA7inQuWBIcKSVjTSv0+lHLfknegP+LyQVB/ehMtz0KfCaVJ20zgfLzIPBXSPhftTuPT3rd",
+	"09PjYaO9ed/Vn1n9r6gnRD/BLzBUgC8VMVb5GhfO4oBADxvW7HC1D6uAhRHcSghV9zI841dQW8+8w/8K",
+	"4BQJAmFjauYFXP/avvfONW9set8+LH+032xmdCATCWOWeLWK/1ex73eEkT61wOd/HZD0d3IQIXGz6hBN",
+	"nHyhV08eTTEXMnn2L7ay7VTyQuZvV0GGCGBciaLY8nEHZYams8QOAzoC0+FK5QaOD/RcZeq5S2wVhlrp",
+	"So0+G9UvDySkedH6z3RHeIF6CG5g4J/obbgDudQCAR3E8nsAivYQo/bSeDHwAwzbYuFiL+MN3utwLbW0",
+	"IpFwiT1Ev0iHwqQjGR6VMNPPojcPylrHyUwdonlLK4XzX21MqmLkVpN+vN4yW0+o+91ueRXFOri+Kyc3",
+	"UUZRYjCp6Ly8Fg8uoUYtS+eFHe1p+pHgnXc3pt3Y16otcC9gesaLAsKaeQGJSDBq2QLGXIxzaaZWgjAq",
+	"f1jdLiqxeFg95VdN78qVHE8Z96B03Pws3KH3cjjS7H6anX7N6G3GdVggh84Ei2VgQzF03rtalkNq0b6V",
+	"0diVIOJk1D0bHR11jnv93ZgfNqAm/LQasjx2Zm44GfW6o/5R53i4mbkB37NDb4bNdB1rcB3rc3JOkFCv",
+	"2+n1Tn9urTORmmX2kVM0vFXsPzlf+Fr+Hfhabu8xXcuO3mrKFuRaf6l3+MUS/uT83ThSW+xfrjq6jVnb",
+	"VSUey0Km2fVCBWI8VXLuYEQjV9/3ahFfqyIQ1JLknwo87vPvgxBc3LkcF4GI1VguAzFdXuVJbP3hmrK0",
+	"EU7D4Bv32jhTxuF3uYYgeZfJYEbLEW9LKK05yeEGCdXv3mIKF230BPNBSIh+jWvZMrMQIDywnnA0eC+/",
+	"e/ZaxGqeZkuqhygJqpQgeD2DNGoY98ijmVzomXItcNjriBGqkbVR08LWHYigG5E4QJMXSHMZFgxfc+cM",
+	"UQ+UL/waU81DXb0pMQ1tBVx5B+G3ljW7nPE/wTu+tpVkKYZfewcVmNLCXaQheVrlldiERaWDbY45OOdU",
+	"L9xCv2AAnk3akIbUxjwkYK/JBJHLX2VxgjlYg+6Q0Se2rsQU7FWyu9dhS16X4rsLe3fZdx7kkr67MuBV",
+	"jmqv1m4jUTUohv1K6pIuWaXPjnDQRyJbaWzj5Aqd3XREhFYD32WZAjEXROsMEvYwh45L9TG0L9R+D2m/",
+	"b+qbE4dKB9ntdpVlqSKe49+ekpTV0HZwL6uQx+6O3Xd5e+86mi4iS3IKMdHlJ+dHxVjdBBc84OC/pJr9",
+	"q4jCVkm/ytKg3lrzdspSyBq2y4cfQO+uzyD+QXuywZvbFSlrcTCWRrWN0iYpkndqBODQ+fdQYDUr8O+3",
+	"EcYxgYeIGJ3xNsxqGqKaxMAmfGkiTljCAgk2m/ad0pAzAjv0VYo5I28JaUYcVq5da7IlrNxv06mPyg0a",
+	"2kJbjYjIEIiqStTVMkc1M5fFdKX+QPVA7y9S3/k/DFqzRNuPDaCT31wZOUNnh0wDvtKO8DM9yUCgeXS2",
+	"3f8TXla9eW9txrdt1mYksV/U1d3ONnao/xVQnoqe+xZn+Eox4Z1b1o0qDu5U40WeFEtc7FdK5ip/tIB1",
+	"9gum5JC/tkkVeHxXZKy4GuJyRg5mss+pCnVhxDRj6js4YnF2XAQVz83DiHH4CMoJW5fgakUWr7Dliv9a",
+	"OIB7pyzo75hwDq2gtcjBd/CwtWpmPRJYqNXeTJmslixIyDjOlTEBF1dlcC6+QSsVo50rr0yWLgolfrx4",
+	"3nHvmhbFfPTwYa9/0ul2up3e6LR72kUNw+Ndb8jz5J3Syhiu4iHjRLs3Z/l4qnDKspwuIIiJTKUeq9x0",
+	"xMtMFNlbpbFZFDJjhepgAvUX/uSs3lVrclRuHqvbohdO4OKHJgDwBf2ALFlcTZpzRyClpg0hZPDk61iM",
+	"7W50Dggpt2/QcQIJFRdJWriUZYP0ZzSR3KlSVlf7tVpiDiD4ru735X++eiIO6HxoS6TRoer15cWjyyf/",
+	"8Z/iYJrdhJpRJ8QQxTXfD0WRXdOBMFbjJFZ00JS2FFNS8PDg17aQuC0q7PfAlW9sEskKqXdCUoapc2PY",
+	"7bVI4oCi63MsxTR39QYoG8WnAIelhdnELu6BTcWYjUddwpPMPYDWEzSJTkI4rXZ3V2p+jhaGyHIUVJ8c",
+	"zdb7KTJhFEgI13fgYeLXICDNVh+0yVZlj4uMyk+65Wtn3buoceB0WWoS40FRWbzLleiqvMoccklCW6Mo",
+	"1Kt1v7DLu5T+gnFWplL7i0dqfU2OgBCSdiBmXnG1St/nZcGO26BJ4+JMmCRWI+E8JsxiSOIZ+F3gibBF",
+	"NSZAk+n8JiAcmpLnNetWKqRRxg5dbXxLSoDFJuMklgVOJjQkR0rFeJYUhYqZZpQdPLy23ALEpBdccliq",
+	"ARWsRzpgsP6mKKpKIOeCEivDcVGp4Onx7wLyUStTOB5eu7CqaOdQ22goSv5U5lRtjIauBvokkl1yrQWW",
+	"WgTZECwCUxOmQRnLtCmS4pzmi90igZj7mFmYCIrrwqRgnDeoLDaP5WFzXmJ1vBZ6nfBAIxAG3xFPYNgT",
+	"zUIzwu2QnDtB5d0lEwVMfZpSxclpdqODRoUAU2rvdYYADrBlUozVvJgyvJsrpWIb+GYqdEc7ynMox4pB",
+	"cpCSZAwjxmSSiZ6oHOvH3FRJSuMkxkMVilLi85EawWcr9xBO5e+IZ3qSLlDQkdjBCGBqEGZh5moMKYaw",
+	"jnNFjJ4pVyUHBZy958JH79AptjDKnHsss7UysljpKZ/BHI9TJfNQl54ZnjxF0wJAu///AA==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -501,3 +501,91 @@ func TestIdempotencyKeyOnEveryCreate(t *testing.T) {
 		}
 	})
 }
+
+// TestETagsAndPreconditions: memories, runs and receipts carry an ETag (their GETs answer
+// If-None-Match with 304); a PUT with a stale If-Match is 412 and changes nothing; every 201
+// names its resource in Location. On both stores.
+func TestETagsAndPreconditions(t *testing.T) {
+	t.Parallel()
+	onBothStores(t, func(t *testing.T, store func(*options)) {
+		e := setup(t, store)
+		created := e.do("POST", "/v1/memories", "", `{"id":"chat","type":"episodic","strategy":{"kind":"window","size":5}}`)
+		tag := created.header.Get("ETag")
+		if created.status != 201 || tag == "" || created.header.Get("Location") != "/v1/memories/chat" {
+			t.Fatalf("create: %d ETag %q Location %q", created.status, tag, created.header.Get("Location"))
+		}
+		if got := e.do("GET", "/v1/memories/chat", "", ""); got.status != 200 || got.header.Get("ETag") != tag {
+			t.Errorf("GET: %d ETag %q, want the create's %q", got.status, got.header.Get("ETag"), tag)
+		}
+		if r := e.do("GET", "/v1/memories/chat", "", "", "If-None-Match", tag); r.status != 304 || len(r.body) != 0 {
+			t.Errorf("GET If-None-Match: %d %s", r.status, r.body)
+		}
+		put := func(size int, headers ...string) response {
+			return e.do("PUT", "/v1/memories/chat", "", fmt.Sprintf(`{"type":"episodic","strategy":{"kind":"window","size":%d}}`, size), headers...)
+		}
+		ok := put(6, "If-Match", tag)
+		newTag := ok.header.Get("ETag")
+		if ok.status != 200 || newTag == "" || newTag == tag {
+			t.Fatalf("PUT with the current If-Match: %d ETag %q", ok.status, newTag)
+		}
+		for _, stale := range []string{tag, `W/` + newTag, `"nope"`} {
+			r := put(7, "If-Match", stale)
+			if r.status != 412 || r.json(t)["code"] != "precondition-failed" {
+				t.Errorf("PUT If-Match %s: %d %s, want 412", stale, r.status, r.body)
+			}
+		}
+		if got := e.do("GET", "/v1/memories/chat", "", "").json(t); got["version"] != 2.0 || got["strategy"].(map[string]any)["size"] != 6.0 {
+			t.Errorf("after refused PUTs: %v", got)
+		}
+		if r := put(8, "If-Match", `"nope", `+newTag); r.status != 200 {
+			t.Errorf("PUT with a list holding the current tag: %d %s", r.status, r.body)
+		}
+		if r := put(9, "If-Match", "*"); r.status != 200 {
+			t.Errorf("PUT If-Match *: %d %s", r.status, r.body)
+		}
+		if r := put(10); r.status != 200 {
+			t.Errorf("PUT without If-Match: %d %s", r.status, r.body)
+		}
+		if r := e.do("PUT", "/v1/memories/none", "", `{"type":"episodic","strategy":{"kind":"window"}}`, "If-Match", "*"); r.status != 404 {
+			t.Errorf("PUT If-Match on a missing memory: %d, want 404", r.status)
+		}
+
+		// A run's ETag follows its recording.
+		opened := e.do("POST", "/v1/runs", "", `{"runId":"r1"}`)
+		runTag := opened.header.Get("ETag")
+		if opened.status != 201 || runTag == "" || opened.header.Get("Location") != "/v1/runs/r1" {
+			t.Fatalf("open: %d ETag %q Location %q", opened.status, runTag, opened.header.Get("Location"))
+		}
+		if r := e.do("GET", "/v1/runs/r1", "", "", "If-None-Match", runTag); r.status != 304 {
+			t.Errorf("GET run If-None-Match before any event: %d", r.status)
+		}
+		e.do("POST", "/v1/runs/r1/events", "", `{"events":[{"type":"step","payload":{}}]}`)
+		r := e.do("GET", "/v1/runs/r1", "", "", "If-None-Match", runTag)
+		appended := r.header.Get("ETag")
+		if r.status != 200 || appended == runTag {
+			t.Errorf("GET run after an append: %d ETag %q (was %q)", r.status, appended, runTag)
+		}
+		fin := e.do("POST", "/v1/runs/r1/finish", "", `{"complete":true}`)
+		if got := e.do("GET", "/v1/runs/r1", "", ""); fin.header.Get("ETag") == appended || got.header.Get("ETag") != fin.header.Get("ETag") {
+			t.Errorf("finish ETag %q, GET %q, before %q", fin.header.Get("ETag"), got.header.Get("ETag"), appended)
+		}
+
+		// A receipt's ETag never changes.
+		rc := e.do("POST", "/v1/conversations/c/recall", "", `{"query":"hello"}`)
+		id := rc.json(t)["recallId"].(string)
+		got := e.do("GET", "/v1/recalls/"+id, "", "")
+		if rc.header.Get("ETag") == "" || got.header.Get("ETag") != rc.header.Get("ETag") {
+			t.Errorf("receipt ETags: recall %q, GET %q", rc.header.Get("ETag"), got.header.Get("ETag"))
+		}
+		if r := e.do("GET", "/v1/recalls/"+id, "", "", "If-None-Match", got.header.Get("ETag")); r.status != 304 {
+			t.Errorf("GET receipt If-None-Match: %d", r.status)
+		}
+
+		// Every 201's Location names what was created.
+		for _, loc := range []string{created.header.Get("Location"), opened.header.Get("Location")} {
+			if r := e.do("GET", loc, "", ""); r.status != 200 {
+				t.Errorf("GET %s (a 201's Location): %d", loc, r.status)
+			}
+		}
+	})
+}

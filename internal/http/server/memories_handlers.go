@@ -29,7 +29,7 @@ func (h *handlers) CreateMemory(ctx context.Context, req gen.CreateMemoryRequest
 			Projection: out.Projection, Corpus: out.Corpus, Flavor: out.Flavor, Scope: out.Scope}}, nil
 	}
 	return gen.CreateMemory201JSONResponse{Body: out, Headers: gen.CreateMemory201ResponseHeaders{Location: "/v1/memories/" + m.ID,
-		IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
+		ETag: revisionTag(m.Revision()), IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
 }
 
 func (h *handlers) ListMemories(ctx context.Context, req gen.ListMemoriesRequestObject) (gen.ListMemoriesResponseObject, error) {
@@ -71,15 +71,20 @@ func (h *handlers) GetMemory(ctx context.Context, req gen.GetMemoryRequestObject
 	if err != nil {
 		return nil, err
 	}
+	tag := revisionTag(m.Revision())
+	if matches(req.Params.IfNoneMatch, tag) {
+		return gen.GetMemory304Response{Headers: gen.NotModifiedResponseHeaders{ETag: tag}}, nil
+	}
 	out, err := memoryOut(m)
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetMemory200JSONResponse{Body: out}, nil
+	return gen.GetMemory200JSONResponse{Body: out, Headers: gen.GetMemory200ResponseHeaders{ETag: tag}}, nil
 }
 
 func (h *handlers) ReplaceMemory(ctx context.Context, req gen.ReplaceMemoryRequestObject) (gen.ReplaceMemoryResponseObject, error) {
-	m, err := h.svc.Memories.ReplaceMemory(ctx, tenantFrom(ctx), req.MemoryID, memoryReplaceIn(*req.Body), req.Body.Version)
+	m, err := h.svc.Memories.ReplaceMemoryIfMatch(ctx, tenantFrom(ctx), req.MemoryID, memoryReplaceIn(*req.Body), req.Body.Version,
+		ifMatchRevisions(req.Params.IfMatch))
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +92,7 @@ func (h *handlers) ReplaceMemory(ctx context.Context, req gen.ReplaceMemoryReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.ReplaceMemory200JSONResponse{Body: out}, nil
+	return gen.ReplaceMemory200JSONResponse{Body: out, Headers: gen.ReplaceMemory200ResponseHeaders{ETag: revisionTag(m.Revision())}}, nil
 }
 
 func (h *handlers) DeleteMemory(ctx context.Context, req gen.DeleteMemoryRequestObject) (gen.DeleteMemoryResponseObject, error) {
@@ -113,6 +118,30 @@ func etagOf(v any) string {
 	b, _ := json.Marshal(v) // generated response types always marshal
 	sum := sha256.Sum256(b)
 	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+// revisionTag is the strong ETag of a resource revision (core.Memory.Revision, runs.Run.Revision).
+func revisionTag(rev string) string { return `"` + rev + `"` }
+
+// ifMatchRevisions turns an If-Match header into the revisions it names, "*" for any, for the
+// domain to compare under its lock: nil when the header is absent. Tags are compared strongly
+// (RFC 9110 §13.1.1): a weak tag, or anything not a quoted tag, names no revision (and so
+// never matches).
+func ifMatchRevisions(h *string) []string {
+	if h == nil {
+		return nil
+	}
+	out := []string{}
+	for _, t := range strings.Split(*h, ",") {
+		t = strings.TrimSpace(t)
+		switch {
+		case t == "*":
+			out = append(out, "*")
+		case len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"':
+			out = append(out, t[1:len(t)-1])
+		}
+	}
+	return out
 }
 
 // matches implements If-None-Match: `*`, or a comma-separated list of

@@ -88,6 +88,7 @@ var titles = map[string]string{
 	"method-not-allowed":     "Method not allowed",
 	"invalid-cursor":         "Invalid cursor",
 	"rate-limited":           "Too many requests",
+	"precondition-failed":    "Precondition failed",
 	"embedder-failed":        "Embedder failed",
 	"embedder-unavailable":   "Embedder unavailable",
 	"unavailable":            "Service unavailable",
@@ -101,6 +102,7 @@ func problemFor(err error) *Problem {
 	var nf *core.NotFoundError
 	var ce *core.ConflictError
 	var le *core.LimitError
+	var pre *core.PreconditionError
 	var p *Problem
 	var pe *core.EmbedderError
 	switch {
@@ -129,6 +131,10 @@ func problemFor(err error) *Problem {
 		return pr
 	case errors.Is(err, core.ErrNotFound):
 		return newProblem(http.StatusNotFound, core.CodeNotFound, "The resource does not exist.")
+	case errors.As(err, &pre):
+		pr := newProblem(http.StatusPreconditionFailed, core.CodePreconditionFailed, pre.Detail)
+		pr.Path = "If-Match"
+		return pr
 	case errors.As(err, &ce):
 		pr := newProblem(http.StatusConflict, ce.Code, ce.Detail)
 		pr.Path = ce.Path

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 
@@ -30,15 +32,25 @@ func (h *handlers) Recall(ctx context.Context, req gen.RecallRequestObject) (gen
 	if err != nil {
 		return nil, err
 	}
-	return encodedRecall{encoded}, nil
+	return encodedRecall{body: encoded, etag: receiptTag(res.RecallID)}, nil
+}
+
+// receiptTag is a recall receipt's ETag: a receipt never changes, so its id decides it.
+func receiptTag(recallID string) string {
+	sum := sha256.Sum256([]byte("recall\x00" + recallID))
+	return revisionTag(hex.EncodeToString(sum[:8]))
 }
 
 // encodedRecall is a 200 answer to Recall, already encoded as JSON.
-type encodedRecall struct{ body *jsonenc.Buffer }
+type encodedRecall struct {
+	body *jsonenc.Buffer
+	etag string
+}
 
 func (b encodedRecall) VisitRecallResponse(w http.ResponseWriter) error {
 	defer b.body.Release()
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", b.etag)
 	// Its length is known: a client sees the size up front, without chunked framing.
 	w.Header().Set("Content-Length", strconv.Itoa(b.body.Len()))
 	w.WriteHeader(http.StatusOK)
@@ -51,11 +63,15 @@ func (h *handlers) GetRecall(ctx context.Context, req gen.GetRecallRequestObject
 	if err != nil {
 		return nil, err
 	}
+	tag := receiptTag(res.RecallID)
+	if matches(req.Params.IfNoneMatch, tag) {
+		return gen.GetRecall304Response{Headers: gen.NotModifiedResponseHeaders{ETag: tag}}, nil
+	}
 	body, err := recallOut(res)
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetRecall200JSONResponse{Body: body}, nil
+	return gen.GetRecall200JSONResponse{Body: body, Headers: gen.GetRecall200ResponseHeaders{ETag: tag}}, nil
 }
 
 func (h *handlers) IndexDocuments(ctx context.Context, req gen.IndexDocumentsRequestObject) (gen.IndexDocumentsResponseObject, error) {

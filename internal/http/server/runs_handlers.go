@@ -69,7 +69,7 @@ func (h *handlers) OpenRun(ctx context.Context, req gen.OpenRunRequestObject) (g
 		return nil, err
 	}
 	return gen.OpenRun201JSONResponse{Body: runOut(r), Headers: gen.OpenRun201ResponseHeaders{Location: "/v1/runs/" + r.ID,
-		IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
+		ETag: revisionTag(r.Revision()), IdempotentReplayed: replayedHeader(wasReplayed)}}, nil
 }
 
 func (h *handlers) ListRuns(ctx context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
@@ -115,6 +115,16 @@ func (h *handlers) ListRuns(ctx context.Context, req gen.ListRunsRequestObject) 
 }
 
 func (h *handlers) GetRun(ctx context.Context, req gen.GetRunRequestObject) (gen.GetRunResponseObject, error) {
+	if req.Params.IfNoneMatch != nil {
+		// The run's state decides its recording: a match needs no events read.
+		r, err := h.svc.Runs.GetRun(ctx, tenantFrom(ctx), req.RunID)
+		if err != nil {
+			return nil, err
+		}
+		if tag := revisionTag(r.Revision()); matches(req.Params.IfNoneMatch, tag) {
+			return gen.GetRun304Response{Headers: gen.NotModifiedResponseHeaders{ETag: tag}}, nil
+		}
+	}
 	r, evs, err := h.svc.Runs.RunEvents(ctx, tenantFrom(ctx), req.RunID, -1, 0)
 	if err != nil {
 		return nil, err
@@ -123,7 +133,7 @@ func (h *handlers) GetRun(ctx context.Context, req gen.GetRunRequestObject) (gen
 	for i, e := range evs {
 		body.Events[i] = recordedEventOut(e)
 	}
-	return gen.GetRun200JSONResponse{Body: body}, nil
+	return gen.GetRun200JSONResponse{Body: body, Headers: gen.GetRun200ResponseHeaders{ETag: revisionTag(r.Revision())}}, nil
 }
 
 func (h *handlers) AppendEvents(ctx context.Context, req gen.AppendEventsRequestObject) (gen.AppendEventsResponseObject, error) {
@@ -166,7 +176,7 @@ func (h *handlers) FinishRun(ctx context.Context, req gen.FinishRunRequestObject
 		}
 		return nil, err
 	}
-	return gen.FinishRun200JSONResponse{Body: runOut(r)}, nil
+	return gen.FinishRun200JSONResponse{Body: runOut(r), Headers: gen.FinishRun200ResponseHeaders{ETag: revisionTag(r.Revision())}}, nil
 }
 
 func (h *handlers) ListRunEvents(ctx context.Context, req gen.ListRunEventsRequestObject) (gen.ListRunEventsResponseObject, error) {
