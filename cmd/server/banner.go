@@ -86,7 +86,8 @@ func describeEmbedders(es []core.EmbedderInfo) string {
 func newMetricsServer(g prometheus.Gatherer, logger *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", server.MetricsHandler(g))
-	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+	// Its 404s and 405s (POST /metrics) are problems, as on the main listener.
+	return &http.Server{Handler: server.ProblemsOnError(mux), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 }

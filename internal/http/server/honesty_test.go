@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/footprint/footprint/internal/app"
+	"github.com/footprint/footprint/internal/http/gen"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
 )
@@ -588,4 +589,58 @@ func TestETagsAndPreconditions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestProblemTypesResolve: every problem type the spec names is a page saying what it means
+// and how to fix it; every error outside /v1 (an unknown docs asset, a wrong method on
+// /metrics, an unknown problem page) is a problem too.
+func TestProblemTypesResolve(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	spec, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := spec.Components.Schemas["ProblemCode"].Value.Enum
+	if len(codes) < 25 {
+		t.Fatalf("the spec names %d problem codes", len(codes))
+	}
+	for _, c := range codes {
+		code := c.(string)
+		r := e.do("GET", "/problems/"+code, "", "")
+		body := string(r.body)
+		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(body, "<code>"+code+"</code>") || !strings.Contains(body, "How to fix it") {
+			t.Errorf("/problems/%s: %d %s", code, r.status, r.header.Get("Content-Type"))
+		}
+	}
+	index := e.do("GET", "/problems/", "", "")
+	for _, c := range codes {
+		if !strings.Contains(string(index.body), `href="/problems/`+c.(string)+`"`) {
+			t.Errorf("/problems/ does not list %s", c)
+		}
+	}
+	isProblem := func(r response, status int, what string) {
+		t.Helper()
+		if r.status != status || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %s %s", what, r.status, r.header.Get("Content-Type"), r.body)
+			return
+		}
+		p := r.json(t)
+		if typ, _ := p["type"].(string); p["status"] != float64(status) || e.do("GET", typ, "", "").status != 200 {
+			t.Errorf("%s: problem %v, its type does not resolve", what, p)
+		}
+	}
+	isProblem(e.do("GET", "/problems/no-such-problem", "", ""), 404, "an unknown problem page")
+	isProblem(e.do("GET", "/docs/no-such-asset.js", "", ""), 404, "an unknown docs asset")
+	isProblem(e.do("POST", "/metrics", "", ""), 405, "POST /metrics")
+	isProblem(e.do("DELETE", "/docs/", "", ""), 405, "DELETE /docs/")
+	isProblem(e.do("POST", "/openapi.yaml", "", ""), 405, "POST /openapi.yaml")
+	isProblem(e.do("GET", "/no/such/route", "", ""), 404, "an unknown route")
+	if r := e.do("GET", "/metrics", "", ""); r.status != 200 || !strings.Contains(string(r.body), "# HELP") {
+		t.Errorf("GET /metrics: %d", r.status)
+	}
+	if r := e.do("GET", "/docs/", "", ""); r.status != 200 || !strings.Contains(r.header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET /docs/: %d %s", r.status, r.header.Get("Content-Type"))
+	}
 }

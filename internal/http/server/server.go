@@ -179,11 +179,16 @@ func NewServer(d Deps) (http.Handler, error) {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		_, _ = w.Write(api.YAML)
 	})
-	docs := v5emb.New("footprint API", "/openapi.yaml", "/docs/")
+	// The docs' asset server and the Prometheus handler are not ours: their errors (an
+	// unknown asset) are made problems, and they serve GET and HEAD only, so another method
+	// is chi's 405 problem.
+	docs := ProblemsOnError(v5emb.New("footprint API", "/openapi.yaml", "/docs/"))
 	r.Get("/docs", http.RedirectHandler("/docs/", http.StatusMovedPermanently).ServeHTTP)
-	r.Handle("/docs/*", docs)
-	if !d.MetricsElsewhere {
-		r.Handle("/metrics", MetricsHandler(d.Gatherer))
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		r.Method(method, "/docs/*", docs)
+		if !d.MetricsElsewhere {
+			r.Method(method, "/metrics", MetricsHandler(d.Gatherer))
+		}
 	}
 	// The explorer: static files over the public API, nothing it calls is private to it.
 	r.Get("/", http.RedirectHandler(explorer.Prefix, http.StatusFound).ServeHTTP)
@@ -191,12 +196,16 @@ func NewServer(d Deps) (http.Handler, error) {
 	r.Handle(explorer.Prefix+"*", explorer.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, newProblem(http.StatusNotFound, "not-found", "No such file of the explorer; it starts at "+explorer.Prefix+"."))
 	})))
+	// Problem types resolve: each is a page saying what it means and how to fix it.
+	r.Get("/problems", http.RedirectHandler("/problems/", http.StatusMovedPermanently).ServeHTTP)
+	r.Get("/problems/", serveProblemIndex)
+	r.Get("/problems/{code}", serveProblemPage)
 	return traced(r, d.TracerProvider), nil
 }
 
-// MetricsHandler serves g's metrics in the Prometheus text format.
+// MetricsHandler serves g's metrics in the Prometheus text format; its errors are problems.
 func MetricsHandler(g prometheus.Gatherer) http.Handler {
-	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+	return ProblemsOnError(promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 }
 
 // newMCP returns the /mcp endpoint. Its tools are served by a router of the
