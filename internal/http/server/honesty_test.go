@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/footprint/footprint/api"
 	"github.com/footprint/footprint/internal/app"
+	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/http/gen"
 	"github.com/footprint/footprint/internal/store/memory"
 	"github.com/footprint/footprint/internal/store/pg/pgtest"
@@ -642,5 +644,51 @@ func TestProblemTypesResolve(t *testing.T) {
 	}
 	if r := e.do("GET", "/docs/", "", ""); r.status != 200 || !strings.Contains(r.header.Get("Content-Type"), "text/html") {
 		t.Errorf("GET /docs/: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+}
+
+// TestDocumentedAdaptations: each deliberate difference from the seed's JavaScript behaves as
+// the spec says, and the spec says it.
+func TestDocumentedAdaptations(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *options) {
+		o.caps.LLMs = []core.LLMInfo{{ID: "cheap", Model: "m"}}
+	})
+	spec := strings.Join(strings.Fields(string(api.YAML)), " ")
+	says := func(phrase string) bool { return strings.Contains(spec, strings.Join(strings.Fields(phrase), " ")) }
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		path       string
+		says       string // a phrase of the spec that documents it
+	}{
+		{"duplicate member names", `{"id":"a","id":"b","type":"episodic","strategy":{"kind":"window"}}`, 400, "",
+			"a member name that appears twice in one object is refused"},
+		{"null strategy field is absent", `{"id":"n","type":"episodic","strategy":{"kind":"window","size":null}}`, 201, "",
+			"A field sent as `null` counts as absent"},
+		{"null elsewhere is refused", `{"id":"d","type":"episodic","description":null,"strategy":{"kind":"window"}}`, 400, "description",
+			"optional member sent as `null` is refused"},
+		{"9 hybrid parts", `{"id":"h","type":"episodic","strategy":{"kind":"hybrid","strategies":[` +
+			strings.Repeat(`{"kind":"window"},`, 8) + `{"kind":"window"}]}}`, 422, "strategy.strategies", "at most 8 strategies"},
+		{"hybrids 4 deep", `{"id":"h4","type":"episodic","strategy":{"kind":"hybrid","strategies":[{"kind":"hybrid","strategies":[{"kind":"hybrid","strategies":[{"kind":"hybrid","strategies":[{"kind":"window"}]}]}]}]}}`,
+			422, "", "nests at most 3 deep"},
+		{"extractor llm without a model", `{"id":"x","type":"semantic","strategy":{"kind":"extract","extractor":"llm","llm":"cheap"}}`, 422, "strategy.model",
+			"`extractor: \"llm\"` needs an `llm` AND a `model`"},
+	} {
+		r := e.do("POST", "/v1/memories", "", tc.body)
+		if r.status != tc.status || (tc.path != "" && r.json(t)["path"] != tc.path) {
+			t.Errorf("%s: %d %s", tc.name, r.status, r.body)
+		}
+		if !says(tc.says) {
+			t.Errorf("%s: the spec does not say %q", tc.name, tc.says)
+		}
+	}
+	if got := e.do("GET", "/v1/memories/n", "", "").json(t)["strategy"].(map[string]any)["size"]; got != 20.0 {
+		t.Errorf("size null: stored size %v, want the default 20", got)
+	}
+	for _, phrase := range []string{"a fractional `maxEvents` is rounded down", "Identity is by VALUE", "payload AS SENT"} {
+		if !says(phrase) {
+			t.Errorf("the spec does not say %q", phrase)
+		}
 	}
 }
