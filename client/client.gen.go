@@ -66,6 +66,7 @@ const (
 	CandidateReasonDecayed          CandidateReason = "decayed"
 	CandidateReasonEmbedderMismatch CandidateReason = "embedder-mismatch"
 	CandidateReasonExcluded         CandidateReason = "excluded"
+	CandidateReasonLaterTurn        CandidateReason = "later-turn"
 	CandidateReasonOverBudget       CandidateReason = "over-budget"
 	CandidateReasonOverCharBudget   CandidateReason = "over-char-budget"
 	CandidateReasonOverMaxEntries   CandidateReason = "over-max-entries"
@@ -83,6 +84,8 @@ func (e CandidateReason) Valid() bool {
 	case CandidateReasonEmbedderMismatch:
 		return true
 	case CandidateReasonExcluded:
+		return true
+	case CandidateReasonLaterTurn:
 		return true
 	case CandidateReasonOverBudget:
 		return true
@@ -200,6 +203,54 @@ func (e EvidenceThresholdSource) Valid() bool {
 	}
 }
 
+// Defines values for EvidenceField.
+const (
+	EvidenceFieldDecisions  EvidenceField = "decisions"
+	EvidenceFieldDurationMs EvidenceField = "durationMs"
+	EvidenceFieldIterations EvidenceField = "iterations"
+	EvidenceFieldTokenUsage EvidenceField = "tokenUsage"
+	EvidenceFieldToolCalls  EvidenceField = "toolCalls"
+)
+
+// Valid indicates whether the value is a known member of the EvidenceField enum.
+func (e EvidenceField) Valid() bool {
+	switch e {
+	case EvidenceFieldDecisions:
+		return true
+	case EvidenceFieldDurationMs:
+		return true
+	case EvidenceFieldIterations:
+		return true
+	case EvidenceFieldTokenUsage:
+		return true
+	case EvidenceFieldToolCalls:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Exposure.
+const (
+	ExposureOffered Exposure = "offered"
+	ExposureShown   Exposure = "shown"
+	ExposureUnknown Exposure = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the Exposure enum.
+func (e Exposure) Valid() bool {
+	switch e {
+	case ExposureOffered:
+		return true
+	case ExposureShown:
+		return true
+	case ExposureUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExtractionNoteExtractor.
 const (
 	ExtractionNoteExtractorLLM     ExtractionNoteExtractor = "llm"
@@ -281,6 +332,7 @@ func (e HealthStatus) Valid() bool {
 // Defines values for HonestyFlagCode.
 const (
 	HonestyFlagCodeEntryMissing        HonestyFlagCode = "entry-missing"
+	HonestyFlagCodeEvidenceNotReported HonestyFlagCode = "evidence-not-reported"
 	HonestyFlagCodeNoAnswer            HonestyFlagCode = "no-answer"
 	HonestyFlagCodeNoRecallLinked      HonestyFlagCode = "no-recall-linked"
 	HonestyFlagCodeNoRecording         HonestyFlagCode = "no-recording"
@@ -292,6 +344,8 @@ const (
 func (e HonestyFlagCode) Valid() bool {
 	switch e {
 	case HonestyFlagCodeEntryMissing:
+		return true
+	case HonestyFlagCodeEvidenceNotReported:
 		return true
 	case HonestyFlagCodeNoAnswer:
 		return true
@@ -475,6 +529,7 @@ const (
 	ProblemCodeMethodNotAllowed     ProblemCode = "method-not-allowed"
 	ProblemCodeMissingRequirement   ProblemCode = "missing-requirement"
 	ProblemCodeNotFound             ProblemCode = "not-found"
+	ProblemCodePreconditionFailed   ProblemCode = "precondition-failed"
 	ProblemCodeRateLimited          ProblemCode = "rate-limited"
 	ProblemCodeRunExists            ProblemCode = "run-exists"
 	ProblemCodeRunFinished          ProblemCode = "run-finished"
@@ -525,6 +580,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeMissingRequirement:
 		return true
 	case ProblemCodeNotFound:
+		return true
+	case ProblemCodePreconditionFailed:
 		return true
 	case ProblemCodeRateLimited:
 		return true
@@ -743,6 +800,24 @@ func (e StrategyKind) Valid() bool {
 	case StrategyKindTopK:
 		return true
 	case StrategyKindWindow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SuspectExposure.
+const (
+	SuspectExposureShown   SuspectExposure = "shown"
+	SuspectExposureUnknown SuspectExposure = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the SuspectExposure enum.
+func (e SuspectExposure) Valid() bool {
+	switch e {
+	case SuspectExposureShown:
+		return true
+	case SuspectExposureUnknown:
 		return true
 	default:
 		return false
@@ -978,7 +1053,9 @@ type Candidate struct {
 	// limits. `excluded`: the recall's `exclude` named it (an
 	// ablation); it was not scored, and it is ranked after every other
 	// candidate so that theirs are the ranks they would have had
-	// without it.
+	// without it. `later-turn`: in a rerun of turn N, it was written by
+	// turn N or a later one, so the recall made for turn N could not
+	// have seen it; not scored, ranked after the others.
 	//
 	//
 	// Example: below-threshold
@@ -1011,7 +1088,9 @@ type Candidate struct {
 // limits. `excluded`: the recall's `exclude` named it (an
 // ablation); it was not scored, and it is ranked after every other
 // candidate so that theirs are the ranks they would have had
-// without it.
+// without it. `later-turn`: in a rerun of turn N, it was written by
+// turn N or a later one, so the recall made for turn N could not
+// have seen it; not scored, ranked after the others.
 //
 // Example: below-threshold
 type CandidateReason string
@@ -1028,6 +1107,19 @@ type Capabilities struct {
 	// Scopes The memory scopes, what each keeps and which memory types accept it.
 	Scopes []ScopeInfo `json:"scopes"`
 	Store  StoreInfo   `json:"store"`
+}
+
+// ClientClock The run's times by the AGENT's clock, as the agent reported them and
+// never corrected by the server's: `startedAt` from `openRun`'s
+// `startedAt`, else the first event's `meta.wallClockMs`;
+// `lastEventAt` from the newest event's `meta.wallClockMs`. Absent
+// when the agent reported none.
+type ClientClock struct {
+	// LastEventAt The newest event's `meta.wallClockMs`, as a time.
+	LastEventAt *time.Time `json:"lastEventAt,omitempty"`
+
+	// StartedAt The start the agent reported; left out once events were dropped (the head of the stream is gone).
+	StartedAt *time.Time `json:"startedAt,omitempty"`
 }
 
 // ClientEmbeddings Vectors the agent computed itself. They replace the server's embedder
@@ -1410,9 +1502,12 @@ type Entry struct {
 	//
 	// - `msg`: `{"role", "content"}`.
 	// - `snap`: `{"query", "finalContent", "iterations", "decisions",
-	//   "toolCalls", "durationMs", "tokenUsage"}` — the turn's query
-	//   (first user message), its final answer and the evidence posted
-	//   with it.
+	//   "toolCalls", "durationMs", "tokenUsage", "unreported"}` — the
+	//   turn's query (first user message), its final answer and the
+	//   evidence posted with it. An evidence field the agent did not
+	//   report is left out, and `unreported` lists it (a turn posted
+	//   without `evidence` lists all five): never a zero nobody
+	//   reported.
 	// - `fact`: `{"key", "value", "text", "confidence"}`.
 	// - `beat`: `{"text", ...}`, a story beat plus what the extractor
 	//   adds.
@@ -1569,9 +1664,12 @@ type EventInput struct {
 	Meta json.RawMessage `json:"meta,omitempty"`
 
 	// Payload The event's data, any JSON value. Its key order is kept and
-	// matters: an announcement is a repeat only when its payload has
-	// the same keys in the same order with the same values. Over
-	// 64 KiB of JSON it is kept truncated, never refused.
+	// matters: an announcement is a repeat only when its payload is
+	// the same JSON value with its keys in the same order, values
+	// compared as JavaScript compares them (see `openRun`). A member
+	// name that appears twice in one object is refused (400
+	// `invalid-json`). Over 64 KiB of JSON it is kept truncated,
+	// never refused.
 	Payload json.RawMessage `json:"payload"`
 
 	// Type An event's type: a letter, then up to 127 letters, digits and `_`,
@@ -1613,6 +1711,12 @@ type Evidence struct {
 
 	// Alpha topK with ranking `hybrid` only, the vector score's weight.
 	Alpha *float64 `json:"alpha,omitempty"`
+
+	// BeforeTurn A rerun of a turn only: the turn it reran. Only entries written
+	// before it were considered; those written by it or later that the
+	// strategy would otherwise have seen are in `candidates` with
+	// reason `later-turn`.
+	BeforeTurn *int `json:"beforeTurn,omitempty"`
 
 	// Candidates The candidates, best rank first.
 	Candidates []Candidate `json:"candidates"`
@@ -1752,6 +1856,11 @@ type EvidenceRankingSource string
 // absent without a threshold.
 type EvidenceThresholdSource string
 
+// EvidenceField One field of a turn's `evidence`.
+//
+// Example: tokenUsage
+type EvidenceField string
+
 // Explanation One turn explained: its answer, the context it was produced with,
 // the stored entries that context came from, what could not be
 // established, the suspects, and (with `depth` above 1) the earlier
@@ -1761,6 +1870,12 @@ type Explanation struct {
 	// answer, evidence and run. From messages: the turn's messages, as
 	// one memory stored them, and their run. Suspects are scored against
 	// `finalContent`, or the turn's assistant message.
+	//
+	// Evidence is what the agent REPORTED when it posted the turn: a
+	// field it did not send (a turn posted without `evidence` sends none)
+	// is left out here and named in `unreported`, never shown as a zero
+	// nobody reported; the explanation's `honesty` then carries
+	// `evidence-not-reported`.
 	Answer ExplanationAnswer `json:"answer"`
 
 	// Context What the turn's model was shown (`runs`) and what it was offered (`recalls`).
@@ -1806,6 +1921,12 @@ type Explanation struct {
 // answer, evidence and run. From messages: the turn's messages, as
 // one memory stored them, and their run. Suspects are scored against
 // `finalContent`, or the turn's assistant message.
+//
+// Evidence is what the agent REPORTED when it posted the turn: a
+// field it did not send (a turn posted without `evidence` sends none)
+// is left out here and named in `unreported`, never shown as a zero
+// nobody reported; the explanation's `honesty` then carries
+// `evidence-not-reported`.
 type ExplanationAnswer struct {
 	// Decisions Snapshot only, the decisions taken, in order.
 	Decisions []Decision `json:"decisions,omitempty"`
@@ -1867,6 +1988,11 @@ type ExplanationAnswer struct {
 
 	// ToolCalls Snapshot only, the tools called, in order.
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+
+	// Unreported Snapshot only: the evidence fields the agent did not report for
+	// this turn, left out above. Absent when it reported every one (or
+	// when the snapshot was stored before this was recorded).
+	Unreported []EvidenceField `json:"unreported,omitempty"`
 }
 
 // ExplanationContext What the turn's model was shown (`runs`) and what it was offered (`recalls`).
@@ -1877,6 +2003,18 @@ type ExplanationContext struct {
 	// Runs The context ledger of each run linked to the turn, oldest first.
 	Runs []RunContext `json:"runs"`
 }
+
+// Exposure Whether the model was shown a piece. `shown`: a linked recording
+// announced it (`context.injected`) in at least one model call,
+// listed in `shownIn`. `offered`: a linked receipt offered it, and
+// the linked recordings — every one finished complete, none with
+// dropped events — announce it in no model call: the agent left it
+// out. `unknown`: no recording is linked (`no-recording`), or a
+// linked one is truncated or incomplete, so a call that carried it
+// may be missing from the ledger.
+//
+// Example: shown
+type Exposure string
 
 // ExtractionNote Example: {"extractor":"llm","inputTokens":240,"memoryId":"facts","outputTokens":38}
 type ExtractionNote struct {
@@ -1981,7 +2119,10 @@ type HonestyFlag struct {
 	// linked to the turn. `entry-missing`: an origin's entry can no
 	// longer be read as it was (its status is `expired`, `forgotten` or
 	// `missing`). `no-answer`: nothing stored says what the turn
-	// answered.
+	// answered. `evidence-not-reported`: the turn was posted without
+	// `evidence`, or without some of its fields (the answer's
+	// `unreported` names them): those are left out of the answer, never
+	// shown as zeros.
 	//
 	//
 	// Example: no-recall-linked
@@ -2006,7 +2147,10 @@ type HonestyFlag struct {
 // linked to the turn. `entry-missing`: an origin's entry can no
 // longer be read as it was (its status is `expired`, `forgotten` or
 // `missing`). `no-answer`: nothing stored says what the turn
-// answered.
+// answered. `evidence-not-reported`: the turn was posted without
+// `evidence`, or without some of its fields (the answer's
+// `unreported` names them): those are left out of the answer, never
+// shown as zeros.
 //
 // Example: no-recall-linked
 type HonestyFlagCode string
@@ -2434,6 +2578,25 @@ type MemoryInput struct {
 	// `GET /v1/strategies` lists each kind's fields (as a JSON Schema),
 	// the types that accept it and what it requires.
 	//
+	// **Where this differs from the seed's JavaScript.** These are
+	// deliberate, for JSON over HTTP:
+	//
+	// - A field sent as `null` counts as absent: its default applies
+	//   (`{"kind":"window","size":null}` is `size` 20), as `undefined`
+	//   does in the seed.
+	// - A hybrid composes at most 8 strategies and nests at most 3 deep
+	//   (422 `invalid-field` at `strategy.strategies`); the seed has no
+	//   bound, a server needs one.
+	// - A hybrid's `topK` parts share the memory's one vector space: each
+	//   uses its own `embedder`, else the memory's, else the server's
+	//   default, and parts that resolve to different embedders are
+	//   refused (a part naming the default and one naming none agree).
+	// - `extract` with `extractor: "llm"` needs an `llm` AND a `model`
+	//   (the seed's agent falls back to its own model; a server has
+	//   none to fall back to, and never guesses one).
+	// - Duplicate member names anywhere in a body are refused (400
+	//   `invalid-json`), where `JSON.parse` would keep the last.
+	//
 	//
 	// Example: {"kind":"window","size":20}
 	Strategy StrategyInput `json:"strategy"`
@@ -2611,6 +2774,25 @@ type MemoryReplace struct {
 	// `GET /v1/strategies` lists each kind's fields (as a JSON Schema),
 	// the types that accept it and what it requires.
 	//
+	// **Where this differs from the seed's JavaScript.** These are
+	// deliberate, for JSON over HTTP:
+	//
+	// - A field sent as `null` counts as absent: its default applies
+	//   (`{"kind":"window","size":null}` is `size` 20), as `undefined`
+	//   does in the seed.
+	// - A hybrid composes at most 8 strategies and nests at most 3 deep
+	//   (422 `invalid-field` at `strategy.strategies`); the seed has no
+	//   bound, a server needs one.
+	// - A hybrid's `topK` parts share the memory's one vector space: each
+	//   uses its own `embedder`, else the memory's, else the server's
+	//   default, and parts that resolve to different embedders are
+	//   refused (a part naming the default and one naming none agree).
+	// - `extract` with `extractor: "llm"` needs an `llm` AND a `model`
+	//   (the seed's agent falls back to its own model; a server has
+	//   none to fall back to, and never guesses one).
+	// - Duplicate member names anywhere in a body are refused (400
+	//   `invalid-json`), where `JSON.parse` would keep the last.
+	//
 	//
 	// Example: {"kind":"window","size":20}
 	Strategy StrategyInput `json:"strategy"`
@@ -2695,6 +2877,20 @@ type ModelCall struct {
 	Pieces    []ContextPiece `json:"pieces"`
 }
 
+// ModelCallRef One model call of a recorded run.
+type ModelCallRef struct {
+	// Iteration The call's iteration, as its announcements named it (0 when they named none).
+	Iteration int `json:"iteration"`
+
+	// RunID The agent's id for the run that produced a turn, kept on every entry
+	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
+	// digits and `.`, `_`, `:`, `@`, `+`, `=`, `-`.
+	//
+	//
+	// Example: run-01JDQ80A7T
+	RunID RunID `json:"runId"`
+}
+
 // NoopReason `no-messages`: the turn had no messages. `no-user-message`: none of them was from the user.
 // `no-writing-memory`: no memory of the tenant writes this turn (none is defined, or every
 // one is read-only, a corpus, left out by `memories`, or skipped for the reason `skipped`
@@ -2708,6 +2904,11 @@ type NoopReason string
 // at, from the linked receipt that offered it (`recallId`); they are
 // absent when no linked receipt did. `entry` is absent when the
 // entry can no longer be read (`forgotten`, `missing`).
+//
+// A receipt says what recall OFFERED; only a run's recording says
+// what a model call was SHOWN. `exposure` keeps the two apart: see
+// `Exposure`. An explorer shows `shown` pieces as the context, and
+// `offered` ones as offered and left out by the agent.
 type Origin struct {
 	// Entry The stored entry an origin came from, as stored now (for a
 	// `replaced` one, not what was injected).
@@ -2715,6 +2916,19 @@ type Origin struct {
 
 	// EntryID The entry's id in that memory (`snap-1`, `msg-3-0`, `returns-policy#0`).
 	EntryID string `json:"entryId"`
+
+	// Exposure Whether the model was shown a piece. `shown`: a linked recording
+	// announced it (`context.injected`) in at least one model call,
+	// listed in `shownIn`. `offered`: a linked receipt offered it, and
+	// the linked recordings — every one finished complete, none with
+	// dropped events — announce it in no model call: the agent left it
+	// out. `unknown`: no recording is linked (`no-recording`), or a
+	// linked one is truncated or incomplete, so a call that carried it
+	// may be missing from the ledger.
+	//
+	//
+	// Example: shown
+	Exposure Exposure `json:"exposure"`
 
 	// InjectionID An injection id that names one stored entry:
 	// `memory:<memoryId>#<entryId>`, as a per-chunk injection, a context
@@ -2743,6 +2957,15 @@ type Origin struct {
 
 	// Score The score it was admitted at.
 	Score *float64 `json:"score,omitempty"`
+
+	// ShownIn The model calls that carried it, from the linked recordings, in
+	// ledger order: each is a run and its call (`iteration`, 0 for
+	// announcements that named none). A piece offered inside its
+	// memory's one injection (`memory:<memoryId>`, when the chunks
+	// did not rebuild the memory's text byte for byte) was shown
+	// wherever that injection was announced. Empty unless `exposure`
+	// is `shown`.
+	ShownIn []ModelCallRef `json:"shownIn"`
 
 	// Status What became of an origin's entry since it was injected.
 	// `present`: it is stored as it was. `replaced`: it was overwritten
@@ -2886,7 +3109,9 @@ type Problem struct {
 	// Title Short summary of the problem type.
 	Title string `json:"title"`
 
-	// Type A URI reference naming the problem type, `/problems/{code}`.
+	// Type A URI reference naming the problem type, `/problems/{code}`. It
+	// resolves: `GET /problems/{code}` is a page saying what the
+	// problem means and how to fix it (`/problems/` lists them all).
 	Type                 string                 `json:"type"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
@@ -2995,9 +3220,27 @@ type RecallInput struct {
 	// without them; each one a strategy would otherwise have seen is
 	// still listed in its evidence, with reason `excluded`, and the
 	// memory's evidence names them in `excluded`. An id that names no
-	// entry excludes nothing. For a rerun of an earlier turn, leave
-	// `turn` and `runId` out (the rerun is not that turn's context)
-	// and record its outcome with `recordAblation`.
+	// entry excludes nothing.
+	//
+	// **A rerun.** Sending `exclude` (an empty array included: a
+	// baseline rerun, nothing left out) makes this recall a RERUN of
+	// the turn `turn` names: it considers only entries written by
+	// turns before that one, as the recall made for the turn did,
+	// so that it is the recall that would have happened without the
+	// excluded pieces, not one that also sees what the turn itself
+	// and later turns wrote (a rerun of turn 3 made after turn 3 was
+	// posted would otherwise recall `snap-3`, turn 3's own answer).
+	// Those entries are listed as candidates with reason
+	// `later-turn` and the memory's evidence says `beforeTurn`
+	// (entries no turn wrote, document chunks, stay, and so do a
+	// principal-scoped memory's entries from the principal's other
+	// conversations, whose turns are not this conversation's; a fact
+	// that turn 3 or later restated is left out, its earlier value is
+	// not kept). The receipt says `rerun`, and `explainTurn` never takes
+	// a rerun for what the turn was offered, unless the turn's
+	// `recallIds` names it. Record the rerun's outcome with
+	// `recordAblation`. Without `turn`, a rerun considers everything
+	// stored.
 	Exclude []InjectionID `json:"exclude,omitempty"`
 
 	// Memories Only these memories recall, in this order. Absent, every memory
@@ -3019,7 +3262,9 @@ type RecallInput struct {
 	// Example: run-01JDQ80A7T
 	RunID *RunID `json:"runId,omitempty"`
 
-	// Turn The turn this recall is for; recorded on the receipt so that explaining that turn finds it.
+	// Turn The turn this recall is for; recorded on the receipt so that
+	// explaining that turn finds it. With `exclude`, the turn this
+	// recall RERUNS (see `exclude`).
 	Turn *int `json:"turn,omitempty"`
 }
 
@@ -3045,16 +3290,36 @@ type RecallLinks struct {
 // RecallResult A recall and its receipt: per memory, the recall and its evidence;
 // overall, the injections and the system-prompt text. The stored
 // receipt is the same object; neither holds the query text, only
-// `queryHash`.
+// `queryHash`. A receipt says whose it is: the conversation and
+// principal it was made for, the turn it was made for (when the
+// request said) and when it was made.
 type RecallResult struct {
+	// ConversationID A conversation id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-`. Opaque to the server; namespaced
+	// per tenant and principal.
+	//
+	//
+	// Example: support-4821
+	ConversationID ConversationID `json:"conversationId"`
+
 	// CreatedAt When the recall ran.
 	CreatedAt time.Time `json:"createdAt"`
+
+	// Exclude A rerun's `exclude`, as the request sent it (empty for a baseline rerun).
+	Exclude []InjectionID `json:"exclude,omitempty"`
 
 	// Injections What to inject, in prompt order.
 	Injections []Injection `json:"injections"`
 
 	// Memories Each memory that recalled, in the order they are assembled into the prompt.
 	Memories []MemoryRecall `json:"memories"`
+
+	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
+	// `.`, `_`, `:`, `@`, `+`, `=`, `-` (an email address fits).
+	//
+	//
+	// Example: user-7c3e
+	Principal *Principal `json:"principal,omitempty"`
 
 	// QueryHash `sha256:` and the lowercase hex SHA-256 of the query text's UTF-8 bytes. The text itself is never stored.
 	//
@@ -3065,6 +3330,11 @@ type RecallResult struct {
 	//
 	// Example: rcl_01JDQ9C4M7ZK2W8T
 	RecallID RecallID `json:"recallId"`
+
+	// Rerun True for a recall made with `exclude`: an ablation rerun of
+	// `turn` (see `recall`'s `exclude`), never taken for what the
+	// turn was offered. Absent otherwise.
+	Rerun *bool `json:"rerun,omitempty"`
 
 	// RunID The agent's id for the run that produced a turn, kept on every entry
 	// the turn writes (`source.runId`) to trace it back: 1 to 128 letters,
@@ -3130,7 +3400,8 @@ type RecordedEvent struct {
 	// Index Its stream index, from 0, in append order; never reused.
 	Index int64 `json:"index"`
 
-	// Meta The metadata sent with it.
+	// Meta The metadata sent with it, as sent. Its `wallClockMs` is the
+	// agent's clock, kept as reported; `receivedAt` is the server's.
 	Meta map[string]interface{} `json:"meta,omitempty"`
 
 	// Payload The event's data as appended, except that embedding arrays are
@@ -3138,6 +3409,9 @@ type RecordedEvent struct {
 	// and an over-limit payload is a string holding the start of its
 	// JSON text (see `truncated`).
 	Payload json.RawMessage `json:"payload"`
+
+	// ReceivedAt When the server received it, by the server's clock (every event of one batch has the batch's). Absent for an event recorded before the server kept this.
+	ReceivedAt *time.Time `json:"receivedAt,omitempty"`
 
 	// Repeat A repeat of a context-injection announcement the tail still
 	// holds (the same payload, field for field): kept in order, but it
@@ -3201,6 +3475,21 @@ type ResourcePath = string
 
 // Run A run recording's state. Optional facts the server does not know are absent keys.
 type Run struct {
+	// ClientClock The run's times by the AGENT's clock, as the agent reported them and
+	// never corrected by the server's: `startedAt` from `openRun`'s
+	// `startedAt`, else the first event's `meta.wallClockMs`;
+	// `lastEventAt` from the newest event's `meta.wallClockMs`. Absent
+	// when the agent reported none.
+	ClientClock *ClientClock `json:"clientClock,omitempty"`
+
+	// ClocksDisagree True when the agent's clock (`clientClock`) and the server's,
+	// read together, would put the run out of order: the agent's
+	// newest event before the server opened the run or before the
+	// agent's own start, or the agent's start after the server
+	// finished the run. Neither clock is corrected; this says that a
+	// timeline mixing them is not to be trusted.
+	ClocksDisagree bool `json:"clocksDisagree"`
+
 	// Complete Finished and ran to its end.
 	Complete bool `json:"complete"`
 
@@ -3215,7 +3504,7 @@ type Run struct {
 	// DroppedEvents How many of the oldest events were dropped to keep within the bounds.
 	DroppedEvents int64 `json:"droppedEvents"`
 
-	// EndedAt When it finished; only for a complete run.
+	// EndedAt When the run ended, by the server's clock (its `finishedAt`); only for a complete run.
 	EndedAt *time.Time `json:"endedAt,omitempty"`
 
 	// EventCount How many events are retained; the next event's index is `firstRetainedEventIndex + eventCount`.
@@ -3224,8 +3513,14 @@ type Run struct {
 	// Finished Finished (complete or abandoned); it takes no more events.
 	Finished bool `json:"finished"`
 
+	// FinishedAt When the server finished the run (complete or abandoned), by its clock.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
 	// FirstRetainedEventIndex The stream index of the oldest retained event (equal to `droppedEvents`).
 	FirstRetainedEventIndex int64 `json:"firstRetainedEventIndex"`
+
+	// LastEventAt When the server received the newest event, by its clock. Absent before the first event.
+	LastEventAt *time.Time `json:"lastEventAt,omitempty"`
 
 	// MaxEvents The cap on distinct events in effect.
 	MaxEvents int `json:"maxEvents"`
@@ -3245,8 +3540,8 @@ type Run struct {
 	// Example: run-01JDQ80A7T
 	RunID RunID `json:"runId"`
 
-	// StartedAt When it started; absent when unknown, and always absent once events were dropped.
-	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// StartedAt When the server opened the run, by the server's clock.
+	StartedAt time.Time `json:"startedAt"`
 
 	// TruncatedEvents How many events had payloads over the limit and were kept truncated.
 	TruncatedEvents int64 `json:"truncatedEvents"`
@@ -3312,9 +3607,15 @@ type RunInput struct {
 	// Example: support-4821
 	ConversationID *ConversationID `json:"conversationId,omitempty"`
 
-	// MaxEvents The cap on DISTINCT events retained. Any number is accepted: one
-	// that is not positive and finite means the default, 10,000; a
-	// fraction is rounded down; above 1,000,000 is clamped to it.
+	// MaxEvents The cap on DISTINCT events retained. Any number is accepted, and
+	// so is `null`: absent, `null`, below 1 (0.5 included: rounded
+	// down it would keep nothing) or not finite means the default,
+	// 10,000, as a cap that is not a positive finite number does in
+	// the seed. `null` is what JavaScript's `JSON.stringify` sends for
+	// `Infinity` and `NaN`, so a client's unbounded cap arrives as
+	// `null` and means the default, as `null` does for `turnNumber`.
+	// A fraction above 1 is rounded down; above 1,000,000 is clamped
+	// to it.
 	MaxEvents *float64 `json:"maxEvents,omitempty"`
 
 	// Principal An end-user id chosen by the agent: 1 to 256 letters, digits and
@@ -3484,6 +3785,25 @@ type StrategyInfo struct {
 // `GET /v1/strategies` lists each kind's fields (as a JSON Schema),
 // the types that accept it and what it requires.
 //
+// **Where this differs from the seed's JavaScript.** These are
+// deliberate, for JSON over HTTP:
+//
+//   - A field sent as `null` counts as absent: its default applies
+//     (`{"kind":"window","size":null}` is `size` 20), as `undefined`
+//     does in the seed.
+//   - A hybrid composes at most 8 strategies and nests at most 3 deep
+//     (422 `invalid-field` at `strategy.strategies`); the seed has no
+//     bound, a server needs one.
+//   - A hybrid's `topK` parts share the memory's one vector space: each
+//     uses its own `embedder`, else the memory's, else the server's
+//     default, and parts that resolve to different embedders are
+//     refused (a part naming the default and one naming none agree).
+//   - `extract` with `extractor: "llm"` needs an `llm` AND a `model`
+//     (the seed's agent falls back to its own model; a server has
+//     none to fall back to, and never guesses one).
+//   - Duplicate member names anywhere in a body are refused (400
+//     `invalid-json`), where `JSON.parse` would keep the last.
+//
 // Example: {"kind":"window","size":20}
 type StrategyInput = interface{}
 
@@ -3524,6 +3844,14 @@ type Superseded struct {
 // `recordAblation` can confirm it. An origin whose text is not
 // known, or a turn with no answer text, is not scored.
 //
+// Suspects are drawn from what the model was SHOWN: an origin whose
+// `exposure` is `offered` (the recordings show the agent left it
+// out) is never a suspect. Without a whole recording, the origins
+// whose exposure is `unknown` are ranked instead, each saying so
+// (`exposure: unknown`, and its `note`), never as if they were
+// known context. Within a strategy, `shown` suspects rank before
+// `unknown` ones, then by score.
+//
 // The verdict, from the reruns recorded for the turn (a rerun counts
 // for every piece it excluded; a baseline rerun excluded none):
 // `confirmed` only when excluding it flipped the answer in a
@@ -3533,6 +3861,9 @@ type Superseded struct {
 // rerun flipped; `inconclusive` otherwise, including whenever a
 // baseline rerun flipped; `untested` when no rerun excluded it.
 type Suspect struct {
+	// Exposure `shown`, or `unknown` when no whole recording says whether the model saw it (see `Exposure`).
+	Exposure SuspectExposure `json:"exposure"`
+
 	// Flips How many of those flipped the answer.
 	Flips int `json:"flips"`
 
@@ -3575,6 +3906,9 @@ type Suspect struct {
 	// Example: confirmed
 	Verdict SuspectVerdict `json:"verdict"`
 }
+
+// SuspectExposure `shown`, or `unknown` when no whole recording says whether the model saw it (see `Exposure`).
+type SuspectExposure string
 
 // SuspectVerdict What the recorded ablation reruns say about a suspect (see
 // `Suspect` for the rule). `confirmed`, `not-confirmed`,
@@ -3633,6 +3967,12 @@ type TurnEntryIds struct {
 // in the turn's snapshot (`snap-{turn}`), so that a later wrong answer
 // can be traced to the decisions and tool results behind it; the other
 // memories ignore it.
+//
+// Every field is optional, and a field left out is stored
+// as NOT REPORTED, which is not zero: the snapshot leaves it out and
+// names it in `unreported`, and every read of it (entries, recall's
+// causal blocks, explanations) says it was not reported. An empty
+// array (`"decisions": []`) is reported: no decisions were taken.
 type TurnEvidence struct {
 	// Decisions The decisions taken, in order.
 	Decisions []Decision `json:"decisions,omitempty"`
@@ -3663,6 +4003,12 @@ type TurnInput struct {
 	// in the turn's snapshot (`snap-{turn}`), so that a later wrong answer
 	// can be traced to the decisions and tool results behind it; the other
 	// memories ignore it.
+	//
+	// Every field is optional, and a field left out is stored
+	// as NOT REPORTED, which is not zero: the snapshot leaves it out and
+	// names it in `unreported`, and every read of it (entries, recall's
+	// causal blocks, explanations) says it was not reported. An empty
+	// array (`"decisions": []`) is reported: no decisions were taken.
 	Evidence *TurnEvidence `json:"evidence,omitempty"`
 
 	// Memories Only these memories write this turn; the others are skipped as
@@ -3910,6 +4256,9 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IfMatch defines model for IfMatch.
+type IfMatch = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -4002,6 +4351,15 @@ type EmbedderFailed = Problem
 // absent when no response arrived).
 type EntryNotFound = Problem
 
+// IdempotencyKeyReused An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
+type IdempotencyKeyReused = Problem
+
 // InternalError An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
 // kinds), `acceptedKinds` (the kinds a type accepts),
@@ -4028,6 +4386,15 @@ type NotFound = Problem
 // embedder's id) and `upstreamStatus` (the provider's HTTP status,
 // absent when no response arrived).
 type PayloadTooLarge = Problem
+
+// PreconditionFailed An RFC 9457 problem. Besides the members below a problem may carry
+// extra, code-specific members, e.g. `kinds` (the seven strategy
+// kinds), `acceptedKinds` (the kinds a type accepts),
+// `acceptingTypes` (the types that accept a kind), and on
+// `embedder-failed` and `embedder-unavailable` `embedder` (the
+// embedder's id) and `upstreamStatus` (the provider's HTTP status,
+// absent when no response arrived).
+type PreconditionFailed = Problem
 
 // RateLimited An RFC 9457 problem. Besides the members below a problem may carry
 // extra, code-specific members, e.g. `kinds` (the seven strategy
@@ -4332,12 +4699,18 @@ type PostTurnParams struct {
 	// one.
 	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
 
-	// IdempotencyKey Makes a retry safe. Within the key's lifetime (24 hours by default)
-	// the same key with the same body replays the stored answer, marked
-	// `Idempotent-Replayed: true`, without writing the turn again; the same
-	// key with a different body is refused with 422
-	// `idempotency-key-reused`. 1 to 255 printable ASCII characters, no
-	// spaces; a UUID is a good choice.
+	// IdempotencyKey Makes a retry safe, on every POST that creates (turns, memories,
+	// runs, documents, ablations). Within the key's lifetime (24 hours by
+	// default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+	// request (operation, path and body) replays the stored answer, with
+	// its status and marked `Idempotent-Replayed: true`, without creating
+	// anything again; the same key with a different request is refused
+	// with 422 `idempotency-key-reused`. A retry that arrives while the
+	// first request is still in flight waits for it and replays its
+	// answer (or, if the first failed, is performed). Keys belong to the
+	// tenant and name one request of any kind. A refused request (4xx)
+	// claims no key. 1 to 255 printable ASCII characters, no spaces; a
+	// UUID is a good choice.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4377,6 +4750,20 @@ type RecordAblationParams struct {
 	// shared by every request that names the same conversation without
 	// one.
 	Principal *Principal `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// IdempotencyKey Makes a retry safe, on every POST that creates (turns, memories,
+	// runs, documents, ablations). Within the key's lifetime (24 hours by
+	// default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+	// request (operation, path and body) replays the stored answer, with
+	// its status and marked `Idempotent-Replayed: true`, without creating
+	// anything again; the same key with a different request is refused
+	// with 422 `idempotency-key-reused`. A retry that arrives while the
+	// first request is still in flight waits for it and replays its
+	// answer (or, if the first failed, is performed). Keys belong to the
+	// tenant and name one request of any kind. A refused request (4xx)
+	// claims no key. 1 to 255 printable ASCII characters, no spaces; a
+	// UUID is a good choice.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // GetAblationParams defines parameters for GetAblation.
@@ -4426,12 +4813,60 @@ type ListMemoriesParams struct {
 type CreateMemoryParams struct {
 	// DryRun Validate and normalise only; store nothing.
 	DryRun *bool `form:"dryRun,omitempty" json:"dryRun,omitempty"`
+
+	// IdempotencyKey Makes a retry safe, on every POST that creates (turns, memories,
+	// runs, documents, ablations). Within the key's lifetime (24 hours by
+	// default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+	// request (operation, path and body) replays the stored answer, with
+	// its status and marked `Idempotent-Replayed: true`, without creating
+	// anything again; the same key with a different request is refused
+	// with 422 `idempotency-key-reused`. A retry that arrives while the
+	// first request is still in flight waits for it and replays its
+	// answer (or, if the first failed, is performed). Keys belong to the
+	// tenant and name one request of any kind. A refused request (4xx)
+	// claims no key. 1 to 255 printable ASCII characters, no spaces; a
+	// UUID is a good choice.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteMemoryParams defines parameters for DeleteMemory.
 type DeleteMemoryParams struct {
 	// Purge Also erase every entry this memory stored, in every conversation.
 	Purge *bool `form:"purge,omitempty" json:"purge,omitempty"`
+}
+
+// GetMemoryParams defines parameters for GetMemory.
+type GetMemoryParams struct {
+	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
+	// or `*`). When it still matches, the answer is a bodiless 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ReplaceMemoryParams defines parameters for ReplaceMemory.
+type ReplaceMemoryParams struct {
+	// IfMatch The `ETag` of the representation the change was made against (or a
+	// comma-separated list of them, or `*` for any). When the resource no
+	// longer matches — someone changed it since — the change is refused
+	// with 412 `precondition-failed` and nothing is stored. Entity tags
+	// are compared strongly: a weak one (`W/"…"`) never matches.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// IndexDocumentsParams defines parameters for IndexDocuments.
+type IndexDocumentsParams struct {
+	// IdempotencyKey Makes a retry safe, on every POST that creates (turns, memories,
+	// runs, documents, ablations). Within the key's lifetime (24 hours by
+	// default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+	// request (operation, path and body) replays the stored answer, with
+	// its status and marked `Idempotent-Replayed: true`, without creating
+	// anything again; the same key with a different request is refused
+	// with 422 `idempotency-key-reused`. A retry that arrives while the
+	// first request is still in flight waits for it and replays its
+	// answer (or, if the first failed, is performed). Keys belong to the
+	// tenant and name one request of any kind. A refused request (4xx)
+	// claims no key. 1 to 255 printable ASCII characters, no spaces; a
+	// UUID is a good choice.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListPrincipalEntriesParams defines parameters for ListPrincipalEntries.
@@ -4457,6 +4892,13 @@ type ListPrincipalEntriesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetRecallParams defines parameters for GetRecall.
+type GetRecallParams struct {
+	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
+	// or `*`). When it still matches, the answer is a bodiless 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// ConversationID Only the runs recorded for this conversation.
@@ -4476,6 +4918,30 @@ type ListRunsParams struct {
 	// cursor that was altered, or that belongs to another query or tenant,
 	// is a 400 `invalid-cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// OpenRunParams defines parameters for OpenRun.
+type OpenRunParams struct {
+	// IdempotencyKey Makes a retry safe, on every POST that creates (turns, memories,
+	// runs, documents, ablations). Within the key's lifetime (24 hours by
+	// default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+	// request (operation, path and body) replays the stored answer, with
+	// its status and marked `Idempotent-Replayed: true`, without creating
+	// anything again; the same key with a different request is refused
+	// with 422 `idempotency-key-reused`. A retry that arrives while the
+	// first request is still in flight waits for it and replays its
+	// answer (or, if the first failed, is performed). Keys belong to the
+	// tenant and name one request of any kind. A refused request (4xx)
+	// claims no key. 1 to 255 printable ASCII characters, no spaces; a
+	// UUID is a good choice.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetRunParams defines parameters for GetRun.
+type GetRunParams struct {
+	// IfNoneMatch An `ETag` from an earlier answer (or a comma-separated list of them,
+	// or `*`). When it still matches, the answer is a bodiless 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListRunEventsParams defines parameters for ListRunEvents.
@@ -5263,6 +5729,12 @@ type ClientInterface interface {
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
 	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of recording the rerun twice
+	// (which would count it twice toward the verdict); the same key with a
+	// different request is 422 `idempotency-key-reused`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/conversations/{conversationId}/turns/{turn}/ablations (the `RecordAblation` operationId).
@@ -5296,6 +5768,12 @@ type ClientInterface interface {
 	// forgotten. A turn with nothing stored for it is a 404; an
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of recording the rerun twice
+	// (which would count it twice toward the verdict); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5348,12 +5826,19 @@ type ClientInterface interface {
 	// score, rank and threshold the receipt that offered it admitted it
 	// at, and whether it is still `present` or was since `replaced`,
 	// `expired` or `forgotten`, or is `missing`. A receipt says what was
-	// offered; only a recording shows what the model was shown
-	// (`no-recording` flags a turn without one).
+	// offered; only a recording shows what the model was shown, and
+	// each origin's `exposure` says which it is: `shown` (with the model
+	// calls in `shownIn`), `offered` and not shown, or `unknown` (no
+	// whole recording is linked; `no-recording` flags a turn without
+	// one). A rerun receipt (`rerun`, a recall made with `exclude`) is
+	// never taken for what the turn was offered, unless the turn's
+	// `recallIds` names it.
 	//
-	// **Suspects** (`suspects`) are the origins scored against the final
-	// answer by every offerable influence strategy (see
-	// `listInfluenceStrategies`) and ranked within each. The scores are
+	// **Suspects** (`suspects`) are the origins the model was shown (or,
+	// without a whole recording, may have been: `exposure` says which)
+	// scored against the final answer by every offerable influence
+	// strategy (see `listInfluenceStrategies`) and ranked within each;
+	// a piece offered and not shown is never a suspect. The scores are
 	// correlational proxies, never causes. Each suspect's `verdict`
 	// comes from the ablation reruns recorded for this turn
 	// (`recordAblation`); see `Suspect` for the rule.
@@ -5431,7 +5916,13 @@ type ClientInterface interface {
 	// valid definition answers 200 with the definition as it would have
 	// been stored (`version` 1, timestamps of now), an invalid one the same
 	// problem a real create would. Strategy pickers call this as the user
-	// types.
+	// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of defining the memory again (a
+	// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5457,7 +5948,13 @@ type ClientInterface interface {
 	// valid definition answers 200 with the definition as it would have
 	// been stored (`version` 1, timestamps of now), an invalid one the same
 	// problem a real create would. Strategy pickers call this as the user
-	// types.
+	// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of defining the memory again (a
+	// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5480,7 +5977,7 @@ type ClientInterface interface {
 	// unchanged to `PUT` (which ignores the timestamps).
 	//
 	// Corresponds with GET /v1/memories/{memoryId} (the `GetMemory` operationId).
-	GetMemory(ctx context.Context, memoryID MemoryID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetMemory(ctx context.Context, memoryID MemoryID, params *GetMemoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplaceMemoryWithBody Replace a memory
 	//
@@ -5500,7 +5997,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-	ReplaceMemoryWithBody(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplaceMemoryWithBody(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplaceMemory Replace a memory
 	//
@@ -5520,7 +6017,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-	ReplaceMemory(ctx context.Context, memoryID MemoryID, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplaceMemory(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// IndexDocumentsWithBody Index documents into a corpus
 	//
@@ -5548,10 +6045,15 @@ type ClientInterface interface {
 	// The whole body counts against `limits.maxBodyBytes` (413 above it);
 	// send large corpora in several requests.
 	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+	// different request is 422 `idempotency-key-reused`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-	IndexDocumentsWithBody(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	IndexDocumentsWithBody(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// IndexDocuments Index documents into a corpus
 	//
@@ -5579,10 +6081,15 @@ type ClientInterface interface {
 	// The whole body counts against `limits.maxBodyBytes` (413 above it);
 	// send large corpora in several requests.
 	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+	// different request is 422 `idempotency-key-reused`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-	IndexDocuments(ctx context.Context, memoryID MemoryID, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	IndexDocuments(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ForgetPrincipal Forget a user everywhere
 	//
@@ -5623,7 +6130,7 @@ type ClientInterface interface {
 	// that does not exist.
 	//
 	// Corresponds with GET /v1/recalls/{recallId} (the `GetRecall` operationId).
-	GetRecall(ctx context.Context, recallID RecallID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetRecall(ctx context.Context, recallID RecallID, params *GetRecallParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns List runs
 	//
@@ -5645,26 +6152,54 @@ type ClientInterface interface {
 	// context-injection announcement (type `context.injected` or
 	// `agentfootprint.context.injected`) whose payload is identical,
 	// field for field and in the same key order, to one still held is a
-	// repeat that holds no slot. The whole tail is bounded at 10 × the
+	// repeat that holds no slot. Identity is by VALUE, as the seed's
+	// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+	// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+	// and `"\u0041"` one string, whitespace between tokens nothing;
+	// keys in another order are another payload. It is decided on the
+	// payload AS SENT, embedding vectors included, even when what is
+	// recorded is their `{dims, norm}` summary or a truncated payload
+	// (the recording then keeps a SHA-256 of the payload's value as
+	// sent, and both must agree): two announcements that differ only in
+	// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+	// first spelling of the value). The whole tail is bounded at 10 × the
 	// cap; beyond either bound the oldest events go first and the run's
 	// `droppedEvents` and `firstRetainedEventIndex` say so. A
-	// `maxEvents` that is not a positive finite number (0, negative, or
-	// absent) means the default, 10,000; one above 1,000,000 is clamped
-	// to 1,000,000. A fractional cap is rounded down. The run's
-	// `maxEvents` is the cap in effect.
+	// `maxEvents` that is absent, `null`, below 1 or not finite means
+	// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+	// A fractional cap is rounded down. The run's `maxEvents` is the cap
+	// in effect.
 	//
 	// **Embeddings.** Numeric arrays under an `embedding` or
 	// `embeddings` key of a payload are recorded as `{dims, norm}`
 	// unless `recordEmbeddings` is true.
 	//
-	// **Start time.** `startedAt` is the caller's, else the first
-	// event's `meta.wallClockMs`; it is left out of the run when events
-	// were dropped, since the true start is then unknown.
+	// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+	// and `endedAt` and each event's `receivedAt` are the SERVER's
+	// clock: when it opened the run, received the newest event, finished
+	// the run. They are always in that order. What the agent reports of
+	// its own clock is kept as reported and labelled as the agent's, in
+	// `clientClock`: the request's `startedAt` (else the first event's
+	// `meta.wallClockMs`, left out once events were dropped, as the
+	// start of the stream is then gone) and the newest event's
+	// `meta.wallClockMs`. The server never corrects or orders by the
+	// agent's clock; when the two disagree (the agent's newest event
+	// before the server opened the run, or before the agent's own
+	// start, or the agent's start after the server finished),
+	// `clocksDisagree` is true, so a timeline drawn from both never
+	// shows a run ending before it began without saying why.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of opening another run (a retry
+	// of an open that succeeded is not 409 `run-exists`, and without a
+	// `runId` it opens no second run); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/runs (the `OpenRun` operationId).
-	OpenRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	OpenRunWithBody(ctx context.Context, params *OpenRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// OpenRun Open a run recording
 	//
@@ -5677,26 +6212,54 @@ type ClientInterface interface {
 	// context-injection announcement (type `context.injected` or
 	// `agentfootprint.context.injected`) whose payload is identical,
 	// field for field and in the same key order, to one still held is a
-	// repeat that holds no slot. The whole tail is bounded at 10 × the
+	// repeat that holds no slot. Identity is by VALUE, as the seed's
+	// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+	// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+	// and `"\u0041"` one string, whitespace between tokens nothing;
+	// keys in another order are another payload. It is decided on the
+	// payload AS SENT, embedding vectors included, even when what is
+	// recorded is their `{dims, norm}` summary or a truncated payload
+	// (the recording then keeps a SHA-256 of the payload's value as
+	// sent, and both must agree): two announcements that differ only in
+	// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+	// first spelling of the value). The whole tail is bounded at 10 × the
 	// cap; beyond either bound the oldest events go first and the run's
 	// `droppedEvents` and `firstRetainedEventIndex` say so. A
-	// `maxEvents` that is not a positive finite number (0, negative, or
-	// absent) means the default, 10,000; one above 1,000,000 is clamped
-	// to 1,000,000. A fractional cap is rounded down. The run's
-	// `maxEvents` is the cap in effect.
+	// `maxEvents` that is absent, `null`, below 1 or not finite means
+	// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+	// A fractional cap is rounded down. The run's `maxEvents` is the cap
+	// in effect.
 	//
 	// **Embeddings.** Numeric arrays under an `embedding` or
 	// `embeddings` key of a payload are recorded as `{dims, norm}`
 	// unless `recordEmbeddings` is true.
 	//
-	// **Start time.** `startedAt` is the caller's, else the first
-	// event's `meta.wallClockMs`; it is left out of the run when events
-	// were dropped, since the true start is then unknown.
+	// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+	// and `endedAt` and each event's `receivedAt` are the SERVER's
+	// clock: when it opened the run, received the newest event, finished
+	// the run. They are always in that order. What the agent reports of
+	// its own clock is kept as reported and labelled as the agent's, in
+	// `clientClock`: the request's `startedAt` (else the first event's
+	// `meta.wallClockMs`, left out once events were dropped, as the
+	// start of the stream is then gone) and the newest event's
+	// `meta.wallClockMs`. The server never corrects or orders by the
+	// agent's clock; when the two disagree (the agent's newest event
+	// before the server opened the run, or before the agent's own
+	// start, or the agent's start after the server finished),
+	// `clocksDisagree` is true, so a timeline drawn from both never
+	// shows a run ending before it began without saying why.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of opening another run (a retry
+	// of an open that succeeded is not 409 `run-exists`, and without a
+	// `runId` it opens no second run); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/runs (the `OpenRun` operationId).
-	OpenRun(ctx context.Context, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	OpenRun(ctx context.Context, params *OpenRunParams, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRun Read a run recording
 	//
@@ -5706,11 +6269,13 @@ type ClientInterface interface {
 	// run's `firstRetainedEventIndex` and `droppedEvents` says how many
 	// went before it. An open run can be read at any time; a finished
 	// one is durable. Optional facts the server does not know are absent
-	// keys, never guesses: no `startedAt` when events were dropped, no
-	// `endedAt` unless the run finished complete.
+	// keys, never guesses: no `clientClock.startedAt` when events were
+	// dropped, no `endedAt` unless the run finished complete, no
+	// `receivedAt` on an event recorded before the server kept it. See
+	// `openRun` for the server's clock and the agent's.
 	//
 	// Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
-	GetRun(ctx context.Context, runID RunID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetRun(ctx context.Context, runID RunID, params *GetRunParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRunContext Read the context a run showed the model, call by call
 	//
@@ -5829,7 +6394,8 @@ type ClientInterface interface {
 	// `run-finished`), live followers get the rest of the stream and the
 	// end, and the recording is durable from here on. `complete` says
 	// whether the run ran to its end (true) or was abandoned (false);
-	// only a complete run gets an `endedAt`.
+	// `finishedAt` is when the server finished it, and only a complete
+	// run gets an `endedAt` (the same time).
 	//
 	// Finishing an already finished run with the same `complete` answers
 	// 200 with the run unchanged, so a retry is safe; with the other
@@ -5846,7 +6412,8 @@ type ClientInterface interface {
 	// `run-finished`), live followers get the rest of the stream and the
 	// end, and the recording is durable from here on. `complete` says
 	// whether the run ran to its end (true) or was abandoned (false);
-	// only a complete run gets an `endedAt`.
+	// `finishedAt` is when the server finished it, and only a complete
+	// run gets an `endedAt` (the same time).
 	//
 	// Finishing an already finished run with the same `complete` answers
 	// 200 with the run unchanged, so a retry is safe; with the other
@@ -6484,6 +7051,12 @@ func (c *Client) ListAblations(ctx context.Context, conversationID ConversationI
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
 //
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of recording the rerun twice
+// (which would count it twice toward the verdict); the same key with a
+// different request is 422 `idempotency-key-reused`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/conversations/{conversationId}/turns/{turn}/ablations (the `RecordAblation` operationId).
@@ -6527,6 +7100,12 @@ func (c *Client) RecordAblationWithBody(ctx context.Context, conversationID Conv
 // forgotten. A turn with nothing stored for it is a 404; an
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of recording the rerun twice
+// (which would count it twice toward the verdict); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6599,12 +7178,19 @@ func (c *Client) GetAblation(ctx context.Context, conversationID ConversationID,
 // score, rank and threshold the receipt that offered it admitted it
 // at, and whether it is still `present` or was since `replaced`,
 // `expired` or `forgotten`, or is `missing`. A receipt says what was
-// offered; only a recording shows what the model was shown
-// (`no-recording` flags a turn without one).
+// offered; only a recording shows what the model was shown, and
+// each origin's `exposure` says which it is: `shown` (with the model
+// calls in `shownIn`), `offered` and not shown, or `unknown` (no
+// whole recording is linked; `no-recording` flags a turn without
+// one). A rerun receipt (`rerun`, a recall made with `exclude`) is
+// never taken for what the turn was offered, unless the turn's
+// `recallIds` names it.
 //
-// **Suspects** (`suspects`) are the origins scored against the final
-// answer by every offerable influence strategy (see
-// `listInfluenceStrategies`) and ranked within each. The scores are
+// **Suspects** (`suspects`) are the origins the model was shown (or,
+// without a whole recording, may have been: `exposure` says which)
+// scored against the final answer by every offerable influence
+// strategy (see `listInfluenceStrategies`) and ranked within each;
+// a piece offered and not shown is never a suspect. The scores are
 // correlational proxies, never causes. Each suspect's `verdict`
 // comes from the ablation reruns recorded for this turn
 // (`recordAblation`); see `Suspect` for the rule.
@@ -6712,7 +7298,13 @@ func (c *Client) ListMemories(ctx context.Context, params *ListMemoriesParams, r
 // valid definition answers 200 with the definition as it would have
 // been stored (`version` 1, timestamps of now), an invalid one the same
 // problem a real create would. Strategy pickers call this as the user
-// types.
+// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of defining the memory again (a
+// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6748,7 +7340,13 @@ func (c *Client) CreateMemoryWithBody(ctx context.Context, params *CreateMemoryP
 // valid definition answers 200 with the definition as it would have
 // been stored (`version` 1, timestamps of now), an invalid one the same
 // problem a real create would. Strategy pickers call this as the user
-// types.
+// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of defining the memory again (a
+// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6791,8 +7389,8 @@ func (c *Client) DeleteMemory(ctx context.Context, memoryID MemoryID, params *De
 // unchanged to `PUT` (which ignores the timestamps).
 //
 // Corresponds with GET /v1/memories/{memoryId} (the `GetMemory` operationId).
-func (c *Client) GetMemory(ctx context.Context, memoryID MemoryID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetMemoryRequest(c.Server, memoryID)
+func (c *Client) GetMemory(ctx context.Context, memoryID MemoryID, params *GetMemoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMemoryRequest(c.Server, memoryID, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6821,8 +7419,8 @@ func (c *Client) GetMemory(ctx context.Context, memoryID MemoryID, reqEditors ..
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-func (c *Client) ReplaceMemoryWithBody(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplaceMemoryRequestWithBody(c.Server, memoryID, contentType, body)
+func (c *Client) ReplaceMemoryWithBody(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceMemoryRequestWithBody(c.Server, memoryID, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6851,8 +7449,8 @@ func (c *Client) ReplaceMemoryWithBody(ctx context.Context, memoryID MemoryID, c
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-func (c *Client) ReplaceMemory(ctx context.Context, memoryID MemoryID, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplaceMemoryRequest(c.Server, memoryID, body)
+func (c *Client) ReplaceMemory(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceMemoryRequest(c.Server, memoryID, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6889,11 +7487,16 @@ func (c *Client) ReplaceMemory(ctx context.Context, memoryID MemoryID, body Repl
 // The whole body counts against `limits.maxBodyBytes` (413 above it);
 // send large corpora in several requests.
 //
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+// different request is 422 `idempotency-key-reused`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-func (c *Client) IndexDocumentsWithBody(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewIndexDocumentsRequestWithBody(c.Server, memoryID, contentType, body)
+func (c *Client) IndexDocumentsWithBody(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIndexDocumentsRequestWithBody(c.Server, memoryID, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6930,11 +7533,16 @@ func (c *Client) IndexDocumentsWithBody(ctx context.Context, memoryID MemoryID, 
 // The whole body counts against `limits.maxBodyBytes` (413 above it);
 // send large corpora in several requests.
 //
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+// different request is 422 `idempotency-key-reused`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-func (c *Client) IndexDocuments(ctx context.Context, memoryID MemoryID, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewIndexDocumentsRequest(c.Server, memoryID, body)
+func (c *Client) IndexDocuments(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIndexDocumentsRequest(c.Server, memoryID, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7004,8 +7612,8 @@ func (c *Client) ListPrincipalEntries(ctx context.Context, principal PrincipalPa
 // that does not exist.
 //
 // Corresponds with GET /v1/recalls/{recallId} (the `GetRecall` operationId).
-func (c *Client) GetRecall(ctx context.Context, recallID RecallID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRecallRequest(c.Server, recallID)
+func (c *Client) GetRecall(ctx context.Context, recallID RecallID, params *GetRecallParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecallRequest(c.Server, recallID, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7046,27 +7654,55 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // context-injection announcement (type `context.injected` or
 // `agentfootprint.context.injected`) whose payload is identical,
 // field for field and in the same key order, to one still held is a
-// repeat that holds no slot. The whole tail is bounded at 10 × the
+// repeat that holds no slot. Identity is by VALUE, as the seed's
+// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+// and `"\u0041"` one string, whitespace between tokens nothing;
+// keys in another order are another payload. It is decided on the
+// payload AS SENT, embedding vectors included, even when what is
+// recorded is their `{dims, norm}` summary or a truncated payload
+// (the recording then keeps a SHA-256 of the payload's value as
+// sent, and both must agree): two announcements that differ only in
+// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+// first spelling of the value). The whole tail is bounded at 10 × the
 // cap; beyond either bound the oldest events go first and the run's
 // `droppedEvents` and `firstRetainedEventIndex` say so. A
-// `maxEvents` that is not a positive finite number (0, negative, or
-// absent) means the default, 10,000; one above 1,000,000 is clamped
-// to 1,000,000. A fractional cap is rounded down. The run's
-// `maxEvents` is the cap in effect.
+// `maxEvents` that is absent, `null`, below 1 or not finite means
+// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+// A fractional cap is rounded down. The run's `maxEvents` is the cap
+// in effect.
 //
 // **Embeddings.** Numeric arrays under an `embedding` or
 // `embeddings` key of a payload are recorded as `{dims, norm}`
 // unless `recordEmbeddings` is true.
 //
-// **Start time.** `startedAt` is the caller's, else the first
-// event's `meta.wallClockMs`; it is left out of the run when events
-// were dropped, since the true start is then unknown.
+// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+// and `endedAt` and each event's `receivedAt` are the SERVER's
+// clock: when it opened the run, received the newest event, finished
+// the run. They are always in that order. What the agent reports of
+// its own clock is kept as reported and labelled as the agent's, in
+// `clientClock`: the request's `startedAt` (else the first event's
+// `meta.wallClockMs`, left out once events were dropped, as the
+// start of the stream is then gone) and the newest event's
+// `meta.wallClockMs`. The server never corrects or orders by the
+// agent's clock; when the two disagree (the agent's newest event
+// before the server opened the run, or before the agent's own
+// start, or the agent's start after the server finished),
+// `clocksDisagree` is true, so a timeline drawn from both never
+// shows a run ending before it began without saying why.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of opening another run (a retry
+// of an open that succeeded is not 409 `run-exists`, and without a
+// `runId` it opens no second run); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/runs (the `OpenRun` operationId).
-func (c *Client) OpenRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOpenRunRequestWithBody(c.Server, contentType, body)
+func (c *Client) OpenRunWithBody(ctx context.Context, params *OpenRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOpenRunRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7088,27 +7724,55 @@ func (c *Client) OpenRunWithBody(ctx context.Context, contentType string, body i
 // context-injection announcement (type `context.injected` or
 // `agentfootprint.context.injected`) whose payload is identical,
 // field for field and in the same key order, to one still held is a
-// repeat that holds no slot. The whole tail is bounded at 10 × the
+// repeat that holds no slot. Identity is by VALUE, as the seed's
+// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+// and `"\u0041"` one string, whitespace between tokens nothing;
+// keys in another order are another payload. It is decided on the
+// payload AS SENT, embedding vectors included, even when what is
+// recorded is their `{dims, norm}` summary or a truncated payload
+// (the recording then keeps a SHA-256 of the payload's value as
+// sent, and both must agree): two announcements that differ only in
+// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+// first spelling of the value). The whole tail is bounded at 10 × the
 // cap; beyond either bound the oldest events go first and the run's
 // `droppedEvents` and `firstRetainedEventIndex` say so. A
-// `maxEvents` that is not a positive finite number (0, negative, or
-// absent) means the default, 10,000; one above 1,000,000 is clamped
-// to 1,000,000. A fractional cap is rounded down. The run's
-// `maxEvents` is the cap in effect.
+// `maxEvents` that is absent, `null`, below 1 or not finite means
+// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+// A fractional cap is rounded down. The run's `maxEvents` is the cap
+// in effect.
 //
 // **Embeddings.** Numeric arrays under an `embedding` or
 // `embeddings` key of a payload are recorded as `{dims, norm}`
 // unless `recordEmbeddings` is true.
 //
-// **Start time.** `startedAt` is the caller's, else the first
-// event's `meta.wallClockMs`; it is left out of the run when events
-// were dropped, since the true start is then unknown.
+// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+// and `endedAt` and each event's `receivedAt` are the SERVER's
+// clock: when it opened the run, received the newest event, finished
+// the run. They are always in that order. What the agent reports of
+// its own clock is kept as reported and labelled as the agent's, in
+// `clientClock`: the request's `startedAt` (else the first event's
+// `meta.wallClockMs`, left out once events were dropped, as the
+// start of the stream is then gone) and the newest event's
+// `meta.wallClockMs`. The server never corrects or orders by the
+// agent's clock; when the two disagree (the agent's newest event
+// before the server opened the run, or before the agent's own
+// start, or the agent's start after the server finished),
+// `clocksDisagree` is true, so a timeline drawn from both never
+// shows a run ending before it began without saying why.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of opening another run (a retry
+// of an open that succeeded is not 409 `run-exists`, and without a
+// `runId` it opens no second run); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/runs (the `OpenRun` operationId).
-func (c *Client) OpenRun(ctx context.Context, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOpenRunRequest(c.Server, body)
+func (c *Client) OpenRun(ctx context.Context, params *OpenRunParams, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOpenRunRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7127,12 +7791,14 @@ func (c *Client) OpenRun(ctx context.Context, body OpenRunJSONRequestBody, reqEd
 // run's `firstRetainedEventIndex` and `droppedEvents` says how many
 // went before it. An open run can be read at any time; a finished
 // one is durable. Optional facts the server does not know are absent
-// keys, never guesses: no `startedAt` when events were dropped, no
-// `endedAt` unless the run finished complete.
+// keys, never guesses: no `clientClock.startedAt` when events were
+// dropped, no `endedAt` unless the run finished complete, no
+// `receivedAt` on an event recorded before the server kept it. See
+// `openRun` for the server's clock and the agent's.
 //
 // Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
-func (c *Client) GetRun(ctx context.Context, runID RunID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRunRequest(c.Server, runID)
+func (c *Client) GetRun(ctx context.Context, runID RunID, params *GetRunParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunRequest(c.Server, runID, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7300,7 +7966,8 @@ func (c *Client) AppendEvents(ctx context.Context, runID RunID, body AppendEvent
 // `run-finished`), live followers get the rest of the stream and the
 // end, and the recording is durable from here on. `complete` says
 // whether the run ran to its end (true) or was abandoned (false);
-// only a complete run gets an `endedAt`.
+// `finishedAt` is when the server finished it, and only a complete
+// run gets an `endedAt` (the same time).
 //
 // Finishing an already finished run with the same `complete` answers
 // 200 with the run unchanged, so a retry is safe; with the other
@@ -7327,7 +7994,8 @@ func (c *Client) FinishRunWithBody(ctx context.Context, runID RunID, contentType
 // `run-finished`), live followers get the rest of the stream and the
 // end, and the recording is durable from here on. `complete` says
 // whether the run ran to its end (true) or was abandoned (false);
-// only a complete run gets an `endedAt`.
+// `finishedAt` is when the server finished it, and only a complete
+// run gets an `endedAt` (the same time).
 //
 // Finishing an already finished run with the same `complete` answers
 // 200 with the run unchanged, so a retry is safe; with the other
@@ -8545,6 +9213,21 @@ func NewRecordAblationRequestWithBody(server string, conversationID Conversation
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -8875,6 +9558,21 @@ func NewCreateMemoryRequestWithBody(server string, params *CreateMemoryParams, c
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -8940,7 +9638,7 @@ func NewDeleteMemoryRequest(server string, memoryID MemoryID, params *DeleteMemo
 }
 
 // NewGetMemoryRequest constructs an http.Request for the GetMemory method
-func NewGetMemoryRequest(server string, memoryID MemoryID) (*http.Request, error) {
+func NewGetMemoryRequest(server string, memoryID MemoryID, params *GetMemoryParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -8970,22 +9668,37 @@ func NewGetMemoryRequest(server string, memoryID MemoryID) (*http.Request, error
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewReplaceMemoryRequest calls the generic ReplaceMemory builder with application/json body
-func NewReplaceMemoryRequest(server string, memoryID MemoryID, body ReplaceMemoryJSONRequestBody) (*http.Request, error) {
+func NewReplaceMemoryRequest(server string, memoryID MemoryID, params *ReplaceMemoryParams, body ReplaceMemoryJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewReplaceMemoryRequestWithBody(server, memoryID, "application/json", bodyReader)
+	return NewReplaceMemoryRequestWithBody(server, memoryID, params, "application/json", bodyReader)
 }
 
 // NewReplaceMemoryRequestWithBody constructs an http.Request for the ReplaceMemory method, with any body, and a specified content type
-func NewReplaceMemoryRequestWithBody(server string, memoryID MemoryID, contentType string, body io.Reader) (*http.Request, error) {
+func NewReplaceMemoryRequestWithBody(server string, memoryID MemoryID, params *ReplaceMemoryParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -9017,22 +9730,37 @@ func NewReplaceMemoryRequestWithBody(server string, memoryID MemoryID, contentTy
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewIndexDocumentsRequest calls the generic IndexDocuments builder with application/json body
-func NewIndexDocumentsRequest(server string, memoryID MemoryID, body IndexDocumentsJSONRequestBody) (*http.Request, error) {
+func NewIndexDocumentsRequest(server string, memoryID MemoryID, params *IndexDocumentsParams, body IndexDocumentsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewIndexDocumentsRequestWithBody(server, memoryID, "application/json", bodyReader)
+	return NewIndexDocumentsRequestWithBody(server, memoryID, params, "application/json", bodyReader)
 }
 
 // NewIndexDocumentsRequestWithBody constructs an http.Request for the IndexDocuments method, with any body, and a specified content type
-func NewIndexDocumentsRequestWithBody(server string, memoryID MemoryID, contentType string, body io.Reader) (*http.Request, error) {
+func NewIndexDocumentsRequestWithBody(server string, memoryID MemoryID, params *IndexDocumentsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -9063,6 +9791,21 @@ func NewIndexDocumentsRequestWithBody(server string, memoryID MemoryID, contentT
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9223,7 +9966,7 @@ func NewListPrincipalEntriesRequest(server string, principal PrincipalPath, para
 }
 
 // NewGetRecallRequest constructs an http.Request for the GetRecall method
-func NewGetRecallRequest(server string, recallID RecallID) (*http.Request, error) {
+func NewGetRecallRequest(server string, recallID RecallID, params *GetRecallParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -9251,6 +9994,21 @@ func NewGetRecallRequest(server string, recallID RecallID) (*http.Request, error
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -9347,18 +10105,18 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 }
 
 // NewOpenRunRequest calls the generic OpenRun builder with application/json body
-func NewOpenRunRequest(server string, body OpenRunJSONRequestBody) (*http.Request, error) {
+func NewOpenRunRequest(server string, params *OpenRunParams, body OpenRunJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewOpenRunRequestWithBody(server, "application/json", bodyReader)
+	return NewOpenRunRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewOpenRunRequestWithBody constructs an http.Request for the OpenRun method, with any body, and a specified content type
-func NewOpenRunRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewOpenRunRequestWithBody(server string, params *OpenRunParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9383,11 +10141,26 @@ func NewOpenRunRequestWithBody(server string, contentType string, body io.Reader
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewGetRunRequest constructs an http.Request for the GetRun method
-func NewGetRunRequest(server string, runID RunID) (*http.Request, error) {
+func NewGetRunRequest(server string, runID RunID, params *GetRunParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -9415,6 +10188,21 @@ func NewGetRunRequest(server string, runID RunID) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -10274,6 +11062,12 @@ type ClientWithResponsesInterface interface {
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
 	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of recording the rerun twice
+	// (which would count it twice toward the verdict); the same key with a
+	// different request is 422 `idempotency-key-reused`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/conversations/{conversationId}/turns/{turn}/ablations (the `RecordAblation` operationId).
@@ -10307,6 +11101,12 @@ type ClientWithResponsesInterface interface {
 	// forgotten. A turn with nothing stored for it is a 404; an
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of recording the rerun twice
+	// (which would count it twice toward the verdict); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10361,12 +11161,19 @@ type ClientWithResponsesInterface interface {
 	// score, rank and threshold the receipt that offered it admitted it
 	// at, and whether it is still `present` or was since `replaced`,
 	// `expired` or `forgotten`, or is `missing`. A receipt says what was
-	// offered; only a recording shows what the model was shown
-	// (`no-recording` flags a turn without one).
+	// offered; only a recording shows what the model was shown, and
+	// each origin's `exposure` says which it is: `shown` (with the model
+	// calls in `shownIn`), `offered` and not shown, or `unknown` (no
+	// whole recording is linked; `no-recording` flags a turn without
+	// one). A rerun receipt (`rerun`, a recall made with `exclude`) is
+	// never taken for what the turn was offered, unless the turn's
+	// `recallIds` names it.
 	//
-	// **Suspects** (`suspects`) are the origins scored against the final
-	// answer by every offerable influence strategy (see
-	// `listInfluenceStrategies`) and ranked within each. The scores are
+	// **Suspects** (`suspects`) are the origins the model was shown (or,
+	// without a whole recording, may have been: `exposure` says which)
+	// scored against the final answer by every offerable influence
+	// strategy (see `listInfluenceStrategies`) and ranked within each;
+	// a piece offered and not shown is never a suspect. The scores are
 	// correlational proxies, never causes. Each suspect's `verdict`
 	// comes from the ablation reruns recorded for this turn
 	// (`recordAblation`); see `Suspect` for the rule.
@@ -10450,7 +11257,13 @@ type ClientWithResponsesInterface interface {
 	// valid definition answers 200 with the definition as it would have
 	// been stored (`version` 1, timestamps of now), an invalid one the same
 	// problem a real create would. Strategy pickers call this as the user
-	// types.
+	// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of defining the memory again (a
+	// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10476,7 +11289,13 @@ type ClientWithResponsesInterface interface {
 	// valid definition answers 200 with the definition as it would have
 	// been stored (`version` 1, timestamps of now), an invalid one the same
 	// problem a real create would. Strategy pickers call this as the user
-	// types.
+	// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of defining the memory again (a
+	// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10503,7 +11322,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/memories/{memoryId} (the `GetMemory` operationId).
-	GetMemoryWithResponse(ctx context.Context, memoryID MemoryID, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error)
+	GetMemoryWithResponse(ctx context.Context, memoryID MemoryID, params *GetMemoryParams, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error)
 
 	// ReplaceMemoryWithBodyWithResponse Replace a memory
 	//
@@ -10523,7 +11342,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-	ReplaceMemoryWithBodyWithResponse(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error)
+	ReplaceMemoryWithBodyWithResponse(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error)
 
 	// ReplaceMemoryWithResponse Replace a memory
 	//
@@ -10543,7 +11362,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-	ReplaceMemoryWithResponse(ctx context.Context, memoryID MemoryID, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error)
+	ReplaceMemoryWithResponse(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error)
 
 	// IndexDocumentsWithBodyWithResponse Index documents into a corpus
 	//
@@ -10571,10 +11390,15 @@ type ClientWithResponsesInterface interface {
 	// The whole body counts against `limits.maxBodyBytes` (413 above it);
 	// send large corpora in several requests.
 	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+	// different request is 422 `idempotency-key-reused`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-	IndexDocumentsWithBodyWithResponse(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error)
+	IndexDocumentsWithBodyWithResponse(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error)
 
 	// IndexDocumentsWithResponse Index documents into a corpus
 	//
@@ -10602,10 +11426,15 @@ type ClientWithResponsesInterface interface {
 	// The whole body counts against `limits.maxBodyBytes` (413 above it);
 	// send large corpora in several requests.
 	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+	// different request is 422 `idempotency-key-reused`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-	IndexDocumentsWithResponse(ctx context.Context, memoryID MemoryID, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error)
+	IndexDocumentsWithResponse(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error)
 
 	// ForgetPrincipalWithResponse Forget a user everywhere
 	//
@@ -10652,7 +11481,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/recalls/{recallId} (the `GetRecall` operationId).
-	GetRecallWithResponse(ctx context.Context, recallID RecallID, reqEditors ...RequestEditorFn) (*GetRecallResponse, error)
+	GetRecallWithResponse(ctx context.Context, recallID RecallID, params *GetRecallParams, reqEditors ...RequestEditorFn) (*GetRecallResponse, error)
 
 	// ListRunsWithResponse List runs
 	//
@@ -10676,26 +11505,54 @@ type ClientWithResponsesInterface interface {
 	// context-injection announcement (type `context.injected` or
 	// `agentfootprint.context.injected`) whose payload is identical,
 	// field for field and in the same key order, to one still held is a
-	// repeat that holds no slot. The whole tail is bounded at 10 × the
+	// repeat that holds no slot. Identity is by VALUE, as the seed's
+	// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+	// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+	// and `"\u0041"` one string, whitespace between tokens nothing;
+	// keys in another order are another payload. It is decided on the
+	// payload AS SENT, embedding vectors included, even when what is
+	// recorded is their `{dims, norm}` summary or a truncated payload
+	// (the recording then keeps a SHA-256 of the payload's value as
+	// sent, and both must agree): two announcements that differ only in
+	// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+	// first spelling of the value). The whole tail is bounded at 10 × the
 	// cap; beyond either bound the oldest events go first and the run's
 	// `droppedEvents` and `firstRetainedEventIndex` say so. A
-	// `maxEvents` that is not a positive finite number (0, negative, or
-	// absent) means the default, 10,000; one above 1,000,000 is clamped
-	// to 1,000,000. A fractional cap is rounded down. The run's
-	// `maxEvents` is the cap in effect.
+	// `maxEvents` that is absent, `null`, below 1 or not finite means
+	// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+	// A fractional cap is rounded down. The run's `maxEvents` is the cap
+	// in effect.
 	//
 	// **Embeddings.** Numeric arrays under an `embedding` or
 	// `embeddings` key of a payload are recorded as `{dims, norm}`
 	// unless `recordEmbeddings` is true.
 	//
-	// **Start time.** `startedAt` is the caller's, else the first
-	// event's `meta.wallClockMs`; it is left out of the run when events
-	// were dropped, since the true start is then unknown.
+	// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+	// and `endedAt` and each event's `receivedAt` are the SERVER's
+	// clock: when it opened the run, received the newest event, finished
+	// the run. They are always in that order. What the agent reports of
+	// its own clock is kept as reported and labelled as the agent's, in
+	// `clientClock`: the request's `startedAt` (else the first event's
+	// `meta.wallClockMs`, left out once events were dropped, as the
+	// start of the stream is then gone) and the newest event's
+	// `meta.wallClockMs`. The server never corrects or orders by the
+	// agent's clock; when the two disagree (the agent's newest event
+	// before the server opened the run, or before the agent's own
+	// start, or the agent's start after the server finished),
+	// `clocksDisagree` is true, so a timeline drawn from both never
+	// shows a run ending before it began without saying why.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of opening another run (a retry
+	// of an open that succeeded is not 409 `run-exists`, and without a
+	// `runId` it opens no second run); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs (the `OpenRun` operationId).
-	OpenRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenRunResponse, error)
+	OpenRunWithBodyWithResponse(ctx context.Context, params *OpenRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenRunResponse, error)
 
 	// OpenRunWithResponse Open a run recording
 	//
@@ -10708,26 +11565,54 @@ type ClientWithResponsesInterface interface {
 	// context-injection announcement (type `context.injected` or
 	// `agentfootprint.context.injected`) whose payload is identical,
 	// field for field and in the same key order, to one still held is a
-	// repeat that holds no slot. The whole tail is bounded at 10 × the
+	// repeat that holds no slot. Identity is by VALUE, as the seed's
+	// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+	// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+	// and `"\u0041"` one string, whitespace between tokens nothing;
+	// keys in another order are another payload. It is decided on the
+	// payload AS SENT, embedding vectors included, even when what is
+	// recorded is their `{dims, norm}` summary or a truncated payload
+	// (the recording then keeps a SHA-256 of the payload's value as
+	// sent, and both must agree): two announcements that differ only in
+	// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+	// first spelling of the value). The whole tail is bounded at 10 × the
 	// cap; beyond either bound the oldest events go first and the run's
 	// `droppedEvents` and `firstRetainedEventIndex` say so. A
-	// `maxEvents` that is not a positive finite number (0, negative, or
-	// absent) means the default, 10,000; one above 1,000,000 is clamped
-	// to 1,000,000. A fractional cap is rounded down. The run's
-	// `maxEvents` is the cap in effect.
+	// `maxEvents` that is absent, `null`, below 1 or not finite means
+	// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+	// A fractional cap is rounded down. The run's `maxEvents` is the cap
+	// in effect.
 	//
 	// **Embeddings.** Numeric arrays under an `embedding` or
 	// `embeddings` key of a payload are recorded as `{dims, norm}`
 	// unless `recordEmbeddings` is true.
 	//
-	// **Start time.** `startedAt` is the caller's, else the first
-	// event's `meta.wallClockMs`; it is left out of the run when events
-	// were dropped, since the true start is then unknown.
+	// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+	// and `endedAt` and each event's `receivedAt` are the SERVER's
+	// clock: when it opened the run, received the newest event, finished
+	// the run. They are always in that order. What the agent reports of
+	// its own clock is kept as reported and labelled as the agent's, in
+	// `clientClock`: the request's `startedAt` (else the first event's
+	// `meta.wallClockMs`, left out once events were dropped, as the
+	// start of the stream is then gone) and the newest event's
+	// `meta.wallClockMs`. The server never corrects or orders by the
+	// agent's clock; when the two disagree (the agent's newest event
+	// before the server opened the run, or before the agent's own
+	// start, or the agent's start after the server finished),
+	// `clocksDisagree` is true, so a timeline drawn from both never
+	// shows a run ending before it began without saying why.
+	//
+	// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+	// key with the same request replays the stored answer (with
+	// `Idempotent-Replayed: true`) instead of opening another run (a retry
+	// of an open that succeeded is not 409 `run-exists`, and without a
+	// `runId` it opens no second run); the same key with a
+	// different request is 422 `idempotency-key-reused`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs (the `OpenRun` operationId).
-	OpenRunWithResponse(ctx context.Context, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenRunResponse, error)
+	OpenRunWithResponse(ctx context.Context, params *OpenRunParams, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenRunResponse, error)
 
 	// GetRunWithResponse Read a run recording
 	//
@@ -10737,13 +11622,15 @@ type ClientWithResponsesInterface interface {
 	// run's `firstRetainedEventIndex` and `droppedEvents` says how many
 	// went before it. An open run can be read at any time; a finished
 	// one is durable. Optional facts the server does not know are absent
-	// keys, never guesses: no `startedAt` when events were dropped, no
-	// `endedAt` unless the run finished complete.
+	// keys, never guesses: no `clientClock.startedAt` when events were
+	// dropped, no `endedAt` unless the run finished complete, no
+	// `receivedAt` on an event recorded before the server kept it. See
+	// `openRun` for the server's clock and the agent's.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
-	GetRunWithResponse(ctx context.Context, runID RunID, reqEditors ...RequestEditorFn) (*GetRunResponse, error)
+	GetRunWithResponse(ctx context.Context, runID RunID, params *GetRunParams, reqEditors ...RequestEditorFn) (*GetRunResponse, error)
 
 	// GetRunContextWithResponse Read the context a run showed the model, call by call
 	//
@@ -10866,7 +11753,8 @@ type ClientWithResponsesInterface interface {
 	// `run-finished`), live followers get the rest of the stream and the
 	// end, and the recording is durable from here on. `complete` says
 	// whether the run ran to its end (true) or was abandoned (false);
-	// only a complete run gets an `endedAt`.
+	// `finishedAt` is when the server finished it, and only a complete
+	// run gets an `endedAt` (the same time).
 	//
 	// Finishing an already finished run with the same `complete` answers
 	// 200 with the run unchanged, so a retry is safe; with the other
@@ -10883,7 +11771,8 @@ type ClientWithResponsesInterface interface {
 	// `run-finished`), live followers get the rest of the stream and the
 	// end, and the recording is durable from here on. `complete` says
 	// whether the run ran to its end (true) or was abandoned (false);
-	// only a complete run gets an `endedAt`.
+	// `finishedAt` is when the server finished it, and only a complete
+	// run gets an `endedAt` (the same time).
 	//
 	// Finishing an already finished run with the same `complete` answers
 	// 200 with the run unchanged, so a retry is safe; with the other
@@ -11784,6 +12673,7 @@ func (r GetEntryUsageResponse) ContentType() string {
 
 // RecallResponse200Headers the declared response headers of an HTTP 200 response for Recall
 type RecallResponse200Headers struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -12693,8 +13583,9 @@ func (r ListAblationsResponse) ContentType() string {
 
 // RecordAblationResponse201Headers the declared response headers of an HTTP 201 response for RecordAblation
 type RecordAblationResponse201Headers struct {
-	Location   string
-	XRequestID *string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         *string
 }
 
 // RecordAblationResponse400Headers the declared response headers of an HTTP 400 response for RecordAblation
@@ -13392,8 +14283,10 @@ type CreateMemoryResponse200Headers struct {
 
 // CreateMemoryResponse201Headers the declared response headers of an HTTP 201 response for CreateMemory
 type CreateMemoryResponse201Headers struct {
-	Location   string
-	XRequestID *string
+	ETag               string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         *string
 }
 
 // CreateMemoryResponse400Headers the declared response headers of an HTTP 400 response for CreateMemory
@@ -13711,6 +14604,13 @@ func (r DeleteMemoryResponse) ContentType() string {
 
 // GetMemoryResponse200Headers the declared response headers of an HTTP 200 response for GetMemory
 type GetMemoryResponse200Headers struct {
+	ETag       string
+	XRequestID *string
+}
+
+// GetMemoryResponse304Headers the declared response headers of an HTTP 304 response for GetMemory
+type GetMemoryResponse304Headers struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -13768,6 +14668,8 @@ type GetMemoryResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetMemoryResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetMemoryResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetMemoryResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13848,6 +14750,7 @@ func (r GetMemoryResponse) ContentType() string {
 
 // ReplaceMemoryResponse200Headers the declared response headers of an HTTP 200 response for ReplaceMemory
 type ReplaceMemoryResponse200Headers struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -13869,6 +14772,11 @@ type ReplaceMemoryResponse404Headers struct {
 
 // ReplaceMemoryResponse409Headers the declared response headers of an HTTP 409 response for ReplaceMemory
 type ReplaceMemoryResponse409Headers struct {
+	XRequestID *string
+}
+
+// ReplaceMemoryResponse412Headers the declared response headers of an HTTP 412 response for ReplaceMemory
+type ReplaceMemoryResponse412Headers struct {
 	XRequestID *string
 }
 
@@ -13919,6 +14827,8 @@ type ReplaceMemoryResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationProblemJSON412 *PreconditionFailed
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -13941,6 +14851,8 @@ type ReplaceMemoryResponse struct {
 	Headers404 *ReplaceMemoryResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ReplaceMemoryResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *ReplaceMemoryResponse412Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReplaceMemoryResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -13978,6 +14890,11 @@ func (r ReplaceMemoryResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r ReplaceMemoryResponse) GetApplicationProblemJSON409() *Conflict {
 	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r ReplaceMemoryResponse) GetApplicationProblemJSON412() *PreconditionFailed {
+	return r.ApplicationProblemJSON412
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -14041,7 +14958,8 @@ func (r ReplaceMemoryResponse) ContentType() string {
 
 // IndexDocumentsResponse200Headers the declared response headers of an HTTP 200 response for IndexDocuments
 type IndexDocumentsResponse200Headers struct {
-	XRequestID *string
+	IdempotentReplayed *string
+	XRequestID         *string
 }
 
 // IndexDocumentsResponse400Headers the declared response headers of an HTTP 400 response for IndexDocuments
@@ -14480,6 +15398,13 @@ func (r ListPrincipalEntriesResponse) ContentType() string {
 
 // GetRecallResponse200Headers the declared response headers of an HTTP 200 response for GetRecall
 type GetRecallResponse200Headers struct {
+	ETag       string
+	XRequestID *string
+}
+
+// GetRecallResponse304Headers the declared response headers of an HTTP 304 response for GetRecall
+type GetRecallResponse304Headers struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -14537,6 +15462,8 @@ type GetRecallResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetRecallResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRecallResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetRecallResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -14740,8 +15667,10 @@ func (r ListRunsResponse) ContentType() string {
 
 // OpenRunResponse201Headers the declared response headers of an HTTP 201 response for OpenRun
 type OpenRunResponse201Headers struct {
-	Location   string
-	XRequestID *string
+	ETag               string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         *string
 }
 
 // OpenRunResponse400Headers the declared response headers of an HTTP 400 response for OpenRun
@@ -14767,6 +15696,11 @@ type OpenRunResponse413Headers struct {
 
 // OpenRunResponse415Headers the declared response headers of an HTTP 415 response for OpenRun
 type OpenRunResponse415Headers struct {
+	XRequestID *string
+}
+
+// OpenRunResponse422Headers the declared response headers of an HTTP 422 response for OpenRun
+type OpenRunResponse422Headers struct {
 	XRequestID *string
 }
 
@@ -14801,6 +15735,8 @@ type OpenRunResponse struct {
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *IdempotencyKeyReused
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRuns
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -14819,6 +15755,8 @@ type OpenRunResponse struct {
 	Headers413 *OpenRunResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *OpenRunResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *OpenRunResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *OpenRunResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -14855,6 +15793,11 @@ func (r OpenRunResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r OpenRunResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r OpenRunResponse) GetApplicationProblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationProblemJSON422
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -14903,6 +15846,13 @@ func (r OpenRunResponse) ContentType() string {
 
 // GetRunResponse200Headers the declared response headers of an HTTP 200 response for GetRun
 type GetRunResponse200Headers struct {
+	ETag       string
+	XRequestID *string
+}
+
+// GetRunResponse304Headers the declared response headers of an HTTP 304 response for GetRun
+type GetRunResponse304Headers struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -14960,6 +15910,8 @@ type GetRunResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetRunResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRunResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetRunResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -15493,6 +16445,7 @@ func (r AppendEventsResponse) ContentType() string {
 
 // FinishRunResponse200Headers the declared response headers of an HTTP 200 response for FinishRun
 type FinishRunResponse200Headers struct {
+	ETag       string
 	XRequestID *string
 }
 
@@ -16478,6 +17431,12 @@ func (c *ClientWithResponses) ListAblationsWithResponse(ctx context.Context, con
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
 //
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of recording the rerun twice
+// (which would count it twice toward the verdict); the same key with a
+// different request is 422 `idempotency-key-reused`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/conversations/{conversationId}/turns/{turn}/ablations (the `RecordAblation` operationId).
@@ -16517,6 +17476,12 @@ func (c *ClientWithResponses) RecordAblationWithBodyWithResponse(ctx context.Con
 // forgotten. A turn with nothing stored for it is a 404; an
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of recording the rerun twice
+// (which would count it twice toward the verdict); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16583,12 +17548,19 @@ func (c *ClientWithResponses) GetAblationWithResponse(ctx context.Context, conve
 // score, rank and threshold the receipt that offered it admitted it
 // at, and whether it is still `present` or was since `replaced`,
 // `expired` or `forgotten`, or is `missing`. A receipt says what was
-// offered; only a recording shows what the model was shown
-// (`no-recording` flags a turn without one).
+// offered; only a recording shows what the model was shown, and
+// each origin's `exposure` says which it is: `shown` (with the model
+// calls in `shownIn`), `offered` and not shown, or `unknown` (no
+// whole recording is linked; `no-recording` flags a turn without
+// one). A rerun receipt (`rerun`, a recall made with `exclude`) is
+// never taken for what the turn was offered, unless the turn's
+// `recallIds` names it.
 //
-// **Suspects** (`suspects`) are the origins scored against the final
-// answer by every offerable influence strategy (see
-// `listInfluenceStrategies`) and ranked within each. The scores are
+// **Suspects** (`suspects`) are the origins the model was shown (or,
+// without a whole recording, may have been: `exposure` says which)
+// scored against the final answer by every offerable influence
+// strategy (see `listInfluenceStrategies`) and ranked within each;
+// a piece offered and not shown is never a suspect. The scores are
 // correlational proxies, never causes. Each suspect's `verdict`
 // comes from the ablation reruns recorded for this turn
 // (`recordAblation`); see `Suspect` for the rule.
@@ -16690,7 +17662,13 @@ func (c *ClientWithResponses) ListMemoriesWithResponse(ctx context.Context, para
 // valid definition answers 200 with the definition as it would have
 // been stored (`version` 1, timestamps of now), an invalid one the same
 // problem a real create would. Strategy pickers call this as the user
-// types.
+// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of defining the memory again (a
+// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16722,7 +17700,13 @@ func (c *ClientWithResponses) CreateMemoryWithBodyWithResponse(ctx context.Conte
 // valid definition answers 200 with the definition as it would have
 // been stored (`version` 1, timestamps of now), an invalid one the same
 // problem a real create would. Strategy pickers call this as the user
-// types.
+// types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of defining the memory again (a
+// retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16761,8 +17745,8 @@ func (c *ClientWithResponses) DeleteMemoryWithResponse(ctx context.Context, memo
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/memories/{memoryId} (the `GetMemory` operationId).
-func (c *ClientWithResponses) GetMemoryWithResponse(ctx context.Context, memoryID MemoryID, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error) {
-	rsp, err := c.GetMemory(ctx, memoryID, reqEditors...)
+func (c *ClientWithResponses) GetMemoryWithResponse(ctx context.Context, memoryID MemoryID, params *GetMemoryParams, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error) {
+	rsp, err := c.GetMemory(ctx, memoryID, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16787,8 +17771,8 @@ func (c *ClientWithResponses) GetMemoryWithResponse(ctx context.Context, memoryI
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-func (c *ClientWithResponses) ReplaceMemoryWithBodyWithResponse(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error) {
-	rsp, err := c.ReplaceMemoryWithBody(ctx, memoryID, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ReplaceMemoryWithBodyWithResponse(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error) {
+	rsp, err := c.ReplaceMemoryWithBody(ctx, memoryID, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16813,8 +17797,8 @@ func (c *ClientWithResponses) ReplaceMemoryWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /v1/memories/{memoryId} (the `ReplaceMemory` operationId).
-func (c *ClientWithResponses) ReplaceMemoryWithResponse(ctx context.Context, memoryID MemoryID, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error) {
-	rsp, err := c.ReplaceMemory(ctx, memoryID, body, reqEditors...)
+func (c *ClientWithResponses) ReplaceMemoryWithResponse(ctx context.Context, memoryID MemoryID, params *ReplaceMemoryParams, body ReplaceMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceMemoryResponse, error) {
+	rsp, err := c.ReplaceMemory(ctx, memoryID, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16847,11 +17831,16 @@ func (c *ClientWithResponses) ReplaceMemoryWithResponse(ctx context.Context, mem
 // The whole body counts against `limits.maxBodyBytes` (413 above it);
 // send large corpora in several requests.
 //
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+// different request is 422 `idempotency-key-reused`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-func (c *ClientWithResponses) IndexDocumentsWithBodyWithResponse(ctx context.Context, memoryID MemoryID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error) {
-	rsp, err := c.IndexDocumentsWithBody(ctx, memoryID, contentType, body, reqEditors...)
+func (c *ClientWithResponses) IndexDocumentsWithBodyWithResponse(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error) {
+	rsp, err := c.IndexDocumentsWithBody(ctx, memoryID, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16884,11 +17873,16 @@ func (c *ClientWithResponses) IndexDocumentsWithBodyWithResponse(ctx context.Con
 // The whole body counts against `limits.maxBodyBytes` (413 above it);
 // send large corpora in several requests.
 //
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+// different request is 422 `idempotency-key-reused`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/memories/{memoryId}/documents (the `IndexDocuments` operationId).
-func (c *ClientWithResponses) IndexDocumentsWithResponse(ctx context.Context, memoryID MemoryID, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error) {
-	rsp, err := c.IndexDocuments(ctx, memoryID, body, reqEditors...)
+func (c *ClientWithResponses) IndexDocumentsWithResponse(ctx context.Context, memoryID MemoryID, params *IndexDocumentsParams, body IndexDocumentsJSONRequestBody, reqEditors ...RequestEditorFn) (*IndexDocumentsResponse, error) {
+	rsp, err := c.IndexDocuments(ctx, memoryID, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16952,8 +17946,8 @@ func (c *ClientWithResponses) ListPrincipalEntriesWithResponse(ctx context.Conte
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/recalls/{recallId} (the `GetRecall` operationId).
-func (c *ClientWithResponses) GetRecallWithResponse(ctx context.Context, recallID RecallID, reqEditors ...RequestEditorFn) (*GetRecallResponse, error) {
-	rsp, err := c.GetRecall(ctx, recallID, reqEditors...)
+func (c *ClientWithResponses) GetRecallWithResponse(ctx context.Context, recallID RecallID, params *GetRecallParams, reqEditors ...RequestEditorFn) (*GetRecallResponse, error) {
+	rsp, err := c.GetRecall(ctx, recallID, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16988,27 +17982,55 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // context-injection announcement (type `context.injected` or
 // `agentfootprint.context.injected`) whose payload is identical,
 // field for field and in the same key order, to one still held is a
-// repeat that holds no slot. The whole tail is bounded at 10 × the
+// repeat that holds no slot. Identity is by VALUE, as the seed's
+// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+// and `"\u0041"` one string, whitespace between tokens nothing;
+// keys in another order are another payload. It is decided on the
+// payload AS SENT, embedding vectors included, even when what is
+// recorded is their `{dims, norm}` summary or a truncated payload
+// (the recording then keeps a SHA-256 of the payload's value as
+// sent, and both must agree): two announcements that differ only in
+// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+// first spelling of the value). The whole tail is bounded at 10 × the
 // cap; beyond either bound the oldest events go first and the run's
 // `droppedEvents` and `firstRetainedEventIndex` say so. A
-// `maxEvents` that is not a positive finite number (0, negative, or
-// absent) means the default, 10,000; one above 1,000,000 is clamped
-// to 1,000,000. A fractional cap is rounded down. The run's
-// `maxEvents` is the cap in effect.
+// `maxEvents` that is absent, `null`, below 1 or not finite means
+// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+// A fractional cap is rounded down. The run's `maxEvents` is the cap
+// in effect.
 //
 // **Embeddings.** Numeric arrays under an `embedding` or
 // `embeddings` key of a payload are recorded as `{dims, norm}`
 // unless `recordEmbeddings` is true.
 //
-// **Start time.** `startedAt` is the caller's, else the first
-// event's `meta.wallClockMs`; it is left out of the run when events
-// were dropped, since the true start is then unknown.
+// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+// and `endedAt` and each event's `receivedAt` are the SERVER's
+// clock: when it opened the run, received the newest event, finished
+// the run. They are always in that order. What the agent reports of
+// its own clock is kept as reported and labelled as the agent's, in
+// `clientClock`: the request's `startedAt` (else the first event's
+// `meta.wallClockMs`, left out once events were dropped, as the
+// start of the stream is then gone) and the newest event's
+// `meta.wallClockMs`. The server never corrects or orders by the
+// agent's clock; when the two disagree (the agent's newest event
+// before the server opened the run, or before the agent's own
+// start, or the agent's start after the server finished),
+// `clocksDisagree` is true, so a timeline drawn from both never
+// shows a run ending before it began without saying why.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of opening another run (a retry
+// of an open that succeeded is not 409 `run-exists`, and without a
+// `runId` it opens no second run); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs (the `OpenRun` operationId).
-func (c *ClientWithResponses) OpenRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenRunResponse, error) {
-	rsp, err := c.OpenRunWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) OpenRunWithBodyWithResponse(ctx context.Context, params *OpenRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenRunResponse, error) {
+	rsp, err := c.OpenRunWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17026,27 +18048,55 @@ func (c *ClientWithResponses) OpenRunWithBodyWithResponse(ctx context.Context, c
 // context-injection announcement (type `context.injected` or
 // `agentfootprint.context.injected`) whose payload is identical,
 // field for field and in the same key order, to one still held is a
-// repeat that holds no slot. The whole tail is bounded at 10 × the
+// repeat that holds no slot. Identity is by VALUE, as the seed's
+// `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+// are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+// and `"\u0041"` one string, whitespace between tokens nothing;
+// keys in another order are another payload. It is decided on the
+// payload AS SENT, embedding vectors included, even when what is
+// recorded is their `{dims, norm}` summary or a truncated payload
+// (the recording then keeps a SHA-256 of the payload's value as
+// sent, and both must agree): two announcements that differ only in
+// their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+// first spelling of the value). The whole tail is bounded at 10 × the
 // cap; beyond either bound the oldest events go first and the run's
 // `droppedEvents` and `firstRetainedEventIndex` say so. A
-// `maxEvents` that is not a positive finite number (0, negative, or
-// absent) means the default, 10,000; one above 1,000,000 is clamped
-// to 1,000,000. A fractional cap is rounded down. The run's
-// `maxEvents` is the cap in effect.
+// `maxEvents` that is absent, `null`, below 1 or not finite means
+// the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+// A fractional cap is rounded down. The run's `maxEvents` is the cap
+// in effect.
 //
 // **Embeddings.** Numeric arrays under an `embedding` or
 // `embeddings` key of a payload are recorded as `{dims, norm}`
 // unless `recordEmbeddings` is true.
 //
-// **Start time.** `startedAt` is the caller's, else the first
-// event's `meta.wallClockMs`; it is left out of the run when events
-// were dropped, since the true start is then unknown.
+// **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+// and `endedAt` and each event's `receivedAt` are the SERVER's
+// clock: when it opened the run, received the newest event, finished
+// the run. They are always in that order. What the agent reports of
+// its own clock is kept as reported and labelled as the agent's, in
+// `clientClock`: the request's `startedAt` (else the first event's
+// `meta.wallClockMs`, left out once events were dropped, as the
+// start of the stream is then gone) and the newest event's
+// `meta.wallClockMs`. The server never corrects or orders by the
+// agent's clock; when the two disagree (the agent's newest event
+// before the server opened the run, or before the agent's own
+// start, or the agent's start after the server finished),
+// `clocksDisagree` is true, so a timeline drawn from both never
+// shows a run ending before it began without saying why.
+//
+// **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+// key with the same request replays the stored answer (with
+// `Idempotent-Replayed: true`) instead of opening another run (a retry
+// of an open that succeeded is not 409 `run-exists`, and without a
+// `runId` it opens no second run); the same key with a
+// different request is 422 `idempotency-key-reused`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs (the `OpenRun` operationId).
-func (c *ClientWithResponses) OpenRunWithResponse(ctx context.Context, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenRunResponse, error) {
-	rsp, err := c.OpenRun(ctx, body, reqEditors...)
+func (c *ClientWithResponses) OpenRunWithResponse(ctx context.Context, params *OpenRunParams, body OpenRunJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenRunResponse, error) {
+	rsp, err := c.OpenRun(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17061,14 +18111,16 @@ func (c *ClientWithResponses) OpenRunWithResponse(ctx context.Context, body Open
 // run's `firstRetainedEventIndex` and `droppedEvents` says how many
 // went before it. An open run can be read at any time; a finished
 // one is durable. Optional facts the server does not know are absent
-// keys, never guesses: no `startedAt` when events were dropped, no
-// `endedAt` unless the run finished complete.
+// keys, never guesses: no `clientClock.startedAt` when events were
+// dropped, no `endedAt` unless the run finished complete, no
+// `receivedAt` on an event recorded before the server kept it. See
+// `openRun` for the server's clock and the agent's.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
-func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, runID RunID, reqEditors ...RequestEditorFn) (*GetRunResponse, error) {
-	rsp, err := c.GetRun(ctx, runID, reqEditors...)
+func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, runID RunID, params *GetRunParams, reqEditors ...RequestEditorFn) (*GetRunResponse, error) {
+	rsp, err := c.GetRun(ctx, runID, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17220,7 +18272,8 @@ func (c *ClientWithResponses) AppendEventsWithResponse(ctx context.Context, runI
 // `run-finished`), live followers get the rest of the stream and the
 // end, and the recording is durable from here on. `complete` says
 // whether the run ran to its end (true) or was abandoned (false);
-// only a complete run gets an `endedAt`.
+// `finishedAt` is when the server finished it, and only a complete
+// run gets an `endedAt` (the same time).
 //
 // Finishing an already finished run with the same `complete` answers
 // 200 with the run unchanged, so a retry is safe; with the other
@@ -17243,7 +18296,8 @@ func (c *ClientWithResponses) FinishRunWithBodyWithResponse(ctx context.Context,
 // `run-finished`), live followers get the rest of the stream and the
 // end, and the recording is durable from here on. `complete` says
 // whether the run ran to its end (true) or was abandoned (false);
-// only a complete run gets an `endedAt`.
+// `finishedAt` is when the server finished it, and only a complete
+// run gets an `endedAt` (the same time).
 //
 // Finishing an already finished run with the same `complete` answers
 // 200 with the run unchanged, so a retry is safe; with the other
@@ -18474,6 +19528,13 @@ func ParseRecallResponse(rsp *http.Response) (*RecallResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers RecallResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -19646,6 +20707,13 @@ func ParseRecordAblationResponse(rsp *http.Response) (*RecordAblationResponse, e
 	switch {
 	case rsp.StatusCode == 201:
 		var headers RecordAblationResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -20570,6 +21638,20 @@ func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers CreateMemoryResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -20908,6 +21990,9 @@ func ParseGetMemoryResponse(rsp *http.Response) (*GetMemoryResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20955,6 +22040,13 @@ func ParseGetMemoryResponse(rsp *http.Response) (*GetMemoryResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetMemoryResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -20963,6 +22055,23 @@ func ParseGetMemoryResponse(rsp *http.Response) (*GetMemoryResponse, error) {
 			headers.XRequestID = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetMemoryResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetMemoryResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -21112,6 +22221,13 @@ func ParseReplaceMemoryResponse(rsp *http.Response) (*ReplaceMemoryResponse, err
 		}
 		response.ApplicationProblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21159,6 +22275,13 @@ func ParseReplaceMemoryResponse(rsp *http.Response) (*ReplaceMemoryResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ReplaceMemoryResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -21214,6 +22337,16 @@ func ParseReplaceMemoryResponse(rsp *http.Response) (*ReplaceMemoryResponse, err
 			headers.XRequestID = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers ReplaceMemoryResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers412 = &headers
 	case rsp.StatusCode == 413:
 		var headers ReplaceMemoryResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -21403,6 +22536,13 @@ func ParseIndexDocumentsResponse(rsp *http.Response) (*IndexDocumentsResponse, e
 	switch {
 	case rsp.StatusCode == 200:
 		var headers IndexDocumentsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -21890,6 +23030,9 @@ func ParseGetRecallResponse(rsp *http.Response) (*GetRecallResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21937,6 +23080,13 @@ func ParseGetRecallResponse(rsp *http.Response) (*GetRecallResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetRecallResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -21945,6 +23095,23 @@ func ParseGetRecallResponse(rsp *http.Response) (*GetRecallResponse, error) {
 			headers.XRequestID = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetRecallResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetRecallResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -22260,6 +23427,13 @@ func ParseOpenRunResponse(rsp *http.Response) (*OpenRunResponse, error) {
 		}
 		response.ApplicationProblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRuns
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22286,6 +23460,20 @@ func ParseOpenRunResponse(rsp *http.Response) (*OpenRunResponse, error) {
 	switch {
 	case rsp.StatusCode == 201:
 		var headers OpenRunResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -22358,6 +23546,16 @@ func ParseOpenRunResponse(rsp *http.Response) (*OpenRunResponse, error) {
 			headers.XRequestID = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers OpenRunResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers OpenRunResponse429Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -22421,6 +23619,9 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22468,6 +23669,13 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetRunResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -22476,6 +23684,23 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 			headers.XRequestID = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetRunResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetRunResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -23247,6 +24472,13 @@ func ParseFinishRunResponse(rsp *http.Response) (*FinishRunResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers FinishRunResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -95,7 +95,7 @@ func run(ctx context.Context, out io.Writer, server, key, conv string) error {
 		}
 		recall := rec.JSON200
 		// Record what the model is shown: one context.injected event per injection.
-		if _, err := fp.OpenRunWithResponse(ctx, client.RunInput{RunID: &runID, ConversationID: &conv, Turn: &turn}); err != nil {
+		if _, err := fp.OpenRunWithResponse(ctx, nil, client.RunInput{RunID: &runID, ConversationID: &conv, Turn: &turn}); err != nil {
 			return fmt.Errorf("open run: %w", err)
 		}
 		var events []client.EventInput

@@ -158,7 +158,13 @@ export interface paths {
          *     valid definition answers 200 with the definition as it would have
          *     been stored (`version` 1, timestamps of now), an invalid one the same
          *     problem a real create would. Strategy pickers call this as the user
-         *     types.
+         *     types. A dry run stores nothing, so it claims no `Idempotency-Key`.
+         *
+         *     **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+         *     key with the same request replays the stored answer (with
+         *     `Idempotent-Replayed: true`) instead of defining the memory again (a
+         *     retry of a create that succeeded is not 409 `memory-exists`); the same key with a
+         *     different request is 422 `idempotency-key-reused`.
          */
         post: operations["createMemory"];
         delete?: never;
@@ -528,6 +534,11 @@ export interface paths {
          *
          *     The whole body counts against `limits.maxBodyBytes` (413 above it);
          *     send large corpora in several requests.
+         *
+         *     **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+         *     key with the same request replays the stored answer (with
+         *     `Idempotent-Replayed: true`) instead of indexing again; the same key with a
+         *     different request is 422 `idempotency-key-reused`.
          */
         post: operations["indexDocuments"];
         delete?: never;
@@ -667,21 +678,49 @@ export interface paths {
          *     context-injection announcement (type `context.injected` or
          *     `agentfootprint.context.injected`) whose payload is identical,
          *     field for field and in the same key order, to one still held is a
-         *     repeat that holds no slot. The whole tail is bounded at 10 × the
+         *     repeat that holds no slot. Identity is by VALUE, as the seed's
+         *     `samePayload` decides it on parsed payloads: `1`, `1.0` and `1e0`
+         *     are one number (doubles, as in JavaScript, and `-0` is `0`), `"A"`
+         *     and `"\u0041"` one string, whitespace between tokens nothing;
+         *     keys in another order are another payload. It is decided on the
+         *     payload AS SENT, embedding vectors included, even when what is
+         *     recorded is their `{dims, norm}` summary or a truncated payload
+         *     (the recording then keeps a SHA-256 of the payload's value as
+         *     sent, and both must agree): two announcements that differ only in
+         *     their vectors are two pieces. A repeat is recorded with the payload it repeats (the
+         *     first spelling of the value). The whole tail is bounded at 10 × the
          *     cap; beyond either bound the oldest events go first and the run's
          *     `droppedEvents` and `firstRetainedEventIndex` say so. A
-         *     `maxEvents` that is not a positive finite number (0, negative, or
-         *     absent) means the default, 10,000; one above 1,000,000 is clamped
-         *     to 1,000,000. A fractional cap is rounded down. The run's
-         *     `maxEvents` is the cap in effect.
+         *     `maxEvents` that is absent, `null`, below 1 or not finite means
+         *     the default, 10,000; one above 1,000,000 is clamped to 1,000,000.
+         *     A fractional cap is rounded down. The run's `maxEvents` is the cap
+         *     in effect.
          *
          *     **Embeddings.** Numeric arrays under an `embedding` or
          *     `embeddings` key of a payload are recorded as `{dims, norm}`
          *     unless `recordEmbeddings` is true.
          *
-         *     **Start time.** `startedAt` is the caller's, else the first
-         *     event's `meta.wallClockMs`; it is left out of the run when events
-         *     were dropped, since the true start is then unknown.
+         *     **Two clocks.** The run's `startedAt`, `lastEventAt`, `finishedAt`
+         *     and `endedAt` and each event's `receivedAt` are the SERVER's
+         *     clock: when it opened the run, received the newest event, finished
+         *     the run. They are always in that order. What the agent reports of
+         *     its own clock is kept as reported and labelled as the agent's, in
+         *     `clientClock`: the request's `startedAt` (else the first event's
+         *     `meta.wallClockMs`, left out once events were dropped, as the
+         *     start of the stream is then gone) and the newest event's
+         *     `meta.wallClockMs`. The server never corrects or orders by the
+         *     agent's clock; when the two disagree (the agent's newest event
+         *     before the server opened the run, or before the agent's own
+         *     start, or the agent's start after the server finished),
+         *     `clocksDisagree` is true, so a timeline drawn from both never
+         *     shows a run ending before it began without saying why.
+         *
+         *     **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+         *     key with the same request replays the stored answer (with
+         *     `Idempotent-Replayed: true`) instead of opening another run (a retry
+         *     of an open that succeeded is not 409 `run-exists`, and without a
+         *     `runId` it opens no second run); the same key with a
+         *     different request is 422 `idempotency-key-reused`.
          */
         post: operations["openRun"];
         delete?: never;
@@ -711,8 +750,10 @@ export interface paths {
          *     run's `firstRetainedEventIndex` and `droppedEvents` says how many
          *     went before it. An open run can be read at any time; a finished
          *     one is durable. Optional facts the server does not know are absent
-         *     keys, never guesses: no `startedAt` when events were dropped, no
-         *     `endedAt` unless the run finished complete.
+         *     keys, never guesses: no `clientClock.startedAt` when events were
+         *     dropped, no `endedAt` unless the run finished complete, no
+         *     `receivedAt` on an event recorded before the server kept it. See
+         *     `openRun` for the server's clock and the agent's.
          */
         get: operations["getRun"];
         put?: never;
@@ -813,7 +854,8 @@ export interface paths {
          *     `run-finished`), live followers get the rest of the stream and the
          *     end, and the recording is durable from here on. `complete` says
          *     whether the run ran to its end (true) or was abandoned (false);
-         *     only a complete run gets an `endedAt`.
+         *     `finishedAt` is when the server finished it, and only a complete
+         *     run gets an `endedAt` (the same time).
          *
          *     Finishing an already finished run with the same `complete` answers
          *     200 with the run unchanged, so a retry is safe; with the other
@@ -975,12 +1017,19 @@ export interface paths {
          *     score, rank and threshold the receipt that offered it admitted it
          *     at, and whether it is still `present` or was since `replaced`,
          *     `expired` or `forgotten`, or is `missing`. A receipt says what was
-         *     offered; only a recording shows what the model was shown
-         *     (`no-recording` flags a turn without one).
+         *     offered; only a recording shows what the model was shown, and
+         *     each origin's `exposure` says which it is: `shown` (with the model
+         *     calls in `shownIn`), `offered` and not shown, or `unknown` (no
+         *     whole recording is linked; `no-recording` flags a turn without
+         *     one). A rerun receipt (`rerun`, a recall made with `exclude`) is
+         *     never taken for what the turn was offered, unless the turn's
+         *     `recallIds` names it.
          *
-         *     **Suspects** (`suspects`) are the origins scored against the final
-         *     answer by every offerable influence strategy (see
-         *     `listInfluenceStrategies`) and ranked within each. The scores are
+         *     **Suspects** (`suspects`) are the origins the model was shown (or,
+         *     without a whole recording, may have been: `exposure` says which)
+         *     scored against the final answer by every offerable influence
+         *     strategy (see `listInfluenceStrategies`) and ranked within each;
+         *     a piece offered and not shown is never a suspect. The scores are
          *     correlational proxies, never causes. Each suspect's `verdict`
          *     comes from the ablation reruns recorded for this turn
          *     (`recordAblation`); see `Suspect` for the rule.
@@ -1066,6 +1115,12 @@ export interface paths {
          *     forgotten. A turn with nothing stored for it is a 404; an
          *     `answer` that is not valid UTF-8 or holds a NUL character is 422
          *     `invalid-field`.
+         *
+         *     **Retries.** Send an `Idempotency-Key` to make a retry safe: the same
+         *     key with the same request replays the stored answer (with
+         *     `Idempotent-Replayed: true`) instead of recording the rerun twice
+         *     (which would count it twice toward the verdict); the same key with a
+         *     different request is 422 `idempotency-key-reused`.
          */
         post: operations["recordAblation"];
         delete?: never;
@@ -1595,6 +1650,25 @@ export interface components {
          *
          *     `GET /v1/strategies` lists each kind's fields (as a JSON Schema),
          *     the types that accept it and what it requires.
+         *
+         *     **Where this differs from the seed's JavaScript.** These are
+         *     deliberate, for JSON over HTTP:
+         *
+         *     - A field sent as `null` counts as absent: its default applies
+         *       (`{"kind":"window","size":null}` is `size` 20), as `undefined`
+         *       does in the seed.
+         *     - A hybrid composes at most 8 strategies and nests at most 3 deep
+         *       (422 `invalid-field` at `strategy.strategies`); the seed has no
+         *       bound, a server needs one.
+         *     - A hybrid's `topK` parts share the memory's one vector space: each
+         *       uses its own `embedder`, else the memory's, else the server's
+         *       default, and parts that resolve to different embedders are
+         *       refused (a part naming the default and one naming none agree).
+         *     - `extract` with `extractor: "llm"` needs an `llm` AND a `model`
+         *       (the seed's agent falls back to its own model; a server has
+         *       none to fall back to, and never guesses one).
+         *     - Duplicate member names anywhere in a body are refused (400
+         *       `invalid-json`), where `JSON.parse` would keep the last.
          * @example {
          *       "kind": "window",
          *       "size": 20
@@ -1674,7 +1748,7 @@ export interface components {
          * @example invalid-strategy
          * @enum {string}
          */
-        ProblemCode: "invalid-json" | "invalid-request" | "invalid-parameter" | "invalid-strategy" | "unknown-strategy" | "strategy-not-for-type" | "missing-requirement" | "invalid-field" | "unknown-field" | "memory-exists" | "version-conflict" | "not-found" | "unauthorized" | "body-too-large" | "unsupported-media-type" | "method-not-allowed" | "invalid-cursor" | "embedder-mismatch" | "invalid-vector" | "idempotency-key-reused" | "entry-exists" | "run-exists" | "run-finished" | "rate-limited" | "embedder-failed" | "embedder-unavailable" | "unavailable" | "internal";
+        ProblemCode: "invalid-json" | "invalid-request" | "invalid-parameter" | "invalid-strategy" | "unknown-strategy" | "strategy-not-for-type" | "missing-requirement" | "invalid-field" | "unknown-field" | "memory-exists" | "version-conflict" | "not-found" | "unauthorized" | "body-too-large" | "unsupported-media-type" | "method-not-allowed" | "invalid-cursor" | "embedder-mismatch" | "invalid-vector" | "idempotency-key-reused" | "entry-exists" | "run-exists" | "run-finished" | "rate-limited" | "precondition-failed" | "embedder-failed" | "embedder-unavailable" | "unavailable" | "internal";
         ProblemFieldError: {
             /** @description Where in the request body, as a JSON Pointer fragment, e.g. `#/strategy/size`. */
             pointer: string;
@@ -1691,7 +1765,11 @@ export interface components {
          *     absent when no response arrived).
          */
         Problem: {
-            /** @description A URI reference naming the problem type, `/problems/{code}`. */
+            /**
+             * @description A URI reference naming the problem type, `/problems/{code}`. It
+             *     resolves: `GET /problems/{code}` is a page saying what the
+             *     problem means and how to fix it (`/problems/` lists them all).
+             */
             type: string;
             /** @description Short summary of the problem type. */
             title: string;
@@ -1846,6 +1924,12 @@ export interface components {
          *     in the turn's snapshot (`snap-{turn}`), so that a later wrong answer
          *     can be traced to the decisions and tool results behind it; the other
          *     memories ignore it.
+         *
+         *     Every field is optional, and a field left out is stored
+         *     as NOT REPORTED, which is not zero: the snapshot leaves it out and
+         *     names it in `unreported`, and every read of it (entries, recall's
+         *     causal blocks, explanations) says it was not reported. An empty
+         *     array (`"decisions": []`) is reported: no decisions were taken.
          */
         TurnEvidence: {
             /** @description How many model calls (agent loop iterations) the turn took. */
@@ -2025,9 +2109,12 @@ export interface components {
              *
              *     - `msg`: `{"role", "content"}`.
              *     - `snap`: `{"query", "finalContent", "iterations", "decisions",
-             *       "toolCalls", "durationMs", "tokenUsage"}` — the turn's query
-             *       (first user message), its final answer and the evidence posted
-             *       with it.
+             *       "toolCalls", "durationMs", "tokenUsage", "unreported"}` — the
+             *       turn's query (first user message), its final answer and the
+             *       evidence posted with it. An evidence field the agent did not
+             *       report is left out, and `unreported` lists it (a turn posted
+             *       without `evidence` lists all five): never a zero nobody
+             *       reported.
              *     - `fact`: `{"key", "value", "text", "confidence"}`.
              *     - `beat`: `{"text", ...}`, a story beat plus what the extractor
              *       adds.
@@ -2198,7 +2285,11 @@ export interface components {
              *     `ceil(characters / 4)`). Absent, no limit but their own.
              */
             contextTokensRemaining?: number;
-            /** @description The turn this recall is for; recorded on the receipt so that explaining that turn finds it. */
+            /**
+             * @description The turn this recall is for; recorded on the receipt so that
+             *     explaining that turn finds it. With `exclude`, the turn this
+             *     recall RERUNS (see `exclude`).
+             */
             turn?: number;
             runId?: components["schemas"]["RunId"];
             /**
@@ -2210,9 +2301,27 @@ export interface components {
              *     without them; each one a strategy would otherwise have seen is
              *     still listed in its evidence, with reason `excluded`, and the
              *     memory's evidence names them in `excluded`. An id that names no
-             *     entry excludes nothing. For a rerun of an earlier turn, leave
-             *     `turn` and `runId` out (the rerun is not that turn's context)
-             *     and record its outcome with `recordAblation`.
+             *     entry excludes nothing.
+             *
+             *     **A rerun.** Sending `exclude` (an empty array included: a
+             *     baseline rerun, nothing left out) makes this recall a RERUN of
+             *     the turn `turn` names: it considers only entries written by
+             *     turns before that one, as the recall made for the turn did,
+             *     so that it is the recall that would have happened without the
+             *     excluded pieces, not one that also sees what the turn itself
+             *     and later turns wrote (a rerun of turn 3 made after turn 3 was
+             *     posted would otherwise recall `snap-3`, turn 3's own answer).
+             *     Those entries are listed as candidates with reason
+             *     `later-turn` and the memory's evidence says `beforeTurn`
+             *     (entries no turn wrote, document chunks, stay, and so do a
+             *     principal-scoped memory's entries from the principal's other
+             *     conversations, whose turns are not this conversation's; a fact
+             *     that turn 3 or later restated is left out, its earlier value is
+             *     not kept). The receipt says `rerun`, and `explainTurn` never takes
+             *     a rerun for what the turn was offered, unless the turn's
+             *     `recallIds` names it. Record the rerun's outcome with
+             *     `recordAblation`. Without `turn`, a rerun considers everything
+             *     stored.
              */
             exclude?: components["schemas"]["InjectionId"][];
         };
@@ -2285,11 +2394,13 @@ export interface components {
          *     limits. `excluded`: the recall's `exclude` named it (an
          *     ablation); it was not scored, and it is ranked after every other
          *     candidate so that theirs are the ranks they would have had
-         *     without it.
+         *     without it. `later-turn`: in a rerun of turn N, it was written by
+         *     turn N or a later one, so the recall made for turn N could not
+         *     have seen it; not scored, ranked after the others.
          * @example below-threshold
          * @enum {string}
          */
-        CandidateReason: "below-threshold" | "over-max-entries" | "over-budget" | "over-char-budget" | "decayed" | "embedder-mismatch" | "already-admitted" | "excluded";
+        CandidateReason: "below-threshold" | "over-max-entries" | "over-budget" | "over-char-budget" | "decayed" | "embedder-mismatch" | "already-admitted" | "excluded" | "later-turn";
         /**
          * @description One entry a strategy considered. Either `admitted`, or not with a
          *     `reason`. Admitted ones carry the exact text they put in the prompt
@@ -2462,6 +2573,13 @@ export interface components {
              *     comes from them.
              */
             excluded?: string[];
+            /**
+             * @description A rerun of a turn only: the turn it reran. Only entries written
+             *     before it were considered; those written by it or later that the
+             *     strategy would otherwise have seen are in `candidates` with
+             *     reason `later-turn`.
+             */
+            beforeTurn?: number;
             /** @description The candidates, best rank first. */
             candidates: components["schemas"]["Candidate"][];
             /** @description Hybrid only, each part's evidence, in strategy order. */
@@ -2522,10 +2640,14 @@ export interface components {
          * @description A recall and its receipt: per memory, the recall and its evidence;
          *     overall, the injections and the system-prompt text. The stored
          *     receipt is the same object; neither holds the query text, only
-         *     `queryHash`.
+         *     `queryHash`. A receipt says whose it is: the conversation and
+         *     principal it was made for, the turn it was made for (when the
+         *     request said) and when it was made.
          */
         RecallResult: {
             recallId: components["schemas"]["RecallId"];
+            conversationId: components["schemas"]["ConversationId"];
+            principal?: components["schemas"]["Principal"];
             queryHash: components["schemas"]["QueryHash"];
             /** @description The turn the recall was for, when the request said. */
             turn?: number;
@@ -2535,6 +2657,14 @@ export interface components {
              * @description When the recall ran.
              */
             createdAt: string;
+            /**
+             * @description True for a recall made with `exclude`: an ablation rerun of
+             *     `turn` (see `recall`'s `exclude`), never taken for what the
+             *     turn was offered. Absent otherwise.
+             */
+            rerun?: boolean;
+            /** @description A rerun's `exclude`, as the request sent it (empty for a baseline rerun). */
+            exclude?: components["schemas"]["InjectionId"][];
             /** @description Each memory that recalled, in the order they are assembled into the prompt. */
             memories: components["schemas"]["MemoryRecall"][];
             /** @description What to inject, in prompt order. */
@@ -2600,11 +2730,17 @@ export interface components {
             turn?: number;
             /**
              * Format: double
-             * @description The cap on DISTINCT events retained. Any number is accepted: one
-             *     that is not positive and finite means the default, 10,000; a
-             *     fraction is rounded down; above 1,000,000 is clamped to it.
+             * @description The cap on DISTINCT events retained. Any number is accepted, and
+             *     so is `null`: absent, `null`, below 1 (0.5 included: rounded
+             *     down it would keep nothing) or not finite means the default,
+             *     10,000, as a cap that is not a positive finite number does in
+             *     the seed. `null` is what JavaScript's `JSON.stringify` sends for
+             *     `Infinity` and `NaN`, so a client's unbounded cap arrives as
+             *     `null` and means the default, as `null` does for `turnNumber`.
+             *     A fraction above 1 is rounded down; above 1,000,000 is clamped
+             *     to it.
              */
-            maxEvents?: number;
+            maxEvents?: number | null;
             /**
              * @description Keep numeric arrays under `embedding` / `embeddings` keys of payloads as sent, instead of `{dims, norm}`.
              * @default false
@@ -2651,14 +2787,53 @@ export interface components {
             maxEvents: number;
             /**
              * Format: date-time
-             * @description When it started; absent when unknown, and always absent once events were dropped.
+             * @description When the server opened the run, by the server's clock.
+             */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description When the server received the newest event, by its clock. Absent before the first event.
+             */
+            lastEventAt?: string;
+            /**
+             * Format: date-time
+             * @description When the server finished the run (complete or abandoned), by its clock.
+             */
+            finishedAt?: string;
+            /**
+             * Format: date-time
+             * @description When the run ended, by the server's clock (its `finishedAt`); only for a complete run.
+             */
+            endedAt?: string;
+            clientClock?: components["schemas"]["ClientClock"];
+            /**
+             * @description True when the agent's clock (`clientClock`) and the server's,
+             *     read together, would put the run out of order: the agent's
+             *     newest event before the server opened the run or before the
+             *     agent's own start, or the agent's start after the server
+             *     finished the run. Neither clock is corrected; this says that a
+             *     timeline mixing them is not to be trusted.
+             */
+            clocksDisagree: boolean;
+        };
+        /**
+         * @description The run's times by the AGENT's clock, as the agent reported them and
+         *     never corrected by the server's: `startedAt` from `openRun`'s
+         *     `startedAt`, else the first event's `meta.wallClockMs`;
+         *     `lastEventAt` from the newest event's `meta.wallClockMs`. Absent
+         *     when the agent reported none.
+         */
+        ClientClock: {
+            /**
+             * Format: date-time
+             * @description The start the agent reported; left out once events were dropped (the head of the stream is gone).
              */
             startedAt?: string;
             /**
              * Format: date-time
-             * @description When it finished; only for a complete run.
+             * @description The newest event's `meta.wallClockMs`, as a time.
              */
-            endedAt?: string;
+            lastEventAt?: string;
         };
         /** @description How the run ended. */
         RunFinish: {
@@ -2697,9 +2872,12 @@ export interface components {
             type: components["schemas"]["EventType"];
             /**
              * @description The event's data, any JSON value. Its key order is kept and
-             *     matters: an announcement is a repeat only when its payload has
-             *     the same keys in the same order with the same values. Over
-             *     64 KiB of JSON it is kept truncated, never refused.
+             *     matters: an announcement is a repeat only when its payload is
+             *     the same JSON value with its keys in the same order, values
+             *     compared as JavaScript compares them (see `openRun`). A member
+             *     name that appears twice in one object is refused (400
+             *     `invalid-json`). Over 64 KiB of JSON it is kept truncated,
+             *     never refused.
              */
             payload: unknown | (Record<string, never> | null);
             /** @description Free-form metadata, e.g. `wallClockMs` (the agent's clock, milliseconds since the epoch). */
@@ -2770,10 +2948,18 @@ export interface components {
              *     JSON text (see `truncated`).
              */
             payload: unknown | (Record<string, never> | null);
-            /** @description The metadata sent with it. */
+            /**
+             * @description The metadata sent with it, as sent. Its `wallClockMs` is the
+             *     agent's clock, kept as reported; `receivedAt` is the server's.
+             */
             meta?: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @description When the server received it, by the server's clock (every event of one batch has the batch's). Absent for an event recorded before the server kept this.
+             */
+            receivedAt?: string;
             /**
              * @description A repeat of a context-injection announcement the tail still
              *     holds (the same payload, field for field): kept in order, but it
@@ -2841,6 +3027,12 @@ export interface components {
          *     answer, evidence and run. From messages: the turn's messages, as
          *     one memory stored them, and their run. Suspects are scored against
          *     `finalContent`, or the turn's assistant message.
+         *
+         *     Evidence is what the agent REPORTED when it posted the turn: a
+         *     field it did not send (a turn posted without `evidence` sends none)
+         *     is left out here and named in `unreported`, never shown as a zero
+         *     nobody reported; the explanation's `honesty` then carries
+         *     `evidence-not-reported`.
          */
         ExplanationAnswer: {
             source: components["schemas"]["AnswerSource"];
@@ -2863,9 +3055,21 @@ export interface components {
              * @description Snapshot only, how long the turn took, as the agent reported.
              */
             durationMs?: number;
+            /**
+             * @description Snapshot only: the evidence fields the agent did not report for
+             *     this turn, left out above. Absent when it reported every one (or
+             *     when the snapshot was stored before this was recorded).
+             */
+            unreported?: components["schemas"]["EvidenceField"][];
             /** @description `messages` only, the turn's stored messages, in order. */
             messages?: components["schemas"]["Message"][];
         };
+        /**
+         * @description One field of a turn's `evidence`.
+         * @example tokenUsage
+         * @enum {string}
+         */
+        EvidenceField: "iterations" | "decisions" | "toolCalls" | "durationMs" | "tokenUsage";
         /**
          * @description One piece of context a model call carried, from a context-injection
          *     announcement of the run's recording. Every field but `repeats` is
@@ -2985,6 +3189,11 @@ export interface components {
          *     at, from the linked receipt that offered it (`recallId`); they are
          *     absent when no linked receipt did. `entry` is absent when the
          *     entry can no longer be read (`forgotten`, `missing`).
+         *
+         *     A receipt says what recall OFFERED; only a run's recording says
+         *     what a model call was SHOWN. `exposure` keeps the two apart: see
+         *     `Exposure`. An explorer shows `shown` pieces as the context, and
+         *     `offered` ones as offered and left out by the agent.
          */
         Origin: {
             injectionId: components["schemas"]["InjectionId"];
@@ -3006,6 +3215,36 @@ export interface components {
             threshold?: number;
             status: components["schemas"]["OriginStatus"];
             entry?: components["schemas"]["OriginEntry"];
+            exposure: components["schemas"]["Exposure"];
+            /**
+             * @description The model calls that carried it, from the linked recordings, in
+             *     ledger order: each is a run and its call (`iteration`, 0 for
+             *     announcements that named none). A piece offered inside its
+             *     memory's one injection (`memory:<memoryId>`, when the chunks
+             *     did not rebuild the memory's text byte for byte) was shown
+             *     wherever that injection was announced. Empty unless `exposure`
+             *     is `shown`.
+             */
+            shownIn: components["schemas"]["ModelCallRef"][];
+        };
+        /**
+         * @description Whether the model was shown a piece. `shown`: a linked recording
+         *     announced it (`context.injected`) in at least one model call,
+         *     listed in `shownIn`. `offered`: a linked receipt offered it, and
+         *     the linked recordings — every one finished complete, none with
+         *     dropped events — announce it in no model call: the agent left it
+         *     out. `unknown`: no recording is linked (`no-recording`), or a
+         *     linked one is truncated or incomplete, so a call that carried it
+         *     may be missing from the ledger.
+         * @example shown
+         * @enum {string}
+         */
+        Exposure: "shown" | "offered" | "unknown";
+        /** @description One model call of a recorded run. */
+        ModelCallRef: {
+            runId: components["schemas"]["RunId"];
+            /** @description The call's iteration, as its announcements named it (0 when they named none). */
+            iteration: number;
         };
         /**
          * @description What an explanation could not establish. `no-recording`: no run
@@ -3018,11 +3257,14 @@ export interface components {
          *     linked to the turn. `entry-missing`: an origin's entry can no
          *     longer be read as it was (its status is `expired`, `forgotten` or
          *     `missing`). `no-answer`: nothing stored says what the turn
-         *     answered.
+         *     answered. `evidence-not-reported`: the turn was posted without
+         *     `evidence`, or without some of its fields (the answer's
+         *     `unreported` names them): those are left out of the answer, never
+         *     shown as zeros.
          * @example no-recall-linked
          * @enum {string}
          */
-        HonestyFlagCode: "no-recording" | "recording-truncated" | "recording-incomplete" | "no-recall-linked" | "entry-missing" | "no-answer";
+        HonestyFlagCode: "no-recording" | "recording-truncated" | "recording-incomplete" | "no-recall-linked" | "entry-missing" | "no-answer" | "evidence-not-reported";
         /** @description One thing the explanation could not establish, said instead of left out. */
         HonestyFlag: {
             flag: components["schemas"]["HonestyFlagCode"];
@@ -3061,6 +3303,14 @@ export interface components {
          *     `recordAblation` can confirm it. An origin whose text is not
          *     known, or a turn with no answer text, is not scored.
          *
+         *     Suspects are drawn from what the model was SHOWN: an origin whose
+         *     `exposure` is `offered` (the recordings show the agent left it
+         *     out) is never a suspect. Without a whole recording, the origins
+         *     whose exposure is `unknown` are ranked instead, each saying so
+         *     (`exposure: unknown`, and its `note`), never as if they were
+         *     known context. Within a strategy, `shown` suspects rank before
+         *     `unknown` ones, then by score.
+         *
          *     The verdict, from the reruns recorded for the turn (a rerun counts
          *     for every piece it excluded; a baseline rerun excluded none):
          *     `confirmed` only when excluding it flipped the answer in a
@@ -3087,6 +3337,11 @@ export interface components {
             flips: number;
             /** @description The score and the verdict in words, saying that the score is a proxy. */
             note: string;
+            /**
+             * @description `shown`, or `unknown` when no whole recording says whether the model saw it (see `Exposure`).
+             * @enum {string}
+             */
+            exposure: "shown" | "unknown";
         };
         /**
          * @description One turn explained: its answer, the context it was produced with,
@@ -3427,6 +3682,30 @@ export interface components {
             };
         };
         /**
+         * @description The `If-Match` precondition failed: the resource changed since the
+         *     representation whose `ETag` was sent. Nothing was stored. GET it
+         *     again, re-apply the change and send the new `ETag`.
+         */
+        PreconditionFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/precondition-failed",
+                 *       "title": "Precondition failed",
+                 *       "status": 412,
+                 *       "code": "precondition-failed",
+                 *       "detail": "memory \"chat\" changed since the representation your If-Match names (it is at version 3 now); GET it again, re-apply your change and send its new ETag.",
+                 *       "requestId": "01JDQ7Z3M4X8K2V9R5T6Y1W0AB"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description Not Modified: the `If-None-Match` validator still matches. No body;
          *     keep using the cached representation.
          */
@@ -3590,7 +3869,9 @@ export interface components {
          *     that would be accepted there and `see` points at the catalogue.
          *     Codes: `invalid-strategy` (shape), `unknown-strategy`,
          *     `strategy-not-for-type` (with `acceptedKinds` and `acceptingTypes`),
-         *     `invalid-field`, `unknown-field`, `missing-requirement`.
+         *     `invalid-field`, `unknown-field`, `missing-requirement`, and
+         *     `idempotency-key-reused` (`path` `Idempotency-Key`) for a key used
+         *     with another request.
          */
         UnprocessableEntity: {
             headers: {
@@ -3697,7 +3978,10 @@ export interface components {
         };
         /**
          * @description No live entry with that id in that memory for this conversation (it
-         *     never existed, expired, or was forgotten), or no such memory.
+         *     never existed, expired, or was forgotten), or no such memory. As
+         *     for turns, the detail says which conversation and principal were
+         *     looked in, the same words whether or not the entry exists under
+         *     another principal.
          */
         EntryNotFound: {
             headers: {
@@ -3711,7 +3995,7 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "code": "not-found",
-                 *       "detail": "There is no entry \"msg-9-0\" in memory \"chat\" for this conversation.",
+                 *       "detail": "entry \"msg-9-0\" does not exist. Conversations are scoped by `principal`: this looked in conversation \"support-4821\" with no principal (no `principal` query parameter) only; one posted with `?principal=…` is found only with that same `principal`.",
                  *       "requestId": "01JDQ7Z3M4X8K2V9R5T6Y1W0AB"
                  *     }
                  */
@@ -3801,7 +4085,8 @@ export interface components {
         /**
          * @description The documents cannot be indexed; nothing was. `invalid-field` when
          *     the memory is not a document corpus, or when one id appears twice
-         *     in the batch.
+         *     in the batch; `idempotency-key-reused` for an `Idempotency-Key`
+         *     used with another request.
          */
         DocumentsUnprocessable: {
             headers: {
@@ -3892,8 +4177,11 @@ export interface components {
         /**
          * @description Nothing is stored for that turn of this conversation under this
          *     principal: no entry it wrote, no recall receipt linked to it and
-         *     no recording of a run linked to it. Another tenant's conversation
-         *     answers the same way.
+         *     no recording of a run linked to it. Conversations are scoped by
+         *     `principal`, and the detail says where the lookup looked: a turn
+         *     posted under another principal (or none) is found only with that
+         *     `principal`. The detail is the same whether or not such a turn
+         *     exists, and another tenant's conversation answers the same way.
          */
         TurnNotFound: {
             headers: {
@@ -3907,7 +4195,34 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "code": "not-found",
-                 *       "detail": "Nothing is stored for turn 7 of the conversation \"support-7731\".",
+                 *       "detail": "turn \"7\" does not exist. Conversations are scoped by `principal`: this looked in conversation \"support-7731\" of principal \"user-7c3e\" only; one posted under another principal, or none, is found only with that `principal` (or without one).",
+                 *       "requestId": "01JDQ7Z3M4X8K2V9R5T6Y1W0AB"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The `Idempotency-Key` was already used, within its lifetime, with a
+         *     different request; nothing was done. Retry with the first request's
+         *     exact body, or use a new key.
+         */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "/problems/idempotency-key-reused",
+                 *       "title": "Idempotency key reused",
+                 *       "status": 422,
+                 *       "code": "idempotency-key-reused",
+                 *       "detail": "this Idempotency-Key was already used with a different request; a retry must send the same request (the same operation, path and body), or use a new key.",
+                 *       "site": "openRun",
+                 *       "path": "Idempotency-Key",
+                 *       "see": "/openapi.yaml",
                  *       "requestId": "01JDQ7Z3M4X8K2V9R5T6Y1W0AB"
                  *     }
                  */
@@ -3916,7 +4231,9 @@ export interface components {
         };
         /**
          * @description The rerun's outcome is well-formed JSON but cannot be recorded;
-         *     nothing was: `invalid-field` when `answer` holds a NUL character.
+         *     nothing was: `invalid-field` when `answer` holds a NUL character;
+         *     `idempotency-key-reused` for an `Idempotency-Key` used with another
+         *     request.
          */
         AblationUnprocessable: {
             headers: {
@@ -3972,6 +4289,15 @@ export interface components {
          */
         IfNoneMatch: string;
         /**
+         * @description The `ETag` of the representation the change was made against (or a
+         *     comma-separated list of them, or `*` for any). When the resource no
+         *     longer matches — someone changed it since — the change is refused
+         *     with 412 `precondition-failed` and nothing is stored. Entity tags
+         *     are compared strongly: a weak one (`W/"…"`) never matches.
+         * @example "3f9a0c1e7b2d4c58"
+         */
+        IfMatch: string;
+        /**
          * @description Page size.
          * @example 50
          */
@@ -4007,12 +4333,18 @@ export interface components {
          */
         Principal: components["schemas"]["Principal"];
         /**
-         * @description Makes a retry safe. Within the key's lifetime (24 hours by default)
-         *     the same key with the same body replays the stored answer, marked
-         *     `Idempotent-Replayed: true`, without writing the turn again; the same
-         *     key with a different body is refused with 422
-         *     `idempotency-key-reused`. 1 to 255 printable ASCII characters, no
-         *     spaces; a UUID is a good choice.
+         * @description Makes a retry safe, on every POST that creates (turns, memories,
+         *     runs, documents, ablations). Within the key's lifetime (24 hours by
+         *     default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+         *     request (operation, path and body) replays the stored answer, with
+         *     its status and marked `Idempotent-Replayed: true`, without creating
+         *     anything again; the same key with a different request is refused
+         *     with 422 `idempotency-key-reused`. A retry that arrives while the
+         *     first request is still in flight waits for it and replays its
+         *     answer (or, if the first failed, is performed). Keys belong to the
+         *     tenant and name one request of any kind. A refused request (4xx)
+         *     claims no key. 1 to 255 printable ASCII characters, no spaces; a
+         *     UUID is a good choice.
          * @example 3f0c9b9e-6a53-4a8e-9d55-2f1b7c0e4d21
          */
         IdempotencyKey: string;
@@ -4329,7 +4661,24 @@ export interface operations {
                  */
                 dryRun?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe, on every POST that creates (turns, memories,
+                 *     runs, documents, ablations). Within the key's lifetime (24 hours by
+                 *     default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+                 *     request (operation, path and body) replays the stored answer, with
+                 *     its status and marked `Idempotent-Replayed: true`, without creating
+                 *     anything again; the same key with a different request is refused
+                 *     with 422 `idempotency-key-reused`. A retry that arrives while the
+                 *     first request is still in flight waits for it and replays its
+                 *     answer (or, if the first failed, is performed). Keys belong to the
+                 *     tenant and name one request of any kind. A refused request (4xx)
+                 *     claims no key. 1 to 255 printable ASCII characters, no spaces; a
+                 *     UUID is a good choice.
+                 * @example 3f0c9b9e-6a53-4a8e-9d55-2f1b7c0e4d21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4357,7 +4706,9 @@ export interface operations {
             /** @description The memory was defined. The body is the stored definition. */
             201: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -4379,7 +4730,14 @@ export interface operations {
     getMemory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier answer (or a comma-separated list of them,
+                 *     or `*`). When it still matches, the answer is a bodiless 304.
+                 * @example "7c1d5b0e9a3f4d21"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /**
                  * @description The memory's id.
@@ -4391,9 +4749,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The memory definition. */
+            /** @description The memory definition, with its `ETag`. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -4401,6 +4760,7 @@ export interface operations {
                     "application/json": components["schemas"]["Memory"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -4412,7 +4772,17 @@ export interface operations {
     replaceMemory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the representation the change was made against (or a
+                 *     comma-separated list of them, or `*` for any). When the resource no
+                 *     longer matches — someone changed it since — the change is refused
+                 *     with 412 `precondition-failed` and nothing is stored. Entity tags
+                 *     are compared strongly: a weak one (`W/"…"`) never matches.
+                 * @example "3f9a0c1e7b2d4c58"
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /**
                  * @description The memory's id.
@@ -4428,9 +4798,10 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The memory was replaced. The body is the new stored definition. */
+            /** @description The memory was replaced. The body is the new stored definition, with its `ETag`. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -4459,6 +4830,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -4698,12 +5070,18 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe. Within the key's lifetime (24 hours by default)
-                 *     the same key with the same body replays the stored answer, marked
-                 *     `Idempotent-Replayed: true`, without writing the turn again; the same
-                 *     key with a different body is refused with 422
-                 *     `idempotency-key-reused`. 1 to 255 printable ASCII characters, no
-                 *     spaces; a UUID is a good choice.
+                 * @description Makes a retry safe, on every POST that creates (turns, memories,
+                 *     runs, documents, ablations). Within the key's lifetime (24 hours by
+                 *     default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+                 *     request (operation, path and body) replays the stored answer, with
+                 *     its status and marked `Idempotent-Replayed: true`, without creating
+                 *     anything again; the same key with a different request is refused
+                 *     with 422 `idempotency-key-reused`. A retry that arrives while the
+                 *     first request is still in flight waits for it and replays its
+                 *     answer (or, if the first failed, is performed). Keys belong to the
+                 *     tenant and name one request of any kind. A refused request (4xx)
+                 *     claims no key. 1 to 255 printable ASCII characters, no spaces; a
+                 *     UUID is a good choice.
                  * @example 3f0c9b9e-6a53-4a8e-9d55-2f1b7c0e4d21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5044,7 +5422,24 @@ export interface operations {
     indexDocuments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe, on every POST that creates (turns, memories,
+                 *     runs, documents, ablations). Within the key's lifetime (24 hours by
+                 *     default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+                 *     request (operation, path and body) replays the stored answer, with
+                 *     its status and marked `Idempotent-Replayed: true`, without creating
+                 *     anything again; the same key with a different request is refused
+                 *     with 422 `idempotency-key-reused`. A retry that arrives while the
+                 *     first request is still in flight waits for it and replays its
+                 *     answer (or, if the first failed, is performed). Keys belong to the
+                 *     tenant and name one request of any kind. A refused request (4xx)
+                 *     claims no key. 1 to 255 printable ASCII characters, no spaces; a
+                 *     UUID is a good choice.
+                 * @example 3f0c9b9e-6a53-4a8e-9d55-2f1b7c0e4d21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The memory's id.
@@ -5066,6 +5461,7 @@ export interface operations {
              */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -5138,6 +5534,7 @@ export interface operations {
              */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -5160,7 +5557,14 @@ export interface operations {
     getRecall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier answer (or a comma-separated list of them,
+                 *     or `*`). When it still matches, the answer is a bodiless 304.
+                 * @example "7c1d5b0e9a3f4d21"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /**
                  * @description A recall receipt's id, as a recall answered it.
@@ -5172,9 +5576,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stored receipt. */
+            /** @description The stored receipt, with its `ETag` (a receipt never changes). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -5182,6 +5587,7 @@ export interface operations {
                     "application/json": components["schemas"]["RecallResult"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["RecallNotFound"];
@@ -5248,8 +5654,15 @@ export interface operations {
                      *           "eventCount": 3,
                      *           "truncatedEvents": 0,
                      *           "maxEvents": 5000,
-                     *           "startedAt": "2026-11-30T06:15:02.417Z",
-                     *           "endedAt": "2026-11-30T06:15:04.902Z"
+                     *           "startedAt": "2026-11-30T06:15:02.391Z",
+                     *           "lastEventAt": "2026-11-30T06:15:04.930Z",
+                     *           "finishedAt": "2026-11-30T06:15:05.006Z",
+                     *           "endedAt": "2026-11-30T06:15:05.006Z",
+                     *           "clientClock": {
+                     *             "startedAt": "2026-11-30T06:15:02.417Z",
+                     *             "lastEventAt": "2026-11-30T06:15:04.902Z"
+                     *           },
+                     *           "clocksDisagree": false
                      *         },
                      *         {
                      *           "runId": "run-01JDQ80A7T",
@@ -5263,8 +5676,15 @@ export interface operations {
                      *           "eventCount": 41,
                      *           "truncatedEvents": 0,
                      *           "maxEvents": 10000,
-                     *           "startedAt": "2026-11-30T06:12:39.661Z",
-                     *           "endedAt": "2026-11-30T06:12:41.530Z"
+                     *           "startedAt": "2026-11-30T06:12:39.602Z",
+                     *           "lastEventAt": "2026-11-30T06:12:41.488Z",
+                     *           "finishedAt": "2026-11-30T06:12:41.571Z",
+                     *           "endedAt": "2026-11-30T06:12:41.571Z",
+                     *           "clientClock": {
+                     *             "startedAt": "2026-11-30T06:12:39.661Z",
+                     *             "lastEventAt": "2026-11-30T06:12:41.530Z"
+                     *           },
+                     *           "clocksDisagree": false
                      *         }
                      *       ],
                      *       "nextCursor": "eyJhZnRlciI6InJ1bi0wMUpEUTgwQTdUIn0.c2Vxm1Qa"
@@ -5283,7 +5703,24 @@ export interface operations {
     openRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe, on every POST that creates (turns, memories,
+                 *     runs, documents, ablations). Within the key's lifetime (24 hours by
+                 *     default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+                 *     request (operation, path and body) replays the stored answer, with
+                 *     its status and marked `Idempotent-Replayed: true`, without creating
+                 *     anything again; the same key with a different request is refused
+                 *     with 422 `idempotency-key-reused`. A retry that arrives while the
+                 *     first request is still in flight waits for it and replays its
+                 *     answer (or, if the first failed, is performed). Keys belong to the
+                 *     tenant and name one request of any kind. A refused request (4xx)
+                 *     claims no key. 1 to 255 printable ASCII characters, no spaces; a
+                 *     UUID is a good choice.
+                 * @example 3f0c9b9e-6a53-4a8e-9d55-2f1b7c0e4d21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5296,7 +5733,9 @@ export interface operations {
             /** @description The run is open. The body is the new run; `Location` names it. */
             201: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -5313,7 +5752,9 @@ export interface operations {
                      *       "firstRetainedEventIndex": 0,
                      *       "eventCount": 0,
                      *       "truncatedEvents": 0,
-                     *       "maxEvents": 5000
+                     *       "maxEvents": 5000,
+                     *       "startedAt": "2026-11-30T06:15:02.391Z",
+                     *       "clocksDisagree": false
                      *     }
                      */
                     "application/json": components["schemas"]["Run"];
@@ -5324,6 +5765,7 @@ export interface operations {
             409: components["responses"]["RunExists"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRuns"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5332,7 +5774,14 @@ export interface operations {
     getRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An `ETag` from an earlier answer (or a comma-separated list of them,
+                 *     or `*`). When it still matches, the answer is a bodiless 304.
+                 * @example "7c1d5b0e9a3f4d21"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /**
                  * @description The run's id.
@@ -5344,9 +5793,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The recording. */
+            /** @description The recording, with its `ETag` (it changes with every append and with the finish). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -5354,6 +5804,7 @@ export interface operations {
                     "application/json": components["schemas"]["Recording"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["RunNotFound"];
@@ -5497,6 +5948,7 @@ export interface operations {
             /** @description The run is finished. The body is the run. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -5745,7 +6197,24 @@ export interface operations {
                  */
                 principal?: components["parameters"]["Principal"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe, on every POST that creates (turns, memories,
+                 *     runs, documents, ablations). Within the key's lifetime (24 hours by
+                 *     default, `FOOTPRINT_IDEMPOTENCY_TTL`) the same key with the same
+                 *     request (operation, path and body) replays the stored answer, with
+                 *     its status and marked `Idempotent-Replayed: true`, without creating
+                 *     anything again; the same key with a different request is refused
+                 *     with 422 `idempotency-key-reused`. A retry that arrives while the
+                 *     first request is still in flight waits for it and replays its
+                 *     answer (or, if the first failed, is performed). Keys belong to the
+                 *     tenant and name one request of any kind. A refused request (4xx)
+                 *     claims no key. 1 to 255 printable ASCII characters, no spaces; a
+                 *     UUID is a good choice.
+                 * @example 3f0c9b9e-6a53-4a8e-9d55-2f1b7c0e4d21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The conversation: an opaque id chosen by the agent (a session or
@@ -5772,6 +6241,7 @@ export interface operations {
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
