@@ -33,7 +33,7 @@ func PrepareEvents(in []RunEventInput, recordEmbeddings bool, receivedAt time.Ti
 		if !recordEmbeddings {
 			p = RedactEmbeddings(p)
 		}
-		ev := RunEvent{Event: Event{Type: e.Type, Payload: p, ReceivedAt: receivedAt}}
+		ev := RunEvent{Event: Event{Type: e.Type, Payload: p, Received: ReceivedMs(receivedAt)}}
 		if len(p) > MaxEventPayloadBytes {
 			ev.Payload, ev.Truncated = TruncatePayload(p, MaxEventPayloadBytes)
 		}

@@ -96,10 +96,39 @@ type Event struct {
 	// Identity is the digest of the payload as sent (ValueDigest) when
 	// Payload is not all of it (embeddings summarised, truncated); nil when
 	// Payload is the payload as sent. The tail decides repeats with it.
-	Identity []byte `json:"identity,omitempty"`
-	// ReceivedAt is when the server received the event (its own clock);
-	// the tail does not read it.
-	ReceivedAt time.Time `json:"receivedAt,omitzero"`
+	Identity *Digest `json:"identity,omitempty"`
+	// Received is when the server received the event, by its own clock, in
+	// Unix milliseconds (0: unknown); ReceivedAt reads it. The tail does not.
+	// (A number, not a time.Time: an Event is copied on every push, and the
+	// tail holds up to 100,000 of them.)
+	Received int64 `json:"received,omitempty"`
+}
+
+// Digest is a SHA-256.
+type Digest [32]byte
+
+// ReceivedAt is Received as a time (zero when unknown).
+func (e Event) ReceivedAt() time.Time {
+	if e.Received == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(e.Received).UTC()
+}
+
+// ReceivedMs is t in Unix milliseconds, 0 for the zero time: what Event.Received holds.
+func ReceivedMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// sameDigest reports whether two optional digests are both absent or equal.
+func sameDigest(a, b *Digest) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // TailSnapshot is a detached copy of an EventTail's retained window.
@@ -348,14 +377,14 @@ func (t *EventTail) Since(index int64, limit int) (events []Event, gap bool) {
 type heldAnnouncement struct {
 	index    int64
 	payload  json.RawMessage
-	identity []byte // the event's Identity: nil when payload is as sent
+	identity *Digest // the event's Identity: nil when payload is as sent
 }
 
 // same reports whether an announcement with payload p and identity id (see
 // Event.Identity) is identical to h: the same value stored, and the same
 // payload as sent.
-func (h heldAnnouncement) same(p json.RawMessage, id []byte) bool {
-	return bytes.Equal(h.identity, id) && sameValue(h.payload, p)
+func (h heldAnnouncement) same(p json.RawMessage, id *Digest) bool {
+	return sameDigest(h.identity, id) && sameValue(h.payload, p)
 }
 
 // annBucket holds the announcements sharing a narrowing key; almost always
@@ -372,7 +401,7 @@ func (t *EventTail) keyOf(p json.RawMessage) uint64 {
 
 // find returns the held announcement identical to an announcement of
 // payload p and identity id (the oldest, should several be).
-func (t *EventTail) find(p json.RawMessage, id []byte) (heldAnnouncement, bool) {
+func (t *EventTail) find(p json.RawMessage, id *Digest) (heldAnnouncement, bool) {
 	b, ok := t.anns[t.keyOf(p)]
 	if !ok {
 		return heldAnnouncement{}, false
@@ -388,7 +417,7 @@ func (t *EventTail) find(p json.RawMessage, id []byte) (heldAnnouncement, bool) 
 	return heldAnnouncement{}, false
 }
 
-func (t *EventTail) hold(p json.RawMessage, id []byte, index int64) {
+func (t *EventTail) hold(p json.RawMessage, id *Digest, index int64) {
 	k := t.keyOf(p)
 	h := heldAnnouncement{index: index, payload: p, identity: id}
 	if b, ok := t.anns[k]; ok {

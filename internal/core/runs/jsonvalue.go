@@ -300,7 +300,7 @@ func plainInteger(raw []byte) bool {
 // summarised, a payload truncated): the tail's identity decision still sees
 // the vectors and the cut-off part through it. Malformed text is digested
 // as its bytes.
-func ValueDigest(p []byte) []byte {
+func ValueDigest(p []byte) *Digest {
 	h := sha256.New()
 	sc := jsonScanner{s: p}
 	var buf []byte
@@ -310,7 +310,9 @@ func ValueDigest(p []byte) []byte {
 		h.Write([]byte{0xff})
 		h.Write(p)
 	}
-	return h.Sum(nil)
+	var d Digest
+	h.Sum(d[:0])
+	return &d
 }
 
 func writeCanonical(h hash.Hash, sc *jsonScanner, buf *[]byte) bool {

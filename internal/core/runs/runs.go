@@ -216,8 +216,8 @@ func ApplyAppend(r *Run, t *EventTail, batch []RunEvent) []RunEvent {
 		if !e.WallClock.IsZero() {
 			r.LastWallClock = e.WallClock
 		}
-		if !e.ReceivedAt.IsZero() {
-			r.LastReceivedAt = e.ReceivedAt
+		if e.Received != 0 {
+			r.LastReceivedAt = e.ReceivedAt()
 		}
 		if e.Truncated != nil {
 			r.TruncatedEvents++

@@ -363,7 +363,7 @@ func recordedEventOut(e runs.RunEvent) gen.RecordedEvent {
 			out.Meta = m
 		}
 	}
-	out.ReceivedAt = apitime.Opt(e.ReceivedAt)
+	out.ReceivedAt = apitime.Opt(e.ReceivedAt())
 	if !e.Slot {
 		out.Repeat = &repeatTrue
 	}

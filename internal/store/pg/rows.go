@@ -84,14 +84,6 @@ func nullString(s string) *string {
 	return &s
 }
 
-// nilIfEmpty maps an empty byte slice (unset) to NULL.
-func nilIfEmpty(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
 // nullInt64 maps 0 (unset) to NULL.
 func nullInt64(n int64) *int64 {
 	if n == 0 {

@@ -160,6 +160,23 @@ func scanRun(row pgx.Row) (runs.Run, error) {
 	return r, nil
 }
 
+// digestBytes maps an event's identity digest to its column (NULL: none); digestOf reads it
+// back (a value of another length, which the store never writes, reads as none).
+func digestBytes(d *runs.Digest) []byte {
+	if d == nil {
+		return nil
+	}
+	return d[:]
+}
+
+func digestOf(b []byte) *runs.Digest {
+	if len(b) != len(runs.Digest{}) {
+		return nil
+	}
+	d := runs.Digest(b)
+	return &d
+}
+
 func utcOpt(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
@@ -295,7 +312,7 @@ func (s *Store) AppendEvents(ctx context.Context, tenant, id string, prepare fun
 				meta = e.Meta
 			}
 			rows = append(rows, []any{tenant, id, e.Index, e.Type, []byte(e.Payload), meta, e.Slot, ob, sha,
-				nilIfEmpty(e.Identity), nullTime(e.ReceivedAt)})
+				digestBytes(e.Identity), nullTime(e.ReceivedAt())})
 		}
 		if r.Dropped > before {
 			if _, err := tx.Exec(ctx, `DELETE FROM run_events WHERE tenant = $1 AND run_id = $2 AND idx < $3`,
@@ -355,9 +372,7 @@ func (s *Store) restoreTail(ctx context.Context, tx pgx.Tx, r runs.Run) (*runs.E
 			return e, err
 		}
 		e.Payload = payload
-		if len(identity) > 0 {
-			e.Identity = identity
-		}
+		e.Identity = digestOf(identity)
 		if len(meta) > 0 {
 			e.Meta = meta
 		}
@@ -442,10 +457,10 @@ func (s *Store) RunEvents(ctx context.Context, tenant, id string, after int64, l
 				return e, err
 			}
 			e.Payload = payload
-			if len(identity) > 0 {
-				e.Identity = identity
+			e.Identity = digestOf(identity)
+			if received != nil {
+				e.Received = received.UnixMilli()
 			}
-			e.ReceivedAt = utcOpt(received)
 			if len(meta) > 0 {
 				e.Meta = meta
 			}

@@ -316,8 +316,8 @@ func runsServerTimes(t *testing.T, s app.Store) {
 		t.Errorf("read back: last received %v", got.LastReceivedAt)
 	}
 	for i, want := range []time.Time{at(time.Second), at(2 * time.Second), at(2 * time.Second)} {
-		if !evs[i].ReceivedAt.Equal(want) {
-			t.Errorf("event %d received at %v, want %v", i, evs[i].ReceivedAt, want)
+		if !evs[i].ReceivedAt().Equal(want) {
+			t.Errorf("event %d received at %v, want %v", i, evs[i].ReceivedAt(), want)
 		}
 	}
 	if string(evs[0].Meta) != fmt.Sprintf(`{"wallClockMs":%d}`, at(-time.Hour+time.Second).UnixMilli()) {
