@@ -5724,8 +5724,11 @@ type ClientInterface interface {
 	//   the pieces).
 	// - `untested`: no recorded rerun excluded it.
 	//
-	// Records are kept with the conversation and erased when it is
-	// forgotten. A turn with nothing stored for it is a 404; an
+	// Records are audit records, like recall receipts and run
+	// recordings: forgetting the conversation erases its entries, not
+	// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+	// so an explanation can still say what was tested. A turn with
+	// nothing stored for it is a 404; an
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
 	//
@@ -5764,8 +5767,11 @@ type ClientInterface interface {
 	//   the pieces).
 	// - `untested`: no recorded rerun excluded it.
 	//
-	// Records are kept with the conversation and erased when it is
-	// forgotten. A turn with nothing stored for it is a 404; an
+	// Records are audit records, like recall receipts and run
+	// recordings: forgetting the conversation erases its entries, not
+	// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+	// so an explanation can still say what was tested. A turn with
+	// nothing stored for it is a 404; an
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
 	//
@@ -7046,8 +7052,11 @@ func (c *Client) ListAblations(ctx context.Context, conversationID ConversationI
 //     the pieces).
 //   - `untested`: no recorded rerun excluded it.
 //
-// Records are kept with the conversation and erased when it is
-// forgotten. A turn with nothing stored for it is a 404; an
+// Records are audit records, like recall receipts and run
+// recordings: forgetting the conversation erases its entries, not
+// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+// so an explanation can still say what was tested. A turn with
+// nothing stored for it is a 404; an
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
 //
@@ -7096,8 +7105,11 @@ func (c *Client) RecordAblationWithBody(ctx context.Context, conversationID Conv
 //     the pieces).
 //   - `untested`: no recorded rerun excluded it.
 //
-// Records are kept with the conversation and erased when it is
-// forgotten. A turn with nothing stored for it is a 404; an
+// Records are audit records, like recall receipts and run
+// recordings: forgetting the conversation erases its entries, not
+// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+// so an explanation can still say what was tested. A turn with
+// nothing stored for it is a 404; an
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
 //
@@ -11057,8 +11069,11 @@ type ClientWithResponsesInterface interface {
 	//   the pieces).
 	// - `untested`: no recorded rerun excluded it.
 	//
-	// Records are kept with the conversation and erased when it is
-	// forgotten. A turn with nothing stored for it is a 404; an
+	// Records are audit records, like recall receipts and run
+	// recordings: forgetting the conversation erases its entries, not
+	// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+	// so an explanation can still say what was tested. A turn with
+	// nothing stored for it is a 404; an
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
 	//
@@ -11097,8 +11112,11 @@ type ClientWithResponsesInterface interface {
 	//   the pieces).
 	// - `untested`: no recorded rerun excluded it.
 	//
-	// Records are kept with the conversation and erased when it is
-	// forgotten. A turn with nothing stored for it is a 404; an
+	// Records are audit records, like recall receipts and run
+	// recordings: forgetting the conversation erases its entries, not
+	// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+	// so an explanation can still say what was tested. A turn with
+	// nothing stored for it is a 404; an
 	// `answer` that is not valid UTF-8 or holds a NUL character is 422
 	// `invalid-field`.
 	//
@@ -17426,8 +17444,11 @@ func (c *ClientWithResponses) ListAblationsWithResponse(ctx context.Context, con
 //     the pieces).
 //   - `untested`: no recorded rerun excluded it.
 //
-// Records are kept with the conversation and erased when it is
-// forgotten. A turn with nothing stored for it is a 404; an
+// Records are audit records, like recall receipts and run
+// recordings: forgetting the conversation erases its entries, not
+// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+// so an explanation can still say what was tested. A turn with
+// nothing stored for it is a 404; an
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
 //
@@ -17472,8 +17493,11 @@ func (c *ClientWithResponses) RecordAblationWithBodyWithResponse(ctx context.Con
 //     the pieces).
 //   - `untested`: no recorded rerun excluded it.
 //
-// Records are kept with the conversation and erased when it is
-// forgotten. A turn with nothing stored for it is a 404; an
+// Records are audit records, like recall receipts and run
+// recordings: forgetting the conversation erases its entries, not
+// them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+// so an explanation can still say what was tested. A turn with
+// nothing stored for it is a 404; an
 // `answer` that is not valid UTF-8 or holds a NUL character is 422
 // `invalid-field`.
 //

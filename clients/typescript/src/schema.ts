@@ -1111,8 +1111,11 @@ export interface paths {
          *       the pieces).
          *     - `untested`: no recorded rerun excluded it.
          *
-         *     Records are kept with the conversation and erased when it is
-         *     forgotten. A turn with nothing stored for it is a 404; an
+         *     Records are audit records, like recall receipts and run
+         *     recordings: forgetting the conversation erases its entries, not
+         *     them; they stay until their retention (`FOOTPRINT_RUN_RETENTION`),
+         *     so an explanation can still say what was tested. A turn with
+         *     nothing stored for it is a 404; an
          *     `answer` that is not valid UTF-8 or holds a NUL character is 422
          *     `invalid-field`.
          *
