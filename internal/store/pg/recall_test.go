@@ -269,7 +269,7 @@ func TestCorpusLexicalUsesGIN(t *testing.T) {
 		chunks[i] = core.Entry{Tenant: "acme", MemoryID: "docs", ID: fmt.Sprintf("d#%d", i), Kind: core.KindDocument,
 			Index: i, Value: []byte(`{"text":"x"}`), Embedding: testVector(i), EmbeddingModel: "footprint-hash-v1", Lexical: core.LexicalOf(text)}
 	}
-	if err := viaIndex.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks); err != nil {
+	if err := viaIndex.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks, nil); err != nil {
 		t.Fatal(err)
 	}
 	conn := connect(t, dsn)
@@ -338,7 +338,7 @@ func TestBackfillLexical(t *testing.T) {
 		{Tenant: "acme", MemoryID: "docs", ID: "d#1", Kind: core.KindDocument, Index: 1, Value: []byte(`{"text":"golf"}`), Embedding: testVector(1), EmbeddingModel: "m"},
 		{Tenant: "acme", MemoryID: "docs", ID: "d#2", Kind: core.KindDocument, Index: 2, Value: []byte(`{"text":"***"}`), Embedding: testVector(2), EmbeddingModel: "m"},
 	}
-	if err := s.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks); err != nil { // no Lexical: as an old version wrote them
+	if err := s.PutDocuments(ctx, "acme", "docs", []string{"d"}, chunks, nil); err != nil { // no Lexical: as an old version wrote them
 		t.Fatal(err)
 	}
 	total := int64(0)
