@@ -1,13 +1,15 @@
 package pg
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -340,69 +342,130 @@ func b2i(b bool) int {
 // rankExactLexical ranks the rows of exactLexicalSQL: the statistics of those with terms, each
 // row's lexical score (and with hybrid its fused one), best first, equal scores newest first,
 // cut to q.Limit. Total is how many rows there were.
+//
+// A row's score needs only the frequencies of the query's terms and its length
+// (core.LexicalScorer.ScoreFreqs), so each row's terms are searched for the query's in the
+// text Postgres sends, without splitting them into strings, and the candidates are sorted by
+// index: measured on bench/recall's conversations (100 rows, 5 query terms), splitting every
+// row's terms, looking each query term up by binary search and sorting the candidates by
+// value took most of the Go side's time.
 func rankExactLexical(q recall.RankQuery, rows pgx.Rows, err error) ([]recall.Scored, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
-	type cand struct {
-		sc  recall.Scored
-		lex *core.Lexical
+	nq := len(q.Terms)
+	lookup := make(map[string]int, nq)
+	for i, t := range q.Terms {
+		lookup[t] = i
 	}
-	var cands []cand
-	st := core.TermStats{DF: make([]int, len(q.Terms))}
+	// A conversation holds tens to hundreds of rankable entries: room for a typical one.
+	cands := make([]recall.Scored, 0, 128)
+	freqs := make([]int32, 0, 128*nq) // nq per candidate, index-aligned with q.Terms
+	length := make([]int, 0, 128)     // per candidate; 0: no lexical features
+	var hits []termHit
+	st := core.TermStats{DF: make([]int, nq)}
+	var (
+		id, kind              string
+		turn, idx, sourceTurn *int
+		sourceConv            *string
+		updated               time.Time
+		vscore                *float64
+		termText, freqText    []byte
+		n                     *int
+	)
 	for rows.Next() {
-		var (
-			id, kind              string
-			turn, idx, sourceTurn *int
-			sourceConv            *string
-			value                 []byte
-			updated               time.Time
-			vscore                *float64
-			termText, freqText    *string
-			length                *int
-		)
-		if err := rows.Scan(&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &sourceConv, &vscore, &termText, &freqText, &length); err != nil {
+		var value []byte // a fresh slice per row: the entry keeps it
+		if err := rows.Scan(&id, &kind, &turn, &idx, &value, &updated, &sourceTurn, &sourceConv, &vscore, &termText, &freqText, &n); err != nil {
 			return nil, 0, err
 		}
-		terms, freqs := splitLexical(deref(termText), deref(freqText))
-		c := cand{sc: recall.Scored{Vector: deref(vscore), Entry: core.Entry{
+		cands = append(cands, recall.Scored{Vector: deref(vscore), Entry: core.Entry{
 			Tenant: q.Tenant, Namespace: q.Namespace, MemoryID: q.MemoryID, EmbeddingModel: q.Model,
 			ID: id, Kind: core.EntryKind(kind), Turn: deref(turn), Index: deref(idx), SourceTurn: deref(sourceTurn),
 			SourceConversation: deref(sourceConv), Value: value, UpdatedAt: updated.UTC(),
-		}}}
-		if length != nil && len(terms) == len(freqs) {
-			c.lex = &core.Lexical{Terms: terms, Freqs: freqs, Length: *length}
-			st.Docs++
-			st.Length += int64(*length)
-			for i, t := range q.Terms {
-				if c.lex.Freq(t) > 0 {
-					st.DF[i]++
+		}})
+		row := len(freqs)
+		freqs = append(freqs, make([]int32, nq)...)
+		l := 0
+		if n != nil {
+			var ok bool
+			if hits, ok = queryTermFreqs(termText, freqText, lookup, hits[:0], freqs[row:]); ok {
+				l = *n
+				st.Docs++
+				st.Length += int64(l)
+				for _, h := range hits {
+					st.DF[h.query]++
 				}
+			} else {
+				clear(freqs[row:])
 			}
 		}
-		cands = append(cands, c)
+		length = append(length, l)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
 	scorer := core.NewLexicalScorer(q.Terms, st)
+	order := make([]int, len(cands))
 	for i := range cands {
 		c := &cands[i]
-		c.sc.Lexical = scorer.Score(c.lex)
-		c.sc.Score = core.Fuse(q.Ranking, q.Alpha, c.sc.Vector, c.sc.Lexical)
+		c.Lexical = scorer.ScoreFreqs(freqs[i*nq:(i+1)*nq], length[i])
+		c.Score = core.Fuse(q.Ranking, q.Alpha, c.Vector, c.Lexical)
+		order[i] = i
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].sc.Score != cands[j].sc.Score {
-			return cands[i].sc.Score > cands[j].sc.Score
+	slices.SortStableFunc(order, func(i, j int) int {
+		if a, b := cands[i].Score, cands[j].Score; a != b {
+			return cmp.Compare(b, a)
 		}
-		return core.CompareNewest(cands[i].sc.Entry, cands[j].sc.Entry) < 0
+		return core.CompareNewest(cands[i].Entry, cands[j].Entry)
 	})
 	out := make([]recall.Scored, 0, min(len(cands), max(q.Limit, 0)))
-	for _, c := range cands[:min(len(cands), max(q.Limit, 0))] {
-		out = append(out, c.sc)
+	for _, i := range order[:min(len(order), max(q.Limit, 0))] {
+		out = append(out, cands[i])
 	}
 	return out, len(cands), nil
+}
+
+// termHit is a query term found among a row's terms: its index in the query and the position
+// of its frequency in the row's.
+type termHit struct{ query, pos int }
+
+// queryTermFreqs reads the frequencies of the query's terms (lookup: term to query index) out
+// of a row's space-separated terms and frequencies (exactLexicalSQL) into freqs, and returns
+// which terms it found. It reports false when the two lists do not agree.
+func queryTermFreqs(terms, freqText []byte, lookup map[string]int, hits []termHit, freqs []int32) ([]termHit, bool) {
+	pos := 0
+	for len(terms) > 0 {
+		t := terms
+		if i := bytes.IndexByte(terms, ' '); i >= 0 {
+			t, terms = terms[:i], terms[i+1:]
+		} else {
+			terms = nil
+		}
+		if q, ok := lookup[string(t)]; ok { // no allocation: the compiler looks the bytes up
+			hits = append(hits, termHit{q, pos})
+		}
+		pos++
+	}
+	at, h := 0, 0
+	for len(freqText) > 0 && h < len(hits) {
+		f := freqText
+		if i := bytes.IndexByte(freqText, ' '); i >= 0 {
+			f, freqText = freqText[:i], freqText[i+1:]
+		} else {
+			freqText = nil
+		}
+		if at == hits[h].pos {
+			v, err := strconv.ParseInt(string(f), 10, 32)
+			if err != nil {
+				return hits, false
+			}
+			freqs[hits[h].query] = int32(v)
+			h++
+		}
+		at++
+	}
+	return hits, h == len(hits)
 }
 
 // queueExact queues q's exact ranking on b and returns how to read it.
@@ -939,21 +1002,4 @@ func (s *Store) BackfillLexical(ctx context.Context, batch int) (int64, error) {
 		return 0, translate(err, "backfill lexical features", "", "")
 	}
 	return n, nil
-}
-
-// splitLexical reads the terms and frequencies exactLexicalSQL sends as space-separated text.
-func splitLexical(terms, freqs string) ([]string, []int32) {
-	if terms == "" {
-		return nil, nil
-	}
-	ts := strings.Fields(terms)
-	fs := make([]int32, 0, len(ts))
-	for f := range strings.FieldsSeq(freqs) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, nil
-		}
-		fs = append(fs, int32(n))
-	}
-	return ts, fs
 }
