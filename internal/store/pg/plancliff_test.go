@@ -70,6 +70,14 @@ func TestRankingPlansSurviveGrowth(t *testing.T) {
 	}{
 		{"per-conversation", "Index Scan", recall.RankQuery{Tenant: "acme", Namespace: "acme/_/small", MemoryID: "conv",
 			Kinds: []core.EntryKind{core.KindMessage}, Vector: testVector(7), Model: "m", Limit: 13, Now: now}},
+		// The lexical and hybrid rankings read the conversation's rows in the b-tree's own order
+		// and score them in Go: the same statement shape, with its own generic plan.
+		{"per-conversation lexical", "Index Scan", recall.RankQuery{Tenant: "acme", Namespace: "acme/_/small", MemoryID: "conv",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: testVector(7), Model: "m", Limit: 13, Now: now,
+			Ranking: core.RankLexical, Terms: []string{"hi"}}},
+		{"per-conversation hybrid", "Index Scan", recall.RankQuery{Tenant: "acme", Namespace: "acme/_/small", MemoryID: "conv",
+			Kinds: []core.EntryKind{core.KindMessage}, Vector: testVector(7), Model: "m", Limit: 13, Now: now,
+			Ranking: core.RankHybrid, Alpha: 0.1, Terms: []string{"hi"}}},
 		{"corpus", "entries_doc_hnsw_384", recall.RankQuery{Tenant: "acme", Namespace: core.CorpusNamespace, MemoryID: "docs",
 			Kinds: []core.EntryKind{core.KindDocument}, Vector: testVector(3), Model: "m", Limit: 10, Now: now}},
 	} {
