@@ -51,6 +51,9 @@ const MaxExplainDepth = 5
 // maxLinkedRuns bounds the recordings one explanation reads.
 const maxLinkedRuns = 8
 
+// maxTurnRuns bounds the runs opened for one turn that an explanation lists.
+const maxTurnRuns = 200
+
 // Explain backtracks one turn of a conversation: its answer, the context
 // the model was shown, the entries that context came from and the turns
 // and runs that wrote them. With depth > 1, each origin entry written by an
@@ -142,15 +145,14 @@ func (s *Service) explainOne(ctx context.Context, id core.Identity, turn int) (E
 	for _, rc := range r.Recalls {
 		runIDs = appendUnique(runIDs, rc.RunID)
 	}
-	// Runs opened for this conversation and turn.
-	opened, err := s.store.ListRuns(ctx, runs.RunQuery{Tenant: tenant, Namespace: ns, Limit: 200})
+	// Runs opened for this conversation and turn, looked up by the turn (not among the
+	// conversation's most recent runs, which a long conversation's later turns push out).
+	opened, err := s.store.ListRuns(ctx, runs.RunQuery{Tenant: tenant, Namespace: ns, Turn: turn, Limit: maxTurnRuns})
 	if err != nil {
 		return Explanation{}, err
 	}
 	for _, run := range opened {
-		if run.Turn == turn {
-			runIDs = appendUnique(runIDs, run.ID)
-		}
+		runIDs = appendUnique(runIDs, run.ID)
 	}
 	r.Runs = runIDs
 	for _, runID := range runIDs[:min(len(runIDs), maxLinkedRuns)] {

@@ -163,6 +163,10 @@ type RunQuery struct {
 	Tenant    string
 	Namespace string // "" = every conversation
 	Principal string // only when Namespace is "" (and non-empty)
+	// Turn, with Namespace, keeps only the runs opened for that turn of the conversation
+	// (0: every run). Explain reads a turn's runs this way, exactly, however many later runs
+	// the conversation has.
+	Turn int
 	// After is the last run of the previous page (zero: from the newest).
 	AfterCreated time.Time
 	AfterID      string

@@ -104,6 +104,9 @@ func (s *Store) ListRuns(ctx context.Context, q runs.RunQuery) ([]runs.Run, erro
 		if q.Namespace != "" && r.Namespace != q.Namespace {
 			continue
 		}
+		if q.Namespace != "" && q.Turn > 0 && r.Turn != q.Turn {
+			continue
+		}
 		if q.Namespace == "" && q.Principal != "" && r.Principal != q.Principal {
 			continue
 		}

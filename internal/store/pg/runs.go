@@ -252,6 +252,10 @@ func (s *Store) ListRuns(ctx context.Context, q runs.RunQuery) ([]runs.Run, erro
 	case q.Namespace != "":
 		args = append(args, q.Namespace)
 		sql += fmt.Sprintf(` AND namespace = $%d`, len(args))
+		if q.Turn > 0 { // runs_turn_idx
+			args = append(args, q.Turn)
+			sql += fmt.Sprintf(` AND turn = $%d`, len(args))
+		}
 	case q.Principal != "":
 		args = append(args, q.Principal)
 		sql += fmt.Sprintf(` AND principal = $%d`, len(args))

@@ -9,6 +9,7 @@ import (
 	"github.com/footprint/footprint/internal/core"
 	"github.com/footprint/footprint/internal/core/explain"
 	"github.com/footprint/footprint/internal/core/recall"
+	"github.com/footprint/footprint/internal/core/runs"
 )
 
 // testExplainStore covers the records explanations are assembled from.
@@ -38,6 +39,45 @@ func testExplainStore(t *testing.T, s app.Store) {
 		runs, recalls, _ = s.TurnLinks(ctx, "x1", "ns", 7)
 		if fmt.Sprint(runs, recalls) != "[run-w] [rcl_w]" {
 			t.Errorf("write links = %v %v", runs, recalls)
+		}
+	})
+
+	// Explain finds the runs opened for a turn by the turn, however many runs later turns of
+	// the conversation opened after it (it once looked only among the 200 most recent).
+	t.Run("ExplainFindsTurnRunsPastRecentOnes", func(t *testing.T) {
+		t.Parallel()
+		id := core.Identity{Tenant: "x7", ConversationID: "long"}
+		open := func(runID string, turn int, at time.Duration) {
+			r := runs.Run{Tenant: id.Tenant, ID: runID, MaxEvents: 10, CreatedAt: t0.Add(at), Namespace: id.Namespace(),
+				ConversationID: id.ConversationID, Turn: turn}
+			if err := s.CreateRun(ctx, r, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		open("run-turn-3", 3, 0)
+		for i := range 205 {
+			open(fmt.Sprintf("run-later-%03d", i), 4+i, time.Duration(i+1)*time.Second)
+		}
+		// Another conversation's run for the same turn is not this one's.
+		open2 := runs.Run{Tenant: id.Tenant, ID: "run-elsewhere", MaxEvents: 10, CreatedAt: t0, ConversationID: "other", Turn: 3,
+			Namespace: core.Identity{Tenant: id.Tenant, ConversationID: "other"}.Namespace()}
+		if err := s.CreateRun(ctx, open2, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		ex, err := explain.New(explain.Deps{Store: s}).Explain(ctx, id, 3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range ex.Context.Runs {
+			got = append(got, r.RunID)
+		}
+		if fmt.Sprint(got) != "[run-turn-3]" {
+			t.Errorf("turn 3's runs = %v, want [run-turn-3]", got)
+		}
+		listed, err := s.ListRuns(ctx, runs.RunQuery{Tenant: id.Tenant, Namespace: id.Namespace(), Turn: 100, Limit: 10})
+		if err != nil || len(listed) != 1 || listed[0].ID != "run-later-096" {
+			t.Errorf("ListRuns(turn 100) = %v, %v; want run-later-096 alone", listed, err)
 		}
 	})
 
