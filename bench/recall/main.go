@@ -79,10 +79,15 @@ type config struct {
 	duration      time.Duration
 	seed          uint64
 	keep          bool
-	ranking       string // the memories' topK ranking: vector, lexical or hybrid
-	profile       string // CPU profile of the per-conversation service and direct sides
-	corpusProfile string // CPU profile of the corpus service and direct sides
-	tracing       bool   // also measure the per-conversation service traced (tracing.go)
+	ranking       string        // the memories' topK ranking: vector, lexical or hybrid
+	profile       string        // CPU profile of the per-conversation service and direct sides
+	corpusProfile string        // CPU profile of the corpus service and direct sides
+	tracing       bool          // also measure the per-conversation service traced (tracing.go)
+	scale         []int64       // -scale: table sizes to measure per-conversation recall at (scale.go)
+	concurrent    bool          // -concurrent: the closed-loop cells instead (concurrent.go)
+	clients       int           // -clients of the concurrent cells
+	reps          int           // -reps of the scale and concurrent modes
+	cellDuration  time.Duration // -cell-duration of a concurrent cell
 }
 
 func main() {
@@ -102,8 +107,24 @@ func main() {
 	flag.StringVar(&c.corpusProfile, "corpus-cpuprofile", "", "write a CPU profile of the corpus service and direct sides (measured interleaved) to this file")
 	flag.BoolVar(&c.tracing, "tracing", false, "also measure what tracing costs per-conversation recall: the service untraced against the service traced at sampling 1.0, exporting OTLP/HTTP to an in-process receiver, interleaved (tracing.go)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
+	var scale string
+	flag.StringVar(&scale, "scale", "", "measure instead per-conversation recall as the entries table grows to each of these row counts (comma-separated, e.g. 10000,100000,1000000: other tenants' rows), service, direct SQL and the ranking statement under the plan settings now and before, interleaved, at each size (scale.go)")
+	flag.BoolVar(&c.concurrent, "concurrent", false, "measure instead -clients closed-loop clients recalling in conversations of 100 and 1,000 messages, service against direct SQL (concurrent.go); -cpuprofile covers the service's 100-message cells")
+	flag.IntVar(&c.clients, "clients", 16, "closed-loop clients of -concurrent")
+	flag.IntVar(&c.reps, "reps", 3, "repetitions of each -scale size and -concurrent cell (medians reported)")
+	flag.DurationVar(&c.cellDuration, "cell-duration", 10*time.Second, "duration of each -concurrent cell")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
+	if scale != "" {
+		sizes, err := benchkit.ParseSizes(scale)
+		if err != nil {
+			benchkit.Usage("recall", "-scale: "+err.Error())
+		}
+		c.scale = sizes
+	}
+	if c.clients < 1 || c.reps < 1 || c.cellDuration <= 0 {
+		benchkit.Usage("recall", "-clients and -reps must be ≥ 1, -cell-duration > 0")
+	}
 	if !slices.Contains(core.Rankings, core.Ranking(c.ranking)) {
 		benchkit.Usage("recall", "-ranking must be vector, lexical or hybrid")
 	}
@@ -210,6 +231,9 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Printf("embedder %s (%s, %d dims), ranking %s; topK %d, rejectWindow %d → the store ranks LIMIT %d; one client, queries one after another\n\n",
 		hash.Info().ID, b.model, dims, cfg.ranking, topK, rejectWindow, limit)
 
+	if len(cfg.scale) > 0 || cfg.concurrent {
+		return b.runMode(ctx, tc, start)
+	}
 	convQ, err := b.conversations(ctx, tc)
 	if err != nil {
 		return err

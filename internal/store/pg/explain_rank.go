@@ -98,3 +98,18 @@ func (s *Store) SearchCorpus(ctx context.Context, q recall.RankQuery, efSearch i
 
 // literal is s as an SQL string literal (standard_conforming_strings, Postgres' default since 9.1).
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// GenericPlanSettings is the statement that precedes a per-conversation ranking in its pipelined
+// batch: the planner settings its generic plan is made under (genericPlanSQL).
+const GenericPlanSettings = genericPlanSQL
+
+// RankStatement is the per-conversation ranking statement RankEntries runs for q (the exact
+// vector ranking, or the read whose rows a lexical or hybrid ranking scores in Go) and its
+// arguments, for benchmarks that time the statement alone under other planner settings.
+func RankStatement(q recall.RankQuery) (sql string, args []any) {
+	kinds, vec := kindNames(q.Kinds), pgvector.NewVector(q.Vector)
+	if recall.UsesLexical(q.Ranking) {
+		return exactLexicalSQL(len(q.Vector), q.Ranking == core.RankHybrid), []any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model}
+	}
+	return exactRank(q, kinds, vec)
+}
