@@ -8,8 +8,13 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/footprint/footprint/bench/internal/benchkit"
 	"github.com/footprint/footprint/bench/internal/debtext"
@@ -30,6 +35,9 @@ type concCell struct {
 	p50, p99 time.Duration
 	errs     int
 	sample   string
+	// CPU per recall: this process's (the service, or the direct SQL's caller, and the load
+	// generator) and the benchmark database's Postgres backends'.
+	selfCPU, pgCPU time.Duration
 }
 
 // concurrentCell runs clients closed-loop clients for d, each recalling random queries in
@@ -42,6 +50,7 @@ func (b *bench) concurrentCell(ctx context.Context, service bool, convs []benchC
 	}
 	results := make([]result, clients)
 	var wg sync.WaitGroup
+	self0, pg0 := selfCPU(), b.backendCPU(ctx)
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := range clients {
@@ -88,6 +97,7 @@ func (b *bench) concurrentCell(ctx context.Context, service bool, convs []benchC
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	self1, pg1 := selfCPU(), b.backendCPU(ctx)
 	if ctx.Err() != nil {
 		return concCell{}, ctx.Err()
 	}
@@ -103,7 +113,62 @@ func (b *bench) concurrentCell(ctx context.Context, service bool, convs []benchC
 	out.n = len(all)
 	out.tput = float64(len(all)) / elapsed.Seconds()
 	out.p50, out.p99 = latencies(all)
+	if n := time.Duration(max(len(all), 1)); pg0 != nil && pg1 != nil {
+		var d time.Duration
+		for pid, t := range pg1 {
+			d += t - pg0[pid] // a backend opened during the cell counts from its start
+		}
+		out.pgCPU, out.selfCPU = d/n, (self1-self0)/n
+	}
 	return out, nil
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// backendCPU is the CPU time so far of each Postgres backend connected to the benchmark's
+// database (by pid, from /proc: Postgres runs on this machine), nil when it cannot be read.
+func (b *bench) backendCPU(ctx context.Context) map[int]time.Duration {
+	rows, err := b.pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return nil
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil
+	}
+	out := map[int]time.Duration{}
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil
+		}
+		// Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+		_, rest, _ := strings.Cut(string(data), ") ")
+		f := strings.Fields(rest)
+		if len(f) < 13 {
+			return nil
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[int(pid)] = time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	}
+	return out
+}
+
+// medCPU is the median over cells of the Go and the Postgres CPU per recall.
+func medCPU(cs []concCell) (self, pg time.Duration) {
+	var a, b []time.Duration
+	for _, c := range cs {
+		a, b = append(a, c.selfCPU), append(b, c.pgCPU)
+	}
+	return medianDur(a), medianDur(b)
 }
 
 // concurrentCells is the concurrent mode (see the top of this file).
@@ -139,6 +204,10 @@ func (b *bench) concurrentCells(ctx context.Context, tc debtext.TextCorpus) erro
 	}
 	fmt.Printf("== concurrent recall: %d clients closed-loop, ranking %s, cells of %s, %d repetition(s), service and direct SQL alternating\n",
 		cfg.clients, cfg.ranking, cfg.cellDuration, cfg.reps)
+	alts := &compressionAB{cells: map[string][]concCell{}}
+	if cfg.receiptCompression != "" {
+		alts.methods = strings.Split(cfg.receiptCompression, ",")
+	}
 	type outcome struct{ service, direct []concCell }
 	results := make([]outcome, len(groups))
 	var profiled time.Duration
@@ -157,7 +226,11 @@ func (b *bench) concurrentCells(ctx context.Context, tc debtext.TextCorpus) erro
 			for _, svc := range order {
 				stop := func() {}
 				if svc && i == 0 {
-					if stop, err = benchkit.StartCPUProfile(cfg.profile); err != nil {
+					path := cfg.profile
+					if path != "" && rep > 0 {
+						path = fmt.Sprintf("%s.%d", cfg.profile, rep+1)
+					}
+					if stop, err = benchkit.StartCPUProfile(path); err != nil {
 						return err
 					}
 				}
@@ -178,10 +251,17 @@ func (b *bench) concurrentCells(ctx context.Context, tc debtext.TextCorpus) erro
 				} else {
 					results[i].direct = append(results[i].direct, c)
 				}
-				fmt.Fprintf(os.Stderr, "  %d messages, rep %d, service=%v: %.0f recalls/s, p50 %.2f ms, p99 %.2f ms\n", g.messages, rep+1, svc, c.tput, benchkit.Ms(c.p50), benchkit.Ms(c.p99))
+				fmt.Fprintf(os.Stderr, "  %d messages, rep %d, service=%v: %.0f recalls/s, p50 %.2f ms, p99 %.2f ms, CPU per recall: Go %.3f ms, Postgres %.3f ms\n",
+					g.messages, rep+1, svc, c.tput, benchkit.Ms(c.p50), benchkit.Ms(c.p99), benchkit.Ms(c.selfCPU), benchkit.Ms(c.pgCPU))
+			}
+			if i == 0 {
+				if err := b.compressionCells(ctx, g.convs, g.qs, mem.ID, rep, alts); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	alts.report()
 	// Medians by throughput; the per-repetition ratio too (each pair ran minutes apart at most).
 	med := func(cs []concCell) concCell {
 		s := slices.Clone(cs)
@@ -196,7 +276,7 @@ func (b *bench) concurrentCells(ctx context.Context, tc debtext.TextCorpus) erro
 		})
 		return s[len(s)/2]
 	}
-	fmt.Printf("\n%9s %-11s %10s %9s %9s %9s\n", "messages", "side", "recalls/s", "p50 ms", "p99 ms", "svc/SQL")
+	fmt.Printf("\n%9s %-11s %10s %9s %9s %9s %14s %14s\n", "messages", "side", "recalls/s", "p50 ms", "p99 ms", "svc/SQL", "Go CPU/recall", "PG CPU/recall")
 	var ratio100 float64
 	for i, g := range groups {
 		s, d := med(results[i].service), med(results[i].direct)
@@ -209,13 +289,76 @@ func (b *bench) concurrentCells(ctx context.Context, tc debtext.TextCorpus) erro
 		if i == 0 {
 			ratio100 = rt
 		}
-		fmt.Printf("%9d %-11s %10.0f %9.2f %9.2f %8.2f×\n", g.messages, "service", s.tput, benchkit.Ms(s.p50), benchkit.Ms(s.p99), rt)
-		fmt.Printf("%9d %-11s %10.0f %9.2f %9.2f\n", g.messages, "direct SQL", d.tput, benchkit.Ms(d.p50), benchkit.Ms(d.p99))
+		sg, sp := medCPU(results[i].service)
+		dg, dp := medCPU(results[i].direct)
+		fmt.Printf("%9d %-11s %10.0f %9.2f %9.2f %8.2f× %11.3f ms %11.3f ms\n", g.messages, "service", s.tput, benchkit.Ms(s.p50), benchkit.Ms(s.p99), rt, benchkit.Ms(sg), benchkit.Ms(sp))
+		fmt.Printf("%9d %-11s %10.0f %9.2f %9.2f %9s %11.3f ms %11.3f ms\n", g.messages, "direct SQL", d.tput, benchkit.Ms(d.p50), benchkit.Ms(d.p99), "", benchkit.Ms(dg), benchkit.Ms(dp))
 	}
-	fmt.Println("(svc/SQL: the median over repetitions of the service's throughput over the direct SQL's in the same repetition)")
+	fmt.Println("(svc/SQL: the median over repetitions of the service's throughput over the direct SQL's in the same repetition;")
+	fmt.Println(" CPU per recall, medians over repetitions: this process's (service or direct caller, and the load generator's client) and the benchmark database's Postgres backends')")
 	if cfg.profile != "" {
-		fmt.Printf("CPU profile of the %d-message service cells (%s): %s\n", groups[0].messages, round(profiled), cfg.profile)
+		fmt.Printf("CPU profile of the %d-message service cells (%s): %s (first repetition), %s.2… (the others; go tool pprof merges the files it is given)\n",
+			groups[0].messages, round(profiled), cfg.profile, cfg.profile)
 	}
+	// What each recall's receipt is on disk: its JSON body as sent, and as stored (TOAST).
+	var receipts int64
+	var raw, stored float64
+	if err := b.pool.QueryRow(ctx, `SELECT count(*), coalesce(avg(octet_length(body)), 0), coalesce(avg(pg_column_size(body)), 0) FROM recalls`).
+		Scan(&receipts, &raw, &stored); err != nil {
+		return err
+	}
+	fmt.Printf("receipts written: %d, body %.0f bytes on average, %.0f stored\n", receipts, raw, stored)
 	b.check(fmt.Sprintf("service throughput at %d messages, %d clients ≥ 0.6× direct SQL", groups[0].messages, cfg.clients), ratio100 >= 0.6, "%.2f×", ratio100)
 	return nil
+}
+
+// compressionAB is -receipt-compression: extra service cells of the 100-message group with the
+// receipts' body column set to each TOAST compression method in turn (a receipt's body is
+// about 16 KB of JSON, compressed when stored), interleaved with the other cells.
+type compressionAB struct {
+	methods []string
+	cells   map[string][]concCell
+}
+
+// compressionCells runs one service cell per method, the methods' order rotated by rep, and
+// puts the column back to the database's default afterwards.
+func (b *bench) compressionCells(ctx context.Context, convs []benchConv, qs []query, memory string, rep int, ab *compressionAB) error {
+	n := len(ab.methods)
+	for k := range n {
+		m := ab.methods[(k+rep)%n]
+		if _, err := b.pool.Exec(ctx, `ALTER TABLE recalls ALTER COLUMN body SET COMPRESSION `+pgx.Identifier{m}.Sanitize()); err != nil {
+			return err
+		}
+		c, err := b.concurrentCell(ctx, true, convs, qs, memory, b.cfg.clients, b.cfg.cellDuration)
+		if err != nil {
+			return err
+		}
+		ab.cells[m] = append(ab.cells[m], c)
+		fmt.Fprintf(os.Stderr, "  receipts %s, rep %d: %.0f recalls/s, p50 %.2f ms, CPU per recall: Go %.3f ms, Postgres %.3f ms\n",
+			m, rep+1, c.tput, benchkit.Ms(c.p50), benchkit.Ms(c.selfCPU), benchkit.Ms(c.pgCPU))
+	}
+	if n > 0 {
+		_, err := b.pool.Exec(ctx, `ALTER TABLE recalls ALTER COLUMN body SET COMPRESSION DEFAULT`)
+		return err
+	}
+	return nil
+}
+
+func (ab *compressionAB) report() {
+	if len(ab.methods) == 0 {
+		return
+	}
+	fmt.Printf("\nreceipt body compression, service cells of the 100-message conversations interleaved with the others (medians over repetitions):\n")
+	fmt.Printf("%8s %10s %9s %9s %14s %14s\n", "method", "recalls/s", "p50 ms", "p99 ms", "Go CPU/recall", "PG CPU/recall")
+	for _, m := range ab.methods {
+		cs := ab.cells[m]
+		var tp []float64
+		var p50, p99 []time.Duration
+		for _, c := range cs {
+			tp, p50, p99 = append(tp, c.tput), append(p50, c.p50), append(p99, c.p99)
+		}
+		slices.Sort(tp)
+		g, p := medCPU(cs)
+		fmt.Printf("%8s %10.0f %9.2f %9.2f %11.3f ms %11.3f ms\n", m, tp[len(tp)/2], benchkit.Ms(medianDur(p50)), benchkit.Ms(medianDur(p99)), benchkit.Ms(g), benchkit.Ms(p))
+	}
 }

@@ -68,26 +68,27 @@ const (
 )
 
 type config struct {
-	adminDSN      string
-	convs         int
-	entries       int
-	messageChars  int // a message joins consecutive sentences up to at least this many characters
-	chunks        int
-	queries       int
-	warmup        int
-	workers       int
-	duration      time.Duration
-	seed          uint64
-	keep          bool
-	ranking       string        // the memories' topK ranking: vector, lexical or hybrid
-	profile       string        // CPU profile of the per-conversation service and direct sides
-	corpusProfile string        // CPU profile of the corpus service and direct sides
-	tracing       bool          // also measure the per-conversation service traced (tracing.go)
-	scale         []int64       // -scale: table sizes to measure per-conversation recall at (scale.go)
-	concurrent    bool          // -concurrent: the closed-loop cells instead (concurrent.go)
-	clients       int           // -clients of the concurrent cells
-	reps          int           // -reps of the scale and concurrent modes
-	cellDuration  time.Duration // -cell-duration of a concurrent cell
+	adminDSN           string
+	convs              int
+	entries            int
+	messageChars       int // a message joins consecutive sentences up to at least this many characters
+	chunks             int
+	queries            int
+	warmup             int
+	workers            int
+	duration           time.Duration
+	seed               uint64
+	keep               bool
+	ranking            string        // the memories' topK ranking: vector, lexical or hybrid
+	profile            string        // CPU profile of the per-conversation service and direct sides
+	corpusProfile      string        // CPU profile of the corpus service and direct sides
+	tracing            bool          // also measure the per-conversation service traced (tracing.go)
+	scale              []int64       // -scale: table sizes to measure per-conversation recall at (scale.go)
+	concurrent         bool          // -concurrent: the closed-loop cells instead (concurrent.go)
+	clients            int           // -clients of the concurrent cells
+	reps               int           // -reps of the scale and concurrent modes
+	cellDuration       time.Duration // -cell-duration of a concurrent cell
+	receiptCompression string        // -receipt-compression: TOAST methods to A/B the receipts' body with (concurrent.go)
 }
 
 func main() {
@@ -113,6 +114,7 @@ func main() {
 	flag.IntVar(&c.clients, "clients", 16, "closed-loop clients of -concurrent")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions of each -scale size and -concurrent cell (medians reported)")
 	flag.DurationVar(&c.cellDuration, "cell-duration", 10*time.Second, "duration of each -concurrent cell")
+	flag.StringVar(&c.receiptCompression, "receipt-compression", "", "with -concurrent, also run the 100-message service cells with the receipts' body compressed by each of these TOAST methods (comma-separated: pglz,lz4), interleaved")
 	flag.Parse()
 	benchkit.RequireAdminDSN("recall", c.adminDSN)
 	if scale != "" {
