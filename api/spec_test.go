@@ -818,14 +818,15 @@ func TestExplanationExampleIsAChain(t *testing.T) {
 }
 
 // TestRecallExamplesAreByteIdentical: the recall examples show the
-// byte-identity rule, so they must obey it. Per memory, the admitted
-// fragments joined with "\n\n" in promptPosition order are the memory's
-// recall text; overall, the system-role recall texts joined with "\n\n"
-// are systemPrompt, and so are the injections' system prompts.
+// byte-identity rule and the spans, so they must obey them. systemPrompt is
+// the only copy of the text; the memories' spans, in order, tile it with
+// "\n\n" between them; per memory, the admitted candidates' spans, in
+// promptPosition order, tile the memory's; and each per-chunk injection
+// names its candidate's span, the injections' spans tiling systemPrompt.
 func TestRecallExamplesAreByteIdentical(t *testing.T) {
 	t.Parallel()
 	doc := load(t)
-	for _, name := range []string{"CausalAndChatRecall", "RagRecall"} {
+	for _, name := range []string{"CausalAndChatRecall", "RagRecall", "AblationRecall"} {
 		ex := doc.Components.Examples[name]
 		if ex == nil {
 			t.Fatalf("no example %s", name)
@@ -838,43 +839,66 @@ func TestRecallExamplesAreByteIdentical(t *testing.T) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		var system, injected []string
+		text := func(s *gen.PromptSpan) string {
+			if s == nil || s.StartByte < 0 || s.StartByte > s.EndByte || s.EndByte > len(r.SystemPrompt) {
+				t.Fatalf("%s: span %+v outside systemPrompt (%d bytes)", name, s, len(r.SystemPrompt))
+			}
+			return r.SystemPrompt[s.StartByte:s.EndByte]
+		}
+		// tiles reports whether spans, in order, cover [from, to) with "\n\n" between them.
+		tiles := func(spans []*gen.PromptSpan, from, to int) bool {
+			at := from
+			for i, s := range spans {
+				if i > 0 {
+					if text(&gen.PromptSpan{StartByte: at, EndByte: min(at+2, len(r.SystemPrompt))}) != "\n\n" {
+						return false
+					}
+					at += 2
+				}
+				if text(s); s.StartByte != at {
+					return false
+				}
+				at = s.EndByte
+			}
+			return at == to
+		}
+		var memories []*gen.PromptSpan
+		chunks := map[string]*gen.PromptSpan{}
 		for _, m := range r.Memories {
-			var text []string
-			for _, msg := range m.Messages {
-				if msg.Role == gen.MessageRoleSystem {
-					text = append(text, msg.Content)
-				}
-			}
-			system = append(system, text...)
-			var admitted []gen.Candidate
-			for _, c := range m.Evidence.Candidates {
-				if c.Admitted && c.PromptFragment != nil {
-					admitted = append(admitted, c)
-				}
-			}
-			if len(admitted) == 0 {
+			if m.SystemSpan == nil {
 				continue
 			}
+			memories = append(memories, m.SystemSpan)
+			var admitted []gen.Candidate
+			for _, c := range m.Evidence.Candidates {
+				if c.Admitted && c.SystemSpan != nil {
+					admitted = append(admitted, c)
+					chunks["memory:"+m.MemoryID+"#"+c.ID] = c.SystemSpan
+				}
+			}
 			sort.Slice(admitted, func(i, j int) bool { return *admitted[i].PromptPosition < *admitted[j].PromptPosition })
-			var fragments []string
+			var spans []*gen.PromptSpan
 			for _, c := range admitted {
-				fragments = append(fragments, *c.PromptFragment)
+				spans = append(spans, c.SystemSpan)
 			}
-			if got, want := strings.Join(fragments, "\n\n"), strings.Join(text, "\n\n"); got != want {
-				t.Errorf("%s: memory %s: fragments rebuild\n%q\nnot\n%q", name, m.MemoryID, got, want)
+			if !tiles(spans, m.SystemSpan.StartByte, m.SystemSpan.EndByte) {
+				t.Errorf("%s: memory %s: its candidates' spans do not rebuild its text", name, m.MemoryID)
 			}
 		}
+		if !tiles(memories, 0, len(r.SystemPrompt)) {
+			t.Errorf("%s: the memories' spans do not rebuild systemPrompt", name)
+		}
+		var injected []*gen.PromptSpan
 		for _, inj := range r.Injections {
-			if inj.Inject.SystemPrompt != nil {
-				injected = append(injected, *inj.Inject.SystemPrompt)
+			if s := inj.Inject.SystemSpan; s != nil {
+				injected = append(injected, s)
+				if c := chunks[inj.ID]; c == nil || *c != *s {
+					t.Errorf("%s: injection %s spans %+v, its candidate %+v", name, inj.ID, s, c)
+				}
 			}
 		}
-		if got := strings.Join(system, "\n\n"); got != r.SystemPrompt {
-			t.Errorf("%s: the memories' system text is not systemPrompt", name)
-		}
-		if got := strings.Join(injected, "\n\n"); got != r.SystemPrompt {
-			t.Errorf("%s: the injections' system prompts are not systemPrompt", name)
+		if !tiles(injected, 0, len(r.SystemPrompt)) {
+			t.Errorf("%s: the injections' spans do not rebuild systemPrompt", name)
 		}
 	}
 }

@@ -989,8 +989,13 @@ type AppendResult struct {
 type BudgetDecision string
 
 // Candidate One entry a strategy considered. Either `admitted`, or not with a
-// `reason`. Admitted ones carry the exact text they put in the prompt
-// (`promptFragment`) and their place in it (`promptPosition`).
+// `reason`. Admitted ones carry their place in the prompt
+// (`promptPosition`) and where the exact text they contributed (the
+// memory's header included on the first) lies in the recall's
+// `systemPrompt` (`systemSpan`); a candidate has no `systemSpan` when
+// its memory's fragments did not rebuild the memory's text byte for
+// byte (the memory was injected whole, and its evidence's `note` says
+// so).
 type Candidate struct {
 	// Admitted Whether it went into the prompt.
 	Admitted bool `json:"admitted"`
@@ -1030,10 +1035,6 @@ type Candidate struct {
 	// Page Document chunks only, its page.
 	Page *int `json:"page,omitempty"`
 
-	// PromptFragment Admitted only: the exact text it contributed, the memory's
-	// header included on the first and any footer on the last.
-	PromptFragment *string `json:"promptFragment,omitempty"`
-
 	// PromptPosition Admitted only, 0-based order in the prompt (prompt order, not rank).
 	PromptPosition *int `json:"promptPosition,omitempty"`
 
@@ -1067,6 +1068,19 @@ type Candidate struct {
 	// `alpha` × vector + (1 − alpha) × lexical (`hybrid`); the decay
 	// score for `decay`. Absent for strategies that do not score.
 	Score *float64 `json:"score,omitempty"`
+
+	// SystemSpan A part of the recall's `systemPrompt`, by UTF-8 byte offsets: the
+	// bytes from `startByte` up to, not including, `endByte` of
+	// `systemPrompt` encoded as UTF-8 (as it is on the wire). Offsets
+	// are bytes, not characters or UTF-16 code units: in Go,
+	// `systemPrompt[startByte:endByte]`; in Python,
+	// `systemPrompt.encode()[startByte:endByte].decode()`; in JavaScript,
+	// `new TextDecoder().decode(new TextEncoder().encode(systemPrompt).subarray(startByte, endByte))`.
+	// A span always starts and ends on a character boundary.
+	//
+	//
+	// Example: {"endByte":1540,"startByte":928}
+	SystemSpan *PromptSpan `json:"systemSpan,omitempty"`
 
 	// Turn The turn that wrote the entry, when known.
 	Turn *int `json:"turn,omitempty"`
@@ -2223,7 +2237,8 @@ type InfluenceStrategyList struct {
 // Injection One piece of recall to put in the prompt: one per admitted chunk
 // (`memory:<memoryId>#<entryId>`, with `retrieval`) when the chunks'
 // fragments rebuild the memory's recall text byte for byte, otherwise
-// one per memory (`memory:<memoryId>`).
+// one per memory (`memory:<memoryId>`). Its text is the part of the
+// recall's `systemPrompt` that `inject.systemSpan` names.
 type Injection struct {
 	// Description What it is, for people and recordings, e.g. `retrieved 'snap-3' (rank 1, score 0.91)`.
 	Description string `json:"description"`
@@ -2240,20 +2255,34 @@ type Injection struct {
 	// Example: memory:decisions#snap-3
 	ID string `json:"id"`
 
-	// Inject What to put where. System-role recall goes to `systemPrompt`, anything else to `messages`.
+	// Inject What to put where. System-role recall is the part of the recall's
+	// `systemPrompt` that `systemSpan` names; anything else is in
+	// `messages`.
 	Inject InjectionContent `json:"inject"`
 
 	// Retrieval Per-chunk injections only, the chunk's score and rank and the threshold it cleared.
 	Retrieval *InjectionRetrieval `json:"retrieval,omitempty"`
 }
 
-// InjectionContent What to put where. System-role recall goes to `systemPrompt`, anything else to `messages`.
+// InjectionContent What to put where. System-role recall is the part of the recall's
+// `systemPrompt` that `systemSpan` names; anything else is in
+// `messages`.
 type InjectionContent struct {
 	// Messages Messages to add to the conversation.
 	Messages []Message `json:"messages,omitempty"`
 
-	// SystemPrompt Text for the system prompt.
-	SystemPrompt *string `json:"systemPrompt,omitempty"`
+	// SystemSpan A part of the recall's `systemPrompt`, by UTF-8 byte offsets: the
+	// bytes from `startByte` up to, not including, `endByte` of
+	// `systemPrompt` encoded as UTF-8 (as it is on the wire). Offsets
+	// are bytes, not characters or UTF-16 code units: in Go,
+	// `systemPrompt[startByte:endByte]`; in Python,
+	// `systemPrompt.encode()[startByte:endByte].decode()`; in JavaScript,
+	// `new TextDecoder().decode(new TextEncoder().encode(systemPrompt).subarray(startByte, endByte))`.
+	// A span always starts and ends on a character boundary.
+	//
+	//
+	// Example: {"endByte":1540,"startByte":928}
+	SystemSpan *PromptSpan `json:"systemSpan,omitempty"`
 }
 
 // InjectionID An injection id that names one stored entry:
@@ -2626,7 +2655,10 @@ type MemoryList struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
-// MemoryRecall One memory's recall and how it was arrived at.
+// MemoryRecall One memory's recall and how it was arrived at: `systemSpan` is where
+// its recall text (its admitted entries, formatted, under its header)
+// lies in the recall's `systemPrompt`, absent when it recalled
+// nothing.
 type MemoryRecall struct {
 	// Evidence The record of one strategy's read: what it considered and what it
 	// did with each candidate. `consideredCount` = `admittedCount` +
@@ -2647,9 +2679,6 @@ type MemoryRecall struct {
 	//
 	// Example: chat
 	MemoryID ResourceID `json:"memoryId"`
-
-	// Messages The formatted recall, in prompt order (the shipped formatters write `system` messages).
-	Messages []Message `json:"messages"`
 
 	// Scope Where the memory's entries live. `conversation` (the default): in
 	// each conversation's own namespace, as a conversation's memory.
@@ -2680,6 +2709,19 @@ type MemoryRecall struct {
 	//
 	// Example: {"kind":"window","size":20}
 	Strategy Strategy `json:"strategy"`
+
+	// SystemSpan A part of the recall's `systemPrompt`, by UTF-8 byte offsets: the
+	// bytes from `startByte` up to, not including, `endByte` of
+	// `systemPrompt` encoded as UTF-8 (as it is on the wire). Offsets
+	// are bytes, not characters or UTF-16 code units: in Go,
+	// `systemPrompt[startByte:endByte]`; in Python,
+	// `systemPrompt.encode()[startByte:endByte].decode()`; in JavaScript,
+	// `new TextDecoder().decode(new TextEncoder().encode(systemPrompt).subarray(startByte, endByte))`.
+	// A span always starts and ends on a character boundary.
+	//
+	//
+	// Example: {"endByte":1540,"startByte":928}
+	SystemSpan *PromptSpan `json:"systemSpan,omitempty"`
 
 	// Type What a memory stores. `episodic`: messages. `semantic`: messages with
 	// embeddings, or extracted facts. `narrative`: story beats. `causal`:
@@ -3138,6 +3180,24 @@ type ProblemFieldError struct {
 // Example: decisions
 type Projection string
 
+// PromptSpan A part of the recall's `systemPrompt`, by UTF-8 byte offsets: the
+// bytes from `startByte` up to, not including, `endByte` of
+// `systemPrompt` encoded as UTF-8 (as it is on the wire). Offsets
+// are bytes, not characters or UTF-16 code units: in Go,
+// `systemPrompt[startByte:endByte]`; in Python,
+// `systemPrompt.encode()[startByte:endByte].decode()`; in JavaScript,
+// `new TextDecoder().decode(new TextEncoder().encode(systemPrompt).subarray(startByte, endByte))`.
+// A span always starts and ends on a character boundary.
+//
+// Example: {"endByte":1540,"startByte":928}
+type PromptSpan struct {
+	// EndByte The offset just after its last byte (`endByte` − `startByte` is its length in bytes).
+	EndByte int `json:"endByte"`
+
+	// StartByte The offset of its first byte.
+	StartByte int `json:"startByte"`
+}
+
 // QueryHash `sha256:` and the lowercase hex SHA-256 of the query text's UTF-8 bytes. The text itself is never stored.
 //
 // Example: sha256:cfb53d6d3d8fa11e5c8c1952d52e5c4efbb597d34efcc29afd5f3d21241c07b0
@@ -3288,9 +3348,10 @@ type RecallLinks struct {
 }
 
 // RecallResult A recall and its receipt: per memory, the recall and its evidence;
-// overall, the injections and the system-prompt text. The stored
-// receipt is the same object; neither holds the query text, only
-// `queryHash`. A receipt says whose it is: the conversation and
+// overall, the injections and the system-prompt text, which is the
+// only copy of the recall text (memories, candidates and injections
+// name their parts of it with a `PromptSpan`). The stored receipt is
+// the same object; neither holds the query text, only `queryHash`. A receipt says whose it is: the conversation and
 // principal it was made for, the turn it was made for (when the
 // request said) and when it was made.
 type RecallResult struct {
@@ -3344,7 +3405,10 @@ type RecallResult struct {
 	// Example: run-01JDQ80A7T
 	RunID *RunID `json:"runId,omitempty"`
 
-	// SystemPrompt The system-role recall text of every memory, joined with `"\n\n"`, exactly as the model should see it.
+	// SystemPrompt The system-role recall text of every memory, joined with
+	// `"\n\n"` in `memories` order, exactly as the model should see
+	// it: the answer's only copy of it, into which every `systemSpan`
+	// points.
 	SystemPrompt string `json:"systemPrompt"`
 
 	// Turn The turn the recall was for, when the request said.
@@ -5427,21 +5491,37 @@ type ClientInterface interface {
 	// clear it. `promptPosition` is the order in the prompt, not the
 	// rank.
 	//
-	// **Injections.** `injections` is what to put in the prompt. For a
-	// memory whose admitted chunks carry fragments that, joined with
-	// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-	// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-	// with its `retrieval` score, rank and threshold), so a later
-	// explanation can credit the exact passage; otherwise one injection
-	// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-	// text exactly as the model should see it: the system-role contents
-	// of every memory's recall, joined with `"\n\n"`.
+	// **The text, once.** `systemPrompt` is the recall text exactly as
+	// the model should see it: the system-role recall of every memory,
+	// joined with `"\n\n"`, in `memories` order. It is the answer's only
+	// copy of that text: each memory's `systemSpan`, each injection's
+	// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+	// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+	// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+	// the TypeScript client's `spanText`; the Go client has `SpanText`).
+	// To build the prompt, put `systemPrompt` in the system prompt and
+	// any injection's `inject.messages` in the conversation.
+	//
+	// **Injections.** `injections` is what to put in the prompt, piece by
+	// piece, in prompt order. For a memory whose admitted chunks'
+	// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+	// its recall text byte for byte (the server checks this on the bytes,
+	// locating each fragment in place), there is one injection per chunk
+	// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+	// threshold), whose span is the chunk's, so a later explanation can
+	// credit the exact passage; otherwise one injection for the whole
+	// memory (`memory:<id>`, spanning the memory's text), no candidate
+	// has a span, and the evidence's `note` says so. The injections'
+	// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 	//
 	// **Receipt.** Every recall is stored as a receipt under `recallId`
 	// (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 	// and `runId` so that an explanation of that turn can say what was
-	// offered to it. Neither the receipt nor the evidence ever holds
-	// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+	// offered to it. The receipt is this answer, and holds the recall
+	// text once too: entries change and are forgotten, so it keeps the
+	// exact bytes offered rather than pointers to entries. Neither the
+	// receipt nor the evidence ever holds the query text, only
+	// `queryHash` (SHA-256 of its UTF-8 bytes).
 	//
 	// `contextTokensRemaining` is the room the agent has left in the
 	// model's context; `budget` strategies pick what fits it (absent,
@@ -5483,21 +5563,37 @@ type ClientInterface interface {
 	// clear it. `promptPosition` is the order in the prompt, not the
 	// rank.
 	//
-	// **Injections.** `injections` is what to put in the prompt. For a
-	// memory whose admitted chunks carry fragments that, joined with
-	// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-	// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-	// with its `retrieval` score, rank and threshold), so a later
-	// explanation can credit the exact passage; otherwise one injection
-	// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-	// text exactly as the model should see it: the system-role contents
-	// of every memory's recall, joined with `"\n\n"`.
+	// **The text, once.** `systemPrompt` is the recall text exactly as
+	// the model should see it: the system-role recall of every memory,
+	// joined with `"\n\n"`, in `memories` order. It is the answer's only
+	// copy of that text: each memory's `systemSpan`, each injection's
+	// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+	// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+	// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+	// the TypeScript client's `spanText`; the Go client has `SpanText`).
+	// To build the prompt, put `systemPrompt` in the system prompt and
+	// any injection's `inject.messages` in the conversation.
+	//
+	// **Injections.** `injections` is what to put in the prompt, piece by
+	// piece, in prompt order. For a memory whose admitted chunks'
+	// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+	// its recall text byte for byte (the server checks this on the bytes,
+	// locating each fragment in place), there is one injection per chunk
+	// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+	// threshold), whose span is the chunk's, so a later explanation can
+	// credit the exact passage; otherwise one injection for the whole
+	// memory (`memory:<id>`, spanning the memory's text), no candidate
+	// has a span, and the evidence's `note` says so. The injections'
+	// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 	//
 	// **Receipt.** Every recall is stored as a receipt under `recallId`
 	// (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 	// and `runId` so that an explanation of that turn can say what was
-	// offered to it. Neither the receipt nor the evidence ever holds
-	// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+	// offered to it. The receipt is this answer, and holds the recall
+	// text once too: entries change and are forgotten, so it keeps the
+	// exact bytes offered rather than pointers to entries. Neither the
+	// receipt nor the evidence ever holds the query text, only
+	// `queryHash` (SHA-256 of its UTF-8 bytes).
 	//
 	// `contextTokensRemaining` is the room the agent has left in the
 	// model's context; `budget` strategies pick what fits it (absent,
@@ -6675,21 +6771,37 @@ func (c *Client) GetEntryUsage(ctx context.Context, conversationID ConversationI
 // clear it. `promptPosition` is the order in the prompt, not the
 // rank.
 //
-// **Injections.** `injections` is what to put in the prompt. For a
-// memory whose admitted chunks carry fragments that, joined with
-// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-// with its `retrieval` score, rank and threshold), so a later
-// explanation can credit the exact passage; otherwise one injection
-// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-// text exactly as the model should see it: the system-role contents
-// of every memory's recall, joined with `"\n\n"`.
+// **The text, once.** `systemPrompt` is the recall text exactly as
+// the model should see it: the system-role recall of every memory,
+// joined with `"\n\n"`, in `memories` order. It is the answer's only
+// copy of that text: each memory's `systemSpan`, each injection's
+// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+// the TypeScript client's `spanText`; the Go client has `SpanText`).
+// To build the prompt, put `systemPrompt` in the system prompt and
+// any injection's `inject.messages` in the conversation.
+//
+// **Injections.** `injections` is what to put in the prompt, piece by
+// piece, in prompt order. For a memory whose admitted chunks'
+// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+// its recall text byte for byte (the server checks this on the bytes,
+// locating each fragment in place), there is one injection per chunk
+// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+// threshold), whose span is the chunk's, so a later explanation can
+// credit the exact passage; otherwise one injection for the whole
+// memory (`memory:<id>`, spanning the memory's text), no candidate
+// has a span, and the evidence's `note` says so. The injections'
+// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 //
 // **Receipt.** Every recall is stored as a receipt under `recallId`
 // (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 // and `runId` so that an explanation of that turn can say what was
-// offered to it. Neither the receipt nor the evidence ever holds
-// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+// offered to it. The receipt is this answer, and holds the recall
+// text once too: entries change and are forgotten, so it keeps the
+// exact bytes offered rather than pointers to entries. Neither the
+// receipt nor the evidence ever holds the query text, only
+// `queryHash` (SHA-256 of its UTF-8 bytes).
 //
 // `contextTokensRemaining` is the room the agent has left in the
 // model's context; `budget` strategies pick what fits it (absent,
@@ -6741,21 +6853,37 @@ func (c *Client) RecallWithBody(ctx context.Context, conversationID Conversation
 // clear it. `promptPosition` is the order in the prompt, not the
 // rank.
 //
-// **Injections.** `injections` is what to put in the prompt. For a
-// memory whose admitted chunks carry fragments that, joined with
-// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-// with its `retrieval` score, rank and threshold), so a later
-// explanation can credit the exact passage; otherwise one injection
-// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-// text exactly as the model should see it: the system-role contents
-// of every memory's recall, joined with `"\n\n"`.
+// **The text, once.** `systemPrompt` is the recall text exactly as
+// the model should see it: the system-role recall of every memory,
+// joined with `"\n\n"`, in `memories` order. It is the answer's only
+// copy of that text: each memory's `systemSpan`, each injection's
+// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+// the TypeScript client's `spanText`; the Go client has `SpanText`).
+// To build the prompt, put `systemPrompt` in the system prompt and
+// any injection's `inject.messages` in the conversation.
+//
+// **Injections.** `injections` is what to put in the prompt, piece by
+// piece, in prompt order. For a memory whose admitted chunks'
+// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+// its recall text byte for byte (the server checks this on the bytes,
+// locating each fragment in place), there is one injection per chunk
+// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+// threshold), whose span is the chunk's, so a later explanation can
+// credit the exact passage; otherwise one injection for the whole
+// memory (`memory:<id>`, spanning the memory's text), no candidate
+// has a span, and the evidence's `note` says so. The injections'
+// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 //
 // **Receipt.** Every recall is stored as a receipt under `recallId`
 // (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 // and `runId` so that an explanation of that turn can say what was
-// offered to it. Neither the receipt nor the evidence ever holds
-// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+// offered to it. The receipt is this answer, and holds the recall
+// text once too: entries change and are forgotten, so it keeps the
+// exact bytes offered rather than pointers to entries. Neither the
+// receipt nor the evidence ever holds the query text, only
+// `queryHash` (SHA-256 of its UTF-8 bytes).
 //
 // `contextTokensRemaining` is the room the agent has left in the
 // model's context; `budget` strategies pick what fits it (absent,
@@ -10764,21 +10892,37 @@ type ClientWithResponsesInterface interface {
 	// clear it. `promptPosition` is the order in the prompt, not the
 	// rank.
 	//
-	// **Injections.** `injections` is what to put in the prompt. For a
-	// memory whose admitted chunks carry fragments that, joined with
-	// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-	// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-	// with its `retrieval` score, rank and threshold), so a later
-	// explanation can credit the exact passage; otherwise one injection
-	// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-	// text exactly as the model should see it: the system-role contents
-	// of every memory's recall, joined with `"\n\n"`.
+	// **The text, once.** `systemPrompt` is the recall text exactly as
+	// the model should see it: the system-role recall of every memory,
+	// joined with `"\n\n"`, in `memories` order. It is the answer's only
+	// copy of that text: each memory's `systemSpan`, each injection's
+	// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+	// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+	// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+	// the TypeScript client's `spanText`; the Go client has `SpanText`).
+	// To build the prompt, put `systemPrompt` in the system prompt and
+	// any injection's `inject.messages` in the conversation.
+	//
+	// **Injections.** `injections` is what to put in the prompt, piece by
+	// piece, in prompt order. For a memory whose admitted chunks'
+	// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+	// its recall text byte for byte (the server checks this on the bytes,
+	// locating each fragment in place), there is one injection per chunk
+	// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+	// threshold), whose span is the chunk's, so a later explanation can
+	// credit the exact passage; otherwise one injection for the whole
+	// memory (`memory:<id>`, spanning the memory's text), no candidate
+	// has a span, and the evidence's `note` says so. The injections'
+	// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 	//
 	// **Receipt.** Every recall is stored as a receipt under `recallId`
 	// (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 	// and `runId` so that an explanation of that turn can say what was
-	// offered to it. Neither the receipt nor the evidence ever holds
-	// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+	// offered to it. The receipt is this answer, and holds the recall
+	// text once too: entries change and are forgotten, so it keeps the
+	// exact bytes offered rather than pointers to entries. Neither the
+	// receipt nor the evidence ever holds the query text, only
+	// `queryHash` (SHA-256 of its UTF-8 bytes).
 	//
 	// `contextTokensRemaining` is the room the agent has left in the
 	// model's context; `budget` strategies pick what fits it (absent,
@@ -10820,21 +10964,37 @@ type ClientWithResponsesInterface interface {
 	// clear it. `promptPosition` is the order in the prompt, not the
 	// rank.
 	//
-	// **Injections.** `injections` is what to put in the prompt. For a
-	// memory whose admitted chunks carry fragments that, joined with
-	// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-	// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-	// with its `retrieval` score, rank and threshold), so a later
-	// explanation can credit the exact passage; otherwise one injection
-	// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-	// text exactly as the model should see it: the system-role contents
-	// of every memory's recall, joined with `"\n\n"`.
+	// **The text, once.** `systemPrompt` is the recall text exactly as
+	// the model should see it: the system-role recall of every memory,
+	// joined with `"\n\n"`, in `memories` order. It is the answer's only
+	// copy of that text: each memory's `systemSpan`, each injection's
+	// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+	// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+	// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+	// the TypeScript client's `spanText`; the Go client has `SpanText`).
+	// To build the prompt, put `systemPrompt` in the system prompt and
+	// any injection's `inject.messages` in the conversation.
+	//
+	// **Injections.** `injections` is what to put in the prompt, piece by
+	// piece, in prompt order. For a memory whose admitted chunks'
+	// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+	// its recall text byte for byte (the server checks this on the bytes,
+	// locating each fragment in place), there is one injection per chunk
+	// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+	// threshold), whose span is the chunk's, so a later explanation can
+	// credit the exact passage; otherwise one injection for the whole
+	// memory (`memory:<id>`, spanning the memory's text), no candidate
+	// has a span, and the evidence's `note` says so. The injections'
+	// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 	//
 	// **Receipt.** Every recall is stored as a receipt under `recallId`
 	// (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 	// and `runId` so that an explanation of that turn can say what was
-	// offered to it. Neither the receipt nor the evidence ever holds
-	// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+	// offered to it. The receipt is this answer, and holds the recall
+	// text once too: entries change and are forgotten, so it keeps the
+	// exact bytes offered rather than pointers to entries. Neither the
+	// receipt nor the evidence ever holds the query text, only
+	// `queryHash` (SHA-256 of its UTF-8 bytes).
 	//
 	// `contextTokensRemaining` is the room the agent has left in the
 	// model's context; `budget` strategies pick what fits it (absent,
@@ -17091,21 +17251,37 @@ func (c *ClientWithResponses) GetEntryUsageWithResponse(ctx context.Context, con
 // clear it. `promptPosition` is the order in the prompt, not the
 // rank.
 //
-// **Injections.** `injections` is what to put in the prompt. For a
-// memory whose admitted chunks carry fragments that, joined with
-// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-// with its `retrieval` score, rank and threshold), so a later
-// explanation can credit the exact passage; otherwise one injection
-// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-// text exactly as the model should see it: the system-role contents
-// of every memory's recall, joined with `"\n\n"`.
+// **The text, once.** `systemPrompt` is the recall text exactly as
+// the model should see it: the system-role recall of every memory,
+// joined with `"\n\n"`, in `memories` order. It is the answer's only
+// copy of that text: each memory's `systemSpan`, each injection's
+// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+// the TypeScript client's `spanText`; the Go client has `SpanText`).
+// To build the prompt, put `systemPrompt` in the system prompt and
+// any injection's `inject.messages` in the conversation.
+//
+// **Injections.** `injections` is what to put in the prompt, piece by
+// piece, in prompt order. For a memory whose admitted chunks'
+// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+// its recall text byte for byte (the server checks this on the bytes,
+// locating each fragment in place), there is one injection per chunk
+// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+// threshold), whose span is the chunk's, so a later explanation can
+// credit the exact passage; otherwise one injection for the whole
+// memory (`memory:<id>`, spanning the memory's text), no candidate
+// has a span, and the evidence's `note` says so. The injections'
+// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 //
 // **Receipt.** Every recall is stored as a receipt under `recallId`
 // (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 // and `runId` so that an explanation of that turn can say what was
-// offered to it. Neither the receipt nor the evidence ever holds
-// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+// offered to it. The receipt is this answer, and holds the recall
+// text once too: entries change and are forgotten, so it keeps the
+// exact bytes offered rather than pointers to entries. Neither the
+// receipt nor the evidence ever holds the query text, only
+// `queryHash` (SHA-256 of its UTF-8 bytes).
 //
 // `contextTokensRemaining` is the room the agent has left in the
 // model's context; `budget` strategies pick what fits it (absent,
@@ -17153,21 +17329,37 @@ func (c *ClientWithResponses) RecallWithBodyWithResponse(ctx context.Context, co
 // clear it. `promptPosition` is the order in the prompt, not the
 // rank.
 //
-// **Injections.** `injections` is what to put in the prompt. For a
-// memory whose admitted chunks carry fragments that, joined with
-// `"\n\n"` in `promptPosition` order, equal its recall text byte for
-// byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-// with its `retrieval` score, rank and threshold), so a later
-// explanation can credit the exact passage; otherwise one injection
-// for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-// text exactly as the model should see it: the system-role contents
-// of every memory's recall, joined with `"\n\n"`.
+// **The text, once.** `systemPrompt` is the recall text exactly as
+// the model should see it: the system-role recall of every memory,
+// joined with `"\n\n"`, in `memories` order. It is the answer's only
+// copy of that text: each memory's `systemSpan`, each injection's
+// `inject.systemSpan` and each admitted candidate's `systemSpan` name
+// their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+// JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+// the TypeScript client's `spanText`; the Go client has `SpanText`).
+// To build the prompt, put `systemPrompt` in the system prompt and
+// any injection's `inject.messages` in the conversation.
+//
+// **Injections.** `injections` is what to put in the prompt, piece by
+// piece, in prompt order. For a memory whose admitted chunks'
+// fragments, joined with `"\n\n"` in `promptPosition` order, equal
+// its recall text byte for byte (the server checks this on the bytes,
+// locating each fragment in place), there is one injection per chunk
+// (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+// threshold), whose span is the chunk's, so a later explanation can
+// credit the exact passage; otherwise one injection for the whole
+// memory (`memory:<id>`, spanning the memory's text), no candidate
+// has a span, and the evidence's `note` says so. The injections'
+// spans, in order, tile `systemPrompt` with `"\n\n"` between them.
 //
 // **Receipt.** Every recall is stored as a receipt under `recallId`
 // (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
 // and `runId` so that an explanation of that turn can say what was
-// offered to it. Neither the receipt nor the evidence ever holds
-// the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+// offered to it. The receipt is this answer, and holds the recall
+// text once too: entries change and are forgotten, so it keeps the
+// exact bytes offered rather than pointers to entries. Neither the
+// receipt nor the evidence ever holds the query text, only
+// `queryHash` (SHA-256 of its UTF-8 bytes).
 //
 // `contextTokensRemaining` is the room the agent has left in the
 // model's context; `budget` strategies pick what fits it (absent,

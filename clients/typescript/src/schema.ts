@@ -587,21 +587,37 @@ export interface paths {
          *     clear it. `promptPosition` is the order in the prompt, not the
          *     rank.
          *
-         *     **Injections.** `injections` is what to put in the prompt. For a
-         *     memory whose admitted chunks carry fragments that, joined with
-         *     `"\n\n"` in `promptPosition` order, equal its recall text byte for
-         *     byte, there is one injection per chunk (`memory:<id>#<entryId>`,
-         *     with its `retrieval` score, rank and threshold), so a later
-         *     explanation can credit the exact passage; otherwise one injection
-         *     for the whole memory (`memory:<id>`). `systemPrompt` is the recall
-         *     text exactly as the model should see it: the system-role contents
-         *     of every memory's recall, joined with `"\n\n"`.
+         *     **The text, once.** `systemPrompt` is the recall text exactly as
+         *     the model should see it: the system-role recall of every memory,
+         *     joined with `"\n\n"`, in `memories` order. It is the answer's only
+         *     copy of that text: each memory's `systemSpan`, each injection's
+         *     `inject.systemSpan` and each admitted candidate's `systemSpan` name
+         *     their part of it by UTF-8 byte offsets (a `PromptSpan`; in
+         *     JavaScript, slice `new TextEncoder().encode(systemPrompt)`, or use
+         *     the TypeScript client's `spanText`; the Go client has `SpanText`).
+         *     To build the prompt, put `systemPrompt` in the system prompt and
+         *     any injection's `inject.messages` in the conversation.
+         *
+         *     **Injections.** `injections` is what to put in the prompt, piece by
+         *     piece, in prompt order. For a memory whose admitted chunks'
+         *     fragments, joined with `"\n\n"` in `promptPosition` order, equal
+         *     its recall text byte for byte (the server checks this on the bytes,
+         *     locating each fragment in place), there is one injection per chunk
+         *     (`memory:<id>#<entryId>`, with its `retrieval` score, rank and
+         *     threshold), whose span is the chunk's, so a later explanation can
+         *     credit the exact passage; otherwise one injection for the whole
+         *     memory (`memory:<id>`, spanning the memory's text), no candidate
+         *     has a span, and the evidence's `note` says so. The injections'
+         *     spans, in order, tile `systemPrompt` with `"\n\n"` between them.
          *
          *     **Receipt.** Every recall is stored as a receipt under `recallId`
          *     (read it back with `GET /v1/recalls/{recallId}`), with its `turn`
          *     and `runId` so that an explanation of that turn can say what was
-         *     offered to it. Neither the receipt nor the evidence ever holds
-         *     the query text, only `queryHash` (SHA-256 of its UTF-8 bytes).
+         *     offered to it. The receipt is this answer, and holds the recall
+         *     text once too: entries change and are forgotten, so it keeps the
+         *     exact bytes offered rather than pointers to entries. Neither the
+         *     receipt nor the evidence ever holds the query text, only
+         *     `queryHash` (SHA-256 of its UTF-8 bytes).
          *
          *     `contextTokensRemaining` is the room the agent has left in the
          *     model's context; `budget` strategies pick what fits it (absent,
@@ -2406,8 +2422,13 @@ export interface components {
         CandidateReason: "below-threshold" | "over-max-entries" | "over-budget" | "over-char-budget" | "decayed" | "embedder-mismatch" | "already-admitted" | "excluded" | "later-turn";
         /**
          * @description One entry a strategy considered. Either `admitted`, or not with a
-         *     `reason`. Admitted ones carry the exact text they put in the prompt
-         *     (`promptFragment`) and their place in it (`promptPosition`).
+         *     `reason`. Admitted ones carry their place in the prompt
+         *     (`promptPosition`) and where the exact text they contributed (the
+         *     memory's header included on the first) lies in the recall's
+         *     `systemPrompt` (`systemSpan`); a candidate has no `systemSpan` when
+         *     its memory's fragments did not rebuild the memory's text byte for
+         *     byte (the memory was injected whole, and its evidence's `note` says
+         *     so).
          */
         Candidate: {
             /** @description The entry's id (`snap-3`, `msg-3-0`, `fact:order_id`; in a principal-scoped memory `msg-3-0~support-4821`, the conversation after `~`), or a document chunk's (`returns-policy#0`). */
@@ -2442,13 +2463,9 @@ export interface components {
             /** @description Whether it went into the prompt. */
             admitted: boolean;
             reason?: components["schemas"]["CandidateReason"];
-            /**
-             * @description Admitted only: the exact text it contributed, the memory's
-             *     header included on the first and any footer on the last.
-             */
-            promptFragment?: string;
             /** @description Admitted only, 0-based order in the prompt (prompt order, not rank). */
             promptPosition?: number;
+            systemSpan?: components["schemas"]["PromptSpan"];
             /** @description Document chunks only, the document it came from. */
             docUri?: string;
             /** @description Document chunks only, its page. */
@@ -2588,16 +2605,40 @@ export interface components {
             /** @description Hybrid only, each part's evidence, in strategy order. */
             parts?: components["schemas"]["Evidence"][];
         };
-        /** @description One memory's recall and how it was arrived at. */
+        /**
+         * @description One memory's recall and how it was arrived at: `systemSpan` is where
+         *     its recall text (its admitted entries, formatted, under its header)
+         *     lies in the recall's `systemPrompt`, absent when it recalled
+         *     nothing.
+         */
         MemoryRecall: {
             memoryId: components["schemas"]["ResourceId"];
             type: components["schemas"]["MemoryType"];
             strategy: components["schemas"]["Strategy"];
             scope?: components["schemas"]["MemoryScope"];
             flavor: components["schemas"]["Flavor"];
-            /** @description The formatted recall, in prompt order (the shipped formatters write `system` messages). */
-            messages: components["schemas"]["Message"][];
+            systemSpan?: components["schemas"]["PromptSpan"];
             evidence: components["schemas"]["Evidence"];
+        };
+        /**
+         * @description A part of the recall's `systemPrompt`, by UTF-8 byte offsets: the
+         *     bytes from `startByte` up to, not including, `endByte` of
+         *     `systemPrompt` encoded as UTF-8 (as it is on the wire). Offsets
+         *     are bytes, not characters or UTF-16 code units: in Go,
+         *     `systemPrompt[startByte:endByte]`; in Python,
+         *     `systemPrompt.encode()[startByte:endByte].decode()`; in JavaScript,
+         *     `new TextDecoder().decode(new TextEncoder().encode(systemPrompt).subarray(startByte, endByte))`.
+         *     A span always starts and ends on a character boundary.
+         * @example {
+         *       "startByte": 928,
+         *       "endByte": 1540
+         *     }
+         */
+        PromptSpan: {
+            /** @description The offset of its first byte. */
+            startByte: number;
+            /** @description The offset just after its last byte (`endByte` − `startByte` is its length in bytes). */
+            endByte: number;
         };
         /** @description Per-chunk injections only, the chunk's score and rank and the threshold it cleared. */
         InjectionRetrieval: {
@@ -2614,10 +2655,13 @@ export interface components {
              */
             threshold?: number;
         };
-        /** @description What to put where. System-role recall goes to `systemPrompt`, anything else to `messages`. */
+        /**
+         * @description What to put where. System-role recall is the part of the recall's
+         *     `systemPrompt` that `systemSpan` names; anything else is in
+         *     `messages`.
+         */
         InjectionContent: {
-            /** @description Text for the system prompt. */
-            systemPrompt?: string;
+            systemSpan?: components["schemas"]["PromptSpan"];
             /** @description Messages to add to the conversation. */
             messages?: components["schemas"]["Message"][];
         };
@@ -2625,7 +2669,8 @@ export interface components {
          * @description One piece of recall to put in the prompt: one per admitted chunk
          *     (`memory:<memoryId>#<entryId>`, with `retrieval`) when the chunks'
          *     fragments rebuild the memory's recall text byte for byte, otherwise
-         *     one per memory (`memory:<memoryId>`).
+         *     one per memory (`memory:<memoryId>`). Its text is the part of the
+         *     recall's `systemPrompt` that `inject.systemSpan` names.
          */
         Injection: {
             /**
@@ -2641,9 +2686,10 @@ export interface components {
         };
         /**
          * @description A recall and its receipt: per memory, the recall and its evidence;
-         *     overall, the injections and the system-prompt text. The stored
-         *     receipt is the same object; neither holds the query text, only
-         *     `queryHash`. A receipt says whose it is: the conversation and
+         *     overall, the injections and the system-prompt text, which is the
+         *     only copy of the recall text (memories, candidates and injections
+         *     name their parts of it with a `PromptSpan`). The stored receipt is
+         *     the same object; neither holds the query text, only `queryHash`. A receipt says whose it is: the conversation and
          *     principal it was made for, the turn it was made for (when the
          *     request said) and when it was made.
          */
@@ -2672,7 +2718,12 @@ export interface components {
             memories: components["schemas"]["MemoryRecall"][];
             /** @description What to inject, in prompt order. */
             injections: components["schemas"]["Injection"][];
-            /** @description The system-role recall text of every memory, joined with `"\n\n"`, exactly as the model should see it. */
+            /**
+             * @description The system-role recall text of every memory, joined with
+             *     `"\n\n"` in `memories` order, exactly as the model should see
+             *     it: the answer's only copy of it, into which every `systemSpan`
+             *     points.
+             */
             systemPrompt: string;
         };
         /**

@@ -278,7 +278,7 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 	for _, rc := range r.Recalls {
 		injected := map[string]bool{}
 		for _, inj := range rc.Injections {
-			pieces[inj.ID] = inj.SystemPrompt
+			pieces[inj.ID], _ = rc.Text(inj.SystemSpan)
 			injected[inj.ID] = true
 		}
 		for _, mr := range rc.Memories {
@@ -288,15 +288,17 @@ func AssembleExplanation(r ExplainRecords) Explanation {
 				}
 				o := Origin{InjectionID: "memory:" + mr.MemoryID + "#" + c.ID, MemoryID: mr.MemoryID, EntryID: c.ID,
 					RecallID: rc.RecallID, Score: c.Score, Rank: c.Rank, Threshold: mr.Evidence.Threshold}
-				if _, ok := pieces[o.InjectionID]; !ok && c.PromptFragment != nil {
-					pieces[o.InjectionID] = *c.PromptFragment
+				if _, ok := pieces[o.InjectionID]; !ok {
+					if text, ok := rc.Text(c.SystemSpan); ok {
+						pieces[o.InjectionID] = text
+					}
 				}
 				lk := r.Entries[mr.MemoryID+"#"+c.ID]
 				o.Status, o.Entry = originStatus(lk, rc.CreatedAt)
 				expose(&o, !injected[o.InjectionID] && injected["memory:"+mr.MemoryID])
 				if o.Status != "present" && o.Status != "replaced" {
 					ex.Honesty = append(ex.Honesty, HonestyFlag{Flag: "entry-missing", EntryID: o.InjectionID,
-						Detail: fmt.Sprintf("%s was injected but is now %s: what it said is known only from the receipt's prompt fragment.", o.InjectionID, o.Status)})
+						Detail: fmt.Sprintf("%s was injected but is now %s: what it said is known only from the receipt's systemPrompt.", o.InjectionID, o.Status)})
 				}
 				ex.Origins = append(ex.Origins, o)
 			}

@@ -67,13 +67,14 @@ func TestAssembleExplanationChainAndFlags(t *testing.T) {
 	frag := "Past decision (turn 1): refunds within 30 days"
 	pos := 0
 	other := "Past decision (turn 0): shipping is free"
-	receipt := recall.RecallResult{RecallID: "rcl_aaaaaaaaaa", Turn: 3, CreatedAt: t0.Add(time.Hour),
+	prompt := frag + "\n\n" + other
+	receipt := recall.RecallResult{RecallID: "rcl_aaaaaaaaaa", Turn: 3, CreatedAt: t0.Add(time.Hour), SystemPrompt: prompt,
 		Memories: []recall.MemoryRecall{{MemoryID: "why", Evidence: recall.Evidence{Candidates: []recall.Candidate{
-			{ID: "snap-1", Score: &score, Rank: 1, Admitted: true, PromptFragment: &frag, PromptPosition: &pos},
+			{ID: "snap-1", Score: &score, Rank: 1, Admitted: true, SystemSpan: spanOf(prompt, frag), PromptPosition: &pos},
 			{ID: "snap-2", Rank: 2, Reason: recall.ReasonBelowThreshold},
-			{ID: "snap-0", Score: &score, Rank: 3, Admitted: true, PromptFragment: &other, PromptPosition: &pos},
+			{ID: "snap-0", Score: &score, Rank: 3, Admitted: true, SystemSpan: spanOf(prompt, other), PromptPosition: &pos},
 		}}}},
-		Injections: []recall.Injection{{ID: "memory:why#snap-1", SystemPrompt: frag}}}
+		Injections: []recall.Injection{{ID: "memory:why#snap-1", SystemSpan: spanOf(prompt, frag)}}}
 	payload := `{"slot":"system","source":"memory","sourceId":"memory:why#snap-1","contentHash":42,"iteration":1}`
 	recs := explain.ExplainRecords{
 		Turn:      3,
@@ -137,24 +138,26 @@ func TestShownOfferedUnknown(t *testing.T) {
 		return core.Entry{MemoryID: mem, ID: id, Kind: core.KindMessage, Turn: 1, SourceTurn: 1, Value: v, UpdatedAt: t0}
 	}
 	answer, _ := json.Marshal(core.Snapshot{Query: "q", FinalContent: "refunds take thirty days for damaged items"})
-	frag := func(s string) *string { return &s }
 	pos := 0
 	// why offered three entries one by one; chat offered two inside one whole-memory injection.
-	receipt := recall.RecallResult{RecallID: "rcl_b", Turn: 2, CreatedAt: t0.Add(time.Hour),
+	prompt := "refunds take thirty days\n\ndamaged items are replaced\n\nrefunds for damaged items take thirty days\n\nthirty days refunds\n\ndamaged items"
+	at := func(text string) *recall.Span { return spanOf(prompt, text) }
+	chatText := &recall.Span{Start: at("thirty days refunds").Start, End: len(prompt)}
+	receipt := recall.RecallResult{RecallID: "rcl_b", Turn: 2, CreatedAt: t0.Add(time.Hour), SystemPrompt: prompt,
 		Memories: []recall.MemoryRecall{
 			{MemoryID: "why", Evidence: recall.Evidence{Candidates: []recall.Candidate{
-				{ID: "a", Rank: 1, Admitted: true, PromptFragment: frag("refunds take thirty days"), PromptPosition: &pos},
-				{ID: "b", Rank: 2, Admitted: true, PromptFragment: frag("damaged items are replaced"), PromptPosition: &pos},
-				{ID: "c", Rank: 3, Admitted: true, PromptFragment: frag("refunds for damaged items take thirty days"), PromptPosition: &pos},
+				{ID: "a", Rank: 1, Admitted: true, SystemSpan: at("refunds take thirty days"), PromptPosition: &pos},
+				{ID: "b", Rank: 2, Admitted: true, SystemSpan: at("damaged items are replaced"), PromptPosition: &pos},
+				{ID: "c", Rank: 3, Admitted: true, SystemSpan: at("refunds for damaged items take thirty days"), PromptPosition: &pos},
 			}}},
-			{MemoryID: "chat", Evidence: recall.Evidence{Candidates: []recall.Candidate{
-				{ID: "m0", Rank: 1, Admitted: true, PromptFragment: frag("thirty days refunds"), PromptPosition: &pos},
-				{ID: "m1", Rank: 2, Admitted: true, PromptFragment: frag("damaged items"), PromptPosition: &pos},
+			{MemoryID: "chat", SystemSpan: chatText, Evidence: recall.Evidence{Candidates: []recall.Candidate{
+				{ID: "m0", Rank: 1, Admitted: true, SystemSpan: at("thirty days refunds"), PromptPosition: &pos},
+				{ID: "m1", Rank: 2, Admitted: true, SystemSpan: &recall.Span{Start: len(prompt) - len("damaged items"), End: len(prompt)}, PromptPosition: &pos},
 			}}},
 		},
-		Injections: []recall.Injection{{ID: "memory:why#a", SystemPrompt: "refunds take thirty days"},
-			{ID: "memory:why#b", SystemPrompt: "damaged items are replaced"}, {ID: "memory:why#c", SystemPrompt: "refunds for damaged items take thirty days"},
-			{ID: "memory:chat", SystemPrompt: "thirty days refunds\n\ndamaged items"}}}
+		Injections: []recall.Injection{{ID: "memory:why#a", SystemSpan: at("refunds take thirty days")},
+			{ID: "memory:why#b", SystemSpan: at("damaged items are replaced")}, {ID: "memory:why#c", SystemSpan: at("refunds for damaged items take thirty days")},
+			{ID: "memory:chat", SystemSpan: chatText}}}
 	announce := func(iteration int, id string) runs.Event {
 		return runs.Event{Type: "context.injected", Payload: json.RawMessage(fmt.Sprintf(`{"slot":"system","sourceId":%q,"iteration":%d}`, id, iteration))}
 	}
@@ -241,4 +244,13 @@ func TestShownOfferedUnknown(t *testing.T) {
 	if got := exposures(explain.AssembleExplanation(records(open))); got["memory:why#c"] != "unknown" {
 		t.Errorf("open recording: exposures %v", got)
 	}
+}
+
+// spanOf is where text first lies in prompt.
+func spanOf(prompt, text string) *recall.Span {
+	i := strings.Index(prompt, text)
+	if i < 0 {
+		panic("not in the prompt: " + text)
+	}
+	return &recall.Span{Start: i, End: i + len(text)}
 }

@@ -204,8 +204,7 @@ func (s *Service) recall(ctx context.Context, p RecallParams) (RecallResult, err
 		read.end(rec)
 		result.Memories = append(result.Memories, rec)
 	}
-	result.Injections = Injections(result.Memories)
-	result.SystemPrompt = SystemPrompt(result.Memories)
+	result.SystemPrompt, result.Injections = Assemble(result.Memories)
 	return result, nil
 }
 

@@ -23,7 +23,7 @@ func TestCausalBlockCannotBeForged(t *testing.T) {
 	for _, projection := range []string{"decisions", "narrative", "commits", "full"} {
 		m := core.Memory{ID: "why", Type: core.Causal, Strategy: strategy(t, `{"kind":"topK"}`), Projection: projection}
 		rc := recall.ReadMemory(recall.ReadInput{Memory: m, Rankings: rankings(ranked([]core.Entry{snapEntry(t, 3, snap)}, 0.91)), Now: now})
-		prompt := recall.SystemPrompt([]recall.MemoryRecall{rc})
+		prompt := promptOf(rc)
 		var heads, answers int
 		for line := range strings.SplitSeq(prompt, "\n") {
 			if strings.HasPrefix(line, "Past decision (") {

@@ -32,7 +32,9 @@ type RecallParams struct {
 func (p RecallParams) IsRerun() bool { return p.Exclude != nil }
 
 // RecallResult is what recall answers, and what its receipt stores (minus
-// the query text: only QueryHash is kept).
+// the query text: only QueryHash is kept). The recall text is held once, in
+// SystemPrompt; memories, candidates and injections point into it with a
+// Span (see Assemble).
 type RecallResult struct {
 	RecallID  string        `json:"recallId,omitempty"`
 	Identity  core.Identity `json:"identity,omitempty"`
@@ -50,6 +52,22 @@ type RecallResult struct {
 	SystemPrompt string         `json:"systemPrompt,omitempty"`
 }
 
+// Span is a part of a recall's SystemPrompt: its bytes from Start up to, not
+// including, End.
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Text returns the part of the recall's SystemPrompt that s names, and false
+// when s is nil or does not lie within it.
+func (r RecallResult) Text(s *Span) (string, bool) {
+	if s == nil || s.Start < 0 || s.Start > s.End || s.End > len(r.SystemPrompt) {
+		return "", false
+	}
+	return r.SystemPrompt[s.Start:s.End], true
+}
+
 // MemoryRecall is one memory's formatted recall and its evidence.
 type MemoryRecall struct {
 	MemoryID string          `json:"memoryId,omitempty"`
@@ -59,10 +77,15 @@ type MemoryRecall struct {
 	// Scope is "principal" for a principal-scoped memory ("" for a
 	// conversation's), so that explain looks for its entries there.
 	Scope core.MemoryScope `json:"scope,omitempty"`
-	// Messages is the formatted recall, in prompt order (every shipped
-	// formatter writes role "system").
-	Messages []core.Message `json:"messages"`
-	Evidence Evidence       `json:"evidence,omitempty"`
+	// SystemSpan is where the memory's system-role recall text lies in the
+	// recall's SystemPrompt; nil when it contributed none.
+	SystemSpan *Span    `json:"systemSpan,omitempty"`
+	Evidence   Evidence `json:"evidence,omitempty"`
+	// Messages is the formatted recall, in prompt order, as ReadMemory
+	// writes it (every shipped formatter writes role "system"). Assemble
+	// moves it into the recall's SystemPrompt and injections and clears it:
+	// it is never part of an answer or a receipt.
+	Messages []core.Message `json:"-"`
 }
 
 // Evidence is the record of one strategy's read: every candidate it
@@ -125,11 +148,17 @@ type Candidate struct {
 	// Reason is set when not admitted: below-threshold, over-max-entries,
 	// over-budget, over-char-budget, decayed, embedder-mismatch.
 	Reason string `json:"reason,omitempty"`
-	// PromptFragment is the exact text this candidate contributed (header
-	// on the first, footer on the last); PromptPosition its 0-based place
-	// in prompt order. Both only when admitted.
-	PromptFragment *string `json:"promptFragment,omitempty"`
-	PromptPosition *int    `json:"promptPosition,omitempty"`
+	// PromptPosition is an admitted candidate's 0-based place in prompt
+	// order. SystemSpan is where the exact text it contributed (the
+	// memory's header on the first) lies in the recall's SystemPrompt:
+	// admitted only, and only when the memory's fragments rebuild its text
+	// byte for byte (see Assemble).
+	PromptPosition *int  `json:"promptPosition,omitempty"`
+	SystemSpan     *Span `json:"systemSpan,omitempty"`
+	// PromptFragment is that text as ReadMemory renders it; Assemble turns
+	// it into SystemSpan and clears it: it is never part of an answer or a
+	// receipt.
+	PromptFragment *string `json:"-"`
 	// Document provenance, for corpus chunks.
 	DocURI  string `json:"docUri,omitempty"`
 	Page    *int   `json:"page,omitempty"`
@@ -142,14 +171,16 @@ type Candidate struct {
 }
 
 // Injection is one piece to put in the prompt, per admitted chunk when the
-// byte-identity guard holds, else per memory.
+// byte-identity guard holds, else per memory. Its system text is the part
+// of the recall's SystemPrompt that SystemSpan names; Messages are non-system
+// messages, which only a whole-memory injection carries.
 type Injection struct {
-	ID           string         `json:"id,omitempty"`     // memory:<id> or memory:<id>#<entryId>
-	Flavor       string         `json:"flavor,omitempty"` // "memory" or "rag"
-	Description  string         `json:"description,omitempty"`
-	Retrieval    *Retrieval     `json:"retrieval,omitempty"`
-	SystemPrompt string         `json:"systemPrompt,omitempty"`
-	Messages     []core.Message `json:"messages,omitempty"`
+	ID          string         `json:"id,omitempty"`     // memory:<id> or memory:<id>#<entryId>
+	Flavor      string         `json:"flavor,omitempty"` // "memory" or "rag"
+	Description string         `json:"description,omitempty"`
+	Retrieval   *Retrieval     `json:"retrieval,omitempty"`
+	SystemSpan  *Span          `json:"systemSpan,omitempty"`
+	Messages    []core.Message `json:"messages,omitempty"`
 }
 
 // Retrieval is an injected chunk's score, rank and the threshold it cleared.

@@ -63,6 +63,22 @@ func memoryEvidence(t *testing.T, answer map[string]any, memoryID string) map[st
 	return nil
 }
 
+// memoryText returns one memory's recall text from a recall answer: the part of its
+// systemPrompt the memory's systemSpan names ("" when it recalled nothing).
+func memoryText(t *testing.T, answer map[string]any, memoryID string) string {
+	t.Helper()
+	span, ok := memoryEvidence(t, answer, memoryID)["systemSpan"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	prompt := answer["systemPrompt"].(string)
+	start, end := int(span["startByte"].(float64)), int(span["endByte"].(float64))
+	if start < 0 || start > end || end > len(prompt) {
+		t.Fatalf("memory %s: span %v outside the %d bytes of systemPrompt", memoryID, span, len(prompt))
+	}
+	return prompt[start:end]
+}
+
 func principalEntries(t *testing.T, e *env, principal string) []map[string]any {
 	t.Helper()
 	r := e.do("GET", "/v1/principals/"+principal+"/entries", "", "")
@@ -97,10 +113,10 @@ func TestPrincipalFactsFollowTheUser(t *testing.T) {
 		}
 
 		// A new conversation in May knows it.
-		may := memoryEvidence(t, e.recallOf("may", "ada", "where do I live?"), "profile")
-		text := fmt.Sprint(may["messages"])
-		if !strings.Contains(text, "Lisbon") {
-			t.Errorf("May's recall does not know where Ada lives: %v", may["messages"])
+		mayRecall := e.recallOf("may", "ada", "where do I live?")
+		may := memoryEvidence(t, mayRecall, "profile")
+		if text := memoryText(t, mayRecall, "profile"); !strings.Contains(text, "Lisbon") {
+			t.Errorf("May's recall does not know where Ada lives: %q", text)
 		}
 		if may["scope"] != "principal" {
 			t.Errorf("recall of profile: scope %v, want principal", may["scope"])
@@ -110,8 +126,8 @@ func TestPrincipalFactsFollowTheUser(t *testing.T) {
 			t.Errorf("the candidate does not name its source conversation and turn: %v", cands)
 		}
 		// Not for another principal, and not for a recall that names none.
-		if other := memoryEvidence(t, e.recallOf("may", "grace", "where do I live?"), "profile"); strings.Contains(fmt.Sprint(other["messages"]), "Lisbon") {
-			t.Errorf("another principal recalled Ada's fact: %v", other["messages"])
+		if other := memoryText(t, e.recallOf("may", "grace", "where do I live?"), "profile"); strings.Contains(other, "Lisbon") {
+			t.Errorf("another principal recalled Ada's fact: %q", other)
 		}
 		anon := memoryEvidence(t, e.recallOf("may", "", "where do I live?"), "profile")
 		if !strings.Contains(fmt.Sprint(anon["evidence"].(map[string]any)["note"]), "names no principal") {

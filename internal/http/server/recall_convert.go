@@ -54,18 +54,18 @@ func recallOut(r recall.RecallResult) (gen.RecallResult, error) {
 			return gen.RecallResult{}, fmt.Errorf("marshal strategy of memory %q: %w", m.MemoryID, err)
 		}
 		out.Memories = append(out.Memories, gen.MemoryRecall{
-			MemoryID: m.MemoryID,
-			Type:     gen.MemoryType(m.Type),
-			Strategy: strategy,
-			Flavor:   gen.Flavor(m.Flavor),
-			Scope:    optScope(m.Scope),
-			Messages: messagesOut(m.Messages),
-			Evidence: evidenceOut(m.Evidence),
+			MemoryID:   m.MemoryID,
+			Type:       gen.MemoryType(m.Type),
+			Strategy:   strategy,
+			Flavor:     gen.Flavor(m.Flavor),
+			Scope:      optScope(m.Scope),
+			SystemSpan: spanOut(m.SystemSpan),
+			Evidence:   evidenceOut(m.Evidence),
 		})
 	}
 	for _, in := range r.Injections {
 		inj := gen.Injection{ID: in.ID, Flavor: gen.Flavor(in.Flavor), Description: in.Description,
-			Inject: gen.InjectionContent{SystemPrompt: optString(in.SystemPrompt)}}
+			Inject: gen.InjectionContent{SystemSpan: spanOut(in.SystemSpan)}}
 		if len(in.Messages) > 0 {
 			inj.Inject.Messages = messagesOut(in.Messages)
 		}
@@ -75,6 +75,14 @@ func recallOut(r recall.RecallResult) (gen.RecallResult, error) {
 		out.Injections = append(out.Injections, inj)
 	}
 	return out, nil
+}
+
+// spanOut is a part of the recall's systemPrompt, on the wire.
+func spanOut(s *recall.Span) *gen.PromptSpan {
+	if s == nil {
+		return nil
+	}
+	return &gen.PromptSpan{StartByte: s.Start, EndByte: s.End}
 }
 
 func messagesOut(ms []core.Message) []gen.Message {
@@ -132,7 +140,7 @@ func evidenceOut(e recall.Evidence) gen.Evidence {
 	for _, c := range e.Candidates {
 		gc := gen.Candidate{ID: c.ID, MemoryID: c.MemoryID, Score: c.Score, VectorScore: c.VectorScore, LexicalScore: c.LexicalScore,
 			Rank: c.Rank, Admitted: c.Admitted,
-			PromptFragment: c.PromptFragment, PromptPosition: c.PromptPosition, DocURI: optString(c.DocURI),
+			PromptPosition: c.PromptPosition, SystemSpan: spanOut(c.SystemSpan), DocURI: optString(c.DocURI),
 			Page: c.Page, Heading: optString(c.Heading), ConversationID: optString(c.ConversationID)}
 		if c.Reason != "" {
 			r := gen.CandidateReason(c.Reason)

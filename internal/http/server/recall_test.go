@@ -32,7 +32,10 @@ type recallBody struct {
 	Injections []struct {
 		ID     string `json:"id"`
 		Inject struct {
-			SystemPrompt string `json:"systemPrompt"`
+			SystemSpan *struct {
+				StartByte int `json:"startByte"`
+				EndByte   int `json:"endByte"`
+			} `json:"systemSpan"`
 		} `json:"inject"`
 		Retrieval *struct {
 			Score float64 `json:"score"`
@@ -90,12 +93,16 @@ func TestRecallEndToEnd(t *testing.T) {
 		if chat.AdmittedCount != 4 {
 			t.Errorf("window of 4 admitted %d", chat.AdmittedCount)
 		}
-		// Byte identity: the injections rebuild the system prompt exactly.
+		// Byte identity: the injections' spans rebuild the system prompt exactly, and the
+		// answer holds its text once.
 		var parts []string
 		for _, in := range rb.Injections {
-			if in.Inject.SystemPrompt != "" {
-				parts = append(parts, in.Inject.SystemPrompt)
+			if s := in.Inject.SystemSpan; s != nil {
+				parts = append(parts, rb.SystemPrompt[s.StartByte:s.EndByte])
 			}
+		}
+		if n := strings.Count(string(r.body), "Where is order A-1043?"); n != 1 {
+			t.Errorf("the snapshot's query is %d times in the answer, want once", n)
 		}
 		if strings.Join(parts, "\n\n") != rb.SystemPrompt || rb.SystemPrompt == "" {
 			t.Errorf("injections do not rebuild the system prompt:\n%q\nvs\n%q", strings.Join(parts, "\n\n"), rb.SystemPrompt)

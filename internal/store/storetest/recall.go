@@ -95,10 +95,13 @@ func testRecallStore(t *testing.T, s app.Store) {
 		r := recall.RecallResult{RecallID: "rcl_abcdefghij", Identity: core.Identity{Tenant: "rr", ConversationID: "c"},
 			QueryHash: "sha256:00", Turn: 4, RunID: "run-1", CreatedAt: t0,
 			Memories: []recall.MemoryRecall{{MemoryID: "m", Type: core.Causal, Flavor: "memory",
-				Messages: []core.Message{{Role: "system", Content: "x"}},
+				Messages: []core.Message{{Role: "system", Content: frag}},
 				Evidence: recall.Evidence{Strategy: core.TopK, QueryHash: "sha256:00", Candidates: []recall.Candidate{
-					{ID: "snap-3", MemoryID: "m", Score: &score, Rank: 1, Admitted: true, PromptFragment: &frag, PromptPosition: &pos}}}}},
-			Injections: []recall.Injection{{ID: "memory:m#snap-3", Flavor: "memory", SystemPrompt: "x"}}, SystemPrompt: "x"}
+					{ID: "snap-3", MemoryID: "m", Score: &score, Rank: 1, Admitted: true, PromptFragment: &frag, PromptPosition: &pos}}}}}}
+		r.SystemPrompt, r.Injections = recall.Assemble(r.Memories)
+		if r.SystemPrompt != frag || len(r.Injections) != 1 || r.Injections[0].SystemSpan == nil {
+			t.Fatalf("assembled %q, %+v", r.SystemPrompt, r.Injections)
+		}
 		if err := json.Unmarshal([]byte(`{"kind":"topK","topK":1}`), &r.Memories[0].Strategy); err != nil {
 			t.Fatal(err)
 		}
