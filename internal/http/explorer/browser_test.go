@@ -349,7 +349,7 @@ func TestExplorer(t *testing.T) {
 			t.Run("Memories", func(t *testing.T) { p.t, a.t = t, t; memories(p) })
 			t.Run("Conversations", func(t *testing.T) { p.t, a.t = t, t; conversations(p) })
 			t.Run("Timeline", func(t *testing.T) { p.t, a.t = t, t; timeline(p) })
-			t.Run("Recall", func(t *testing.T) { p.t, a.t = t, t; recallEvidence(p, recallID) })
+			t.Run("Recall", func(t *testing.T) { p.t, a.t = t, t; recallEvidence(p, a, recallID) })
 			t.Run("RunTail", func(t *testing.T) { p.t, a.t = t, t; runTail(p, a) })
 			t.Run("LiveRun", func(t *testing.T) { p.t, a.t = t, t; liveRun(p, a, srv) })
 			t.Run("Explain", func(t *testing.T) { p.t, a.t = t, t; explainWalk(p) })
@@ -494,7 +494,7 @@ func timeline(p *page) {
 	p.shot("timeline")
 }
 
-func recallEvidence(p *page, recallID string) {
+func recallEvidence(p *page, a *api, recallID string) {
 	p.visit("#/recalls/"+recallID+"?conversation=support-4821", "Recall "+recallID)
 	p.waitText("main", "Memory why")
 	why := `[...document.querySelectorAll("main section.card")].find(s => s.querySelector("h2").innerText.startsWith("Memory why"))`
@@ -511,6 +511,36 @@ func recallEvidence(p *page, recallID string) {
 	admitted := eval[int](p, `[...document.querySelectorAll("main tbody tr")].filter(r => r.innerText.includes("admitted")).length`)
 	if marks != 7 || admitted != 7 {
 		p.t.Errorf("%d fragments marked, %d candidates admitted; want 7 of each", marks, admitted)
+	}
+	// Each mark is the text its candidate's systemSpan names: UTF-8 byte offsets, sliced as
+	// bytes (the snapshot's tool call holds a "→", three bytes and one UTF-16 unit).
+	receipt := a.must("GET", "/v1/recalls/"+recallID, nil)
+	prompt := receipt["systemPrompt"].(string)
+	want := map[string]string{}
+	for _, m := range receipt["memories"].([]any) {
+		m := m.(map[string]any)
+		ev := m["evidence"].(map[string]any)
+		for _, c := range ev["candidates"].([]any) {
+			c := c.(map[string]any)
+			if sp, ok := c["systemSpan"].(map[string]any); ok {
+				want[m["memoryId"].(string)+"#"+c["id"].(string)] = prompt[int(sp["startByte"].(float64)):int(sp["endByte"].(float64))]
+			}
+		}
+	}
+	if !strings.Contains(prompt, "→") {
+		p.t.Errorf("the recall's prompt holds no multi-byte character to test the spans with:\n%s", prompt)
+	}
+	got := eval[map[string]string](p, `Object.fromEntries([...document.querySelectorAll(".prompt mark")].map(m => [m.title, m.textContent]))`)
+	if len(got) != len(want) {
+		p.t.Errorf("%d marks, %d spans", len(got), len(want))
+	}
+	for id, text := range want {
+		if got[id] != text {
+			p.t.Errorf("mark %s shows %q, its span names %q", id, got[id], text)
+		}
+	}
+	if full := eval[string](p, `document.querySelector(".prompt").textContent`); full != prompt {
+		p.t.Errorf("the prompt shown is not systemPrompt:\n%q\n%q", full, prompt)
 	}
 	p.do("follow a fragment", chromedp.Click(chromedp.CSS(`.prompt mark[title="why#snap-1"] a`)))
 	if got := eval[string](p, `document.querySelector("tr.target") ? document.querySelector("tr.target").id : ""`); got != "cand-why-snap-1" {

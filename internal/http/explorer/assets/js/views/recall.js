@@ -1,6 +1,7 @@
 // A recall's evidence: per memory, every candidate with a score bar, its rank, admitted or
 // why not, the threshold drawn as a line, nearestMiss, searchMode and the embedder; then the
-// assembled prompt with each fragment highlighted and linked to its candidate.
+// assembled prompt with each fragment highlighted (where its systemSpan says it lies) and
+// linked to its candidate.
 import { h, route, fmtTime, fmtScore, facts, json } from "../dom.js";
 import { get } from "../api.js";
 
@@ -61,7 +62,7 @@ function memorySection(m) {
       h("td", { class: "scorecell" }, typeof c.score === "number" ? scoreBar(c, scale, ev) : h("span", { class: "muted" }, "not scored")),
       h("td", null, typeof c.score === "number" ? fmtScore(c.score) : "—"),
       h("td", null, c.admitted
-        ? [h("span", { class: "badge ok" }, "admitted"), c.promptFragment !== undefined ? [" ", h("a", { href: "#" + anchor("frag", m.memoryId, c.id), on: { click: jump(anchor("frag", m.memoryId, c.id)) } }, "in the prompt")] : null]
+        ? [h("span", { class: "badge ok" }, "admitted"), c.systemSpan !== undefined ? [" ", h("a", { href: "#" + anchor("frag", m.memoryId, c.id), on: { click: jump(anchor("frag", m.memoryId, c.id)) } }, "in the prompt")] : null]
         : h("span", { class: "badge bad" }, c.reason || "not admitted")));
     tbody.append(row);
   }
@@ -101,7 +102,8 @@ function jump(id) {
 }
 
 // promptSection shows the assembled system prompt with every admitted candidate's fragment
-// marked where it occurs, linked to its candidate's row.
+// marked where its systemSpan puts it, linked to its candidate's row. Spans are UTF-8 byte
+// offsets into systemPrompt: the prompt is sliced as bytes and each part decoded.
 function promptSection(r) {
   const prompt = r.systemPrompt || "";
   const sec = h("section", { class: "card", "aria-labelledby": "prompt-title" }, h("h2", { id: "prompt-title" }, "The assembled prompt"));
@@ -109,32 +111,31 @@ function promptSection(r) {
     sec.append(h("p", { class: "muted" }, "Nothing was admitted: the prompt is empty."));
     return sec;
   }
-  const frags = [];
-  for (const m of r.memories || []) {
-    const cs = (m.evidence?.candidates || []).filter((c) => c.admitted && typeof c.promptFragment === "string" && c.promptFragment);
-    cs.sort((a, b) => (a.promptPosition ?? 0) - (b.promptPosition ?? 0));
-    for (const c of cs) frags.push({ mem: m.memoryId, c });
-  }
+  const bytes = new TextEncoder().encode(prompt);
+  const decode = (start, end) => new TextDecoder().decode(bytes.subarray(start, end));
+  let admitted = 0;
   const spans = [];
-  let from = 0;
-  for (const f of frags) {
-    let at = prompt.indexOf(f.c.promptFragment, from);
-    if (at < 0) at = prompt.indexOf(f.c.promptFragment);
-    if (at < 0 || spans.some((s) => at < s.end && at + f.c.promptFragment.length > s.start)) continue;
-    spans.push({ start: at, end: at + f.c.promptFragment.length, ...f });
-    from = at + f.c.promptFragment.length;
+  for (const m of r.memories || []) {
+    for (const c of m.evidence?.candidates || []) {
+      if (!c.admitted) continue;
+      admitted++;
+      const s = c.systemSpan;
+      if (!s || s.startByte < 0 || s.startByte > s.endByte || s.endByte > bytes.length) continue;
+      if (spans.some((o) => s.startByte < o.end && s.endByte > o.start)) continue;
+      spans.push({ start: s.startByte, end: s.endByte, mem: m.memoryId, c });
+    }
   }
   spans.sort((a, b) => a.start - b.start);
   const pre = h("div", { class: "prompt", tabindex: "0", "aria-label": "system prompt" });
   let pos = 0;
   for (const s of spans) {
-    if (s.start > pos) pre.append(prompt.slice(pos, s.start));
+    if (s.start > pos) pre.append(decode(pos, s.start));
     const cand = anchor("cand", s.mem, s.c.id);
     pre.append(h("mark", { id: anchor("frag", s.mem, s.c.id), title: `${s.mem}#${s.c.id}` },
-      h("a", { href: "#" + cand, on: { click: jump(cand) } }, prompt.slice(s.start, s.end))));
+      h("a", { href: "#" + cand, on: { click: jump(cand) } }, decode(s.start, s.end))));
     pos = s.end;
   }
-  if (pos < prompt.length) pre.append(prompt.slice(pos));
-  sec.append(h("p", { class: "muted" }, `${spans.length} of ${frags.length} admitted fragments located; each links to its candidate.`), pre);
+  if (pos < bytes.length) pre.append(decode(pos, bytes.length));
+  sec.append(h("p", { class: "muted" }, `${spans.length} of ${admitted} admitted fragments marked where the recall says they lie; each links to its candidate.`), pre);
   return sec;
 }
