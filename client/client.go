@@ -18,7 +18,8 @@
 //
 //	fp, err := client.New("http://127.0.0.1:8080", client.Config{Key: os.Getenv("FOOTPRINT_API_KEY")})
 //	rec, err := fp.RecallWithResponse(ctx, "support-4821", nil, client.RecallInput{Query: client.Ptr("...")})
-//	// ... answer with rec.JSON200.SystemPrompt in the system prompt ...
+//	// ... answer with rec.JSON200.SystemPrompt in the system prompt (each injection names its
+//	// part of it: rec.JSON200.InjectionText(inj)) ...
 //	_, err = fp.PostTurnWithResponse(ctx, "support-4821", nil, client.TurnInput{
 //		Messages:  []client.Message{{Role: client.MessageRoleUser, Content: q}, {Role: client.MessageRoleAssistant, Content: a}},
 //		RecallIds: []client.RecallID{rec.JSON200.RecallID},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +86,21 @@ func TestClient(t *testing.T) {
 		rec, err := fp.RecallWithResponse(ctx, "c1", nil, client.RecallInput{Query: client.Ptr("refund window"), Turn: client.Ptr(2)})
 		if err != nil || rec.JSON200 == nil || rec.JSON200.RecallID == "" || rec.JSON200.SystemPrompt == "" {
 			t.Fatalf("recall: %v %+v", err, rec)
+		}
+		// The injections' texts, joined as the memories join, are the system prompt.
+		var pieces []string
+		for _, inj := range rec.JSON200.Injections {
+			text, ok := rec.JSON200.InjectionText(inj)
+			if !ok || text == "" {
+				t.Errorf("injection %s has no text: %+v", inj.ID, inj.Inject)
+			}
+			pieces = append(pieces, text)
+		}
+		if got := strings.Join(pieces, "\n\n"); got != rec.JSON200.SystemPrompt || !strings.Contains(got, "30 days.") {
+			t.Errorf("the injections' texts make\n%q\nnot the system prompt\n%q", got, rec.JSON200.SystemPrompt)
+		}
+		if _, ok := rec.JSON200.SpanText(&client.PromptSpan{StartByte: 0, EndByte: len(rec.JSON200.SystemPrompt) + 1}); ok {
+			t.Error("a span past the end of the prompt has a text")
 		}
 		// Without the key: 401 unauthorized, as an *Error.
 		anon, _ := client.New(url, client.Config{})

@@ -14,13 +14,18 @@
  *   body: { query: "How long do refunds take?", turn: 3 },
  * }));
  * // ... answer with recall.systemPrompt in the system prompt ...
+ * // Each injection names its part of it by UTF-8 byte offsets:
+ * for (const inj of recall.injections) console.log(inj.id, injectionText(recall, inj));
  * ```
  *
  * This module adds only what a generator cannot know, in the `fetch` the client calls: the API
  * key; bounded retries of 429 and 503 answers after their Retry-After; an Idempotency-Key on
  * every POST that has none, the same across its retries (a retried turn is replayed by the
  * server, never stored twice); and {@link unwrap}, which turns a problem answer into a thrown
- * {@link FootprintError} with the problem's `code`, `path`, `detail` and `fix`.
+ * {@link FootprintError} with the problem's `code`, `path`, `detail` and `fix`; and
+ * {@link spanText} and {@link injectionText}, which read the part of a recall's
+ * `systemPrompt` that a `PromptSpan` names (spans count UTF-8 bytes, which a JavaScript
+ * string's `slice` does not).
  *
  * @module
  */
@@ -118,6 +123,42 @@ export class FootprintError extends Error {
     const wait = response?.headers.get("Retry-After");
     this.retryAfterMs = wait ? retryAfterMs(wait) : undefined;
   }
+}
+
+/** A recall answer, or a receipt read back: its text is held once, in `systemPrompt`. */
+export type RecallResult = Schemas["RecallResult"];
+/** A part of a recall's `systemPrompt`, by UTF-8 byte offsets. */
+export type PromptSpan = Schemas["PromptSpan"];
+
+const promptBytes = new WeakMap<RecallResult, Uint8Array>();
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The part of the recall's `systemPrompt` that `span` names (a memory's, an admitted
+ * candidate's or an injection's `systemSpan`), or `undefined` when there is no span or it does
+ * not lie within the prompt. Spans are UTF-8 byte offsets, so the prompt is sliced as bytes
+ * (encoded once per recall) and the slice decoded: `systemPrompt.slice(startByte, endByte)`
+ * would be wrong as soon as the text holds a character outside ASCII.
+ */
+export function spanText(recall: RecallResult, span: PromptSpan | undefined): string | undefined {
+  if (!span) return undefined;
+  let bytes = promptBytes.get(recall);
+  if (!bytes) {
+    bytes = new TextEncoder().encode(recall.systemPrompt);
+    promptBytes.set(recall, bytes);
+  }
+  const { startByte, endByte } = span;
+  if (!(Number.isInteger(startByte) && Number.isInteger(endByte) && startByte >= 0 && startByte <= endByte && endByte <= bytes.length)) return undefined;
+  try {
+    return utf8.decode(bytes.subarray(startByte, endByte));
+  } catch {
+    return undefined; // not on character boundaries: no span the server sends
+  }
+}
+
+/** An injection's text for the system prompt: {@link spanText} of its `inject.systemSpan`. */
+export function injectionText(recall: RecallResult, injection: Schemas["Injection"]): string | undefined {
+  return spanText(recall, injection.inject.systemSpan);
 }
 
 /** What an openapi-fetch call resolves to. */

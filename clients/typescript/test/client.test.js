@@ -3,7 +3,7 @@
 // runs this file). Run it by hand with `node --test test/` after `npm run build`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createFootprint, FootprintError, unwrap } from "../dist/index.js";
+import { createFootprint, FootprintError, injectionText, spanText, unwrap } from "../dist/index.js";
 
 const baseUrl = process.env.FOOTPRINT_URL;
 const key = process.env.FOOTPRINT_API_KEY;
@@ -29,6 +29,12 @@ test("memories, turns, recall and explain, typed by the spec", async () => {
   assert.match(recall.recallId, /^rcl_/);
   assert.match(recall.systemPrompt, /30 days/);
   assert.ok(recall.memories[0].evidence.candidates.length >= 2);
+  // The text is once in the answer; the injections' spans name its parts.
+  const pieces = recall.injections.map((inj) => injectionText(recall, inj));
+  assert.ok(pieces.every((p) => typeof p === "string" && p.length > 0), JSON.stringify(recall.injections));
+  assert.equal(pieces.join("\n\n"), recall.systemPrompt);
+  assert.equal(spanText(recall, recall.memories[0].systemSpan), recall.systemPrompt);
+  assert.equal(spanText(recall, { startByte: 0, endByte: new TextEncoder().encode(recall.systemPrompt).length + 1 }), undefined);
   await unwrap(fp.POST("/v1/conversations/{conversationId}/turns", {
     params: { path: { conversationId: conv } },
     body: { messages: msgs("And for damaged items?", "Also 30 days."), recallIds: [recall.recallId] },
@@ -38,6 +44,16 @@ test("memories, turns, recall and explain, typed by the spec", async () => {
   }));
   assert.equal(ex.turn, 2);
   assert.ok(ex.origins.some((o) => o.recallId === recall.recallId), JSON.stringify(ex.origins));
+});
+
+test("spanText slices UTF-8 bytes, not UTF-16 units", () => {
+  const systemPrompt = "Café → ok\n\nnext";
+  const recall = { systemPrompt };
+  // "Café → ok" is 12 bytes: é is 2, → is 3.
+  assert.equal(spanText(recall, { startByte: 0, endByte: 12 }), "Café → ok");
+  assert.equal(spanText(recall, { startByte: 14, endByte: 18 }), "next");
+  assert.equal(spanText(recall, { startByte: 4, endByte: 5 }), undefined, "a span inside a character");
+  assert.equal(spanText(recall, undefined), undefined);
 });
 
 test("a refusal is a FootprintError with the problem's code, path and fix", async () => {

@@ -49,7 +49,9 @@ var toolSpecs = []toolSpec{
 			"answering. The text result is the system-prompt text to show the model for this turn, exactly " +
 			"as the memories recalled it (empty when nothing cleared the thresholds). The structured result " +
 			"holds the evidence: per memory, every candidate considered with its score, rank and whether it " +
-			"was admitted or why not; the injections; and recallId, the receipt of this recall. Pass turn " +
+			"was admitted or why not; the injections, each naming its part of systemPrompt by UTF-8 byte " +
+			"offsets (systemSpan; the text itself is only in systemPrompt); and recallId, the receipt of " +
+			"this recall. Announce each injection by its id when you show it to the model. Pass turn " +
 			"and runId to link the recall to the turn you are answering, and keep recallId for post_turn.",
 		text: recallText,
 	},
