@@ -642,6 +642,9 @@ func (b *bench) conversations(ctx context.Context, tc debtext.TextCorpus) ([]que
 	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(q query) (string, string) { return convs[q.conv].id, convs[q.conv].ns }, core.KindMessage); err != nil {
 		return nil, err
 	}
+	if err := b.sizes(ctx, qs, func(q query) string { return convs[q.conv].id }, mem.ID); err != nil {
+		return nil, err
+	}
 	fmt.Println()
 
 	b.check("per-conversation service p50 ≤ 1 ms", rows[0].p50 <= time.Millisecond, "%.3f ms", benchkit.Ms(rows[0].p50))
@@ -835,6 +838,9 @@ func (b *bench) corpus(ctx context.Context, tc debtext.TextCorpus) ([]query, err
 	rows := b.report(qs, setOf, truth, svc, direct, exact)
 	fmt.Printf("(candidates per query returned by the store: %s of LIMIT %d; consideredCount in the evidence: %s)\n", spread(direct.counts), limit, spread(svc.counts))
 	if err := b.breakdown(ctx, qs[:len(svc.lat)], mem.ID, func(query) (string, string) { return "bench-corpus-reader", core.CorpusNamespace }, core.KindDocument); err != nil {
+		return nil, err
+	}
+	if err := b.sizes(ctx, qs, func(query) string { return "bench-corpus-reader" }, mem.ID); err != nil {
 		return nil, err
 	}
 	if err := b.efSweep(ctx, qs, set, truth); err != nil {
