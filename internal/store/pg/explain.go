@@ -16,12 +16,13 @@ import (
 
 var _ explain.Store = (*Store)(nil)
 
-// linkTurnSQL adds run ids ($4) and recall ids ($5) to a turn's links (set union).
+// linkTurnSQL adds run ids ($4) and recall ids ($5) to a turn's links (set union, by
+// footprint_union of migration 00016: Citus refuses a subquery in DO UPDATE SET).
 const linkTurnSQL = `INSERT INTO turn_links (tenant, namespace, turn, run_ids, recall_ids, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (tenant, namespace, turn) DO UPDATE SET
-		run_ids = ARRAY(SELECT DISTINCT unnest(turn_links.run_ids || EXCLUDED.run_ids)),
-		recall_ids = ARRAY(SELECT DISTINCT unnest(turn_links.recall_ids || EXCLUDED.recall_ids)),
+		run_ids = footprint_union(turn_links.run_ids, EXCLUDED.run_ids),
+		recall_ids = footprint_union(turn_links.recall_ids, EXCLUDED.recall_ids),
 		updated_at = EXCLUDED.updated_at`
 
 // LinkTurn adds a run and recall receipts to a turn's links (set union).

@@ -107,11 +107,13 @@ func (s *Store) UpdateMemory(ctx context.Context, tenant, id string, fn func(*co
 		if err != nil {
 			return err
 		}
-		// Every column from the same list as INSERT, so the two cannot drift apart; the keys
-		// and created_at are rewritten with their own values. RETURNING gives back exactly
-		// what was stored (timestamps at Postgres's precision).
-		out, err = scanMemory(t.QueryRow(ctx, `UPDATE memories SET (`+memoryColumns+`)
-			= ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+		// Every column from the same list as INSERT but the tenant, so the two cannot drift
+		// apart; the id and created_at are rewritten with their own values. The tenant is
+		// never assigned: on Citus it is the distribution column, which an UPDATE may not set
+		// ("modifying the partition value of rows is not allowed"), even to itself. RETURNING
+		// gives back exactly what was stored (timestamps at Postgres's precision).
+		out, err = scanMemory(t.QueryRow(ctx, `UPDATE memories SET (`+memoryColumnsButTenant+`)
+			= ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 			WHERE tenant = $1 AND id = $2
 			RETURNING `+memoryColumns, args...))
 		return err

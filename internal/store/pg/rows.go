@@ -3,6 +3,7 @@ package pg
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,9 @@ import (
 // memoryColumns lists memories' columns in the order scanMemory reads and memoryArgs writes.
 const memoryColumns = `tenant, id, type, strategy, description, read_only, ttl_ms, tier,
 	embedder, projection, corpus, flavor, version, created_at, updated_at, scope`
+
+// memoryColumnsButTenant is memoryColumns without its first column, the tenant.
+var memoryColumnsButTenant = strings.TrimPrefix(memoryColumns, "tenant, ")
 
 // memoryArgs returns m's column values in memoryColumns order.
 func memoryArgs(m core.Memory) ([]any, error) {

@@ -490,8 +490,9 @@ func (s *Store) DeleteFinishedRuns(ctx context.Context, cutoff time.Time) (int64
 	for {
 		var n int64
 		err := s.tx(ctx, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `DELETE FROM runs WHERE ctid = ANY (ARRAY(
-				SELECT ctid FROM runs WHERE finished AND finished_at < $1 LIMIT $2)) RETURNING tenant, id`, cutoff, 500)
+			// By primary key, as Sweep's batches (sweep.go says why).
+			rows, err := tx.Query(ctx, `DELETE FROM runs WHERE (tenant, id) IN (
+				SELECT tenant, id FROM runs WHERE finished AND finished_at < $1 LIMIT $2) RETURNING tenant, id`, cutoff, 500)
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,8 @@ const sweepBatch = 5000
 // out of their corpus's lexical statistics (PutDocuments keeps them), in the same statement,
 // the rows it updates in key order (the order PutDocuments locks them in), and counts them.
 const sweepEntriesSQL = `WITH gone AS (
-		DELETE FROM entries WHERE ctid = ANY (ARRAY(SELECT ctid FROM entries WHERE expires_at <= $1 LIMIT $2))
+		DELETE FROM entries WHERE (tenant, memory_id, namespace, id) IN (
+			SELECT tenant, memory_id, namespace, id FROM entries WHERE expires_at <= $1 LIMIT $2)
 		RETURNING tenant, memory_id, namespace, kind, lex_terms, lex_length),
 	terms AS (
 		INSERT INTO lexical_terms (tenant, memory_id, namespace, term, df)
@@ -34,12 +35,18 @@ const sweepEntriesSQL = `WITH gone AS (
 // Sweep deletes expired idempotency keys and expired entries and, as p says, audit records
 // (finished recordings, recall receipts, ablations), in batches, and returns how many rows went.
 // Reads never depend on it.
+//
+// A batch is chosen by primary key, (key) IN (SELECT key ... LIMIT n), which both Postgres and
+// Citus plan: on Citus the subquery runs first over every shard, then each shard deletes the
+// rows of the batch it holds (by ctid, the form before, Citus refuses to plan a multi-shard
+// DELETE: "Recursively planned distributed modifications with ctid on where clause are not
+// supported").
 func (s *Store) Sweep(ctx context.Context, p core.SweepPolicy) (int64, error) {
 	now := p.Now
 	var total int64
 	for _, q := range []string{
-		`WITH gone AS (DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
-			SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)) RETURNING 1)
+		`WITH gone AS (DELETE FROM idempotency_keys WHERE (tenant, key) IN (
+			SELECT tenant, key FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2) RETURNING 1)
 		SELECT count(*) FROM gone`,
 		sweepEntriesSQL,
 	} {
@@ -63,8 +70,8 @@ func (s *Store) Sweep(ctx context.Context, p core.SweepPolicy) (int64, error) {
 		return total, err
 	}
 	for _, q := range []string{
-		`DELETE FROM recalls WHERE ctid = ANY (ARRAY(SELECT ctid FROM recalls WHERE created_at < $1 LIMIT $2))`,
-		`DELETE FROM ablations WHERE ctid = ANY (ARRAY(SELECT ctid FROM ablations WHERE created_at < $1 LIMIT $2))`,
+		`DELETE FROM recalls WHERE (tenant, id) IN (SELECT tenant, id FROM recalls WHERE created_at < $1 LIMIT $2)`,
+		`DELETE FROM ablations WHERE (tenant, id) IN (SELECT tenant, id FROM ablations WHERE created_at < $1 LIMIT $2)`,
 	} {
 		for {
 			tag, err := s.pool.Exec(ctx, q, p.AuditBefore, sweepBatch)
