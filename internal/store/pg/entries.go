@@ -314,14 +314,14 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite, memoryIDs, kin
 	err := withRetry(ctx, func() error {
 		outcome, read, domain, conflict, stale = turns.TurnOutcome{}, turnRead{}, nil, nil, false
 		return s.pipelinedTx(ctx, func(c *pgx.Conn) error {
-			begin := true // BEGIN still to be sent, at the head of the next batch
+			begin := s.txBegin() // still to be sent, at the head of the next batch
 			// The key is claimed before the namespace is locked, in every
 			// transaction, so the two locks are always taken in one order.
 			if w.Idempotency != nil {
-				if _, err := c.Exec(ctx, "BEGIN"); err != nil {
+				if _, err := c.Exec(ctx, s.beginQuery()); err != nil {
 					return err
 				}
-				begin = false
+				begin = nil
 				replay, err := claimKey(ctx, c, w.Tenant, *w.Idempotency, w.Now)
 				if err != nil {
 					if errors.Is(err, turns.ErrKeyReused) {
@@ -423,26 +423,22 @@ func isStale(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == codeDivisionByZero
 }
 
-// queuePredicted queues the head of a predicted write's batch: BEGIN (when begin is set), the
-// namespace lock, and the check that its highest live turn is still highest. readPredicted
-// reads it back.
-func queuePredicted(b *pgx.Batch, w turns.TurnWrite, memoryIDs, kinds []string, highest int, begin bool) {
-	if begin {
-		b.Queue("BEGIN")
+// queuePredicted queues the head of a predicted write's batch: begin (BEGIN and what goes with
+// it, Store.txBegin; none when the transaction is open already), the namespace lock, and the
+// check that its highest live turn is still highest. readPredicted reads it back.
+func queuePredicted(b *pgx.Batch, w turns.TurnWrite, memoryIDs, kinds []string, highest int, begin []string) {
+	for _, stmt := range begin {
+		b.Queue(stmt)
 	}
 	b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
 	sql, args := assertHighest(w.Tenant, w.Namespace, memoryIDs, kinds, w.Now, highest)
 	b.Queue(sql, args...)
 }
 
-// readPredicted reads the head of a predicted write's batch: BEGIN (when sent), the lock and
+// readPredicted reads the head of a predicted write's batch: begin's statements, the lock and
 // the check.
-func readPredicted(br pgx.BatchResults, begun bool) error {
-	n := 2
-	if begun {
-		n = 3
-	}
-	for range n {
+func readPredicted(br pgx.BatchResults, begin []string) error {
+	for range len(begin) + 2 {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
@@ -570,12 +566,13 @@ func asStored(e core.Entry) core.Entry {
 	return e
 }
 
-// lockAndRead begins the transaction when begin is set, takes the namespace's advisory lock,
-// then reads the highest live stored turn and the fingerprints of fpIDs: one pipelined batch.
-func lockAndRead(ctx context.Context, c queryer, w turns.TurnWrite, memoryIDs, kinds, fpIDs []string, begin bool) (int, map[string]core.Fingerprint, error) {
+// lockAndRead begins the transaction with begin's statements (Store.txBegin; none when it is
+// open already), takes the namespace's advisory lock, then reads the highest live stored turn
+// and the fingerprints of fpIDs: one pipelined batch.
+func lockAndRead(ctx context.Context, c queryer, w turns.TurnWrite, memoryIDs, kinds, fpIDs []string, begin []string) (int, map[string]core.Fingerprint, error) {
 	b := &pgx.Batch{}
-	if begin {
-		b.Queue("BEGIN")
+	for _, stmt := range begin {
+		b.Queue(stmt)
 	}
 	b.Queue(lockNamespaceSQL, w.Tenant, w.Namespace)
 	if w.PrincipalNamespace != "" {
@@ -605,11 +602,9 @@ func lockAndRead(ctx context.Context, c queryer, w turns.TurnWrite, memoryIDs, k
 	return highest, have, nil
 }
 
-func readLockBatch(br pgx.BatchResults, begun, principalLock bool) (int, map[string]core.Fingerprint, error) {
-	if begun {
-		if _, err := br.Exec(); err != nil {
-			return 0, nil, err
-		}
+func readLockBatch(br pgx.BatchResults, begin []string, principalLock bool) (int, map[string]core.Fingerprint, error) {
+	if err := readN(br, len(begin)); err != nil {
+		return 0, nil, err
 	}
 	if _, err := br.Exec(); err != nil { // the lock
 		return 0, nil, err

@@ -27,26 +27,34 @@ import (
 // under force_generic_plan the plan shown is the generic one, made without the parameters'
 // values, which is the plan a pooled connection keeps (an EXPLAIN of the statement with bound
 // parameters would show a custom plan instead, which the store never runs).
+//
+// On a distributed database the settings are the SET LOCALs Citus sends on to the worker, and
+// the plan is the coordinator's (a Citus Adaptive scan of one task) with the worker's plan of
+// the shard under it, as the worker ran it with those settings.
 func (s *Store) ExplainRank(ctx context.Context, q recall.RankQuery) ([]string, error) {
 	kinds := kindNames(q.Kinds)
 	dims := len(q.Vector)
 	var plan []string
 	err := pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
 		sql := exactRankSQL(dims)
+		settingsSQL, setArgs, citus := genericPlanSQL, []any(nil), exactSettingsCitus
 		lexical := false
 		switch {
 		case recall.UsesLexical(q.Ranking):
 			sql, lexical = exactLexicalSQL(dims, q.Ranking == core.RankHybrid), true
-			if _, err := t.Exec(ctx, genericPlanSQL); err != nil {
-				return err
-			}
 		case searchesIndex(q):
-			if _, err := t.Exec(ctx, annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce); err != nil {
+			ef := AnnEfSearch(q.Limit)
+			settingsSQL, setArgs, citus = annSettingsSQL, []any{strconv.Itoa(ef), scanOnce}, annSettingsCitus(ef, scanOnce)
+			sql = annRankSQL(dims)
+		}
+		if !s.distributed {
+			citus = nil
+			if _, err := t.Exec(ctx, settingsSQL, setArgs...); err != nil {
 				return err
 			}
-			sql = annRankSQL(dims)
-		default:
-			if _, err := t.Exec(ctx, genericPlanSQL); err != nil {
+		}
+		for _, st := range citus {
+			if _, err := t.Exec(ctx, st.setLocal()); err != nil {
 				return err
 			}
 		}

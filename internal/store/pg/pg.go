@@ -47,6 +47,12 @@ type Store struct {
 	// exactCorpusDocs: a corpus of at most this many chunks with terms is ranked lexically by
 	// the exact scan (rankCorpusLexical).
 	exactCorpusDocs int
+
+	// distributed: the database is a Citus coordinator with the tenant tables distributed
+	// (citus.go); lockTimeout is the sessions' lock_timeout, which write transactions then
+	// carry to the workers.
+	distributed bool
+	lockTimeout string
 }
 
 // The Store serves every area of the domain.
@@ -128,10 +134,20 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger, opts ...Option) 
 		cfg.MaxConns = o.maxConns
 	}
 
+	var ci clusterInfo
 	if o.migrate {
-		if err := migrate(ctx, cfg.ConnConfig.Copy(), logger); err != nil {
-			return nil, err
-		}
+		ci, err = migrate(ctx, cfg.ConnConfig.Copy(), logger)
+	} else {
+		ci, err = probe(ctx, cfg.ConnConfig.Copy())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ci.distributed {
+		distributedParams(params)
+	} else if ci.citus {
+		logger.WarnContext(ctx, "pg: the citus extension is installed but the tables are not distributed; "+
+			"run SELECT footprint_distribute() on the coordinator to distribute them (docs/scale-out.md)")
 	}
 
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
@@ -148,7 +164,23 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger, opts ...Option) 
 		pool.Close()
 		return nil, translate(err, "pg: connect", "", "")
 	}
-	return &Store{pool: pool, logger: logger, turns: newTurnPredictor(), tel: o.tel, exactCorpusDocs: o.exactCorpusDocs}, nil
+	return &Store{pool: pool, logger: logger, turns: newTurnPredictor(), tel: o.tel, exactCorpusDocs: o.exactCorpusDocs,
+		distributed: ci.distributed, lockTimeout: params["lock_timeout"]}, nil
+}
+
+// probe connects once to learn what kind of database this is (citus.go), and refuses a Citus
+// worker.
+func probe(ctx context.Context, cc *pgx.ConnConfig) (clusterInfo, error) {
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return clusterInfo{}, translate(err, "pg: connect", "", "")
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ci, err := probeCluster(ctx, conn)
+	if err != nil {
+		return clusterInfo{}, translate(err, "pg: probe the database", "", "")
+	}
+	return ci, ci.checkCoordinator()
 }
 
 // setTimeout sets a duration runtime parameter: an explicit option wins, then a value already

@@ -177,37 +177,56 @@ func (s *Store) searchCorpus(ctx context.Context, q recall.RankQuery, kinds []st
 	return s.rankCorpus(ctx, q, kinds, vec, ef, scanIterative)
 }
 
-// rankCorpus is one HNSW pass over a corpus in one pipelined round trip: the memory's
-// fingerprint, the settings (scan: scanOnce or scanIterative) and the ANN query, in one implicit
-// transaction. Mode is "exact" with nothing ranked when no vector was ever stored in the
-// memory; sameSpace is false when the stored vectors are of another space than the query's.
+// rankCorpus is one HNSW pass over a corpus in one pipelined round trip: the settings (scan:
+// scanOnce or scanIterative), the memory's fingerprint and the ANN query, in one transaction
+// (queueSettings: implicit on one node, explicit on Citus). Mode is "exact" with nothing ranked
+// when no vector was ever stored in the memory; sameSpace is false when the stored vectors are
+// of another space than the query's.
 func (s *Store) rankCorpus(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector, ef int, scan string) (recall.RankResult, bool, error) {
 	dims := len(q.Vector)
 	b := &pgx.Batch{}
+	head := s.queueSettings(b, annSettingsSQL, []any{strconv.Itoa(ef), scan}, annSettingsCitus(ef, scan))
 	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
 		q.Tenant, q.MemoryID, q.Namespace)
-	b.Queue(annSettingsSQL, strconv.Itoa(ef), scan)
 	b.Queue(annRankSQL(dims), q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit)
-	br := s.pool.SendBatch(ctx, b)
-	defer func() { _ = br.Close() }()
-	var model string
-	var fdims int
-	err := br.QueryRow().Scan(&model, &fdims)
+	s.queueSettingsEnd(b)
+	var (
+		ranked    []recall.Scored
+		sameSpace = true
+		noVectors bool
+	)
+	err := s.pipelinedTx(ctx, func(c *pgx.Conn) error {
+		br := c.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		if err := readN(br, head); err != nil {
+			return err
+		}
+		var model string
+		var fdims int
+		err := br.QueryRow().Scan(&model, &fdims)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			noVectors = true // no vector was ever stored here
+			return br.Close()
+		case err != nil:
+			return err
+		case model != q.Model || fdims != dims:
+			sameSpace = false
+			return br.Close()
+		}
+		rows, err := br.Query()
+		if ranked, _, err = scanScored(q, rows, err, false); err != nil {
+			return err
+		}
+		return br.Close()
+	})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return recall.RankResult{Mode: "exact"}, true, nil // no vector was ever stored here
 	case err != nil:
 		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-	case model != q.Model || fdims != dims:
+	case noVectors:
+		return recall.RankResult{Mode: "exact"}, true, nil
+	case !sameSpace:
 		return recall.RankResult{}, false, nil
-	}
-	if _, err := br.Exec(); err != nil {
-		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-	}
-	rows, err := br.Query()
-	ranked, _, err := scanScored(q, rows, err, false)
-	if err != nil {
-		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	// The index orders by half-precision distance and relaxed_order may return neighbours
 	// slightly out of order: order them by the exact score. Counting a large corpus would cost
@@ -223,36 +242,48 @@ func (s *Store) rankCorpus(ctx context.Context, q recall.RankQuery, kinds []stri
 	return recall.RankResult{Mode: "ann", Ranked: ranked, Total: -1}, true, nil
 }
 
-// rankConversation ranks exactly in one round trip. done is false when the memory's
-// fingerprint differs from the query's space (the slow, rare path lists the mismatched
-// entries).
+// rankConversation ranks exactly in one round trip: the settings (genericPlanSQL; on Citus
+// exactSettingsCitus), the memory's fingerprint and the ranking. done is false when the
+// memory's fingerprint differs from the query's space (the slow, rare path lists the
+// mismatched entries).
 func (s *Store) rankConversation(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector) (recall.RankResult, bool, error) {
 	b := &pgx.Batch{}
+	head := s.queueSettings(b, genericPlanSQL, nil, exactSettingsCitus)
 	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
 		q.Tenant, q.MemoryID, q.Namespace)
-	b.Queue(genericPlanSQL)
 	read := queueExact(b, q, kinds, vec)
-	br := s.pool.SendBatch(ctx, b)
-	defer func() { _ = br.Close() }()
+	s.queueSettingsEnd(b)
 	res := recall.RankResult{Mode: "exact"}
-	var model string
-	var dims int
-	err := br.QueryRow().Scan(&model, &dims)
+	sameSpace := true
+	err := s.pipelinedTx(ctx, func(c *pgx.Conn) error {
+		br := c.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		if err := readN(br, head); err != nil {
+			return err
+		}
+		var model string
+		var dims int
+		err := br.QueryRow().Scan(&model, &dims)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return br.Close() // no vector was ever stored here: nothing to rank
+		case err != nil:
+			return err
+		case model != q.Model || dims != len(q.Vector):
+			sameSpace = false
+			return br.Close()
+		}
+		rows, err := br.Query()
+		if res.Ranked, res.Total, err = read(rows, err); err != nil {
+			return err
+		}
+		return br.Close()
+	})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return res, true, nil // no vector was ever stored here: nothing to rank
 	case err != nil:
 		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-	case model != q.Model || dims != len(q.Vector):
+	case !sameSpace:
 		return recall.RankResult{}, false, nil
-	}
-	if _, err := br.Exec(); err != nil { // genericPlanSQL
-		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-	}
-	rows, err := br.Query()
-	res.Ranked, res.Total, err = read(rows, err)
-	if err != nil {
-		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	return res, true, nil
 }
@@ -564,14 +595,45 @@ func (s *Store) SaveRecall(ctx context.Context, tenant string, r recall.RecallRe
 	}
 	// pgx copies the arguments into its send buffer: the body's buffer is free once Exec returns.
 	defer body.Release()
-	_, err = s.pool.Exec(ctx, saveReceiptSQL,
-		tenant, r.RecallID, r.Identity.Namespace(), nullInt(r.Turn), nullString(r.RunID), r.QueryHash, r.CreatedAt, body.Bytes(),
-		r.AdmittedIDs())
+	args := []any{tenant, r.RecallID, r.Identity.Namespace(), nullInt(r.Turn), nullString(r.RunID), r.QueryHash, r.CreatedAt, body.Bytes(),
+		r.AdmittedIDs()}
+	if s.distributed {
+		err = s.saveReceiptDistributed(ctx, args)
+	} else {
+		_, err = s.pool.Exec(ctx, saveReceiptSQL, args...)
+	}
 	if err != nil {
 		return translate(err, "save recall", "recall", r.RecallID)
 	}
 	return nil
 }
+
+// saveReceiptDistributedSQL is saveReceiptSQL as Citus routes it: INSERT ... VALUES goes to
+// the shard's worker as it is, where INSERT ... SELECT was run by pulling the row through the
+// coordinator (1.5–1.8 ms against 0.5–0.75 ms, measured); and the commit that must not wait
+// for the WAL is the worker's, which only a propagated SET LOCAL reaches.
+const saveReceiptDistributedSQL = `INSERT INTO recalls (tenant, id, namespace, turn, run_id, query_hash, created_at, body, admitted)
+	VALUES ($1, $2, $3, $4::integer, $5, $6, $7::timestamptz, $8::bytea, $9::text[])`
+
+// saveReceiptDistributed writes a receipt on a distributed database: BEGIN, SET LOCAL
+// synchronous_commit = off (sent on to the worker), the INSERT and COMMIT, one round trip.
+func (s *Store) saveReceiptDistributed(ctx context.Context, args []any) error {
+	b := &pgx.Batch{}
+	head := s.queueSettings(b, "", nil, receiptSettingsCitus)
+	b.Queue(saveReceiptDistributedSQL, args...)
+	s.queueSettingsEnd(b)
+	return s.pipelinedTx(ctx, func(c *pgx.Conn) error {
+		br := c.SendBatch(ctx, b)
+		if err := readN(br, head+1); err != nil {
+			_ = br.Close()
+			return err
+		}
+		return br.Close()
+	})
+}
+
+// receiptSettingsCitus is what saveReceiptSQL's set_config does, for a distributed database.
+var receiptSettingsCitus = []setting{{"synchronous_commit", "off"}}
 
 // GetRecall reads a receipt back; ErrNotFound for an unknown id or another tenant's.
 func (s *Store) GetRecall(ctx context.Context, tenant, id string) (recall.RecallResult, error) {

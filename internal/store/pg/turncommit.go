@@ -206,7 +206,7 @@ func (s *Store) runShared(units []*commitUnit) {
 	ctx, endSpan := s.tel.commitSpan(ctx, members, len(units)) // telemetry.go
 	defer func() { endSpan(err) }()
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	head := s.queueBegin(b)
 	b.Queue(lockNamespacesSQL, tenants, namespaces)
 	for _, u := range units {
 		sql, args := assertHighest(u.w.Tenant, u.w.Namespace, u.memoryIDs, u.kinds, u.w.Now, u.highest)
@@ -219,11 +219,9 @@ func (s *Store) runShared(units []*commitUnit) {
 	b.Queue("COMMIT")
 	err = s.pipelinedTx(ctx, func(c *pgx.Conn) error {
 		br := c.SendBatch(ctx, b)
-		for range 2 { // BEGIN, the locks
-			if _, err := br.Exec(); err != nil {
-				_ = br.Close()
-				return err
-			}
+		if err := readN(br, head+1); err != nil { // BEGIN, the locks
+			_ = br.Close()
+			return err
 		}
 		for _, u := range units {
 			if _, err := br.Exec(); err != nil { // the check

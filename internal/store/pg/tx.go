@@ -35,7 +35,8 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 // txOnce is one attempt of tx. The commit error is returned, never dropped: a failed commit
 // means nothing was stored.
 func (s *Store) txOnce(ctx context.Context, fn func(pgx.Tx) error) (err error) {
-	t, err := s.pool.Begin(ctx)
+	// On Citus, BEGIN carries the lock_timeout to the workers (txBegin): one round trip still.
+	t, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginQuery()})
 	if err != nil {
 		return err
 	}
