@@ -2,6 +2,9 @@ package pg
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,4 +45,61 @@ func (s *Store) ExplainLexicalCandidates(ctx context.Context, q recall.RankQuery
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// Distributed reports whether Open found the tenant tables distributed (Citus).
+func Distributed(s *Store) bool { return s.distributed }
+
+// WorkerSettings opens a transaction exactly as the store does for what (an "exact" ranking, an
+// "ann" corpus search, a "receipt", or a "write" transaction), then reads the current values of
+// names with a statement on tenant's shard of memories, which Citus runs on the worker that
+// holds it: what the worker's session really runs with, not what was asked on the coordinator.
+func WorkerSettings(ctx context.Context, s *Store, what, tenant string, names []string) ([]string, error) {
+	b := &pgx.Batch{}
+	var head int
+	switch what {
+	case "exact":
+		head = s.queueSettings(b, genericPlanSQL, nil, exactSettingsCitus)
+	case "ann":
+		head = s.queueSettings(b, annSettingsSQL, []any{strconv.Itoa(AnnEfSearch(10)), scanIterative}, annSettingsCitus(AnnEfSearch(10), scanIterative))
+	case "receipt":
+		if !s.distributed {
+			return nil, fmt.Errorf("receipts set synchronous_commit inside their INSERT on one node")
+		}
+		head = s.queueSettings(b, "", nil, receiptSettingsCitus)
+	case "write":
+		head = s.queueBegin(b)
+	default:
+		return nil, fmt.Errorf("unknown %q", what)
+	}
+	cols := make([]string, len(names))
+	for i, n := range names {
+		cols[i] = "current_setting(" + literal(n) + ")"
+	}
+	b.Queue(`SELECT `+strings.Join(cols, ", ")+`, count(*) FROM memories WHERE tenant = $1`, tenant)
+	if what == "write" {
+		b.Queue("COMMIT")
+	} else {
+		s.queueSettingsEnd(b)
+	}
+	var values []string
+	err := s.pipelinedTx(ctx, func(c *pgx.Conn) error {
+		br := c.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		if err := readN(br, head); err != nil {
+			return err
+		}
+		values = make([]string, len(names))
+		dest := make([]any, len(names)+1)
+		for i := range values {
+			dest[i] = &values[i]
+		}
+		var n int64
+		dest[len(names)] = &n
+		if err := br.QueryRow().Scan(dest...); err != nil {
+			return err
+		}
+		return br.Close()
+	})
+	return values, err
 }

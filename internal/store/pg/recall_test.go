@@ -62,7 +62,11 @@ func TestCorpusRankUsesHNSW(t *testing.T) {
 // per connection rather than on every recall, and those plans are the right ones — the
 // namespace's b-tree for a conversation, the HNSW index for a corpus — even with a large
 // namespace in the table skewing the planner's estimates (which is what made Postgres re-plan).
+//
+// On Citus the coordinator plans the exact ranking afresh (custom plans: Citus cannot plan its
+// count subquery generically), and the worker plans what it receives in any case.
 func TestRankingRunsGenericPlans(t *testing.T) {
+	pgtest.SkipOnCitus(t, "TestCitusRankingPlans (one task, through the shard's indexes)")
 	t.Parallel()
 	ctx := t.Context()
 	s, err := pg.Open(ctx, pgtest.DSN(t), nil, pg.WithMaxConns(1)) // one session to inspect
@@ -226,6 +230,7 @@ func TestFilteredCorpusIsNeverShort(t *testing.T) {
 // its own transaction only; the session (a pooled connection, shared with turn writes) keeps
 // the server's setting.
 func TestReceiptCommitsAsynchronously(t *testing.T) {
+	pgtest.SkipOnCitus(t, `TestCitusSettingsReachTheWorker ("receipt": the worker's commit)`)
 	t.Parallel()
 	ctx := t.Context()
 	conn := connect(t, pgtest.DSN(t)) // a database made from the migrated template
