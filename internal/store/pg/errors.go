@@ -27,6 +27,7 @@ const (
 	codeCrashShutdown        = "57P02"
 	codeCannotConnectNow     = "57P03" // starting up or shutting down
 	codeReadOnlyTransaction  = "25006" // a write reached a standby during failover
+	codeInternalError        = "XX000" // what Citus raises its own failures with (citusFailure)
 )
 
 // translate maps an error from pgx or Postgres to core's error kinds. It is the one place that
@@ -36,8 +37,8 @@ const (
 //   - the caller's own cancellation: stays context.Canceled (wrapped with op), so the HTTP layer
 //     can tell a client that went away from a failure;
 //   - anything that may succeed if retried later (connection loss, server shutting down, lock
-//     or statement timeout, deadline exceeded, retries of serialisation failures exhausted):
-//     wraps core.ErrUnavailable;
+//     or statement timeout, deadline exceeded, retries of serialisation failures exhausted, a
+//     Citus worker lost mid-transaction or at commit): wraps core.ErrUnavailable;
 //   - anything else: wrapped with op, and treated as an internal error by callers.
 //
 // The original error stays in the chain (multi-%w) so logs carry the cause; callers only ever
@@ -68,9 +69,42 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation
 }
 
+// citusFailure is how a Citus coordinator fails a transaction when it lost a worker's
+// connection at a point where the worker's error cannot be relayed: SQLSTATE XX000 (Citus gives
+// these no code of their own, and relays a worker's own errors with the worker's SQLSTATE) and
+// one of these messages (Citus does not translate its messages). outcomeUnknown: the failure
+// came at COMMIT, after the worker may have committed (a one-phase commit whose answer was
+// lost), so the transaction must not be redone as if nothing had been stored; the caller's
+// idempotency key settles it. Any other XX000 stays an internal error.
+var citusFailures = []struct {
+	prefix         string
+	outcomeUnknown bool
+}{
+	{"could not commit transaction for shard ", true},     // placement_connection.c, at COMMIT
+	{"failure on connection marked as essential: ", true}, // remote_transaction.c, possibly at COMMIT
+	{"failed to prepare transaction ", false},             // remote_transaction.c, 2PC: nothing committed
+}
+
+// citusFailure reports whether err is one of citusFailures, and whether its outcome is unknown.
+func citusFailure(err error) (failed, outcomeUnknown bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != codeInternalError {
+		return false, false
+	}
+	for _, f := range citusFailures {
+		if strings.HasPrefix(pgErr.Message, f.prefix) {
+			return true, f.outcomeUnknown
+		}
+	}
+	return false, false
+}
+
 // unavailable reports whether err is transient: the database is unreachable, shutting down, or
 // too busy to answer in time.
 func unavailable(err error) bool {
+	if failed, _ := citusFailure(err); failed {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {

@@ -19,6 +19,9 @@ func TestTranslate(t *testing.T) {
 	pgErr := func(code, constraint string) error {
 		return fmt.Errorf("exec: %w", &pgconn.PgError{Code: code, ConstraintName: constraint})
 	}
+	citusErr := func(msg string) error {
+		return fmt.Errorf("commit: %w", &pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "XX000", Message: msg})
+	}
 	opErr := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
 	tests := []struct {
 		name string
@@ -43,6 +46,13 @@ func TestTranslate(t *testing.T) {
 		{"deadline or pool acquire timeout", fmt.Errorf("acquire: %w", context.DeadlineExceeded), core.ErrUnavailable},
 		{"caller cancelled", fmt.Errorf("query: %w", context.Canceled), context.Canceled},
 		{"caller cancelled, server said 57014", errors.Join(context.Canceled, pgErr(codeQueryCanceled, "")), context.Canceled},
+		// Citus (citus.go): a worker lost at commit, or before its PREPARE answered; a worker's
+		// own error arrives with the worker's SQLSTATE, and any other XX000 is internal.
+		{"citus: commit on a worker unknown", citusErr("could not commit transaction for shard 102106 on at least one active node"), core.ErrUnavailable},
+		{"citus: essential connection failed", citusErr("failure on connection marked as essential: 10.0.0.7:5432"), core.ErrUnavailable},
+		{"citus: prepare failed", citusErr("failed to prepare transaction 'citus_0_1_2_3' on host 10.0.0.7:5432"), core.ErrUnavailable},
+		{"citus: relayed admin shutdown", &pgconn.PgError{Code: codeAdminShutdown, Where: "while executing command on 10.0.0.7:5432"}, core.ErrUnavailable},
+		{"citus: other internal error", citusErr("could not create distributed plan"), nil},
 		{"syntax error", pgErr("42601", ""), nil},
 		{"check violation", pgErr("23514", "memories_tier_check"), nil},
 	}
@@ -117,4 +127,24 @@ func TestWithRetry(t *testing.T) {
 			t.Errorf("attempts = %d, error = %v; want 1, the serialisation failure", calls, err)
 		}
 	})
+}
+
+// TestRedoableCitus: a Citus failure at commit may have committed on the worker, so a shared
+// transaction that met it is not redone; one at PREPARE (two-phase commit) stored nothing.
+func TestRedoableCitus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		msg  string
+		want bool
+	}{
+		{"could not commit transaction for shard 102106 on at least one active node", false},
+		{"failure on connection marked as essential: 10.0.0.7:5432", false},
+		{"failed to prepare transaction 'citus_0_1_2_3' on host 10.0.0.7:5432", true},
+		{"division by zero", true},
+	} {
+		err := &pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "XX000", Message: tc.msg}
+		if got := redoable(err); got != tc.want {
+			t.Errorf("redoable(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
+	}
 }

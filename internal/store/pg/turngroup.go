@@ -98,8 +98,9 @@ func (s *Store) lead(key string, memoryIDs, kinds []string) {
 // redoable reports whether a failed transaction certainly stored nothing: Postgres refused one
 // of its statements with an ERROR (so the session lived on and the transaction was rolled
 // back), or the error came before anything was sent. Any other failure — a connection lost
-// mid-batch, a FATAL that ended the session — may have lost the answer to a COMMIT that was
-// applied.
+// mid-batch, a FATAL that ended the session, a Citus coordinator that lost a worker while it
+// committed there (an ERROR, but the worker may have committed: citusFailure) — may have lost
+// the answer to a COMMIT that was applied.
 func redoable(err error) bool {
 	var (
 		pgErr    *pgconn.PgError
@@ -107,6 +108,9 @@ func redoable(err error) bool {
 	)
 	if errors.As(err, &conflict) {
 		return true
+	}
+	if _, unknown := citusFailure(err); unknown {
+		return false
 	}
 	if errors.As(err, &pgErr) {
 		sev := pgErr.SeverityUnlocalized
