@@ -86,27 +86,19 @@ func distributedParams(params map[string]string) {
 const distributeSQL = `SELECT footprint_distribute()`
 
 // txBegin returns what opens a write transaction: BEGIN, and on a distributed database the
-// SET LOCAL that carries this store's lock_timeout to the workers' sessions. Batches queue each
-// statement (queueBegin); a transaction begun with Exec or pgx.TxOptions.BeginQuery sends them
-// as one simple-protocol string (beginQuery).
+// SET LOCAL that carries this store's lock_timeout to the workers' sessions (setLockTimeout).
+// Batches queue each statement (queueBegin). Never as one simple-protocol string "BEGIN; SET
+// LOCAL ...": Citus sends a SET LOCAL on to the workers as the text of the message that held
+// it, so each worker transaction would begin with a second BEGIN (a WARNING in its log).
 func (s *Store) txBegin() []string {
 	if !s.distributed {
 		return []string{"BEGIN"}
 	}
-	return []string{"BEGIN", "SET LOCAL lock_timeout = " + literal(s.lockTimeout)}
+	return []string{"BEGIN", s.setLockTimeout()}
 }
 
-// beginQuery is txBegin as one string, for Exec (simple protocol) and pgx.TxOptions.BeginQuery.
-func (s *Store) beginQuery() string {
-	q := ""
-	for i, stmt := range s.txBegin() {
-		if i > 0 {
-			q += "; "
-		}
-		q += stmt
-	}
-	return q
-}
+// setLockTimeout is the SET LOCAL of this store's lock_timeout.
+func (s *Store) setLockTimeout() string { return "SET LOCAL lock_timeout = " + literal(s.lockTimeout) }
 
 // queueBegin queues txBegin's statements on b and returns how many results they leave to read.
 func (s *Store) queueBegin(b *pgx.Batch) int {

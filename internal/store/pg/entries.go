@@ -318,11 +318,8 @@ func (s *Store) writeTurn(ctx context.Context, w turns.TurnWrite, memoryIDs, kin
 			// The key is claimed before the namespace is locked, in every
 			// transaction, so the two locks are always taken in one order.
 			if w.Idempotency != nil {
-				if _, err := c.Exec(ctx, s.beginQuery()); err != nil {
-					return err
-				}
+				replay, err := claimKey(ctx, c, begin, w.Tenant, *w.Idempotency, w.Now)
 				begin = nil
-				replay, err := claimKey(ctx, c, w.Tenant, *w.Idempotency, w.Now)
 				if err != nil {
 					if errors.Is(err, turns.ErrKeyReused) {
 						domain = err
@@ -635,18 +632,24 @@ func readLockBatch(br pgx.BatchResults, begin []string, principalLock bool) (int
 	return highest, have, rows.Err()
 }
 
-// claimKey claims an idempotency key inside the write's transaction. A
-// claim still in flight holds the row's lock, so the INSERT waits for that
-// transaction: if it commits, the claim is replayed (or refused as reused);
-// if it rolls back, this one claims the key. An expired claim is erased
-// first. Returns the stored response to replay, or nil when claimed now.
-func claimKey(ctx context.Context, t queryer, tenant string, c turns.IdempotencyClaim, now time.Time) ([]byte, error) {
+// claimKey claims an idempotency key inside the write's transaction, which its batch begins
+// with begin's statements (Store.txBegin). A claim still in flight holds the row's lock, so the
+// INSERT waits for that transaction: if it commits, the claim is replayed (or refused as
+// reused); if it rolls back, this one claims the key. An expired claim is erased first. Returns
+// the stored response to replay, or nil when claimed now.
+func claimKey(ctx context.Context, t queryer, begin []string, tenant string, c turns.IdempotencyClaim, now time.Time) ([]byte, error) {
 	b := &pgx.Batch{}
+	for _, stmt := range begin {
+		b.Queue(stmt)
+	}
 	b.Queue(`DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND expires_at <= $3`, tenant, c.Key, now)
 	b.Queue(`INSERT INTO idempotency_keys (tenant, key, request_hash, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, key) DO NOTHING`, tenant, c.Key, c.RequestHash, now, c.ExpiresAt)
 	br := t.SendBatch(ctx, b)
-	_, err := br.Exec()
+	err := readN(br, len(begin))
+	if err == nil {
+		_, err = br.Exec()
+	}
 	var tag pgconn.CommandTag
 	if err == nil {
 		tag, err = br.Exec()

@@ -35,8 +35,7 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 // txOnce is one attempt of tx. The commit error is returned, never dropped: a failed commit
 // means nothing was stored.
 func (s *Store) txOnce(ctx context.Context, fn func(pgx.Tx) error) (err error) {
-	// On Citus, BEGIN carries the lock_timeout to the workers (txBegin): one round trip still.
-	t, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginQuery()})
+	t, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -53,6 +52,13 @@ func (s *Store) txOnce(ctx context.Context, fn func(pgx.Tx) error) (err error) {
 			s.logger.WarnContext(ctx, "pg: rollback failed", "error", rerr, "cause", err)
 		}
 	}()
+	if s.distributed {
+		// The lock_timeout for the workers (txBegin): a round trip of its own, since fn's
+		// statements are its to send.
+		if _, err := t.Exec(ctx, s.setLockTimeout()); err != nil {
+			return err
+		}
+	}
 	if err := fn(t); err != nil {
 		return err
 	}
