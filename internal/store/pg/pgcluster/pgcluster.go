@@ -174,8 +174,15 @@ func (c *Cluster) Rename(ctx context.Context, from, to string) error {
 	})
 }
 
-// Drop seals database name and drops it on every node, if it exists.
+// Drop seals database name and drops it on every node, if it exists. Logical replication
+// subscriptions a shard move or split left in it (one that failed half-way) are dropped first:
+// Postgres refuses to drop a database that has one.
 func (c *Cluster) Drop(ctx context.Context, name string) error {
+	if err := c.each(ctx, func(ctx context.Context, node string) error {
+		return dropSubscriptions(ctx, node, name)
+	}); err != nil {
+		return fmt.Errorf("drop the subscriptions of %s: %w", name, err)
+	}
 	if err := c.Seal(ctx, name); err != nil {
 		return err
 	}
@@ -184,6 +191,40 @@ func (c *Cluster) Drop(ctx context.Context, name string) error {
 			return exec(ctx, node, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 		})
 	})
+}
+
+// dropSubscriptions drops the subscriptions of database name on the node admin names, without
+// their replication slots (the database's own go with it; another node's are dropped by Citus's
+// cleanup, or by hand).
+func dropSubscriptions(ctx context.Context, admin, name string) error {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT s.subname FROM pg_subscription s JOIN pg_database d ON d.oid = s.subdbid
+		WHERE d.datname = $1`, name)
+	if err != nil {
+		return err
+	}
+	subs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(subs) == 0 {
+		return err
+	}
+	if err := exec(ctx, admin, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH ALLOW_CONNECTIONS true"); err != nil {
+		return err
+	}
+	dsn, err := WithDatabase(admin, name)
+	if err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		id := pgx.Identifier{sub}.Sanitize()
+		if err := exec(ctx, dsn, "ALTER SUBSCRIPTION "+id+" DISABLE; ALTER SUBSCRIPTION "+id+" SET (slot_name = NONE); DROP SUBSCRIPTION "+id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // each runs fn on every node's admin DSN at once and returns the first error.

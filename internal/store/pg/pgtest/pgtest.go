@@ -82,9 +82,7 @@ func DSN(t *testing.T) string {
 	name := "footprint_t_" + randomHex(8)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	if err := c.Clone(ctx, name, tpl.name); err != nil {
-		t.Fatalf("pgtest: create test database: %v", err)
-	}
+	// Registered first: a clone that failed on one node may exist on the others.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -93,6 +91,9 @@ func DSN(t *testing.T) string {
 			t.Errorf("pgtest: drop test database %s: %v", name, err)
 		}
 	})
+	if err := c.Clone(ctx, name, tpl.name); err != nil {
+		t.Fatalf("pgtest: create test database: %v", err)
+	}
 	dsn, err := c.DSN(name)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
