@@ -49,6 +49,8 @@
 #                              listens on FOOTPRINT_CITUS_PORT + N
 #   FOOTPRINT_CITUS_WORKERS    number of workers (default 2)
 #   FOOTPRINT_CITUS_SHARED_BUFFERS  shared_buffers per node (default 256MB)
+#   FOOTPRINT_CITUS_SYNCHRONOUS_COMMIT  synchronous_commit on every node (default off; on for a
+#                              test that crashes a node and counts acknowledged commits)
 #   PG_MAJOR                   Postgres major version (default 15)
 set -euo pipefail
 
@@ -57,6 +59,7 @@ CITUS_DIR=${FOOTPRINT_CITUS_DIR:-/tmp/footprint-citus}
 COORD_PORT=${FOOTPRINT_CITUS_PORT:-54340}
 WORKERS=${FOOTPRINT_CITUS_WORKERS:-2}
 SHARED_BUFFERS=${FOOTPRINT_CITUS_SHARED_BUFFERS:-256MB}
+SYNCHRONOUS_COMMIT=${FOOTPRINT_CITUS_SYNCHRONOUS_COMMIT:-off}
 HOST=127.0.0.1
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -116,8 +119,16 @@ is_running() {
 # write_conf (re)writes the settings we own into an include file on every start, so that
 # changing a port or a setting takes effect without re-initialising.
 write_conf() {
-  local n=$1 data
+  local n=$1 data plugins=""
   data=$(node_data "$n")
+  # Postgres 15.20 allows only the listed libraries as logical decoding output plugins, and
+  # Citus's shard split (isolate_tenant_to_new_shard, citus_split_shard_by_split_points) decodes
+  # through its own "citus" plugin. Older minor releases have no such setting (and would refuse
+  # to start with it).
+  # (grep without -q: with pipefail, -q's early exit would fail the pipeline on SIGPIPE.)
+  if "$BIN/postgres" --describe-config 2>/dev/null | grep '^output_plugin_libraries' >/dev/null; then
+    plugins="output_plugin_libraries = 'pgoutput, test_decoding, citus'"
+  fi
   as_pg tee "$data/footprint.conf" >/dev/null <<CONF
 # Written by scripts/test-citus.sh on every start; edits are overwritten.
 listen_addresses = '${HOST}'
@@ -138,9 +149,13 @@ max_worker_processes = 128
 wal_level = logical
 max_wal_senders = 20
 max_replication_slots = 20
-# Throwaway test data: durability buys nothing and costs a lot of test time.
+${plugins}
+# Throwaway test data: durability buys nothing and costs a lot of test time. fsync off survives
+# a crash of a server process (the kernel still has the data); synchronous_commit off does not
+# (commits acknowledged before their WAL left the server's buffers are lost), so a test that
+# crashes a node sets FOOTPRINT_CITUS_SYNCHRONOUS_COMMIT=on.
 fsync = off
-synchronous_commit = off
+synchronous_commit = ${SYNCHRONOUS_COMMIT}
 full_page_writes = off
 shared_buffers = ${SHARED_BUFFERS}
 huge_pages = try
