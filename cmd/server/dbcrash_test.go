@@ -150,6 +150,15 @@ func (c *privateCluster) database(name string) string {
 // 1..N with no gap or duplicate; and every key replays its committed answer.
 func TestPostgresCrashLosesNothingAcknowledged(t *testing.T) {
 	c := startPrivateCluster(t)
+	target := crashTarget{
+		name:  "the cluster",
+		stop:  c.stopImmediate,
+		start: c.start,
+		terminate: func(ctx context.Context) (int, error) {
+			return terminateSessions(ctx, c.admin, `application_name = 'footprint'`)
+		},
+		readyzDown: true,
+	}
 	for _, variant := range []string{"stop-immediate", "terminate-backend", "lost-commit-ack"} {
 		t.Run(variant, func(t *testing.T) {
 			dsn := c.database("crash_" + strings.ReplaceAll(variant, "-", "_"))
@@ -160,9 +169,35 @@ func TestPostgresCrashLosesNothingAcknowledged(t *testing.T) {
 				u.Host = px.addr
 				dsn = u.String()
 			}
-			crashTest(t, c, dsn, variant, px)
+			crashTest(t, target, dsn, variant, px)
 		})
 	}
+}
+
+// crashTarget is what crashTest takes away: a whole Postgres cluster, or one Citus worker.
+type crashTarget struct {
+	name        string
+	stop, start func() error                           // crash it (immediate shutdown), start it again
+	terminate   func(ctx context.Context) (int, error) // end the sessions the service's writes use there
+	// readyzDown: /readyz answers 503 while it is stopped. A Citus worker down is not: /readyz
+	// pings the coordinator, which still serves the tenants of the other workers.
+	readyzDown bool
+	// disrupt is variant "disrupt": whatever else is done to the database mid-stream (a shard
+	// move); the writers go on until it returns.
+	disrupt func(t *testing.T)
+}
+
+// terminateSessions ends the sessions of admin's cluster that match where, and counts them.
+func terminateSessions(ctx context.Context, admin, where string) (int, error) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE `+where+` AND pid <> pg_backend_pid()`).Scan(&n)
+	return n, err
 }
 
 // commitDropper forwards TCP between the server and Postgres; when armed, it
@@ -230,7 +265,7 @@ type crashOutcome struct {
 	replayed           bool // the final answer was a replay
 }
 
-func crashTest(t *testing.T, c *privateCluster, dsn, variant string, px *commitDropper) {
+func crashTest(t *testing.T, c crashTarget, dsn, variant string, px *commitDropper) {
 	const key = "acme-key-0123456789abcdef"
 	base, _, stop := start(t, map[string]string{
 		"FOOTPRINT_ADDR":                 "127.0.0.1:0",
@@ -252,6 +287,8 @@ func crashTest(t *testing.T, c *privateCluster, dsn, variant string, px *commitD
 		outcomes  []crashOutcome
 		statuses  = map[int]int{}
 		acked     atomic.Int64
+		begun     atomic.Int64
+		busy      atomic.Bool // the outage or disruption is still to end: writers go on
 		outage    atomic.Bool
 		during503 atomic.Int64
 		wg        sync.WaitGroup
@@ -269,12 +306,14 @@ func crashTest(t *testing.T, c *privateCluster, dsn, variant string, px *commitD
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, res.Header, b, nil
 	}
+	busy.Store(true)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			conv := fmt.Sprintf("crash-%d", w%convs)
-			for i := range perWriter {
+			for i := 0; i < perWriter || busy.Load(); i++ {
+				begun.Add(1)
 				content := fmt.Sprintf("writer %d question %d", w, i)
 				body := fmt.Sprintf(`{"messages":[{"role":"user","content":%q},{"role":"assistant","content":"answer %d/%d"}]}`, content, w, i)
 				o := crashOutcome{conv: conv, key: fmt.Sprintf("w%d-%d", w, i), content: content}
@@ -375,13 +414,13 @@ func crashTest(t *testing.T, c *privateCluster, dsn, variant string, px *commitD
 	t0 := time.Now()
 	switch variant {
 	case "stop-immediate":
-		if err := c.stopImmediate(); err != nil {
+		if err := c.stop(); err != nil {
 			t.Fatal(err)
 		}
 		outage.Store(true)
 		// /readyz must say so at once, whatever the pool still holds.
-		if code, _ := call(t, "GET", base+"/readyz", "", ""); code != 503 {
-			t.Errorf("readyz with the cluster stopped: %d", code)
+		if code, _ := call(t, "GET", base+"/readyz", "", ""); (code == 503) != c.readyzDown {
+			t.Errorf("readyz with %s stopped: %d", c.name, code)
 		}
 		time.Sleep(time.Second)
 		outage.Store(false)
@@ -399,26 +438,23 @@ func crashTest(t *testing.T, c *privateCluster, dsn, variant string, px *commitD
 		// Kill every server backend repeatedly for a second, so writes in
 		// flight (some mid-commit) lose their connection.
 		ctx := context.Background()
-		admin, err := pgx.Connect(ctx, c.admin)
-		if err != nil {
-			t.Fatal(err)
-		}
 		killed := 0
 		for time.Since(t0) < time.Second {
-			var n int
-			if err := admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE application_name = 'footprint' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			n, err := c.terminate(ctx)
+			if err != nil {
 				t.Fatalf("pg_terminate_backend: %v", err)
 			}
 			killed += n
 			time.Sleep(30 * time.Millisecond)
 		}
-		admin.Close(ctx)
 		t.Logf("terminated %d backends", killed)
 		if killed == 0 {
 			t.Error("no footprint backend was terminated")
 		}
+	case "disrupt":
+		c.disrupt(t)
 	}
+	busy.Store(false)
 	t.Logf("%s: outage of %v at %d acknowledged turns", variant, time.Since(t0).Round(time.Millisecond), writers*perWriter/3)
 
 	wg.Wait()
@@ -429,11 +465,15 @@ func crashTest(t *testing.T, c *privateCluster, dsn, variant string, px *commitD
 	}
 	ready.Range(func(k, v any) bool { t.Logf("readyz %s: %d", k, v.(*atomic.Int64).Load()); return true })
 	if variant == "stop-immediate" {
-		if n, ok := ready.Load("outage/503"); !ok || n.(*atomic.Int64).Load() == 0 {
-			t.Error("readyz never answered 503 while the cluster was down")
+		n, ok := ready.Load("outage/503")
+		switch {
+		case c.readyzDown && (!ok || n.(*atomic.Int64).Load() == 0):
+			t.Errorf("readyz never answered 503 while %s was down", c.name)
+		case !c.readyzDown && ok:
+			t.Errorf("readyz answered 503 %d times while only %s was down", n.(*atomic.Int64).Load(), c.name)
 		}
 		if during503.Load() == 0 {
-			t.Error("no writer saw a 503 while the cluster was down")
+			t.Errorf("no writer saw a 503 while %s was down", c.name)
 		}
 	}
 	ready.Range(func(k, _ any) bool {
@@ -468,8 +508,8 @@ func crashTest(t *testing.T, c *privateCluster, dsn, variant string, px *commitD
 	if px != nil && (replays == 0 || int64(replays) > px.drops.Load()) {
 		t.Errorf("%d commits went unanswered but %d retries were replays", px.drops.Load(), replays)
 	}
-	if len(outcomes) != writers*perWriter {
-		t.Fatalf("%d of %d writes acknowledged", len(outcomes), writers*perWriter)
+	if len(outcomes) != int(begun.Load()) {
+		t.Fatalf("%d of %d writes acknowledged", len(outcomes), begun.Load())
 	}
 	for conv, os := range byConv {
 		stored := storedTurns(t, base, key, conv) // turn → user content

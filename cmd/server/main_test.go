@@ -79,7 +79,12 @@ func start(t *testing.T, env map[string]string) (base string, stdout *syncBuffer
 		})
 		return stopErr
 	}
-	t.Cleanup(func() { _ = stop() })
+	t.Cleanup(func() {
+		_ = stop()
+		if t.Failed() {
+			t.Logf("server log (stderr):\n%s", stderr.String())
+		}
+	})
 	return base, stdout, stop
 }
 
