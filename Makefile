@@ -7,7 +7,7 @@ SHELL := /usr/bin/env bash
 # module proxy; a Go environment that says GOTOOLCHAIN=local would build with the older Go.
 export GOTOOLCHAIN := $(if $(filter-out local,$(GOTOOLCHAIN)),$(GOTOOLCHAIN),auto)
 
-.PHONY: help run test generate verify lint lint-spec vulncheck bench postgres
+.PHONY: help run test test-citus generate verify lint lint-spec vulncheck bench postgres citus
 
 help: ## Show this help.
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-10s %s\n", $$1, $$2}'
@@ -17,6 +17,9 @@ run: ## Run the server (no config: in-memory store, built-in embedder, open sing
 
 test: ## Run the whole test suite (starts a throwaway Postgres + pgvector; what CI runs).
 	scripts/test.sh
+
+test-citus: ## Run every Postgres-backed test on a Citus cluster (builds Citus once, starts one coordinator and two workers).
+	scripts/test-citus-suite.sh
 
 generate: ## Regenerate everything made from api/openapi.yaml: the HTTP layer, the Go client, the TypeScript client's types.
 	go generate ./...
@@ -41,3 +44,6 @@ bench: ## Run the benchmarks (they print ratios against in-run baselines).
 
 postgres: ## Start the throwaway test Postgres and print its DSN.
 	scripts/test-postgres.sh start
+
+citus: ## Start the throwaway test Citus cluster (coordinator and two workers) and print the coordinator's DSN.
+	scripts/test-citus.sh start
