@@ -23,7 +23,7 @@ func (s *Store) inOnce(ctx context.Context, tenant string, once *core.Once, fn f
 			return fn(tx)
 		}
 		once.Replay = nil
-		replay, err := claimKey(ctx, tx, tenant, once.Claim, once.Now)
+		replay, err := claimKey(ctx, tx, nil, tenant, once.Claim, once.Now) // s.tx has begun it
 		if err != nil {
 			return err
 		}
