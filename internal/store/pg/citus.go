@@ -141,6 +141,20 @@ func annSettingsCitus(ef int, scan string) []setting {
 	}
 }
 
+// annLexicalSettingsCitus are the settings of a corpus's hybrid search (annLexicalSQL) on a
+// distributed database: annSettingsCitus's, without the forced generic plan, which Citus
+// cannot make of the statement's lexical-score subquery ("could not create distributed plan";
+// the worker plans the statement afresh anyway, see exactSettingsCitus).
+func annLexicalSettingsCitus(ef int) []setting {
+	var out []setting
+	for _, st := range annSettingsCitus(ef, scanOnce) {
+		if st.name != "plan_cache_mode" {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
 // queueSettings opens a batch that runs its statements under settings: on one node, sql (a
 // set_config SELECT scoping them to the batch's implicit transaction) with args; on a
 // distributed database BEGIN and a SET LOCAL per setting, which Citus sends to the worker with

@@ -817,52 +817,82 @@ func (s *Store) rankCorpusLexical(ctx context.Context, q recall.RankQuery, kinds
 	scorer := core.NewLexicalScorer(q.Terms, st)
 	gen := generatingTerms(q.Terms, st.DF)
 	hybrid := q.Ranking == core.RankHybrid
+	// On Citus the hybrid search's settings must reach the worker: the batch is a transaction
+	// that opens with their SET LOCALs (queueSettings), as rankCorpus's is.
+	viaTx := hybrid && s.distributed
 	b = &pgx.Batch{}
+	head := 0
+	if viaTx {
+		head = s.queueSettings(b, "", nil, annLexicalSettingsCitus(AnnEfSearch(q.Limit)))
+	}
 	lexArgs := lexicalArgs(q.Terms, scorer)
 	if len(gen) > 0 {
 		b.Queue(lexicalCandidatesSQL(len(q.Vector), hybrid), append([]any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model,
 			q.Limit, gen, maxLexicalCandidates}, lexArgs...)...)
 	}
 	if hybrid {
-		b.Queue(annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce)
+		if !s.distributed {
+			b.Queue(annSettingsSQL, strconv.Itoa(AnnEfSearch(q.Limit)), scanOnce)
+		}
 		b.Queue(annLexicalSQL(len(q.Vector)), append([]any{q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit},
 			lexArgs...)...)
 	}
 	if b.Len() == 0 {
 		return recall.RankResult{Mode: "ann", Total: -1}, true, nil // no query term is in the corpus: nothing scores
 	}
-	br = s.pool.SendBatch(ctx, b)
-	defer func() { _ = br.Close() }()
+	if viaTx {
+		s.queueSettingsEnd(b)
+	}
 	byID := map[string]int{}
 	var ranked []recall.Scored
-	read := func() error {
-		rows, err := br.Query()
-		found, _, err := scanScored(q, rows, err, false)
-		if err != nil {
+	run := func(c interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	}) error {
+		br := c.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		read := func() error {
+			rows, err := br.Query()
+			found, _, err := scanScored(q, rows, err, false)
+			if err != nil {
+				return err
+			}
+			for _, sc := range found {
+				if _, dup := byID[sc.Entry.ID]; dup {
+					continue
+				}
+				byID[sc.Entry.ID] = len(ranked)
+				sc.Score = core.Fuse(q.Ranking, q.Alpha, sc.Vector, sc.Lexical)
+				ranked = append(ranked, sc)
+			}
+			return nil
+		}
+		if err := readN(br, head); err != nil {
 			return err
 		}
-		for _, sc := range found {
-			if _, dup := byID[sc.Entry.ID]; dup {
-				continue
+		if len(gen) > 0 {
+			if err := read(); err != nil {
+				return err
 			}
-			byID[sc.Entry.ID] = len(ranked)
-			sc.Score = core.Fuse(q.Ranking, q.Alpha, sc.Vector, sc.Lexical)
-			ranked = append(ranked, sc)
 		}
-		return nil
+		if hybrid {
+			if !s.distributed {
+				if _, err := br.Exec(); err != nil { // annSettingsSQL
+					return err
+				}
+			}
+			if err := read(); err != nil {
+				return err
+			}
+		}
+		return br.Close()
 	}
-	if len(gen) > 0 {
-		if err := read(); err != nil {
-			return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-		}
+	if viaTx {
+		err = s.pipelinedTx(ctx, func(c *pgx.Conn) error { return run(c) })
+	} else {
+		err = run(s.pool)
 	}
-	if hybrid {
-		if _, err := br.Exec(); err != nil {
-			return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-		}
-		if err := read(); err != nil {
-			return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-		}
+	if err != nil {
+		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
 	}
 	sort.SliceStable(ranked, func(i, j int) bool {
 		if ranked[i].Score != ranked[j].Score {
@@ -1000,12 +1030,32 @@ func (d *lexicalDelta) queue(b *pgx.Batch, tenant, memoryID, namespace string) {
 // their corpus's statistics, in one transaction; it returns how many entries it updated (0:
 // none left). An entry whose text has no terms gets an empty term list, so it is not picked
 // again. Rows locked by a concurrent write are skipped, to be done by a later call.
+//
+// On a distributed database a batch is one tenant's: Citus locks rows (FOR UPDATE) only in a
+// statement routed to one shard, so the tenant is found first, by a statement over every shard
+// that locks nothing.
 func (s *Store) BackfillLexical(ctx context.Context, batch int) (int64, error) {
 	var n int64
 	err := s.tx(ctx, func(t pgx.Tx) error {
-		rows, err := t.Query(ctx, `SELECT tenant, memory_id, namespace, id, kind, value FROM entries
-			WHERE lex_terms IS NULL AND embedding IS NOT NULL AND kind IN ('msg', 'snap', 'doc')
-			LIMIT $1 FOR UPDATE SKIP LOCKED`, batch)
+		const todoWhere = `lex_terms IS NULL AND embedding IS NOT NULL AND kind IN ('msg', 'snap', 'doc')`
+		var (
+			rows pgx.Rows
+			err  error
+		)
+		if s.distributed {
+			var tenant string
+			switch err := t.QueryRow(ctx, `SELECT tenant FROM entries WHERE `+todoWhere+` LIMIT 1`).Scan(&tenant); {
+			case errors.Is(err, pgx.ErrNoRows):
+				return nil
+			case err != nil:
+				return err
+			}
+			rows, err = t.Query(ctx, `SELECT tenant, memory_id, namespace, id, kind, value FROM entries
+				WHERE tenant = $2 AND `+todoWhere+` LIMIT $1 FOR UPDATE SKIP LOCKED`, batch, tenant)
+		} else {
+			rows, err = t.Query(ctx, `SELECT tenant, memory_id, namespace, id, kind, value FROM entries
+				WHERE `+todoWhere+` LIMIT $1 FOR UPDATE SKIP LOCKED`, batch)
+		}
 		if err != nil {
 			return err
 		}
