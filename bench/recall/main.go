@@ -89,6 +89,7 @@ type config struct {
 	reps               int           // -reps of the scale and concurrent modes
 	cellDuration       time.Duration // -cell-duration of a concurrent cell
 	receiptCompression string        // -receipt-compression: TOAST methods to A/B the receipts' body with (concurrent.go)
+	citusDSN           string        // -citus: also measure per-conversation recall on this Citus cluster (citus.go)
 }
 
 func main() {
@@ -107,6 +108,7 @@ func main() {
 	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the per-conversation service and direct sides (measured interleaved) to this file")
 	flag.StringVar(&c.corpusProfile, "corpus-cpuprofile", "", "write a CPU profile of the corpus service and direct sides (measured interleaved) to this file")
 	flag.BoolVar(&c.tracing, "tracing", false, "also measure what tracing costs per-conversation recall: the service untraced against the service traced at sampling 1.0, exporting OTLP/HTTP to an in-process receiver, interleaved (tracing.go)")
+	benchkit.CitusDSNFlag(&c.citusDSN)
 	flag.BoolVar(&c.keep, "keep", false, "keep the benchmark database at exit (for EXPLAIN and index experiments by hand)")
 	var scale string
 	flag.StringVar(&scale, "scale", "", "measure instead per-conversation recall as the entries table grows to each of these row counts (comma-separated, e.g. 10000,100000,1000000: other tenants' rows), service, direct SQL and the ranking statement under the plan settings now and before, interleaved, at each size (scale.go)")
@@ -148,6 +150,7 @@ type bench struct {
 	server *benchkit.Server
 	conn   *benchkit.Conn // the service side's keep-alive connection (one client)
 	traced *benchkit.Conn // the same to the traced service (-tracing)
+	citus  *citusSide     // the same service on a Citus cluster (-citus; citus.go)
 	checks []check
 }
 
@@ -216,6 +219,13 @@ func run(ctx context.Context, cfg config) error {
 	defer func() { _ = b.conn.Close() }()
 	if cfg.tracing {
 		stop, err := b.startTraced(ctx, dsn, hash)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if cfg.citusDSN != "" {
+		stop, err := b.startCitus(ctx, hash)
 		if err != nil {
 			return err
 		}
@@ -451,9 +461,14 @@ func (b *bench) serviceSideOn(conn *benchkit.Conn, conversation func(q query) st
 // storeSide runs the service's ranking query directly: store.RankEntries
 // with the RankQuery the service builds.
 func (b *bench) storeSide(namespace func(q query) string, memory string, kind core.EntryKind, sets func(q query) *vectorSet) sideFunc {
+	return b.storeSideOn(b.store, namespace, memory, kind, sets)
+}
+
+// storeSideOn is storeSide on store.
+func (b *bench) storeSideOn(store *pg.Store, namespace func(q query) string, memory string, kind core.EntryKind, sets func(q query) *vectorSet) sideFunc {
 	return func(ctx context.Context, q query, r *sideResult) (time.Duration, error) {
 		t0 := time.Now()
-		res, err := b.store.RankEntries(ctx, recall.RankQuery{Tenant: tenant, Namespace: namespace(q), MemoryID: memory,
+		res, err := store.RankEntries(ctx, recall.RankQuery{Tenant: tenant, Namespace: namespace(q), MemoryID: memory,
 			Kinds: []core.EntryKind{kind}, Vector: q.vec, Model: b.model, Limit: limit, Now: time.Now().UTC().Truncate(time.Millisecond),
 			Ranking: b.ranking(), Alpha: b.alpha(), Terms: core.QueryTerms(q.text)})
 		elapsed := time.Since(t0)
@@ -533,9 +548,15 @@ func messages(sentences []string, at, n, minChars int) []string {
 // vectors, then measures recall in random conversations.
 func (b *bench) conversations(ctx context.Context, tc debtext.TextCorpus) ([]query, error) {
 	cfg := b.cfg
-	mem, err := b.defineMemory(ctx, `{"id":"conv","type":"semantic","strategy":{"kind":"topK","topK":10,"threshold":-1,"ranking":"`+cfg.ranking+`"}}`)
+	def := `{"id":"conv","type":"semantic","strategy":{"kind":"topK","topK":10,"threshold":-1,"ranking":"` + cfg.ranking + `"}}`
+	mem, err := b.defineMemory(ctx, def)
 	if err != nil {
 		return nil, err
+	}
+	if b.citus != nil {
+		if err := b.citus.server.DefineMemory(def); err != nil {
+			return nil, err
+		}
 	}
 	type conv struct {
 		id, ns string
@@ -577,12 +598,18 @@ func (b *bench) conversations(ctx context.Context, tc debtext.TextCorpus) ([]que
 			c.set.add(id, vecs[j])
 		}
 		fps := []core.Fingerprint{{MemoryID: mem.ID, Model: b.model, Dims: dims}}
-		_, err = b.store.WriteTurn(ctx, turns.TurnWrite{Tenant: tenant, Namespace: c.ns, Now: now,
-			Scope:               turns.TurnScope{MemoryIDs: []string{mem.ID}, Kinds: turns.CountedKinds(true, false)},
-			FingerprintMemories: []string{mem.ID},
-			Decide:              turns.Decider(1, fps, func(int) ([]core.Entry, error) { return entries, nil })})
-		if err != nil {
-			return fmt.Errorf("write conversation %s: %w", c.id, err)
+		stores := []*pg.Store{b.store}
+		if b.citus != nil {
+			stores = append(stores, b.citus.store) // the same conversation on Citus
+		}
+		for _, st := range stores {
+			_, err = st.WriteTurn(ctx, turns.TurnWrite{Tenant: tenant, Namespace: c.ns, Now: now,
+				Scope:               turns.TurnScope{MemoryIDs: []string{mem.ID}, Kinds: turns.CountedKinds(true, false)},
+				FingerprintMemories: []string{mem.ID},
+				Decide:              turns.Decider(1, fps, func(int) ([]core.Entry, error) { return entries, nil })})
+			if err != nil {
+				return fmt.Errorf("write conversation %s: %w", c.id, err)
+			}
 		}
 		written.Add(int64(len(entries)))
 		return nil
@@ -593,6 +620,11 @@ func (b *bench) conversations(ctx context.Context, tc debtext.TextCorpus) ([]que
 	load := time.Since(t)
 	if err := b.settle(ctx); err != nil {
 		return nil, err
+	}
+	if b.citus != nil {
+		if _, err := b.citus.pool.Exec(ctx, `VACUUM (ANALYZE) entries`); err != nil {
+			return nil, err
+		}
 	}
 	shape := "one real sentence each"
 	if cfg.messageChars > 0 {
@@ -636,6 +668,11 @@ func (b *bench) conversations(ctx context.Context, tc debtext.TextCorpus) ([]que
 	fmt.Printf("(candidates considered per query by the service: %s — every message of the conversation)\n", spread(svc.counts))
 	if b.cfg.tracing {
 		if err := b.tracingCost(ctx, qs, func(q query) string { return convs[q.conv].id }, mem.ID); err != nil {
+			return nil, err
+		}
+	}
+	if b.citus != nil {
+		if err := b.citusCost(ctx, qs, func(q query) string { return convs[q.conv].id }, func(q query) string { return convs[q.conv].ns }, mem.ID, setOf); err != nil {
 			return nil, err
 		}
 	}

@@ -51,6 +51,7 @@ const (
 
 type config struct {
 	adminDSN    string
+	citusDSN    string // -citus: measure the service on this Citus cluster against -db (citus.go)
 	duration    time.Duration
 	warmup      time.Duration
 	reps        int
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of one service cell (see -profile-cell) to this file")
 	flag.StringVar(&c.profileCell, "profile-cell", "distinct/16", "the service cell -cpuprofile covers: scenario/clients")
 	flag.StringVar(&scale, "scale", "", "measure instead distinct@16 as the entries table grows to each of these row counts (comma-separated, e.g. 10000,100000,1000000: other tenants' rows), with the same-run baseline at each size (scale.go)")
+	benchkit.CitusDSNFlag(&c.citusDSN)
 	flag.BoolVar(&c.tracing, "tracing", false, "measure instead what tracing costs: the service untraced against the service traced at sampling 1.0, exporting OTLP/HTTP to an in-process receiver, distinct@16, -reps interleaved pairs (tracing.go)")
 	flag.Parse()
 	benchkit.RequireAdminDSN("turns", c.adminDSN)
@@ -106,7 +108,10 @@ type bench struct {
 	pool   *pgxpool.Pool // for integrity checks only
 	server *benchkit.Server
 	traced *benchkit.Server // the same service, traced (-tracing; tracing.go)
-	body   []byte
+	// the same service on a Citus cluster (-citus; citus.go), and a pool on its coordinator
+	citus     *benchkit.Server
+	citusPool *pgxpool.Pool
+	body      []byte
 
 	// baseline's precomputed parts
 	memoryIDs    []string
@@ -167,6 +172,9 @@ func run(ctx context.Context, cfg config) error {
 
 	if cfg.tracing {
 		return b.tracingCost(ctx, dsn, hash)
+	}
+	if cfg.citusDSN != "" {
+		return b.citusCost(ctx, hash)
 	}
 	if len(cfg.scale) > 0 {
 		return b.scaleCurve(ctx, cfg.scale)
@@ -440,8 +448,11 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 	conns := make([]*benchkit.Conn, n) // the service side's: one keep-alive connection per client
 	if side != "baseline" {
 		srv := b.server
-		if side == "traced" {
+		switch side {
+		case "traced":
 			srv = b.traced
+		case "citus":
+			srv = b.citus
 		}
 		for w := range conns {
 			c, err := srv.Dial()
@@ -515,7 +526,11 @@ func (b *bench) closedLoop(ctx context.Context, scenario, side string, n, nconv 
 	for i, conv := range convs {
 		expected[conv] = int(counts[i].Load())
 	}
-	c.integrity = b.checkIntegrity(ctx, expected)
+	pool := b.pool
+	if side == "citus" {
+		pool = b.citusPool
+	}
+	c.integrity = b.checkIntegrity(ctx, pool, expected)
 	for _, s := range samples {
 		fmt.Fprintf(os.Stderr, "  %s %d %s error: %s\n", scenario, n, side, s)
 	}
@@ -533,7 +548,7 @@ func (b *bench) conversations(scenario, side string, n int) []string {
 
 // checkIntegrity verifies that each conversation holds, for turns 1..N
 // (N = its successful writes), exactly msg-t-0, msg-t-1 and snap-t.
-func (b *bench) checkIntegrity(ctx context.Context, expected map[string]int) string {
+func (b *bench) checkIntegrity(ctx context.Context, pool *pgxpool.Pool, expected map[string]int) string {
 	byNS := map[string]string{}
 	var namespaces []string
 	for conv := range expected {
@@ -541,7 +556,7 @@ func (b *bench) checkIntegrity(ctx context.Context, expected map[string]int) str
 		byNS[ns] = conv
 		namespaces = append(namespaces, ns)
 	}
-	rows, err := b.pool.Query(ctx, `SELECT namespace, memory_id, id, kind, turn, idx FROM entries
+	rows, err := pool.Query(ctx, `SELECT namespace, memory_id, id, kind, turn, idx FROM entries
 		WHERE tenant = $1 AND namespace = ANY($2)`, tenant, namespaces)
 	if err != nil {
 		return "query failed: " + err.Error()
@@ -664,7 +679,7 @@ func (b *bench) openLoop(ctx context.Context, side string, rate, nconv int, d ti
 	for i, conv := range convs {
 		expected[conv] = counts[i]
 	}
-	o.integrity = b.checkIntegrity(ctx, expected)
+	o.integrity = b.checkIntegrity(ctx, b.pool, expected)
 	return o, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/footprint/footprint/internal/store/pg/pgcluster"
 )
 
 // CreateDatabase creates <prefix><random> on the server adminDSN points at
@@ -86,4 +88,45 @@ func RequireAdminDSN(command, dsn string) {
 	if dsn == "" {
 		Usage(command, "-db is required (e.g. -db \"$(scripts/test-postgres.sh start)\")")
 	}
+}
+
+// CitusDSNFlag defines -citus, the admin DSN of a Citus coordinator whose cluster a command
+// measures against the single Postgres of -db, in the same run (docs/scale-out.md).
+func CitusDSNFlag(p *string) {
+	flag.StringVar(p, "citus", "",
+		"admin DSN of a Citus coordinator (e.g. \"$(scripts/test-citus.sh start)\"): measure the service on it against the one on -db, "+
+			"in the same run; a fresh footprint_bench_<random> database is created on every node, distributed by the migrations, and dropped at exit")
+}
+
+// CreateCitusDatabase is CreateDatabase on the Citus cluster whose coordinator adminDSN names:
+// the database is created on every node with the citus and vector extensions and the nodes
+// registered (pgcluster), so that the store's migrations distribute the tenant tables.
+func CreateCitusDatabase(ctx context.Context, adminDSN, prefix, command string) (string, func(), error) {
+	cluster, err := pgcluster.Open(ctx, adminDSN)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect (Citus admin DSN): %w", err)
+	}
+	if !cluster.Citus() {
+		return "", nil, errors.New("-citus: the database it names has no citus extension (is it a Citus coordinator?)")
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := prefix + hex.EncodeToString(rnd[:])
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := cluster.Drop(dctx, name); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: drop database %s on the Citus cluster: %v\n", command, name, err)
+		}
+	}
+	if err := cluster.Create(ctx, name); err != nil {
+		drop()
+		return "", nil, err
+	}
+	dsn, err := cluster.DSN(name)
+	if err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dsn, drop, nil
 }

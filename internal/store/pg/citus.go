@@ -178,3 +178,6 @@ func (s *Store) queueSettingsEnd(b *pgx.Batch) {
 		b.Queue("COMMIT")
 	}
 }
+
+// Distributed reports whether Open found the tenant tables distributed (a Citus coordinator).
+func (s *Store) Distributed() bool { return s.distributed }
