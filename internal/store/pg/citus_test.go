@@ -280,6 +280,8 @@ func TestCitusSettingsReachTheWorker(t *testing.T) {
 		{"ann", []string{"hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort", "jit"},
 			[]string{fmt.Sprint(pg.AnnEfSearch(10)), "relaxed_order", "200000", "off", "off"}},
 		{"exact", []string{"enable_seqscan", "max_parallel_workers_per_gather"}, []string{"off", "0"}},
+		{"hybrid", []string{"hnsw.ef_search", "hnsw.iterative_scan", "enable_sort", "plan_cache_mode"},
+			[]string{fmt.Sprint(pg.AnnEfSearch(10)), "off", "off", "auto"}},
 		{"receipt", []string{"synchronous_commit"}, []string{"off"}},
 		{"write", []string{"lock_timeout", "synchronous_commit"}, []string{"1234ms", "on"}},
 	} {

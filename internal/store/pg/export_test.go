@@ -51,7 +51,7 @@ func (s *Store) ExplainLexicalCandidates(ctx context.Context, q recall.RankQuery
 func Distributed(s *Store) bool { return s.distributed }
 
 // WorkerSettings opens a transaction exactly as the store does for what (an "exact" ranking, an
-// "ann" corpus search, a "receipt", or a "write" transaction), then reads the current values of
+// "ann" corpus search, a "hybrid" corpus search, a "receipt", or a "write" transaction), then reads the current values of
 // names with a statement on tenant's shard of memories, which Citus runs on the worker that
 // holds it: what the worker's session really runs with, not what was asked on the coordinator.
 func WorkerSettings(ctx context.Context, s *Store, what, tenant string, names []string) ([]string, error) {
@@ -62,6 +62,11 @@ func WorkerSettings(ctx context.Context, s *Store, what, tenant string, names []
 		head = s.queueSettings(b, genericPlanSQL, nil, exactSettingsCitus)
 	case "ann":
 		head = s.queueSettings(b, annSettingsSQL, []any{strconv.Itoa(AnnEfSearch(10)), scanIterative}, annSettingsCitus(AnnEfSearch(10), scanIterative))
+	case "hybrid":
+		if !s.distributed {
+			return nil, fmt.Errorf("a hybrid corpus search sets annSettingsSQL after its candidates on one node")
+		}
+		head = s.queueSettings(b, "", nil, annLexicalSettingsCitus(AnnEfSearch(10)))
 	case "receipt":
 		if !s.distributed {
 			return nil, fmt.Errorf("receipts set synchronous_commit inside their INSERT on one node")
