@@ -10,7 +10,7 @@ import (
 )
 
 // Citus: the store on a Citus coordinator whose tenant tables are distributed by tenant
-// (migration 00018, docs/scale-out.md). Everything Citus-specific in the store is here or
+// (migration 00019, docs/scale-out.md). Everything Citus-specific in the store is here or
 // branches on Store.distributed, which Open sets from the database; on plain Postgres, and on a
 // Citus database whose tables are still local, the store runs exactly as it always has.
 //
@@ -82,7 +82,7 @@ func distributedParams(params map[string]string) {
 }
 
 // distributeSQL distributes the tables a migration added since the database was distributed
-// (migration 00018 defines it; idempotent, and it returns how many tables it distributed).
+// (migration 00019 defines it; idempotent, and it returns how many tables it distributed).
 const distributeSQL = `SELECT footprint_distribute()`
 
 // txBegin returns what opens a write transaction: BEGIN, and on a distributed database the

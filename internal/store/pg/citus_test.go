@@ -22,7 +22,7 @@ import (
 )
 
 // The tests of this file run on a Citus cluster only (make test-citus); everything else in the
-// package runs there too, on databases distributed by migration 00018.
+// package runs there too, on databases distributed by migration 00019.
 
 // workerConns opens a connection to the database dsn names on every worker, closed when the
 // test ends. Its catalogue queries see the shards (Citus hides them from other sessions).

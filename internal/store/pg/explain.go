@@ -17,7 +17,7 @@ import (
 var _ explain.Store = (*Store)(nil)
 
 // linkTurnSQL adds run ids ($4) and recall ids ($5) to a turn's links (set union, by
-// footprint_union of migration 00018: Citus refuses a subquery in DO UPDATE SET).
+// footprint_union of migration 00019: Citus refuses a subquery in DO UPDATE SET).
 const linkTurnSQL = `INSERT INTO turn_links (tenant, namespace, turn, run_ids, recall_ids, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (tenant, namespace, turn) DO UPDATE SET

@@ -72,7 +72,7 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig, logger *slog.Logger) (clus
 			slog.Int64("version", r.Source.Version),
 			slog.Duration("took", r.Duration))
 	}
-	// On a distributed database, tables that migrations after 00018 created are distributed
+	// On a distributed database, tables that migrations after 00019 created are distributed
 	// (co-located) as soon as they exist: footprint_distribute() does nothing when every table
 	// is. Not on a Citus database whose tables are still local: distributing copies every row,
 	// which is an operator's decision (docs/scale-out.md), never a side effect of a start.
