@@ -2,7 +2,11 @@ package recall
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/footprint/footprint/internal/core"
 )
 
 // EntryInjectionID names one stored entry as a per-chunk injection, a
@@ -65,4 +69,22 @@ type ReceiptStore interface {
 func (s *Service) ListRecalls(ctx context.Context, q RecallQuery) ([]RecallRecord, string, error) {
 	q.Limit = max(q.Limit, 1)
 	return s.store.ListRecalls(ctx, q)
+}
+
+// ReceiptPosition is a receipt's place in newest-first order, as the opaque string a page's
+// next position is: its creation in microseconds (Postgres's precision) and its id. Both
+// stores write and read positions with it, so a position means the same on either.
+func ReceiptPosition(at time.Time, id string) string {
+	return strconv.FormatInt(at.UnixMicro(), 10) + ":" + id
+}
+
+// ParseReceiptPosition reads a ReceiptPosition back; anything else is a validation error at
+// `after`.
+func ParseReceiptPosition(p string) (time.Time, string, error) {
+	us, id, ok := strings.Cut(p, ":")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil {
+		return time.Time{}, "", &core.ValidationError{Code: core.CodeInvalidField, Path: "after", Detail: "not a position returned by a previous page"}
+	}
+	return time.UnixMicro(n).UTC(), id, nil
 }

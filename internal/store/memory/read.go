@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -240,20 +239,6 @@ func (s *Store) ListTurns(ctx context.Context, q turns.TurnQuery) ([]turns.TurnR
 	return out, nil
 }
 
-// recallPosition is a receipt's place in newest-first order, as an opaque string.
-func recallPosition(at time.Time, id string) string {
-	return strconv.FormatInt(at.UnixMicro(), 10) + ":" + id
-}
-
-func parseRecallPosition(p string) (time.Time, string, error) {
-	us, id, ok := strings.Cut(p, ":")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil {
-		return time.Time{}, "", &core.ValidationError{Code: core.CodeInvalidField, Path: "after", Detail: "not a position returned by a previous page"}
-	}
-	return time.UnixMicro(n).UTC(), id, nil
-}
-
 // receiptsOf decodes the tenant's receipts of a namespace that keep says to
 // keep, newest first, after the position after.
 func (s *Store) receiptsOf(tenant, namespace, after string, keep func(recall.RecallResult) bool) ([]recall.RecallResult, error) {
@@ -261,7 +246,7 @@ func (s *Store) receiptsOf(tenant, namespace, after string, keep func(recall.Rec
 	var aid string
 	if after != "" {
 		var err error
-		if at, aid, err = parseRecallPosition(after); err != nil {
+		if at, aid, err = recall.ParseReceiptPosition(after); err != nil {
 			return nil, err
 		}
 	}
@@ -318,7 +303,7 @@ func (s *Store) ListRecalls(ctx context.Context, q recall.RecallQuery) ([]recall
 	if len(all) > q.Limit {
 		all = all[:q.Limit]
 		last := all[len(all)-1]
-		next = recallPosition(normalise(last.CreatedAt), last.RecallID)
+		next = recall.ReceiptPosition(normalise(last.CreatedAt), last.RecallID)
 	}
 	out := make([]recall.RecallRecord, 0, len(all))
 	for _, r := range all {
@@ -343,7 +328,7 @@ func (s *Store) RecallsAdmitting(ctx context.Context, tenant, namespace, injecti
 	if len(all) > limit {
 		all = all[:limit]
 		last := all[len(all)-1]
-		next = recallPosition(normalise(last.CreatedAt), last.RecallID)
+		next = recall.ReceiptPosition(normalise(last.CreatedAt), last.RecallID)
 	}
 	return all, next, nil
 }

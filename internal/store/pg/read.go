@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -316,21 +315,6 @@ func (s *Store) ListTurns(ctx context.Context, q turns.TurnQuery) ([]turns.TurnR
 	return out, nil
 }
 
-// recallPosition is a receipt's place in newest-first order, as an opaque string: its
-// creation in microseconds (the column's precision) and its id.
-func recallPosition(at time.Time, id string) string {
-	return strconv.FormatInt(at.UnixMicro(), 10) + ":" + id
-}
-
-func parseRecallPosition(p string) (time.Time, string, error) {
-	us, id, ok := strings.Cut(p, ":")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil {
-		return time.Time{}, "", &core.ValidationError{Code: core.CodeInvalidField, Path: "after", Detail: "not a position returned by a previous page"}
-	}
-	return time.UnixMicro(n).UTC(), id, nil
-}
-
 // recallPage is the paging clause of the receipt queries: (created_at, id) below the position
 // $after (when $paged), newest first, served by recalls_namespace_idx.
 const recallPage = ` AND (NOT $3::boolean OR (created_at, id) < ($4::timestamptz, $5::text))
@@ -343,7 +327,7 @@ func (s *Store) ListRecalls(ctx context.Context, q recall.RecallQuery) ([]recall
 	var aid string
 	if q.After != "" {
 		var err error
-		if at, aid, err = parseRecallPosition(q.After); err != nil {
+		if at, aid, err = recall.ParseReceiptPosition(q.After); err != nil {
 			return nil, "", err
 		}
 	}
@@ -377,7 +361,7 @@ func (s *Store) ListRecalls(ctx context.Context, q recall.RecallQuery) ([]recall
 	}
 	out = out[:q.Limit]
 	last := out[len(out)-1]
-	return out, recallPosition(last.CreatedAt, last.ID), nil
+	return out, recall.ReceiptPosition(last.CreatedAt, last.ID), nil
 }
 
 // RecallsAdmitting returns a page of a namespace's receipts that admitted injectionID: the
@@ -388,7 +372,7 @@ func (s *Store) RecallsAdmitting(ctx context.Context, tenant, namespace, injecti
 	var aid string
 	if after != "" {
 		var err error
-		if at, aid, err = parseRecallPosition(after); err != nil {
+		if at, aid, err = recall.ParseReceiptPosition(after); err != nil {
 			return nil, "", err
 		}
 	}
@@ -408,7 +392,7 @@ func (s *Store) RecallsAdmitting(ctx context.Context, tenant, namespace, injecti
 		if err := rows.Scan(&id, &created, &body); err != nil {
 			return nil, "", translate(err, "recalls admitting", "", "")
 		}
-		positions = append(positions, recallPosition(created.UTC(), id))
+		positions = append(positions, recall.ReceiptPosition(created.UTC(), id))
 		if len(out) == limit {
 			continue // the one past the page: there is a next page
 		}
