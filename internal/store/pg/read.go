@@ -219,24 +219,12 @@ func (s *Store) ListTurns(ctx context.Context, q turns.TurnQuery) ([]turns.TurnR
 	if len(numbers) == 0 {
 		return out, nil
 	}
+	// Each statement reads its rows into the turns as the batch's Close receives them.
 	b := &pgx.Batch{}
-	b.Queue(turnEntriesSQL, q.Tenant, q.Namespace, numbers, q.Now)
-	b.Queue(`SELECT turn, run_ids, recall_ids FROM turn_links WHERE tenant = $1 AND namespace = $2 AND turn = ANY($3)`,
-		q.Tenant, q.Namespace, numbers)
-	b.Queue(`SELECT turn, id, coalesce(run_id, '') FROM recalls WHERE tenant = $1 AND namespace = $2 AND turn = ANY($3)
-		ORDER BY created_at, id`, q.Tenant, q.Namespace, numbers)
-	b.Queue(`SELECT turn, id FROM runs WHERE tenant = $1 AND namespace = $2 AND turn = ANY($3)
-		ORDER BY created_at, id`, q.Tenant, q.Namespace, numbers)
-	br := s.pool.SendBatch(ctx, b)
-	err := func() error {
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
+	b.Queue(turnEntriesSQL, q.Tenant, q.Namespace, numbers, q.Now).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			e, err := scanEntry(rows)
 			if err != nil {
-				rows.Close()
 				return err
 			}
 			turn := e.Turn
@@ -247,69 +235,46 @@ func (s *Store) ListTurns(ctx context.Context, q turns.TurnQuery) ([]turns.TurnR
 				r.Entries = append(r.Entries, e)
 			}
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = br.Query()
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var turn int
-			var runIDs, recallIDs []string
-			if err := rows.Scan(&turn, &runIDs, &recallIDs); err != nil {
-				rows.Close()
-				return err
-			}
+		return rows.Err()
+	})
+	var turn int
+	var runIDs, recallIDs []string
+	var id, runID string
+	b.Queue(`SELECT turn, run_ids, recall_ids FROM turn_links WHERE tenant = $1 AND namespace = $2 AND turn = ANY($3)`,
+		q.Tenant, q.Namespace, numbers).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&turn, &runIDs, &recallIDs}, func() error {
 			if r := at[turn]; r != nil {
 				r.LinkedRunIDs, r.LinkedRecallIDs = runIDs, recallIDs
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = br.Query()
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var turn int
-			var id, runID string
-			if err := rows.Scan(&turn, &id, &runID); err != nil {
-				rows.Close()
-				return err
-			}
+			runIDs, recallIDs = nil, nil // a fresh slice per row: the turn keeps it
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT turn, id, coalesce(run_id, '') FROM recalls WHERE tenant = $1 AND namespace = $2 AND turn = ANY($3)
+		ORDER BY created_at, id`, q.Tenant, q.Namespace, numbers).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&turn, &id, &runID}, func() error {
 			if r := at[turn]; r != nil {
 				r.RecallIDs = append(r.RecallIDs, id)
 				if runID != "" && !slices.Contains(r.RecallRunIDs, runID) {
 					r.RecallRunIDs = append(r.RecallRunIDs, runID)
 				}
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = br.Query()
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var turn int
-			var id string
-			if err := rows.Scan(&turn, &id); err != nil {
-				rows.Close()
-				return err
-			}
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT turn, id FROM runs WHERE tenant = $1 AND namespace = $2 AND turn = ANY($3)
+		ORDER BY created_at, id`, q.Tenant, q.Namespace, numbers).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&turn, &id}, func() error {
 			if r := at[turn]; r != nil {
 				r.RunIDs = append(r.RunIDs, id)
 			}
-		}
-		return rows.Err()
-	}()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+			return nil
+		})
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, translate(err, "list turns", "", "")
 	}
 	return out, nil
