@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"sort"
 	"time"
@@ -79,34 +78,17 @@ func (s *Store) TurnLinks(ctx context.Context, tenant, namespace string, turn in
 	return slices.Clone(l.runs), slices.Clone(l.recalls), nil
 }
 
-// RecallsFor returns the receipts made for a turn of the namespace, or named by id.
+// RecallsFor returns the receipts made for a turn of the namespace, or named by id, oldest
+// first.
 func (s *Store) RecallsFor(ctx context.Context, tenant, namespace string, turn int, ids []string) ([]recall.RecallResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.es.mu.RLock()
-	var out []recall.RecallResult
-	for k, b := range s.es.recalls {
-		if k[0] != tenant {
-			continue
-		}
-		var r recall.RecallResult
-		if err := json.Unmarshal(b, &r); err != nil {
-			s.es.mu.RUnlock()
-			return nil, err
-		}
-		if r.Identity.Namespace() == namespace && (r.Turn == turn || slices.Contains(ids, r.RecallID)) {
-			out = append(out, r)
-		}
-	}
-	s.es.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].RecallID < out[j].RecallID
+	out, err := s.receiptsOf(tenant, namespace, "", func(r recall.RecallResult) bool {
+		return r.Turn == turn || slices.Contains(ids, r.RecallID)
 	})
-	return out, nil
+	slices.Reverse(out) // receiptsOf lists newest first
+	return out, err
 }
 
 // TurnEntries returns a turn's live snapshots and messages in every memory.
