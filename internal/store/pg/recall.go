@@ -186,8 +186,7 @@ func (s *Store) rankCorpus(ctx context.Context, q recall.RankQuery, kinds []stri
 	dims := len(q.Vector)
 	b := &pgx.Batch{}
 	head := s.queueSettings(b, annSettingsSQL, []any{strconv.Itoa(ef), scan}, annSettingsCitus(ef, scan))
-	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
-		q.Tenant, q.MemoryID, q.Namespace)
+	queueFingerprint(b, q)
 	b.Queue(annRankSQL(dims), q.Tenant, q.Namespace, q.MemoryID, kinds, q.Now, vec, q.Model, q.Limit)
 	s.queueSettingsEnd(b)
 	var (
@@ -201,16 +200,14 @@ func (s *Store) rankCorpus(ctx context.Context, q recall.RankQuery, kinds []stri
 		if err := readN(br, head); err != nil {
 			return err
 		}
-		var model string
-		var fdims int
-		err := br.QueryRow().Scan(&model, &fdims)
+		stored, same, err := readFingerprint(br, q)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			noVectors = true // no vector was ever stored here
-			return br.Close()
 		case err != nil:
 			return err
-		case model != q.Model || fdims != dims:
+		case !stored:
+			noVectors = true // no vector was ever stored here
+			return br.Close()
+		case !same:
 			sameSpace = false
 			return br.Close()
 		}
@@ -242,6 +239,28 @@ func (s *Store) rankCorpus(ctx context.Context, q recall.RankQuery, kinds []stri
 	return recall.RankResult{Mode: "ann", Ranked: ranked, Total: -1}, true, nil
 }
 
+// queueFingerprint queues the read of q's memory's fingerprint in q's namespace: the model
+// and dimensions its vectors were stored with (readFingerprint reads it).
+func queueFingerprint(b *pgx.Batch, q recall.RankQuery) {
+	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
+		q.Tenant, q.MemoryID, q.Namespace)
+}
+
+// readFingerprint reads queueFingerprint's row: stored is false when no vector was ever
+// stored there, same whether they are in q's vector space (its model and dimensions).
+func readFingerprint(br pgx.BatchResults, q recall.RankQuery) (stored, same bool, err error) {
+	var model string
+	var dims int
+	err = br.QueryRow().Scan(&model, &dims)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, false, nil
+	case err != nil:
+		return false, false, err
+	}
+	return true, model == q.Model && dims == len(q.Vector), nil
+}
+
 // rankConversation ranks exactly in one round trip: the settings (genericPlanSQL; on Citus
 // exactSettingsCitus), the memory's fingerprint and the ranking. done is false when the
 // memory's fingerprint differs from the query's space (the slow, rare path lists the
@@ -249,8 +268,7 @@ func (s *Store) rankCorpus(ctx context.Context, q recall.RankQuery, kinds []stri
 func (s *Store) rankConversation(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector) (recall.RankResult, bool, error) {
 	b := &pgx.Batch{}
 	head := s.queueSettings(b, genericPlanSQL, nil, exactSettingsCitus)
-	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
-		q.Tenant, q.MemoryID, q.Namespace)
+	queueFingerprint(b, q)
 	read := queueExact(b, q, kinds, vec)
 	s.queueSettingsEnd(b)
 	res := recall.RankResult{Mode: "exact"}
@@ -261,15 +279,13 @@ func (s *Store) rankConversation(ctx context.Context, q recall.RankQuery, kinds 
 		if err := readN(br, head); err != nil {
 			return err
 		}
-		var model string
-		var dims int
-		err := br.QueryRow().Scan(&model, &dims)
+		stored, same, err := readFingerprint(br, q)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return br.Close() // no vector was ever stored here: nothing to rank
 		case err != nil:
 			return err
-		case model != q.Model || dims != len(q.Vector):
+		case !stored:
+			return br.Close() // no vector was ever stored here: nothing to rank
+		case !same:
 			sameSpace = false
 			return br.Close()
 		}
@@ -764,25 +780,22 @@ const (
 // false when the stored vectors are of another space (the caller lists them).
 func (s *Store) rankCorpusLexical(ctx context.Context, q recall.RankQuery, kinds []string, vec pgvector.Vector) (recall.RankResult, bool, error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT model, dims FROM embedding_fingerprints WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
-		q.Tenant, q.MemoryID, q.Namespace)
+	queueFingerprint(b, q)
 	b.Queue(`SELECT docs, length FROM lexical_totals WHERE tenant = $1 AND memory_id = $2 AND namespace = $3`,
 		q.Tenant, q.MemoryID, q.Namespace)
 	b.Queue(`SELECT coalesce(l.df, 0) FROM unnest($4::text[]) WITH ORDINALITY AS t(term, ord)
 		LEFT JOIN lexical_terms l ON l.tenant = $1 AND l.memory_id = $2 AND l.namespace = $3 AND l.term = t.term
 		ORDER BY t.ord`, q.Tenant, q.MemoryID, q.Namespace, q.Terms)
 	br := s.pool.SendBatch(ctx, b)
-	var model string
-	var fdims int
-	err := br.QueryRow().Scan(&model, &fdims)
+	stored, same, err := readFingerprint(br, q)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		_ = br.Close()
-		return recall.RankResult{Mode: "exact"}, true, nil // no vector was ever stored here
 	case err != nil:
 		_ = br.Close()
 		return recall.RankResult{}, true, translate(err, "rank entries", "", "")
-	case model != q.Model || fdims != len(q.Vector):
+	case !stored:
+		_ = br.Close()
+		return recall.RankResult{Mode: "exact"}, true, nil // no vector was ever stored here
+	case !same:
 		_ = br.Close()
 		return recall.RankResult{}, false, nil
 	}
