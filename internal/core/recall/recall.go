@@ -373,22 +373,7 @@ func writtenBefore(entries []core.Entry, h asOf, later []string) ([]core.Entry, 
 // rankedBefore drops the entries the horizon's turn could not have seen from a ranking (and
 // from its count), adding their ids to later.
 func rankedBefore(rk *RankResult, h asOf, later []string) []string {
-	if rk == nil {
-		return later
-	}
-	kept := rk.Ranked[:0:0]
-	for _, sc := range rk.Ranked {
-		if h.later(sc.Entry) {
-			later = appendUnique(later, sc.Entry.ID)
-			continue
-		}
-		kept = append(kept, sc)
-	}
-	if rk.Total > 0 {
-		rk.Total -= len(rk.Ranked) - len(kept)
-	}
-	rk.Ranked = kept
-	return later
+	return dropRanked(rk, h.later, later)
 }
 
 // earlierCount counts the ranked entries the horizon's turn could have seen.
@@ -405,12 +390,18 @@ func earlierCount(ranked []Scored, h asOf) int {
 // withoutExcludedRanked drops excluded entries from a ranking (and from its count), adding
 // their ids to dropped.
 func withoutExcludedRanked(rk *RankResult, excluded map[string]bool, dropped []string) []string {
+	return dropRanked(rk, func(e core.Entry) bool { return excluded[e.ID] }, dropped)
+}
+
+// dropRanked drops the entries drop says to from a ranking (and from its count), adding their
+// ids to dropped.
+func dropRanked(rk *RankResult, drop func(core.Entry) bool, dropped []string) []string {
 	if rk == nil {
 		return dropped
 	}
 	kept := rk.Ranked[:0:0]
 	for _, sc := range rk.Ranked {
-		if excluded[sc.Entry.ID] {
+		if drop(sc.Entry) {
 			dropped = appendUnique(dropped, sc.Entry.ID)
 			continue
 		}
